@@ -1,0 +1,30 @@
+-- The queue table the built-in strategies use (seed 001's table, with seed
+-- 004's priority and seed 000's claim_token). Created inside the run's own
+-- schema: the connection's search_path points there.
+CREATE TABLE jobs (
+  id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  queue        text        NOT NULL DEFAULT 'default',
+  payload      jsonb       NOT NULL DEFAULT '{}',
+  status       text        NOT NULL DEFAULT 'queued'
+               CHECK (status IN ('queued', 'running', 'done', 'failed', 'dead')),
+  priority     int         NOT NULL DEFAULT 0,
+  run_at       timestamptz NOT NULL DEFAULT now(),
+  attempts     int         NOT NULL DEFAULT 0,
+  max_attempts int         NOT NULL DEFAULT 5,
+  locked_until timestamptz,
+  claim_token  uuid,
+  locked_by    text,
+  last_error   text,
+  created_at   timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE INDEX jobs_ready_idx ON jobs (queue, run_at) WHERE status = 'queued';
+
+-- The second witness of every execution: written by the worker outside any
+-- claim transaction, so a rolled-back claim cannot erase it.
+CREATE TABLE effects (
+  job_id  bigint      NOT NULL,
+  worker  int         NOT NULL,
+  attempt int         NOT NULL,
+  at      timestamptz NOT NULL DEFAULT clock_timestamp()
+);

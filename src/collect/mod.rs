@@ -1,0 +1,102 @@
+//! What the workers record: a per-worker journal of claims, executions and
+//! completions, and per-worker counters with an HdrHistogram of claim
+//! latency. Nothing here is shared while the run is hot; the runner merges
+//! the workers' parts with `+=` at the end.
+
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+use std::ops::AddAssign;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EventKind {
+    /// The claim returned this job to this worker (recorded after it returned).
+    Claimed,
+    /// The worker performed the job's external side effect.
+    Executed,
+    /// The worker sent a completion and it updated the row.
+    Accepted,
+    /// The worker sent a completion and it changed nothing (0 rows).
+    Rejected,
+}
+
+/// One journal entry. `t_us` counts from the start of the run; a completion's
+/// time is when it was sent, a claim's when it came back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Event {
+    pub t_us: u64,
+    pub job: i64,
+    /// The attempt number the claim returned (-1 if the strategy returns none).
+    pub attempt: i32,
+    pub worker: u32,
+    pub kind: EventKind,
+}
+
+/// Counters and the claim-latency histogram of one worker (or, merged, of all).
+#[derive(Debug, Clone)]
+pub struct WorkerStats {
+    pub claims: u64,
+    pub empty_claims: u64,
+    pub claimed_jobs: u64,
+    pub errors: BTreeMap<String, u64>,
+    /// Claim statement latency in microseconds.
+    pub claim_latency: Histogram<u64>,
+}
+
+impl Default for WorkerStats {
+    fn default() -> Self {
+        WorkerStats {
+            claims: 0,
+            empty_claims: 0,
+            claimed_jobs: 0,
+            errors: BTreeMap::new(),
+            // 1 µs to 1 h at 3 significant digits; values above are clamped.
+            claim_latency: Histogram::new_with_bounds(1, 3_600_000_000, 3)
+                .expect("valid histogram bounds"),
+        }
+    }
+}
+
+impl WorkerStats {
+    pub fn record_claim_latency(&mut self, micros: u64) {
+        self.claim_latency.saturating_record(micros.max(1));
+    }
+
+    pub fn record_error(&mut self, code: &str) {
+        *self.errors.entry(code.to_string()).or_default() += 1;
+    }
+}
+
+impl AddAssign<&WorkerStats> for WorkerStats {
+    fn add_assign(&mut self, other: &WorkerStats) {
+        self.claims += other.claims;
+        self.empty_claims += other.empty_claims;
+        self.claimed_jobs += other.claimed_jobs;
+        for (k, v) in &other.errors {
+            *self.errors.entry(k.clone()).or_default() += v;
+        }
+        self.claim_latency
+            .add(&other.claim_latency)
+            .expect("histograms share bounds");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merging_adds_counts_and_histograms() {
+        let mut a = WorkerStats::default();
+        let mut b = WorkerStats::default();
+        a.claims = 2;
+        a.record_claim_latency(100);
+        b.claims = 3;
+        b.record_claim_latency(300);
+        b.record_error("40P01");
+        a += &b;
+        assert_eq!(a.claims, 5);
+        assert_eq!(a.claim_latency.len(), 2);
+        assert_eq!(a.errors["40P01"], 1);
+        assert!(a.claim_latency.max() >= 300);
+    }
+}

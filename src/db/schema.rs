@@ -1,0 +1,169 @@
+//! The run's schema: created from `migrations/`, preloaded, read back at
+//! the end, dropped. Every statement here is one `queuebench sql` prints.
+
+use super::{Database, error_text};
+use crate::error::{Error, Result};
+use crate::report::summary::SettingReport;
+use std::collections::BTreeMap;
+use tokio_postgres::Client;
+
+pub const MIGRATION: &str = include_str!("../../migrations/001_queue.sql");
+
+/// Preload: `n` jobs with strictly increasing run_at (1 µs apart, all in the past), so FIFO order is id order.
+pub const PRELOAD: &str = "INSERT INTO jobs (payload, run_at, max_attempts) \
+     SELECT jsonb_build_object('n', g), now() - make_interval(secs => ($1::int8 - g) / 1e6), $2::int4 \
+     FROM generate_series(1, $1::int8) AS g";
+
+/// The end state every checker reads.
+pub const FINAL_STATE: &str = "SELECT id, status, attempts FROM jobs ORDER BY id";
+
+fn sql_error(what: &str, e: &tokio_postgres::Error) -> Error {
+    Error::infra(format!("{what} failed: {}", error_text(e)))
+}
+
+/// `CREATE SCHEMA` (fails if it exists: never adopt someone else's) and the migration inside it.
+pub async fn install(db: &Database, preload: u64, max_attempts: i32) -> Result<Client> {
+    let admin = db.connect_admin().await?;
+    let create = format!("CREATE SCHEMA \"{}\"", db.schema);
+    admin.batch_execute(&create).await.map_err(|e| {
+        let hint = match e.code().map(|c| c.code()) {
+            Some("42501") => {
+                "; the user needs CREATE on the database (GRANT CREATE ON DATABASE … TO …)"
+            }
+            Some("42P06") => "; that schema already exists and queuebench never reuses one",
+            _ => "",
+        };
+        Error::infra(format!(
+            "{create} in {} failed: {}{hint}",
+            db.target,
+            error_text(&e)
+        ))
+    })?;
+    drop(admin);
+    let client = db.connect().await?;
+    client
+        .batch_execute(MIGRATION)
+        .await
+        .map_err(|e| sql_error("installing migrations/001_queue.sql", &e))?;
+    if preload > 0 {
+        client
+            .execute(PRELOAD, &[&(preload as i64), &max_attempts])
+            .await
+            .map_err(|e| sql_error("preloading jobs", &e))?;
+    }
+    client
+        .batch_execute("VACUUM ANALYZE jobs")
+        .await
+        .map_err(|e| sql_error("VACUUM ANALYZE jobs", &e))?;
+    Ok(client)
+}
+
+pub async fn drop_schema(db: &Database) -> Result<()> {
+    let admin = db.connect_admin().await?;
+    admin
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", db.schema))
+        .await
+        .map_err(|e| sql_error(&format!("dropping schema {}", db.schema), &e))
+}
+
+/// One row of the final table state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobRow {
+    pub id: i64,
+    pub status: Status,
+    pub attempts: i32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Queued,
+    Running,
+    Done,
+    Failed,
+    Dead,
+}
+
+impl Status {
+    fn parse(s: &str) -> Status {
+        match s {
+            "queued" => Status::Queued,
+            "running" => Status::Running,
+            "done" => Status::Done,
+            "failed" => Status::Failed,
+            _ => Status::Dead,
+        }
+    }
+}
+
+pub async fn final_state(client: &Client) -> Result<Vec<JobRow>> {
+    let rows = client
+        .query(FINAL_STATE, &[])
+        .await
+        .map_err(|e| sql_error("reading the final job table", &e))?;
+    Ok(rows
+        .iter()
+        .map(|r| JobRow {
+            id: r.get(0),
+            status: Status::parse(r.get(1)),
+            attempts: r.get(2),
+        })
+        .collect())
+}
+
+pub async fn effects_rows(client: &Client) -> Result<u64> {
+    let row = client
+        .query_one("SELECT count(*) FROM effects", &[])
+        .await
+        .map_err(|e| sql_error("counting effects", &e))?;
+    Ok(row.get::<_, i64>(0) as u64)
+}
+
+pub async fn server_version(client: &Client) -> String {
+    match client
+        .query_one("SELECT current_setting('server_version')", &[])
+        .await
+    {
+        Ok(r) => r.get(0),
+        Err(e) => format!("unknown ({})", error_text(&e)),
+    }
+}
+
+/// URL mode: what the scenario wanted and what the server has (nothing is changed).
+pub async fn report_settings(
+    client: &Client,
+    wanted: &[(String, String)],
+) -> BTreeMap<String, SettingReport> {
+    let mut out = BTreeMap::new();
+    for (name, want) in wanted {
+        let actual = match client
+            .query_one("SELECT current_setting($1, true)", &[name])
+            .await
+        {
+            Ok(r) => r
+                .get::<_, Option<String>>(0)
+                .unwrap_or_else(|| "(unknown setting)".into()),
+            Err(e) => format!("(error: {})", error_text(&e)),
+        };
+        out.insert(
+            name.clone(),
+            SettingReport {
+                wanted: want.clone(),
+                actual,
+            },
+        );
+    }
+    out
+}
+
+/// The server's max_connections minus superuser-reserved slots.
+pub async fn connection_slots(client: &Client) -> Result<i64> {
+    let row = client
+        .query_one(
+            "SELECT current_setting('max_connections')::int8 - current_setting('superuser_reserved_connections')::int8 \
+             - (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')",
+            &[],
+        )
+        .await
+        .map_err(|e| sql_error("reading max_connections", &e))?;
+    Ok(row.get(0))
+}

@@ -1,0 +1,77 @@
+//! Assembles the `RunSummary` from the plan, the run's output and the
+//! checkers' verdicts. The only place summary numbers are computed.
+
+use super::percentiles;
+use super::summary::*;
+use crate::gate;
+use crate::run::RunOutput;
+use crate::scenario::Plan;
+use crate::verify::Verification;
+
+pub struct Context {
+    pub run_id: String,
+    pub started_at: String,
+    pub database: DatabaseInfo,
+    pub effects_rows: Option<u64>,
+}
+
+pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification) -> RunSummary {
+    let secs = out.duration.as_secs_f64().max(1e-9);
+    let st = &out.stats;
+    let mut s = RunSummary {
+        schema_version: SCHEMA_VERSION,
+        queuebench_version: env!("CARGO_PKG_VERSION").into(),
+        run_id: ctx.run_id,
+        scenario: plan.name.clone(),
+        description: plan.description.clone(),
+        started_at: ctx.started_at,
+        seed: plan.seed,
+        strategy: plan.strategy.name.clone(),
+        mode: serde_json::to_value(plan.mode)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default(),
+        fencing: serde_json::to_value(plan.fencing)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default(),
+        workers: plan.workers,
+        batch: plan.batch,
+        work: plan.work.describe(),
+        stop: plan.stop.describe(),
+        database: ctx.database,
+        interrupted: out.interrupted,
+        timed_out: out.timed_out,
+        throughput: Throughput {
+            jobs_per_sec: v.executions.total as f64 / secs,
+            claims_per_sec: st.claims as f64 / secs,
+            duration_s: out.duration.as_secs_f64(),
+        },
+        jobs: v.jobs,
+        executions: v.executions,
+        completions: v.completions,
+        claims: Claims {
+            total: st.claims,
+            empty: st.empty_claims,
+            jobs: st.claimed_jobs,
+        },
+        errors: Errors {
+            total: st.errors.values().sum(),
+            by_code: st.errors.clone(),
+        },
+        effects: Effects {
+            journal: 0,
+            table_rows: ctx.effects_rows,
+        },
+        latency_ms: Latencies {
+            claim: percentiles(&st.claim_latency),
+        },
+        checks: v.checks,
+        expectations: Vec::new(),
+        passed: false,
+    };
+    s.effects.journal = s.executions.total;
+    s.expectations = gate::evaluate(&plan.expectations, &s);
+    s.passed = !s.interrupted && !s.timed_out && s.expectations.iter().all(|e| e.passed);
+    s
+}

@@ -1,0 +1,259 @@
+//! The one summary model every exporter reads. Its JSON form is
+//! `summary.json`; `schema_version` changes whenever a field is renamed or
+//! removed (adding fields does not). Exporters never recompute statistics.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RunSummary {
+    pub schema_version: u32,
+    pub queuebench_version: String,
+    pub run_id: String,
+    pub scenario: String,
+    pub description: String,
+    pub started_at: String,
+    pub seed: u64,
+    pub strategy: String,
+    pub mode: String,
+    pub fencing: String,
+    pub workers: u32,
+    pub batch: u32,
+    pub work: String,
+    pub stop: String,
+    pub database: DatabaseInfo,
+    /// True when Ctrl-C, SIGTERM or the run timeout stopped the workers early.
+    pub interrupted: bool,
+    pub timed_out: bool,
+    pub jobs: Jobs,
+    pub executions: Executions,
+    pub completions: Completions,
+    pub claims: Claims,
+    pub errors: Errors,
+    pub effects: Effects,
+    pub throughput: Throughput,
+    pub latency_ms: Latencies,
+    pub checks: Vec<CheckResult>,
+    pub expectations: Vec<ExpectationResult>,
+    pub passed: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DatabaseInfo {
+    /// `ephemeral` or `url`.
+    pub kind: String,
+    /// Host, port, user and database; never a password.
+    pub target: String,
+    pub schema: String,
+    pub server_version: String,
+    /// Scenario settings passed to the ephemeral cluster.
+    pub settings_applied: BTreeMap<String, String>,
+    /// In URL mode: each scenario setting and the server's actual value (not changed).
+    pub settings_reported: BTreeMap<String, SettingReport>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SettingReport {
+    pub wanted: String,
+    pub actual: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Jobs {
+    pub enqueued: u64,
+    /// Jobs in status `done` at the end.
+    pub completed: u64,
+    /// Jobs not `done` at the end (queued, running, failed, dead).
+    pub unfinished: u64,
+    /// Jobs marked done without any recorded execution, or that disappeared.
+    pub lost: u64,
+    /// Jobs left `running` at the end with no worker on them.
+    pub stuck_running: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Executions {
+    pub total: u64,
+    /// Executions beyond the first of each job.
+    pub duplicate: u64,
+    /// Distinct jobs executed at least once.
+    pub distinct_jobs: u64,
+    /// Jobs executed more than once.
+    pub jobs_duplicated: u64,
+    pub max_per_job: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Completions {
+    /// Completion statements that updated the job (1 row).
+    pub accepted: u64,
+    /// Completion statements that changed nothing (0 rows): the fence held.
+    pub rejected: u64,
+    /// Accepted completions sent after another worker had claimed the job again.
+    pub stale_accepted: u64,
+    /// Rejected completions sent after another worker had claimed the job again.
+    pub stale_rejected: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Claims {
+    /// Claim round trips (each may return up to `batch` jobs).
+    pub total: u64,
+    /// Claims that returned no job.
+    pub empty: u64,
+    /// Jobs returned by claims.
+    pub jobs: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Errors {
+    pub total: u64,
+    /// Errors by SQLSTATE (or `io` for a lost connection).
+    pub by_code: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Effects {
+    /// Executions in the harness's in-memory journal.
+    pub journal: u64,
+    /// Rows in the `effects` table (the second witness), when enabled.
+    pub table_rows: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Throughput {
+    /// Executions per second of run time.
+    pub jobs_per_sec: f64,
+    /// Claim round trips per second (pgbench's tps for the same script).
+    pub claims_per_sec: f64,
+    pub duration_s: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Latencies {
+    pub claim: Percentiles,
+}
+
+/// Milliseconds.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Percentiles {
+    pub count: u64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CheckResult {
+    pub name: String,
+    pub passed: bool,
+    /// How many jobs or events break the invariant (0 when it holds).
+    pub violations: u64,
+    pub detail: String,
+    /// A few job ids that show the problem.
+    pub examples: Vec<i64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ExpectationResult {
+    pub name: String,
+    pub expression: String,
+    pub actual: Option<f64>,
+    pub passed: bool,
+}
+
+/// The checks every run reports; `checks.<name>` is its violation count.
+pub const CHECK_NAMES: [&str; 4] = [
+    "exactly_once",
+    "no_lost_jobs",
+    "stale_completions_accepted",
+    "effects_ledger_agrees",
+];
+
+impl RunSummary {
+    /// Every numeric field by dotted path, plus `checks.<name>` (violations).
+    pub fn metrics(&self) -> BTreeMap<String, f64> {
+        let mut out = BTreeMap::new();
+        let value = serde_json::to_value(self).expect("summary serialises");
+        flatten("", &value, &mut out);
+        for c in &self.checks {
+            out.insert(format!("checks.{}", c.name), c.violations as f64);
+        }
+        out
+    }
+
+    /// The metric paths an expectation may name (known before any run).
+    pub fn metric_names() -> Vec<String> {
+        let mut s = RunSummary::default();
+        s.effects.table_rows = Some(0);
+        s.checks = CHECK_NAMES
+            .iter()
+            .map(|n| CheckResult {
+                name: n.to_string(),
+                ..Default::default()
+            })
+            .collect();
+        s.metrics().into_keys().collect()
+    }
+}
+
+fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, f64>) {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) => {
+            if let Some(f) = n.as_f64() {
+                out.insert(prefix.to_string(), f);
+            }
+        }
+        Value::Object(map) => {
+            for (k, v) in map {
+                // Free-form maps are not metrics; neither are lists or the version.
+                if matches!(
+                    k.as_str(),
+                    "by_code"
+                        | "settings_applied"
+                        | "settings_reported"
+                        | "schema_version"
+                        | "seed"
+                ) {
+                    continue;
+                }
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&key, v, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metric_names_cover_the_documented_fields() {
+        let names = RunSummary::metric_names();
+        for n in [
+            "jobs.lost",
+            "executions.duplicate",
+            "completions.rejected",
+            "throughput.jobs_per_sec",
+            "latency_ms.claim.p99",
+            "checks.exactly_once",
+            "effects.table_rows",
+            "workers",
+        ] {
+            assert!(names.iter().any(|m| m == n), "{n} missing from {names:?}");
+        }
+        assert!(!names.iter().any(|m| m == "schema_version"));
+    }
+}

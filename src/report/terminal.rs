@@ -1,0 +1,112 @@
+//! The summary a person reads at the end of a run.
+
+use super::summary::RunSummary;
+use std::fmt::Write;
+
+pub fn render(s: &RunSummary) -> String {
+    let mut o = String::new();
+    let status = if s.interrupted {
+        "INTERRUPTED"
+    } else if s.passed {
+        "PASSED"
+    } else {
+        "FAILED"
+    };
+    let _ = writeln!(o, "\n{} — {status}", s.scenario);
+    let _ = writeln!(
+        o,
+        "  strategy {} · mode {} · fencing {} · {} workers · batch {} · work {} · stop {}",
+        s.strategy, s.mode, s.fencing, s.workers, s.batch, s.work, s.stop
+    );
+    let _ = writeln!(
+        o,
+        "  database {} {} (PostgreSQL {})",
+        s.database.kind, s.database.target, s.database.server_version
+    );
+    let j = &s.jobs;
+    let x = &s.executions;
+    let c = &s.completions;
+    let l = &s.latency_ms.claim;
+    let rows: Vec<(&str, String)> = vec![
+        (
+            "jobs",
+            format!(
+                "{} enqueued · {} completed · {} unfinished · {} lost · {} stuck running",
+                j.enqueued, j.completed, j.unfinished, j.lost, j.stuck_running
+            ),
+        ),
+        (
+            "executions",
+            format!(
+                "{} total · {} distinct jobs · {} duplicate · {} jobs run more than once · max {} per job",
+                x.total, x.distinct_jobs, x.duplicate, x.jobs_duplicated, x.max_per_job
+            ),
+        ),
+        (
+            "completions",
+            format!(
+                "{} accepted · {} rejected · stale: {} accepted, {} rejected",
+                c.accepted, c.rejected, c.stale_accepted, c.stale_rejected
+            ),
+        ),
+        (
+            "claims",
+            format!(
+                "{} round trips · {} empty · {} jobs returned",
+                s.claims.total, s.claims.empty, s.claims.jobs
+            ),
+        ),
+        (
+            "throughput",
+            format!(
+                "{:.0} jobs/s · {:.0} claims/s over {:.2} s",
+                s.throughput.jobs_per_sec, s.throughput.claims_per_sec, s.throughput.duration_s
+            ),
+        ),
+        (
+            "claim latency",
+            format!(
+                "p50 {:.2} · p95 {:.2} · p99 {:.2} · p99.9 {:.2} · max {:.2} ms ({} samples)",
+                l.p50, l.p95, l.p99, l.p999, l.max, l.count
+            ),
+        ),
+        (
+            "errors",
+            if s.errors.total == 0 {
+                "none".into()
+            } else {
+                format!("{} {:?}", s.errors.total, s.errors.by_code)
+            },
+        ),
+    ];
+    for (k, v) in rows {
+        let _ = writeln!(o, "  {k:<14} {v}");
+    }
+    let _ = writeln!(o, "  checks");
+    for c in &s.checks {
+        let ex = if c.examples.is_empty() {
+            String::new()
+        } else {
+            format!(" e.g. jobs {:?}", c.examples)
+        };
+        let _ = writeln!(o, "    {} {:<28} {}{ex}", mark(c.passed), c.name, c.detail);
+    }
+    if !s.expectations.is_empty() {
+        let _ = writeln!(o, "  expectations");
+        for e in &s.expectations {
+            let actual = e.actual.map_or("missing".into(), |a| format!("{a}"));
+            let _ = writeln!(
+                o,
+                "    {} {} {} (actual {actual})",
+                mark(e.passed),
+                e.name,
+                e.expression
+            );
+        }
+    }
+    o
+}
+
+fn mark(ok: bool) -> &'static str {
+    if ok { "ok  " } else { "FAIL" }
+}

@@ -1,0 +1,243 @@
+//! Reading a scenario file and applying `--set key=value` overrides.
+//!
+//! The file is parsed twice when there are overrides: once as written, so an
+//! error in the file names its line and column, and once with the overrides
+//! applied, so an override gets exactly the same validation as the file.
+
+use super::raw::RawScenario;
+use crate::error::{Error, Result};
+use std::path::{Path, PathBuf};
+
+/// Where a scenario came from, kept so later errors can point at a line.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub path: PathBuf,
+    pub text: String,
+    /// The `--set` overrides as given (`workers.count=16`).
+    pub overrides: Vec<String>,
+}
+
+impl Source {
+    /// `file:line` for a dotted key, or the `--set` that supplied it.
+    pub fn locate(&self, key: &str) -> String {
+        let path = self.path.display();
+        if let Some(o) = self
+            .overrides
+            .iter()
+            .find(|o| o.split('=').next() == Some(key))
+        {
+            return format!("{path}: --set {o}");
+        }
+        match find_key_line(&self.text, key) {
+            Some(line) => format!("{path}:{line}: {key}"),
+            None => format!("{path}: {key}"),
+        }
+    }
+}
+
+/// Reads and parses `path`, then applies `sets` on top.
+pub fn load(path: &Path, sets: &[String]) -> Result<(RawScenario, Source)> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::usage(format!("cannot read scenario {}: {e}", path.display())))?;
+    let raw = parse_text(&text).map_err(|e| Error::usage(format!("{}: {e}", path.display())))?;
+    let source = Source {
+        path: path.to_path_buf(),
+        text,
+        overrides: sets.to_vec(),
+    };
+    if sets.is_empty() {
+        return Ok((raw, source));
+    }
+    let mut table: toml::Table = toml::from_str(&source.text)
+        .map_err(|e| Error::usage(format!("{}: {e}", path.display())))?;
+    for set in sets {
+        apply_override(&mut table, set).map_err(|e| Error::usage(format!("--set {set}: {e}")))?;
+    }
+    let raw = RawScenario::deserialize_table(table).map_err(|e| {
+        Error::usage(format!(
+            "{} with --set {}: {e}",
+            path.display(),
+            sets.join(" --set ")
+        ))
+    })?;
+    Ok((raw, source))
+}
+
+impl RawScenario {
+    fn deserialize_table(table: toml::Table) -> std::result::Result<RawScenario, String> {
+        use serde::Deserialize;
+        RawScenario::deserialize(table).map_err(|e| with_hint(e.to_string()))
+    }
+}
+
+/// Parses scenario text; the error names line and column and suggests the nearest key.
+pub fn parse_text(text: &str) -> std::result::Result<RawScenario, String> {
+    toml::from_str::<RawScenario>(text).map_err(|e| with_hint(e.to_string()))
+}
+
+/// Adds "did you mean `count`?" to serde's "unknown field `coutn`, expected one of …".
+fn with_hint(message: String) -> String {
+    let Some(pos) = message
+        .find("unknown field `")
+        .or_else(|| message.find("unknown variant `"))
+    else {
+        return message;
+    };
+    let words: Vec<&str> = message[pos..].split('`').skip(1).step_by(2).collect();
+    let Some((wrong, candidates)) = words.split_first() else {
+        return message;
+    };
+    let best = candidates
+        .iter()
+        .map(|c| (strsim::levenshtein(wrong, c), *c))
+        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
+        .min();
+    match best {
+        Some((_, c)) => format!("{}\ndid you mean `{c}`?", message.trim_end()),
+        None => message,
+    }
+}
+
+/// Applies one `dotted.key=value`. The value is read as TOML if it parses
+/// (`16`, `true`, `"x"`, `{ p50 = "8ms", p99 = "70ms" }`) and as a string otherwise (`30s`).
+pub fn apply_override(table: &mut toml::Table, set: &str) -> std::result::Result<(), String> {
+    let (key, value) = set
+        .split_once('=')
+        .ok_or("expected key=value, e.g. --set workers.count=16")?;
+    let path = split_key(key.trim())?;
+    let value = parse_value(value.trim());
+    let (last, parents) = path.split_last().ok_or("empty key")?;
+    let mut node = table;
+    for (i, part) in parents.iter().enumerate() {
+        let entry = node
+            .entry(part.clone())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        node = entry.as_table_mut().ok_or_else(|| {
+            format!(
+                "`{}` is a value, not a table, so `{key}` cannot be set",
+                path[..=i].join(".")
+            )
+        })?;
+    }
+    node.insert(last.clone(), value);
+    Ok(())
+}
+
+fn parse_value(text: &str) -> toml::Value {
+    let doc = format!("v = {text}");
+    match toml::from_str::<toml::Table>(&doc) {
+        Ok(mut t) => t.remove("v").unwrap_or(toml::Value::String(text.into())),
+        Err(_) => toml::Value::String(text.into()),
+    }
+}
+
+/// Splits `a.b."c.d"` into `["a", "b", "c.d"]`.
+fn split_key(key: &str) -> std::result::Result<Vec<String>, String> {
+    let mut parts = Vec::new();
+    let mut rest = key;
+    while !rest.is_empty() {
+        if let Some(quoted) = rest.strip_prefix('"') {
+            let end = quoted
+                .find('"')
+                .ok_or_else(|| format!("unclosed quote in `{key}`"))?;
+            parts.push(quoted[..end].to_string());
+            rest = &quoted[end + 1..];
+        } else {
+            let end = rest.find('.').unwrap_or(rest.len());
+            parts.push(rest[..end].to_string());
+            rest = &rest[end..];
+        }
+        if let Some(r) = rest.strip_prefix('.') {
+            rest = r;
+            if rest.is_empty() {
+                return Err(format!("`{key}` ends with a dot"));
+            }
+        } else if !rest.is_empty() {
+            return Err(format!("unexpected text after a quoted part of `{key}`"));
+        }
+    }
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(format!("`{key}` has an empty part"));
+    }
+    Ok(parts)
+}
+
+/// Finds the 1-based line that sets `key` (`workers.count`), following
+/// `[table]` headers. Good enough for error messages; not a TOML parser.
+pub fn find_key_line(text: &str, key: &str) -> Option<usize> {
+    let (table, leaf) = match key.rsplit_once('.') {
+        Some((t, l)) => (t, l),
+        None => ("", key),
+    };
+    let mut current = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if let Some(h) = l.strip_prefix('[') {
+            current = h
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .trim()
+                .to_string();
+            continue;
+        }
+        let Some((k, _)) = l.split_once('=') else {
+            continue;
+        };
+        let k = k.trim().trim_matches('"');
+        let full = if current.is_empty() {
+            k.to_string()
+        } else {
+            format!("{current}.{k}")
+        };
+        if full == key || (current == table && k == leaf) {
+            return Some(i + 1);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_key_names_line_and_nearest_key() {
+        let err = parse_text("name = \"x\"\n[workers]\ncoutn = 8\n").unwrap_err();
+        assert!(err.contains("line 3"), "{err}");
+        assert!(err.contains("coutn"), "{err}");
+        assert!(err.contains("did you mean `count`?"), "{err}");
+    }
+
+    #[test]
+    fn overrides_set_nested_values_and_types() {
+        let mut t: toml::Table = toml::from_str("name = \"x\"\n[workers]\ncount = 2\n").unwrap();
+        apply_override(&mut t, "workers.count=16").unwrap();
+        apply_override(&mut t, "lease.duration=30s").unwrap();
+        apply_override(&mut t, "expect.\"jobs.lost\"=== 0").unwrap();
+        assert_eq!(t["workers"]["count"].as_integer(), Some(16));
+        assert_eq!(t["lease"]["duration"].as_str(), Some("30s"));
+        assert_eq!(t["expect"]["jobs.lost"].as_str(), Some("== 0"));
+    }
+
+    #[test]
+    fn bad_override_paths_are_errors() {
+        let mut t: toml::Table = toml::from_str("name = \"x\"\n").unwrap();
+        assert!(apply_override(&mut t, "workers.count").is_err());
+        assert!(
+            apply_override(&mut t, "name.first=1")
+                .unwrap_err()
+                .contains("not a table")
+        );
+        assert!(apply_override(&mut t, "workers..count=1").is_err());
+        assert!(apply_override(&mut t, "workers.=1").is_err());
+    }
+
+    #[test]
+    fn finds_lines_of_keys() {
+        let text = "name = \"x\"\n\n[workers]\ncount = 0\n[lease]\nduration = \"1s\"\n";
+        assert_eq!(find_key_line(text, "workers.count"), Some(4));
+        assert_eq!(find_key_line(text, "lease.duration"), Some(6));
+        assert_eq!(find_key_line(text, "name"), Some(1));
+        assert_eq!(find_key_line(text, "jobs.preload"), None);
+    }
+}

@@ -1,0 +1,19 @@
+//! Scenario files: the raw serde mirror (`raw`), reading and `--set`
+//! overrides (`load`), durations (`units`), and validation into the typed
+//! `Plan` that every later stage reads (`plan`).
+
+pub mod load;
+pub mod plan;
+pub mod raw;
+pub mod units;
+
+pub use plan::{Plan, Stop, WorkModel};
+
+use crate::error::Result;
+use std::path::Path;
+
+/// Reads, overrides and validates one scenario file.
+pub fn plan_from_file(path: &Path, sets: &[String], seed: Option<u64>) -> Result<Plan> {
+    let (raw, source) = load::load(path, sets)?;
+    plan::validate(raw, source, seed)
+}

@@ -1,0 +1,314 @@
+//! Validation: `RawScenario` → `Plan`. Every rule that can be checked
+//! without a database is checked here, once, and each error names the file,
+//! the line and the key (or the `--set` that supplied it) and what is accepted.
+
+use super::load::Source;
+use super::raw::{Fencing, Mode, RawScenario};
+use super::units::{format_duration, parse_duration};
+use crate::error::{Error, Result};
+use crate::gate::{self, Expectation};
+use crate::strategy::{self, Strategy};
+use std::time::Duration;
+
+/// The validated, typed scenario. Later stages read only this.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub name: String,
+    pub description: String,
+    pub seed: u64,
+    pub source: Source,
+    pub preload: u64,
+    pub max_attempts: i32,
+    pub workers: u32,
+    pub batch: u32,
+    pub mode: Mode,
+    pub work: WorkModel,
+    pub max_claims: Option<u64>,
+    pub idle_backoff: Duration,
+    pub strategy: Strategy,
+    pub lease: Duration,
+    pub fencing: Fencing,
+    pub stop: Stop,
+    pub timeout: Duration,
+    pub effects_table: bool,
+    pub pg_settings: Vec<(String, String)>,
+    pub expectations: Vec<Expectation>,
+}
+
+/// When the workers stop.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stop {
+    /// When no job is queued or running any more.
+    Drained,
+    /// When every worker has made `max_claims` claim attempts (like `pgbench -t`).
+    Claims,
+    /// After a fixed time (like `pgbench -T`).
+    After(Duration),
+}
+
+/// How long one execution of a job takes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum WorkModel {
+    Fixed(Duration),
+    Uniform {
+        min: Duration,
+        max: Duration,
+    },
+    /// Lognormal with the given median and 99th percentile.
+    LogNormal {
+        p50: Duration,
+        p99: Duration,
+    },
+}
+
+impl WorkModel {
+    pub fn describe(&self) -> String {
+        match self {
+            WorkModel::Fixed(d) => format_duration(*d),
+            WorkModel::Uniform { min, max } => format!(
+                "uniform {}..{}",
+                format_duration(*min),
+                format_duration(*max)
+            ),
+            WorkModel::LogNormal { p50, p99 } => {
+                format!(
+                    "lognormal p50 {} p99 {}",
+                    format_duration(*p50),
+                    format_duration(*p99)
+                )
+            }
+        }
+    }
+}
+
+impl Stop {
+    pub fn describe(&self) -> String {
+        match self {
+            Stop::Drained => "drained".into(),
+            Stop::Claims => "claims".into(),
+            Stop::After(d) => format_duration(*d),
+        }
+    }
+}
+
+/// Checks `raw` and resolves every default. `seed` (from `--seed`) wins over the file's.
+pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<Plan> {
+    let err = |key: &str, msg: String| Error::usage(format!("{}: {msg}", source.locate(key)));
+    if raw.name.trim().is_empty() || raw.name.contains(['/', '\\']) {
+        return Err(err(
+            "name",
+            "must be a non-empty name without slashes (it names the results folder)".into(),
+        ));
+    }
+    let positive = |key: &str, v: i64| -> Result<u32> {
+        if v <= 0 || v > 100_000 {
+            return Err(err(key, format!("must be between 1 and 100000, got {v}")));
+        }
+        Ok(v as u32)
+    };
+    let workers = positive("workers.count", raw.workers.count)?;
+    let batch = positive("workers.batch", raw.workers.batch)?;
+    let max_attempts = positive("jobs.max_attempts", raw.jobs.max_attempts)? as i32;
+    if raw.jobs.preload < 0 || raw.jobs.preload > 1_000_000_000 {
+        return Err(err(
+            "jobs.preload",
+            format!("must be between 0 and 1000000000, got {}", raw.jobs.preload),
+        ));
+    }
+    let max_claims = match raw.workers.max_claims {
+        Some(n) if n <= 0 => {
+            return Err(err(
+                "workers.max_claims",
+                format!("must be at least 1, got {n}"),
+            ));
+        }
+        other => other.map(|n| n as u64),
+    };
+    let duration = |key: &str, text: &str| parse_duration(text).map_err(|e| err(key, e));
+    let lease = duration("lease.duration", &raw.lease.duration)?;
+    if lease < Duration::from_millis(1) {
+        return Err(err("lease.duration", "must be at least 1ms".into()));
+    }
+    let idle_backoff = duration("workers.idle_backoff", &raw.workers.idle_backoff)?;
+    let timeout = duration("run.timeout", &raw.run.timeout)?;
+    let stop = match raw.run.stop.as_str() {
+        "drained" => Stop::Drained,
+        "claims" => Stop::Claims,
+        other => Stop::After(parse_duration(other).map_err(|e| {
+            err(
+                "run.stop",
+                format!("accepted: \"drained\", \"claims\" or a duration; {e}"),
+            )
+        })?),
+    };
+    if stop == Stop::Claims && max_claims.is_none() {
+        return Err(err(
+            "run.stop",
+            "stop = \"claims\" needs workers.max_claims".into(),
+        ));
+    }
+    let work = work_model(&raw.workers.work).map_err(|e| err("workers.work", e))?;
+    let strategy: Strategy =
+        strategy::resolve(&raw.workers.strategy, &raw.strategies, raw.lease.fencing)
+            .map_err(|e| err("workers.strategy", e))?;
+    let pg_settings = raw
+        .postgres
+        .settings
+        .iter()
+        .map(|(k, v)| {
+            setting_value(v)
+                .map(|v| (k.clone(), v))
+                .map_err(|e| err(&format!("postgres.settings.{k}"), e))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let expectations = raw
+        .expect
+        .iter()
+        .map(|(metric, expr)| {
+            gate::parse_expectation(metric, expr).map_err(|e| err(&format!("expect.{metric}"), e))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Plan {
+        name: raw.name,
+        description: raw.description,
+        seed: seed.or(raw.seed).unwrap_or_else(rand::random),
+        source,
+        preload: raw.jobs.preload as u64,
+        max_attempts,
+        workers,
+        batch,
+        mode: raw.workers.mode,
+        work,
+        max_claims,
+        idle_backoff,
+        strategy,
+        lease,
+        fencing: raw.lease.fencing,
+        stop,
+        timeout,
+        effects_table: raw.run.effects_table,
+        pg_settings,
+        expectations,
+    })
+}
+
+fn work_model(value: &toml::Value) -> std::result::Result<WorkModel, String> {
+    const ACCEPTED: &str =
+        "accepted: \"5ms\", { p50 = \"8ms\", p99 = \"70ms\" } or { min = \"1ms\", max = \"5ms\" }";
+    let dur = |v: Option<&toml::Value>, key: &str| -> std::result::Result<Duration, String> {
+        let text = v
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| format!("`{key}` must be a duration string; {ACCEPTED}"))?;
+        parse_duration(text)
+    };
+    match value {
+        toml::Value::String(s) => parse_duration(s).map(WorkModel::Fixed),
+        toml::Value::Table(t) => {
+            let keys: Vec<&str> = t.keys().map(String::as_str).collect();
+            match keys.as_slice() {
+                ["p50", "p99"] | ["p99", "p50"] => {
+                    let (p50, p99) = (dur(t.get("p50"), "p50")?, dur(t.get("p99"), "p99")?);
+                    if p50.is_zero() || p99 <= p50 {
+                        return Err("needs 0 < p50 < p99".into());
+                    }
+                    Ok(WorkModel::LogNormal { p50, p99 })
+                }
+                ["max", "min"] | ["min", "max"] => {
+                    let (min, max) = (dur(t.get("min"), "min")?, dur(t.get("max"), "max")?);
+                    if max < min {
+                        return Err("needs min <= max".into());
+                    }
+                    Ok(WorkModel::Uniform { min, max })
+                }
+                _ => Err(format!("unexpected keys {keys:?}; {ACCEPTED}")),
+            }
+        }
+        _ => Err(ACCEPTED.into()),
+    }
+}
+
+fn setting_value(v: &toml::Value) -> std::result::Result<String, String> {
+    match v {
+        toml::Value::String(s) => Ok(s.clone()),
+        toml::Value::Integer(i) => Ok(i.to_string()),
+        toml::Value::Float(f) => Ok(f.to_string()),
+        toml::Value::Boolean(b) => Ok(if *b { "on" } else { "off" }.into()),
+        _ => Err("a setting must be a string, number or boolean".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::load::{Source, parse_text};
+    use super::*;
+
+    fn plan(text: &str) -> Result<Plan> {
+        let raw = parse_text(text).map_err(Error::usage)?;
+        let source = Source {
+            path: "t.toml".into(),
+            text: text.into(),
+            overrides: vec![],
+        };
+        validate(raw, source, Some(1))
+    }
+
+    #[test]
+    fn defaults_resolve() {
+        let p = plan("name = \"x\"\n").unwrap();
+        assert_eq!(
+            (p.workers, p.batch, p.strategy.name.as_str()),
+            (1, 1, "skip-locked")
+        );
+        assert_eq!(p.stop, Stop::Drained);
+        assert_eq!(p.work, WorkModel::Fixed(Duration::ZERO));
+    }
+
+    #[test]
+    fn zero_counts_name_the_line() {
+        let e = plan("name = \"x\"\n[workers]\ncount = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("t.toml:3: workers.count: must be between 1"),
+            "{e}"
+        );
+        let e = plan("name = \"x\"\n[workers]\nbatch = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("t.toml:3: workers.batch"), "{e}");
+    }
+
+    #[test]
+    fn work_models_parse() {
+        let p =
+            plan("name = \"x\"\n[workers]\nwork = { p50 = \"8ms\", p99 = \"70ms\" }\n").unwrap();
+        assert!(matches!(p.work, WorkModel::LogNormal { .. }));
+        let p = plan("name = \"x\"\n[workers]\nwork = { min = \"1ms\", max = \"5ms\" }\n").unwrap();
+        assert!(matches!(p.work, WorkModel::Uniform { .. }));
+        assert!(plan("name = \"x\"\n[workers]\nwork = { p50 = \"8ms\" }\n").is_err());
+        assert!(plan("name = \"x\"\n[workers]\nwork = 5\n").is_err());
+    }
+
+    #[test]
+    fn stop_claims_needs_max_claims() {
+        let e = plan("name = \"x\"\n[run]\nstop = \"claims\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("max_claims"), "{e}");
+        let e = plan("name = \"x\"\n[run]\nstop = \"soon\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("t.toml:3: run.stop") && e.contains("drained"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unknown_metric_in_expect_is_an_error() {
+        let e = plan("name = \"x\"\n[expect]\n\"jobs.lsot\" = \"== 0\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("jobs.lsot") && e.contains("jobs.lost"), "{e}");
+    }
+}

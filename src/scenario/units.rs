@@ -1,0 +1,84 @@
+//! Durations as people write them in scenario files: `0ms`, `250us`, `1.5s`, `5m`, `1h`.
+
+use std::time::Duration;
+
+/// Parses a human duration. A bare number is rejected: the unit is what
+/// makes `lease = "90"` unambiguous.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(|| {
+            format!("`{text}` has no unit; write it as e.g. \"250ms\", \"30s\", \"5m\"")
+        })?;
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num.parse().map_err(|_| {
+        format!("`{text}` does not start with a number; write e.g. \"250ms\", \"30s\"")
+    })?;
+    let scale = match unit.trim() {
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        other => {
+            return Err(format!(
+                "`{text}` has an unknown unit `{other}`; accepted units: us, ms, s, m, h"
+            ));
+        }
+    };
+    let secs = value * scale;
+    if !secs.is_finite() || secs > 7.0 * 86400.0 {
+        return Err(format!("`{text}` is longer than a week"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Formats a duration the way `parse_duration` reads it back.
+pub fn format_duration(d: Duration) -> String {
+    let us = d.as_micros();
+    if us == 0 {
+        "0ms".into()
+    } else if us % 1_000_000 == 0 {
+        format!("{}s", us / 1_000_000)
+    } else if us % 1000 == 0 {
+        format!("{}ms", us / 1000)
+    } else {
+        format!("{us}us")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_units() {
+        assert_eq!(parse_duration("0ms").unwrap(), Duration::ZERO);
+        assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
+        assert_eq!(parse_duration(" 2h ").unwrap(), Duration::from_secs(7200));
+    }
+
+    #[test]
+    fn rejects_nonsense_with_a_hint() {
+        assert!(parse_duration("90").unwrap_err().contains("no unit"));
+        assert!(
+            parse_duration("5 parsecs")
+                .unwrap_err()
+                .contains("accepted units")
+        );
+        assert!(parse_duration("ms").is_err());
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("1e400s").is_err());
+        assert!(parse_duration("9999999h").is_err());
+    }
+
+    #[test]
+    fn formats_round_trip() {
+        for s in ["0ms", "250us", "1500ms", "90s"] {
+            assert_eq!(format_duration(parse_duration(s).unwrap()), s);
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! Named parameters in strategy SQL (`:batch`, `:id`, …) and their
+//! translation to PostgreSQL's positional `$n`, each with a fixed type cast
+//! so the values the harness binds always match. The `:name` spelling is the
+//! one pgbench uses for its variables, so the same text feeds both.
+
+use std::fmt;
+
+/// Every parameter a strategy statement may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Param {
+    /// Jobs to claim in one round trip (`workers.batch`), int8.
+    Batch,
+    /// The lease length in seconds (`lease.duration`), float8.
+    LeaseSecs,
+    /// The claiming worker's name (`w3`), text.
+    Worker,
+    /// The ids the strategy's `select` returned, int8[].
+    Ids,
+    /// The job being completed, int8.
+    Id,
+    /// The attempt number the claim returned for this job, int4.
+    Attempt,
+    /// The claim token the claim returned for this job, uuid.
+    Token,
+}
+
+pub const ALL: [Param; 7] = [
+    Param::Batch,
+    Param::LeaseSecs,
+    Param::Worker,
+    Param::Ids,
+    Param::Id,
+    Param::Attempt,
+    Param::Token,
+];
+
+impl Param {
+    pub fn name(self) -> &'static str {
+        match self {
+            Param::Batch => "batch",
+            Param::LeaseSecs => "lease_secs",
+            Param::Worker => "worker",
+            Param::Ids => "ids",
+            Param::Id => "id",
+            Param::Attempt => "attempt",
+            Param::Token => "token",
+        }
+    }
+
+    pub fn sql_type(self) -> &'static str {
+        match self {
+            Param::Batch | Param::Id => "int8",
+            Param::LeaseSecs => "float8",
+            Param::Worker => "text",
+            Param::Ids => "int8[]",
+            Param::Attempt => "int4",
+            Param::Token => "uuid",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Param> {
+        ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+impl fmt::Display for Param {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, ":{}", self.name())
+    }
+}
+
+/// SQL with `$n::type` placeholders and the parameter bound to each `$n`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Positional {
+    pub sql: String,
+    pub params: Vec<Param>,
+}
+
+/// Rewrites `:name` to `$n::type`, leaving string literals, quoted
+/// identifiers, comments and `::` casts alone. A name that is not a known
+/// parameter, or not in `allowed`, is an error listing what is allowed.
+pub fn translate(text: &str, allowed: &[Param]) -> Result<Positional, String> {
+    let mut sql = String::with_capacity(text.len() + 16);
+    let mut params: Vec<Param> = Vec::new();
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let skip_to = match c {
+            b'\'' | b'"' => closing_quote(b, i),
+            b'-' if b.get(i + 1) == Some(&b'-') => memchr_from(b, i, b'\n'),
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                text[i + 2..].find("*/").map_or(b.len(), |p| i + 2 + p + 2)
+            }
+            b':' if b.get(i + 1) == Some(&b':') => i + 2,
+            _ => i,
+        };
+        if skip_to > i {
+            sql.push_str(&text[i..skip_to]);
+            i = skip_to;
+            continue;
+        }
+        if c == b':'
+            && b.get(i + 1)
+                .is_some_and(|n| n.is_ascii_alphabetic() || *n == b'_')
+        {
+            let end = (i + 1..b.len())
+                .find(|&j| !(b[j].is_ascii_alphanumeric() || b[j] == b'_'))
+                .unwrap_or(b.len());
+            let name = &text[i + 1..end];
+            let accepted = || {
+                allowed
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let param = Param::from_name(name).ok_or_else(|| {
+                format!(
+                    "unknown parameter `:{name}`; this statement accepts {}",
+                    accepted()
+                )
+            })?;
+            if !allowed.contains(&param) {
+                return Err(format!(
+                    "parameter `:{name}` is not available here; this statement accepts {}",
+                    accepted()
+                ));
+            }
+            let n = match params.iter().position(|p| *p == param) {
+                Some(n) => n + 1,
+                None => {
+                    params.push(param);
+                    params.len()
+                }
+            };
+            sql.push_str(&format!("${n}::{}", param.sql_type()));
+            i = end;
+            continue;
+        }
+        let ch_len = text[i..].chars().next().map_or(1, char::len_utf8);
+        sql.push_str(&text[i..i + ch_len]);
+        i += ch_len;
+    }
+    Ok(Positional { sql, params })
+}
+
+/// Index just past the quote that closes the one at `start` ('' and "" escape).
+fn closing_quote(b: &[u8], start: usize) -> usize {
+    let q = b[start];
+    let mut j = start + 1;
+    while j < b.len() {
+        if b[j] == q {
+            if b.get(j + 1) == Some(&q) {
+                j += 2;
+                continue;
+            }
+            return j + 1;
+        }
+        j += 1;
+    }
+    b.len()
+}
+
+fn memchr_from(b: &[u8], from: usize, needle: u8) -> usize {
+    b[from..]
+        .iter()
+        .position(|&c| c == needle)
+        .map_or(b.len(), |p| from + p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn translates_and_reuses_numbers() {
+        let p = translate("SELECT :id, :token, :id", &[Param::Id, Param::Token]).unwrap();
+        assert_eq!(p.sql, "SELECT $1::int8, $2::uuid, $1::int8");
+        assert_eq!(p.params, vec![Param::Id, Param::Token]);
+    }
+
+    #[test]
+    fn leaves_literals_casts_and_comments_alone() {
+        let text = "SELECT ':id', '{}'::jsonb, \":id\" -- :nope\n/* :nope */ FROM t WHERE x = :id";
+        let p = translate(text, &[Param::Id]).unwrap();
+        assert_eq!(
+            p.sql,
+            "SELECT ':id', '{}'::jsonb, \":id\" -- :nope\n/* :nope */ FROM t WHERE x = $1::int8"
+        );
+    }
+
+    #[test]
+    fn unknown_and_unavailable_parameters_are_errors() {
+        let e = translate("SELECT :bogus", &[Param::Id]).unwrap_err();
+        assert!(
+            e.contains("unknown parameter `:bogus`") && e.contains(":id"),
+            "{e}"
+        );
+        let e = translate("SELECT :batch", &[Param::Id]).unwrap_err();
+        assert!(e.contains("not available"), "{e}");
+    }
+
+    #[test]
+    fn survives_odd_input() {
+        for s in ["'", "\"", "--", "/*", ":", "::", "é:id", "':id''"] {
+            let _ = translate(s, &ALL);
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! `queuebench sql`: every statement a scenario executes, in order, and the
+//! equivalent pgbench script (same statements, pgbench's `:name` variables),
+//! so the harness can be cross-checked against pgbench.
+
+use crate::db::schema::{FINAL_STATE, MIGRATION, PRELOAD};
+use crate::run::worker::{EFFECTS_INSERT, REMAINING};
+use crate::scenario::raw::Mode;
+use crate::scenario::{Plan, Stop, WorkModel};
+use std::fmt::Write;
+
+/// The full listing, named parameters as written.
+pub fn listing(plan: &Plan) -> String {
+    let s = &plan.strategy;
+    let mut o = String::new();
+    let _ = writeln!(o, "-- queuebench sql: scenario {}", plan.name);
+    let _ = writeln!(
+        o,
+        "-- strategy {} ({}), mode {}, fencing {:?}, {} workers, batch {}\n",
+        s.name,
+        if s.builtin { "built-in" } else { "custom" },
+        mode_name(plan.mode),
+        plan.fencing,
+        plan.workers,
+        plan.batch
+    );
+    let _ = writeln!(
+        o,
+        "-- 1. once: the run's own schema (dropped at the end in --database-url mode)"
+    );
+    let _ = writeln!(
+        o,
+        "CREATE SCHEMA \"queuebench_<run id>\";\nSET search_path = \"queuebench_<run id>\";"
+    );
+    let _ = writeln!(o, "{}", MIGRATION.trim());
+    let _ = writeln!(
+        o,
+        "\n-- 2. once: preload ($1 = {} jobs, $2 = max_attempts {})",
+        plan.preload, plan.max_attempts
+    );
+    let _ = writeln!(o, "{PRELOAD};\nVACUUM ANALYZE jobs;");
+    let _ = writeln!(
+        o,
+        "\n-- 3. each worker, every round. :batch = {}, :lease_secs = {}, :worker = 'w<n>'",
+        plan.batch,
+        plan.lease.as_secs_f64()
+    );
+    let hold = plan.mode == Mode::HoldTransaction;
+    if hold {
+        let _ = writeln!(o, "BEGIN;");
+    }
+    for st in s.statements() {
+        let what = match st.role {
+            crate::strategy::Role::Select => "select (its ids become :ids)".to_string(),
+            crate::strategy::Role::Claim => "claim".to_string(),
+            crate::strategy::Role::Complete => format!(
+                "complete, once per job after {} of work",
+                plan.work.describe()
+            ),
+        };
+        let _ = writeln!(o, "-- {what}\n{};", st.text);
+    }
+    if hold {
+        let _ = writeln!(o, "COMMIT;");
+    }
+    if plan.effects_table {
+        let _ = writeln!(
+            o,
+            "\n-- every 64 executions and at the end, outside any claim transaction\n{EFFECTS_INSERT};"
+        );
+    }
+    if plan.stop == Stop::Drained {
+        let _ = writeln!(
+            o,
+            "\n-- after a claim that returned nothing (stop = \"drained\")\n{REMAINING};"
+        );
+    }
+    let _ = writeln!(o, "\n-- 4. once, at the end\n{FINAL_STATE};");
+    if plan.effects_table {
+        let _ = writeln!(o, "SELECT count(*) FROM effects;");
+    }
+    let _ = writeln!(
+        o,
+        "DROP SCHEMA \"queuebench_<run id>\" CASCADE; -- --database-url mode without --keep"
+    );
+    o
+}
+
+fn mode_name(m: Mode) -> &'static str {
+    match m {
+        Mode::Lease => "lease",
+        Mode::HoldTransaction => "hold-transaction",
+    }
+}
+
+/// The pgbench options that match the plan (`-c`, `-j`, and `-t` or `-T`).
+pub fn pgbench_args(plan: &Plan) -> Result<String, String> {
+    let w = plan.workers;
+    let run = match (plan.stop, plan.max_claims) {
+        (Stop::After(d), _) => format!("-T {}", d.as_secs().max(1)),
+        (_, Some(n)) => format!("-t {n}"),
+        (Stop::Drained, None) if plan.preload % u64::from(w) == 0 => format!("-t {}", plan.preload / u64::from(w)),
+        _ => return Err("pgbench needs a fixed count per client: set workers.max_claims, or a preload divisible by workers.count".into()),
+    };
+    Ok(format!("-n -M prepared -c {w} -j {w} {run}"))
+}
+
+/// A pgbench script running the same statements per transaction as one worker round.
+pub fn pgbench_script(plan: &Plan) -> Result<String, String> {
+    if plan.batch != 1 {
+        return Err(
+            "the pgbench script needs workers.batch = 1 (pgbench's \\gset keeps one row)".into(),
+        );
+    }
+    let s = &plan.strategy;
+    let args = pgbench_args(plan)?;
+    let worker = |t: &str| t.replace(":worker", "('pgbench-' || :client_id)");
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "-- pgbench script for queuebench scenario {} (strategy {}, mode {})",
+        plan.name,
+        s.name,
+        mode_name(plan.mode)
+    );
+    let _ = writeln!(o, "-- pgbench-args: {args}");
+    let _ = writeln!(
+        o,
+        "-- Run inside the scenario's schema: PGOPTIONS='-c search_path=SCHEMA' pgbench {args} -f THIS_FILE"
+    );
+    let _ = writeln!(
+        o,
+        "-- The claim is wrapped to always return one row so \\gset works when it claims nothing."
+    );
+    if plan.effects_table {
+        let _ = writeln!(
+            o,
+            "-- Not here: the harness's batched effects INSERT (one per 64 jobs); compare with run.effects_table = false."
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\\set batch {}\n\\set lease_secs {:?}",
+        plan.batch,
+        plan.lease.as_secs_f64()
+    );
+    let hold = plan.mode == Mode::HoldTransaction;
+    if hold {
+        let _ = writeln!(o, "BEGIN;");
+    }
+    if let Some(sel) = &s.select {
+        let _ = writeln!(
+            o,
+            "SELECT count(*) AS nsel, array_agg(id) AS ids FROM ({}) AS s \\gset",
+            worker(&sel.text)
+        );
+        let _ = writeln!(o, "\\if :nsel > 0");
+    }
+    let _ = writeln!(
+        o,
+        "WITH c AS (\n{}\n)\nSELECT count(*) AS n, min(id) AS id, min(attempts) AS attempt, min(claim_token::text) AS token FROM c \\gset",
+        worker(&s.claim.text)
+    );
+    let _ = writeln!(o, "\\if :n > 0");
+    if let WorkModel::Fixed(d) = plan.work {
+        if !d.is_zero() {
+            let _ = writeln!(o, "\\sleep {} us", d.as_micros());
+        }
+    } else {
+        let _ = writeln!(
+            o,
+            "-- work model {} has no pgbench equivalent; no sleep",
+            plan.work.describe()
+        );
+    }
+    let _ = writeln!(o, "{};", worker(&s.complete.text));
+    let _ = writeln!(o, "\\endif");
+    if s.select.is_some() {
+        let _ = writeln!(o, "\\endif");
+    }
+    if hold {
+        let _ = writeln!(o, "COMMIT;");
+    }
+    Ok(o)
+}
