@@ -141,6 +141,24 @@ mod tests {
     }
 
     #[test]
+    fn claims_recorded_out_of_order_follow_the_attempt_number() {
+        use EventKind::*;
+        // w2's claim (attempt 3) was recorded before w1's older claim (attempt 2).
+        let journal = [
+            ev(1, 7, 3, 2, Claimed),
+            ev(2, 7, 2, 1, Claimed),
+            ev(3, 7, 3, 2, Accepted),
+        ];
+        let v = verify(&Evidence {
+            journal: &journal,
+            final_jobs: &[row(7, Status::Done)],
+            enqueued: 1,
+            effects_rows: None,
+        });
+        assert_eq!(v.completions.stale_accepted, 0);
+    }
+
+    #[test]
     fn done_without_execution_is_lost() {
         let jobs = [row(1, Status::Done), row(2, Status::Running)];
         let v = verify(&Evidence {

@@ -2,9 +2,12 @@
 //! claimed it again. With fencing the completion is rejected (0 rows);
 //! without, it lands and marks done a job someone else is running.
 //!
-//! A completion is stale when the job's latest claim that returned before
-//! the completion was sent belongs to another (worker, attempt). Claims that
-//! came back after the completion was sent are not counted: conservative.
+//! A completion is stale when, among the job's claims that returned before
+//! the completion was sent, the newest belongs to another (worker, attempt).
+//! "Newest" is the highest attempt number when the strategy returns one (the
+//! database's own order; two tasks may record their clocks out of order) and
+//! the latest clock otherwise. Claims that came back after the completion was
+//! sent are not counted: the check is conservative.
 
 use super::{EXAMPLES, Evidence};
 use crate::collect::{Event, EventKind};
@@ -26,7 +29,11 @@ pub fn check(e: &Evidence) -> (Completions, CheckResult) {
         }
         let stale = owner.is_some_and(|(_, w, a)| (w, a) != (ev.worker, ev.attempt));
         match ev.kind {
-            EventKind::Claimed => owner = Some((ev.job, ev.worker, ev.attempt)),
+            EventKind::Claimed => {
+                if owner.is_none_or(|(_, _, a)| ev.attempt < 0 || ev.attempt >= a) {
+                    owner = Some((ev.job, ev.worker, ev.attempt));
+                }
+            }
             EventKind::Accepted => {
                 c.accepted += 1;
                 if stale {
