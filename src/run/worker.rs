@@ -253,12 +253,10 @@ impl Worker {
                     continue;
                 }
             }
-            if hold {
-                if let Err(e) = self.client.batch_execute("COMMIT").await {
-                    self.stats.record_error(&error_code(&e));
-                    if self.client.is_closed() {
-                        return Err(format!("worker {}: connection lost at COMMIT", self.name));
-                    }
+            if hold && let Err(e) = self.client.batch_execute("COMMIT").await {
+                self.stats.record_error(&error_code(&e));
+                if self.client.is_closed() {
+                    return Err(format!("worker {}: connection lost at COMMIT", self.name));
                 }
             }
             if self.effects_table && self.effects_pending.0.len() >= EFFECT_BATCH {

@@ -220,7 +220,10 @@ mod tests {
                 Fencing::Token,
             ] {
                 let s = resolve(name, &BTreeMap::new(), f).unwrap();
-                assert!(s.claim.params.contains(&Param::Batch), "{name}");
+                assert!(
+                    s.statements().any(|st| st.params.contains(&Param::Batch)),
+                    "{name}"
+                );
                 assert!(!s.complete.sql.contains("{fence}"));
             }
         }

@@ -98,7 +98,7 @@ pub fn pgbench_args(plan: &Plan) -> Result<String, String> {
     let run = match (plan.stop, plan.max_claims) {
         (Stop::After(d), _) => format!("-T {}", d.as_secs().max(1)),
         (_, Some(n)) => format!("-t {n}"),
-        (Stop::Drained, None) if plan.preload % u64::from(w) == 0 => format!("-t {}", plan.preload / u64::from(w)),
+        (Stop::Drained, None) if plan.preload.is_multiple_of(u64::from(w)) => format!("-t {}", plan.preload / u64::from(w)),
         _ => return Err("pgbench needs a fixed count per client: set workers.max_claims, or a preload divisible by workers.count".into()),
     };
     Ok(format!("-n -M prepared -c {w} -j {w} {run}"))
