@@ -303,7 +303,7 @@ impl Worker {
             let d = work::sample(&self.work, &mut self.rng);
             if !d.is_zero() {
                 tokio::select! {
-                    _ = tokio::time::sleep(d) => {}
+                    _ = work::sleep(d) => {}
                     // Interrupted mid-work: abandon the job like a stopped process would.
                     _ = self.stop.cancelled() => return Ok(true),
                 }

@@ -113,7 +113,15 @@ pub fn pgbench_script(plan: &Plan) -> Result<String, String> {
     }
     let s = &plan.strategy;
     let args = pgbench_args(plan)?;
-    let worker = |t: &str| t.replace(":worker", "('pgbench-' || :client_id)");
+    // pgbench finds `:name` even inside comments, so comment lines go.
+    let worker = |t: &str| {
+        let code: Vec<&str> = t
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("--"))
+            .collect();
+        code.join("\n")
+            .replace(":worker", "('pgbench-' || :client_id)")
+    };
     let mut o = String::new();
     let _ = writeln!(
         o,
