@@ -19,6 +19,8 @@ CREATE TABLE jobs (
 );
 
 CREATE INDEX jobs_ready_idx ON jobs (queue, run_at) WHERE status = 'queued';
+-- For the reaper and the inline reclaim: running jobs by lease end.
+CREATE INDEX jobs_running_idx ON jobs (locked_until) WHERE status = 'running';
 
 -- The second witness of every execution: written by the worker outside any
 -- claim transaction, so a rolled-back claim cannot erase it.

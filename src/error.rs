@@ -30,11 +30,7 @@ impl ExitCode {
             ExitCode::Infrastructure => 3,
             ExitCode::Interrupted => 4,
         };
-        if rank(other) > rank(self) {
-            other
-        } else {
-            self
-        }
+        if rank(other) > rank(self) { other } else { self }
     }
 }
 

@@ -61,31 +61,16 @@ pub fn parse_expectation(metric: &str, expr: &str) -> Result<Expectation, String
         ));
     }
     let e = expr.trim();
-    let (op, rest) = [
-        ("==", Op::Eq),
-        ("!=", Op::Ne),
-        ("<=", Op::Le),
-        (">=", Op::Ge),
-        ("<", Op::Lt),
-        (">", Op::Gt),
-    ]
-    .into_iter()
-    .find_map(|(tok, op)| e.strip_prefix(tok).map(|r| (op, r)))
-    .ok_or_else(|| format!("`{expr}` must start with ==, !=, <, <=, > or >=, e.g. \"> 0\""))?;
-    let value: f64 = rest
-        .trim()
-        .replace('_', "")
-        .parse()
-        .map_err(|_| format!("`{expr}`: `{}` is not a number", rest.trim()))?;
+    let (op, rest) = [("==", Op::Eq), ("!=", Op::Ne), ("<=", Op::Le), (">=", Op::Ge), ("<", Op::Lt), (">", Op::Gt)]
+        .into_iter()
+        .find_map(|(tok, op)| e.strip_prefix(tok).map(|r| (op, r)))
+        .ok_or_else(|| format!("`{expr}` must start with ==, !=, <, <=, > or >=, e.g. \"> 0\""))?;
+    let value: f64 =
+        rest.trim().replace('_', "").parse().map_err(|_| format!("`{expr}`: `{}` is not a number", rest.trim()))?;
     if !value.is_finite() {
         return Err(format!("`{expr}`: the number must be finite"));
     }
-    Ok(Expectation {
-        metric: metric.to_string(),
-        op,
-        value,
-        expr: e.to_string(),
-    })
+    Ok(Expectation { metric: metric.to_string(), op, value, expr: e.to_string() })
 }
 
 /// Evaluates every expectation against the summary's own numbers.
@@ -122,12 +107,9 @@ mod tests {
 
     #[test]
     fn parses_operators() {
-        for (expr, op, v) in [
-            ("> 0", Op::Gt, 0.0),
-            ("==10_000", Op::Eq, 10000.0),
-            ("<= 2.5", Op::Le, 2.5),
-            ("!= 1", Op::Ne, 1.0),
-        ] {
+        for (expr, op, v) in
+            [("> 0", Op::Gt, 0.0), ("==10_000", Op::Eq, 10000.0), ("<= 2.5", Op::Le, 2.5), ("!= 1", Op::Ne, 1.0)]
+        {
             let e = parse_expectation("jobs.lost", expr).unwrap();
             assert_eq!((e.op, e.value), (op, v), "{expr}");
         }
@@ -135,22 +117,10 @@ mod tests {
 
     #[test]
     fn rejects_bad_expressions_and_metrics() {
-        assert!(
-            parse_expectation("jobs.lost", "about 0")
-                .unwrap_err()
-                .contains("must start with")
-        );
-        assert!(
-            parse_expectation("jobs.lost", "> zero")
-                .unwrap_err()
-                .contains("not a number")
-        );
+        assert!(parse_expectation("jobs.lost", "about 0").unwrap_err().contains("must start with"));
+        assert!(parse_expectation("jobs.lost", "> zero").unwrap_err().contains("not a number"));
         assert!(parse_expectation("jobs.lost", "> inf").is_err());
-        assert!(
-            parse_expectation("jobs.lots", "== 0")
-                .unwrap_err()
-                .contains("did you mean `jobs.lost`")
-        );
+        assert!(parse_expectation("jobs.lots", "== 0").unwrap_err().contains("did you mean `jobs.lost`"));
     }
 
     #[test]

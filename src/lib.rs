@@ -30,17 +30,10 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run_files(&args, &interrupt).await,
         Command::Validate { files, overrides } => validate(&files, &overrides.set),
-        Command::Sql {
-            file,
-            overrides,
-            pgbench,
-        } => print_sql(&file, &overrides.set, pgbench),
-        Command::Prepare {
-            file,
-            overrides,
-            database_url,
-            schema,
-        } => prepare(&file, &overrides.set, &database_url, schema).await,
+        Command::Sql { file, overrides, pgbench } => print_sql(&file, &overrides.set, pgbench),
+        Command::Prepare { file, overrides, database_url, schema } => {
+            prepare(&file, &overrides.set, &database_url, schema).await
+        }
         Command::Cluster { scenario, command } => cluster(scenario.as_deref(), &command).await,
     };
     result.unwrap_or_else(|e| {
@@ -69,11 +62,7 @@ async fn run_files(args: &RunArgs, interrupt: &CancellationToken) -> Result<Exit
         let code = match run_one(plan, args, &out_dir, interrupt).await {
             Ok(summary) => {
                 if args.quiet {
-                    println!(
-                        "{}: {}",
-                        plan.name,
-                        if summary.passed { "passed" } else { "FAILED" }
-                    );
+                    println!("{}: {}", plan.name, if summary.passed { "passed" } else { "FAILED" });
                 } else {
                     print!("{}", report::terminal::render(&summary));
                     println!("  results        {}", out_dir.display());
@@ -91,49 +80,22 @@ async fn run_files(args: &RunArgs, interrupt: &CancellationToken) -> Result<Exit
 }
 
 fn run_id() -> String {
-    format!(
-        "{}-{:04x}",
-        chrono::Utc::now().format("%Y%m%dT%H%M%S"),
-        rand::random::<u16>()
-    )
+    format!("{}-{:04x}", chrono::Utc::now().format("%Y%m%dT%H%M%S"), rand::random::<u16>())
 }
 
 /// One scenario, start to finish. The database is torn down whatever happens.
-pub async fn run_one(
-    plan: &Plan,
-    args: &RunArgs,
-    out_dir: &Path,
-    interrupt: &CancellationToken,
-) -> Result<RunSummary> {
-    std::fs::create_dir_all(out_dir).map_err(|e| {
-        Error::usage(format!(
-            "cannot create the results folder {}: {e}",
-            out_dir.display()
-        ))
-    })?;
+pub async fn run_one(plan: &Plan, args: &RunArgs, out_dir: &Path, interrupt: &CancellationToken) -> Result<RunSummary> {
+    std::fs::create_dir_all(out_dir)
+        .map_err(|e| Error::usage(format!("cannot create the results folder {}: {e}", out_dir.display())))?;
     let run_id = run_id();
-    let schema_name = format!(
-        "queuebench_{}",
-        run_id.replace(['-', 'T'], "_").to_lowercase()
-    );
+    let schema_name = format!("queuebench_{}", run_id.replace(['-', 'T'], "_").to_lowercase());
     let started_at = chrono::Utc::now().to_rfc3339();
-    let db = Database::open(
-        args.database_url.as_deref(),
-        &plan.pg_settings,
-        schema_name,
-        args.keep,
-    )
-    .await?;
+    let db = Database::open(args.database_url.as_deref(), &plan.pg_settings, schema_name, args.keep).await?;
     let result = run_on(
         plan,
         &db,
         interrupt,
-        Context {
-            run_id,
-            started_at,
-            database: DatabaseInfo::default(),
-            effects_rows: None,
-        },
+        Context { run_id, started_at, database: DatabaseInfo::default(), effects_rows: None },
     )
     .await;
     let teardown = db.teardown().await;
@@ -185,16 +147,14 @@ async fn run_on(
         eprintln!("warning: {f}");
     }
     let final_jobs = schema::final_state(&client).await?;
-    ctx.effects_rows = if plan.effects_table {
-        Some(schema::effects_rows(&client).await?)
-    } else {
-        None
-    };
+    ctx.effects_rows = if plan.effects_table { Some(schema::effects_rows(&client).await?) } else { None };
     let evidence = verify::Evidence {
         journal: &output.journal,
         final_jobs: &final_jobs,
         enqueued: plan.preload,
         effects_rows: ctx.effects_rows,
+        faults: &output.faults,
+        lease: plan.lease,
     };
     let verification = verify::verify(&evidence);
     let hist = output.stats.claim_latency.clone();
@@ -215,13 +175,9 @@ fn validate(files: &[PathBuf], sets: &[String]) -> Result<ExitCode> {
     let mut worst = ExitCode::Passed;
     for f in files {
         match scenario::plan_from_file(f, sets, Some(0)) {
-            Ok(p) => println!(
-                "{}: ok ({} · {} workers · strategy {})",
-                f.display(),
-                p.name,
-                p.workers,
-                p.strategy.name
-            ),
+            Ok(p) => {
+                println!("{}: ok ({} · {} workers · strategy {})", f.display(), p.name, p.workers, p.strategy.name)
+            }
             Err(e) => {
                 eprintln!("error: {e}");
                 worst = worst.worst(e.exit_code());
@@ -234,8 +190,8 @@ fn validate(files: &[PathBuf], sets: &[String]) -> Result<ExitCode> {
 fn print_sql(file: &Path, sets: &[String], pgbench: bool) -> Result<ExitCode> {
     let plan = scenario::plan_from_file(file, sets, Some(0))?;
     if pgbench {
-        let script = strategy::print::pgbench_script(&plan)
-            .map_err(|e| Error::usage(format!("{}: {e}", file.display())))?;
+        let script =
+            strategy::print::pgbench_script(&plan).map_err(|e| Error::usage(format!("{}: {e}", file.display())))?;
         print!("{script}");
     } else {
         print!("{}", strategy::print::listing(&plan));
@@ -247,10 +203,7 @@ async fn prepare(file: &Path, sets: &[String], url: &str, schema_name: String) -
     let plan = scenario::plan_from_file(file, sets, Some(0))?;
     let db = Database::open(Some(url), &[], schema_name, true).await?;
     schema::install(&db, plan.preload, plan.max_attempts).await?;
-    println!(
-        "{}: schema {} ready with {} jobs",
-        db.target, db.schema, plan.preload
-    );
+    println!("{}: schema {} ready with {} jobs", db.target, db.schema, plan.preload);
     Ok(ExitCode::Passed)
 }
 
@@ -260,14 +213,8 @@ async fn cluster(scenario_file: Option<&Path>, command: &[String]) -> Result<Exi
         None => Vec::new(),
     };
     let db = Database::open(None, &settings, "public".into(), false).await?;
-    let url = db
-        .url_for_tools()
-        .expect("an ephemeral cluster has a socket");
-    let status = tokio::process::Command::new(&command[0])
-        .args(&command[1..])
-        .env("DATABASE_URL", &url)
-        .status()
-        .await;
+    let url = db.url_for_tools().expect("an ephemeral cluster has a socket");
+    let status = tokio::process::Command::new(&command[0]).args(&command[1..]).env("DATABASE_URL", &url).status().await;
     db.teardown().await?;
     let status = status.map_err(|e| Error::usage(format!("cannot run `{}`: {e}", command[0])))?;
     std::process::exit(status.code().unwrap_or(1));

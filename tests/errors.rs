@@ -18,11 +18,7 @@ fn typo_in_a_key_exits_2_naming_file_line_and_nearest_key() {
         assert_eq!(r.code, 2, "{cmd}: {}", r.stderr);
         assert!(r.stderr.contains("bad.toml"), "{}", r.stderr);
         assert!(r.stderr.contains("line 4"), "{}", r.stderr);
-        assert!(
-            r.stderr.contains("did you mean `strategy`?"),
-            "{}",
-            r.stderr
-        );
+        assert!(r.stderr.contains("did you mean `strategy`?"), "{}", r.stderr);
         r.assert_clean();
         assert!(!r.out.exists(), "nothing is created for a bad scenario");
     }
@@ -31,42 +27,20 @@ fn typo_in_a_key_exits_2_naming_file_line_and_nearest_key() {
 #[test]
 fn semantic_errors_name_the_line() {
     let cases = [
-        (
-            "name = \"x\"\n[workers]\ncount = 0\n",
-            "bad.toml:3: workers.count",
-        ),
-        (
-            "name = \"x\"\n[workers]\nbatch = 0\n",
-            "bad.toml:3: workers.batch",
-        ),
+        ("name = \"x\"\n[workers]\ncount = 0\n", "bad.toml:3: workers.count"),
+        ("name = \"x\"\n[workers]\nbatch = 0\n", "bad.toml:3: workers.batch"),
         ("name = \"x\"\n[lease]\nduration = \"90\"\n", "no unit"),
-        (
-            "name = \"x\"\n[workers]\nstrategy = \"skip-lock\"\n",
-            "accepted: naive, naive-select-update",
-        ),
-        (
-            "name = \"x\"\n[expect]\n\"jobs.lots\" = \"== 0\"\n",
-            "did you mean `jobs.lost`",
-        ),
-        (
-            "name = \"x\"\n[expect]\n\"jobs.lost\" = \"zero\"\n",
-            "must start with",
-        ),
-        (
-            "name = \"x\"\n[workers]\ncount = \"eight\"\n",
-            "invalid type",
-        ),
+        ("name = \"x\"\n[workers]\nstrategy = \"skip-lock\"\n", "accepted: naive, naive-select-update"),
+        ("name = \"x\"\n[expect]\n\"jobs.lots\" = \"== 0\"\n", "did you mean `jobs.lost`"),
+        ("name = \"x\"\n[expect]\n\"jobs.lost\" = \"zero\"\n", "must start with"),
+        ("name = \"x\"\n[workers]\ncount = \"eight\"\n", "invalid type"),
         ("name = \"x\"\n[workers\n", "line 2"),
     ];
     for (text, needle) in cases {
         let (_d, f) = write(text);
         let r = queuebench(&["validate", &f]);
         assert_eq!(r.code, 2, "{text}: {}", r.stderr);
-        assert!(
-            r.stderr.contains(needle),
-            "{text}: expected `{needle}` in {}",
-            r.stderr
-        );
+        assert!(r.stderr.contains(needle), "{text}: expected `{needle}` in {}", r.stderr);
     }
 }
 
@@ -82,35 +56,18 @@ fn bad_set_paths_and_values_exit_2() {
     ] {
         let r = queuebench(&["validate", s, "--set", set]);
         assert_eq!(r.code, 2, "{set}: {}", r.stderr);
-        assert!(
-            r.stderr.contains(needle),
-            "{set}: expected `{needle}` in {}",
-            r.stderr
-        );
+        assert!(r.stderr.contains(needle), "{set}: expected `{needle}` in {}", r.stderr);
     }
 }
 
 #[test]
 fn unreachable_database_exits_3_naming_the_host_never_the_password() {
     let s = repo("scenarios/skip-locked.toml");
-    let r = queuebench(&[
-        "run",
-        s.to_str().unwrap(),
-        "--database-url",
-        "postgres://alice:s3cr3t-pw@127.0.0.1:1/db",
-    ]);
+    let r = queuebench(&["run", s.to_str().unwrap(), "--database-url", "postgres://alice:s3cr3t-pw@127.0.0.1:1/db"]);
     assert_eq!(r.code, 3, "{}", r.stderr);
     assert!(r.stderr.contains("127.0.0.1:1"), "{}", r.stderr);
-    assert!(
-        r.stderr.contains("--database-url"),
-        "says how to fix it: {}",
-        r.stderr
-    );
-    assert!(
-        !r.stderr.contains("s3cr3t") && !r.stdout.contains("s3cr3t"),
-        "password leaked: {}",
-        r.stderr
-    );
+    assert!(r.stderr.contains("--database-url"), "says how to fix it: {}", r.stderr);
+    assert!(!r.stderr.contains("s3cr3t") && !r.stdout.contains("s3cr3t"), "password leaked: {}", r.stderr);
 }
 
 #[test]

@@ -24,42 +24,21 @@ fn url_mode_works_in_its_own_schema_and_drops_only_it() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(
-        lines,
-        ["skip-locked: passed", "0", "1"],
-        "schema dropped, user table untouched"
-    );
-    let summary: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out.path().join("run/summary.json")).unwrap(),
-    )
-    .unwrap();
+    assert_eq!(lines, ["skip-locked: passed", "0", "1"], "schema dropped, user table untouched");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("run/summary.json")).unwrap()).unwrap();
     assert_eq!(summary["database"]["kind"], "url");
 }
 
 #[test]
 fn ctrl_c_stops_workers_writes_evidence_and_removes_the_cluster() {
     let s = repo("scenarios/skip-locked.toml");
-    let tmp = tempfile::Builder::new()
-        .prefix("qbt")
-        .tempdir_in("/tmp")
-        .unwrap();
+    let tmp = tempfile::Builder::new().prefix("qbt").tempdir_in("/tmp").unwrap();
     let out = tempfile::tempdir().unwrap();
     let mut child = bin()
-        .args([
-            "run",
-            s.to_str().unwrap(),
-            "--set",
-            "run.stop=5m",
-            "--set",
-            "workers.work=2ms",
-            "--out",
-        ])
+        .args(["run", s.to_str().unwrap(), "--set", "run.stop=5m", "--set", "workers.work=2ms", "--out"])
         .arg(out.path().join("run"))
         .env("TMPDIR", tmp.path())
         .env_remove("DATABASE_URL")
@@ -77,25 +56,15 @@ fn ctrl_c_stops_workers_writes_evidence_and_removes_the_cluster() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let started = Instant::now();
     let status = child.wait().unwrap();
-    assert!(
-        started.elapsed() < Duration::from_secs(20),
-        "took {:?} to stop",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_secs(20), "took {:?} to stop", started.elapsed());
     assert_eq!(status.code(), Some(130));
-    let summary: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out.path().join("run/summary.json")).unwrap(),
-    )
-    .unwrap();
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("run/summary.json")).unwrap()).unwrap();
     assert_eq!(summary["interrupted"], true);
     assert_eq!(summary["passed"], false);
     assert!(summary["executions"]["total"].as_u64().unwrap() > 0);
     assert_eq!(summary["executions"]["duplicate"], 0);
-    let left: Vec<_> = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().map(|e| e.path()).collect();
     assert!(left.is_empty(), "left behind: {left:?}");
     assert!(postgres_processes_under(tmp.path()).is_empty());
 }
@@ -105,31 +74,16 @@ fn sql_lists_every_statement_and_pgbench_script_matches() {
     let s = repo("scenarios/skip-locked.toml");
     let r = queuebench(&["sql", s.to_str().unwrap()]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    for needle in [
-        "CREATE TABLE jobs",
-        "FOR UPDATE SKIP LOCKED",
-        "claim_token = :token",
-        "INSERT INTO effects",
-        "DROP SCHEMA",
-    ] {
+    for needle in
+        ["CREATE TABLE jobs", "FOR UPDATE SKIP LOCKED", "claim_token = :token", "INSERT INTO effects", "DROP SCHEMA"]
+    {
         assert!(r.stdout.contains(needle), "missing {needle}:\n{}", r.stdout);
     }
     let p = queuebench(&["sql", s.to_str().unwrap(), "--pgbench"]);
     assert_eq!(p.code, 0, "{}", p.stderr);
-    assert!(
-        p.stdout
-            .contains("-- pgbench-args: -n -M prepared -c 8 -j 8 -t 1250"),
-        "{}",
-        p.stdout
-    );
+    assert!(p.stdout.contains("-- pgbench-args: -n -M prepared -c 8 -j 8 -t 1250"), "{}", p.stdout);
     assert!(p.stdout.contains("\\gset") && p.stdout.contains("FOR UPDATE SKIP LOCKED"));
-    let b = queuebench(&[
-        "sql",
-        s.to_str().unwrap(),
-        "--pgbench",
-        "--set",
-        "workers.batch=10",
-    ]);
+    let b = queuebench(&["sql", s.to_str().unwrap(), "--pgbench", "--set", "workers.batch=10"]);
     assert_eq!(b.code, 2);
     assert!(b.stderr.contains("batch = 1"));
 }

@@ -11,16 +11,42 @@ use std::ops::AddAssign;
 pub enum EventKind {
     /// The claim returned this job to this worker (recorded after it returned).
     Claimed,
+    /// A heartbeat extended the lease.
+    HeartbeatOk,
+    /// A heartbeat changed nothing (0 rows): the job is no longer ours.
+    HeartbeatRejected,
     /// The worker performed the job's external side effect.
     Executed,
     /// The worker sent a completion and it updated the row.
     Accepted,
     /// The worker sent a completion and it changed nothing (0 rows).
     Rejected,
+    /// The worker recorded a failure (retry or dead) and it updated the row.
+    FailAccepted,
+    /// The worker recorded a failure and it changed nothing.
+    FailRejected,
+    /// The worker let go of the job without finishing it (crash, lost lease, lost connection, interrupt).
+    Abandoned,
 }
 
-/// One journal entry. `t_us` counts from the start of the run; a completion's
-/// time is when it was sent, a claim's when it came back.
+impl EventKind {
+    /// Does this event end the worker's belief that it owns the job?
+    pub fn ends_ownership(self) -> bool {
+        matches!(
+            self,
+            EventKind::Accepted
+                | EventKind::Rejected
+                | EventKind::FailAccepted
+                | EventKind::FailRejected
+                | EventKind::Abandoned
+                | EventKind::HeartbeatRejected
+        )
+    }
+}
+
+/// One journal entry. `t_us` counts from the start of the run; a statement's
+/// time is when it was sent, a claim's when it came back. `(worker, claim)`
+/// names one claim: `claim` counts the worker's claimed jobs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Event {
     pub t_us: u64,
@@ -28,7 +54,18 @@ pub struct Event {
     /// The attempt number the claim returned (-1 if the strategy returns none).
     pub attempt: i32,
     pub worker: u32,
+    pub claim: u32,
     pub kind: EventKind,
+}
+
+/// An injected fault, as it happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultEvent {
+    pub t_us: u64,
+    pub kind: &'static str,
+    pub worker: Option<u32>,
+    /// The job in the worker's hands, for faults that hit one.
+    pub job: Option<i64>,
 }
 
 /// Counters and the claim-latency histogram of one worker (or, merged, of all).
@@ -37,6 +74,8 @@ pub struct WorkerStats {
     pub claims: u64,
     pub empty_claims: u64,
     pub claimed_jobs: u64,
+    pub reconnects: u64,
+    pub heartbeats: u64,
     pub errors: BTreeMap<String, u64>,
     /// Claim statement latency in microseconds.
     pub claim_latency: Histogram<u64>,
@@ -48,10 +87,11 @@ impl Default for WorkerStats {
             claims: 0,
             empty_claims: 0,
             claimed_jobs: 0,
+            reconnects: 0,
+            heartbeats: 0,
             errors: BTreeMap::new(),
             // 1 µs to 1 h at 3 significant digits; values above are clamped.
-            claim_latency: Histogram::new_with_bounds(1, 3_600_000_000, 3)
-                .expect("valid histogram bounds"),
+            claim_latency: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds"),
         }
     }
 }
@@ -71,12 +111,12 @@ impl AddAssign<&WorkerStats> for WorkerStats {
         self.claims += other.claims;
         self.empty_claims += other.empty_claims;
         self.claimed_jobs += other.claimed_jobs;
+        self.reconnects += other.reconnects;
+        self.heartbeats += other.heartbeats;
         for (k, v) in &other.errors {
             *self.errors.entry(k.clone()).or_default() += v;
         }
-        self.claim_latency
-            .add(&other.claim_latency)
-            .expect("histograms share bounds");
+        self.claim_latency.add(&other.claim_latency).expect("histograms share bounds");
     }
 }
 

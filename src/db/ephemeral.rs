@@ -47,12 +47,7 @@ impl Cluster {
         let bindir = find_bindir()?;
         let owner = cluster_owner()?;
         let dir = make_dir(owner)?;
-        let mut cluster = Cluster {
-            dir,
-            bindir,
-            child: None,
-            keep,
-        };
+        let mut cluster = Cluster { dir, bindir, child: None, keep };
         cluster.initdb(owner)?;
         cluster.spawn(settings, owner)?;
         Ok(cluster)
@@ -61,25 +56,12 @@ impl Cluster {
     fn initdb(&self, owner: Option<(u32, u32)>) -> Result<()> {
         let mut cmd = Command::new(self.bindir.join("initdb"));
         cmd.arg("-D").arg(self.data_dir());
-        cmd.args([
-            "-U",
-            "postgres",
-            "-A",
-            "trust",
-            "-E",
-            "UTF8",
-            "--no-locale",
-            "--no-sync",
-            "--no-instructions",
-        ]);
+        cmd.args(["-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync", "--no-instructions"]);
         cmd.current_dir(&self.dir).stdin(Stdio::null());
         as_owner(&mut cmd, owner);
-        let out = cmd.output().map_err(|e| {
-            Error::infra(format!(
-                "cannot run {}: {e}",
-                self.bindir.join("initdb").display()
-            ))
-        })?;
+        let out = cmd
+            .output()
+            .map_err(|e| Error::infra(format!("cannot run {}: {e}", self.bindir.join("initdb").display())))?;
         if !out.status.success() {
             return Err(Error::infra(format!(
                 "initdb failed ({}):\n{}{}",
@@ -92,12 +74,8 @@ impl Cluster {
     }
 
     fn spawn(&mut self, settings: &[(String, String)], owner: Option<(u32, u32)>) -> Result<()> {
-        let log = std::fs::File::create(self.dir.join("postgres.log")).map_err(|e| {
-            Error::infra(format!(
-                "cannot create {}: {e}",
-                self.dir.join("postgres.log").display()
-            ))
-        })?;
+        let log = std::fs::File::create(self.dir.join("postgres.log"))
+            .map_err(|e| Error::infra(format!("cannot create {}: {e}", self.dir.join("postgres.log").display())))?;
         if let Some((uid, gid)) = owner {
             let _ = std::os::unix::fs::chown(self.dir.join("postgres.log"), Some(uid), Some(gid));
         }
@@ -107,10 +85,7 @@ impl Cluster {
         for (k, v) in settings {
             cmd.arg("-c").arg(format!("{k}={v}"));
         }
-        cmd.current_dir(&self.dir)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().map_err(io_infra)?)
-            .stderr(log);
+        cmd.current_dir(&self.dir).stdin(Stdio::null()).stdout(log.try_clone().map_err(io_infra)?).stderr(log);
         // Own process group: a terminal's Ctrl-C reaches only the harness,
         // which then stops the cluster in order.
         cmd.process_group(0);
@@ -124,15 +99,10 @@ impl Cluster {
                 Ok(())
             });
         }
-        let child = cmd.spawn().map_err(|e| {
-            Error::infra(format!(
-                "cannot start {}: {e}",
-                self.bindir.join("postgres").display()
-            ))
-        })?;
-        LIVE.lock()
-            .unwrap()
-            .push((child.id() as i32, self.dir.clone()));
+        let child = cmd
+            .spawn()
+            .map_err(|e| Error::infra(format!("cannot start {}: {e}", self.bindir.join("postgres").display())))?;
+        LIVE.lock().unwrap().push((child.id() as i32, self.dir.clone()));
         self.child = Some(child);
         Ok(())
     }
@@ -141,10 +111,7 @@ impl Cluster {
     pub fn exited(&mut self) -> Option<String> {
         let child = self.child.as_mut()?;
         match child.try_wait() {
-            Ok(Some(status)) => Some(format!(
-                "postgres exited ({status}); its log ends with:\n{}",
-                self.log_tail()
-            )),
+            Ok(Some(status)) => Some(format!("postgres exited ({status}); its log ends with:\n{}", self.log_tail())),
             _ => None,
         }
     }
@@ -249,11 +216,7 @@ fn temp_root() -> PathBuf {
 fn make_dir(owner: Option<(u32, u32)>) -> Result<PathBuf> {
     let root = temp_root();
     for _ in 0..20 {
-        let dir = root.join(format!(
-            "{DIR_PREFIX}{}-{:04x}",
-            std::process::id(),
-            rand::random::<u16>()
-        ));
+        let dir = root.join(format!("{DIR_PREFIX}{}-{:04x}", std::process::id(), rand::random::<u16>()));
         match std::fs::create_dir(&dir) {
             Ok(()) => {
                 let setup = || -> std::io::Result<()> {
@@ -271,17 +234,11 @@ fn make_dir(owner: Option<(u32, u32)>) -> Result<PathBuf> {
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => {
-                return Err(Error::infra(format!(
-                    "cannot create a directory in {}: {e}",
-                    root.display()
-                )));
+                return Err(Error::infra(format!("cannot create a directory in {}: {e}", root.display())));
             }
         }
     }
-    Err(Error::infra(format!(
-        "cannot create a unique directory in {}",
-        root.display()
-    )))
+    Err(Error::infra(format!("cannot create a unique directory in {}", root.display())))
 }
 
 /// Removes dirs left by a harness that was SIGKILLed (its pid is gone).
@@ -295,15 +252,14 @@ fn remove_stale_dirs() {
         if !name.to_string_lossy().starts_with(DIR_PREFIX) {
             continue;
         }
-        let Some(pid) = std::fs::read_to_string(path.join("harness.pid"))
-            .ok()
-            .and_then(|s| s.trim().parse::<i32>().ok())
+        let Some(pid) =
+            std::fs::read_to_string(path.join("harness.pid")).ok().and_then(|s| s.trim().parse::<i32>().ok())
         else {
             continue;
         };
         // SAFETY: kill with signal 0 only checks existence.
-        let alive = unsafe { libc::kill(pid, 0) } == 0
-            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        let alive =
+            unsafe { libc::kill(pid, 0) } == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
         let postmaster_alive = std::fs::read_to_string(path.join("data/postmaster.pid"))
             .ok()
             .and_then(|s| s.lines().next().and_then(|l| l.trim().parse::<i32>().ok()))

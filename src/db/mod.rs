@@ -57,14 +57,7 @@ impl Database {
                     ))
                 })?;
                 let target = describe(&config);
-                Ok(Database {
-                    kind: Kind::Url,
-                    config,
-                    target,
-                    schema,
-                    cluster: None,
-                    keep,
-                })
+                Ok(Database { kind: Kind::Url, config, target, schema, cluster: None, keep })
             }
             None => {
                 let mut settings = settings.to_vec();
@@ -73,20 +66,9 @@ impl Database {
                 }
                 let cluster = Cluster::start(&settings, keep)?;
                 let mut config = Config::new();
-                config
-                    .host_path(cluster.socket_dir())
-                    .port(ephemeral::PORT)
-                    .user("postgres")
-                    .dbname("postgres");
+                config.host_path(cluster.socket_dir()).port(ephemeral::PORT).user("postgres").dbname("postgres");
                 let target = describe(&config);
-                let mut db = Database {
-                    kind: Kind::Ephemeral,
-                    config,
-                    target,
-                    schema,
-                    cluster: Some(cluster),
-                    keep,
-                };
+                let mut db = Database { kind: Kind::Ephemeral, config, target, schema, cluster: Some(cluster), keep };
                 db.wait_ready().await?;
                 Ok(db)
             }
@@ -96,11 +78,7 @@ impl Database {
     /// A URL for other tools (pgbench, psql) to reach the same server.
     pub fn url_for_tools(&self) -> Option<String> {
         let c = self.cluster.as_ref()?;
-        Some(format!(
-            "postgresql:///postgres?host={}&port={}&user=postgres",
-            c.socket_dir().display(),
-            ephemeral::PORT
-        ))
+        Some(format!("postgresql:///postgres?host={}&port={}&user=postgres", c.socket_dir().display(), ephemeral::PORT))
     }
 
     async fn wait_ready(&mut self) -> Result<()> {
@@ -110,16 +88,10 @@ impl Database {
                 Ok(_) => return Ok(()),
                 Err(e) => {
                     if let Some(why) = self.cluster.as_mut().and_then(Cluster::exited) {
-                        return Err(Error::infra(format!(
-                            "the ephemeral cluster did not start: {why}"
-                        )));
+                        return Err(Error::infra(format!("the ephemeral cluster did not start: {why}")));
                     }
                     if Instant::now() > deadline {
-                        let tail = self
-                            .cluster
-                            .as_ref()
-                            .map(Cluster::log_tail)
-                            .unwrap_or_default();
+                        let tail = self.cluster.as_ref().map(Cluster::log_tail).unwrap_or_default();
                         return Err(Error::infra(format!(
                             "the ephemeral cluster did not accept connections within 30 s ({e}); log:\n{tail}"
                         )));
@@ -130,15 +102,17 @@ impl Database {
         }
     }
 
+    /// The connection settings workers use: search_path is the run's schema.
+    pub fn worker_config(&self) -> Config {
+        let mut config = self.config.clone();
+        let options = config.get_options().map(|o| format!("{o} ")).unwrap_or_default();
+        config.options(format!("{options}-c search_path={}", self.schema));
+        config
+    }
+
     /// A connection whose search_path is the run's schema.
     pub async fn connect(&self) -> Result<Client> {
-        let mut config = self.config.clone();
-        let options = config
-            .get_options()
-            .map(|o| format!("{o} "))
-            .unwrap_or_default();
-        config.options(format!("{options}-c search_path={}", self.schema));
-        self.connect_with(&config).await
+        self.connect_with(&self.worker_config()).await
     }
 
     /// A connection with the server's default search_path (for setup and teardown).
@@ -147,10 +121,7 @@ impl Database {
     }
 
     async fn connect_with(&self, config: &Config) -> Result<Client> {
-        let (client, connection) = config
-            .connect(NoTls)
-            .await
-            .map_err(|e| self.connect_error(&e))?;
+        let (client, connection) = config.connect(NoTls).await.map_err(|e| self.connect_error(&e))?;
         tokio::spawn(async move {
             let _ = connection.await;
         });
@@ -164,20 +135,14 @@ impl Database {
                 "authentication failed: check the user and password (in the URL, PGPASSWORD or ~/.pgpass)"
             }
             Some("3D000") => "the database does not exist: create it or name another in the URL",
-            Some("53300") => {
-                "the server has no free connection slots: lower workers.count or raise max_connections"
-            }
+            Some("53300") => "the server has no free connection slots: lower workers.count or raise max_connections",
             _ if self.kind == Kind::Url => {
                 "is the server running and reachable? Check host and port in --database-url (or DATABASE_URL), \
                  or leave it out to let queuebench start its own cluster"
             }
             _ => "the ephemeral cluster stopped accepting connections",
         };
-        Error::infra(format!(
-            "cannot connect to PostgreSQL at {}: {}; {hint}",
-            self.target,
-            error_text(e)
-        ))
+        Error::infra(format!("cannot connect to PostgreSQL at {}: {}; {hint}", self.target, error_text(e)))
     }
 
     /// Drops the run's schema (URL mode, unless --keep) and stops an ephemeral cluster.
@@ -203,11 +168,7 @@ pub fn describe(config: &Config) -> String {
         None => "localhost (default socket)".into(),
     };
     let port = config.get_ports().first().copied().unwrap_or(5432);
-    let user = config
-        .get_user()
-        .map(str::to_string)
-        .or_else(|| std::env::var("USER").ok())
-        .unwrap_or_default();
+    let user = config.get_user().map(str::to_string).or_else(|| std::env::var("USER").ok()).unwrap_or_default();
     let db = config.get_dbname().unwrap_or(&user).to_string();
     format!("{host}:{port} (user {user}, database {db})")
 }

@@ -15,7 +15,8 @@ pub const PRELOAD: &str = "INSERT INTO jobs (payload, run_at, max_attempts) \
      FROM generate_series(1, $1::int8) AS g";
 
 /// The end state every checker reads.
-pub const FINAL_STATE: &str = "SELECT id, status, attempts FROM jobs ORDER BY id";
+pub const FINAL_STATE: &str =
+    "SELECT id, status, attempts, max_attempts, coalesce(locked_until < now(), false) FROM jobs ORDER BY id";
 
 fn sql_error(what: &str, e: &tokio_postgres::Error) -> Error {
     Error::infra(format!("{what} failed: {}", error_text(e)))
@@ -27,34 +28,22 @@ pub async fn install(db: &Database, preload: u64, max_attempts: i32) -> Result<C
     let create = format!("CREATE SCHEMA \"{}\"", db.schema);
     admin.batch_execute(&create).await.map_err(|e| {
         let hint = match e.code().map(|c| c.code()) {
-            Some("42501") => {
-                "; the user needs CREATE on the database (GRANT CREATE ON DATABASE … TO …)"
-            }
+            Some("42501") => "; the user needs CREATE on the database (GRANT CREATE ON DATABASE … TO …)",
             Some("42P06") => "; that schema already exists and queuebench never reuses one",
             _ => "",
         };
-        Error::infra(format!(
-            "{create} in {} failed: {}{hint}",
-            db.target,
-            error_text(&e)
-        ))
+        Error::infra(format!("{create} in {} failed: {}{hint}", db.target, error_text(&e)))
     })?;
     drop(admin);
     let client = db.connect().await?;
-    client
-        .batch_execute(MIGRATION)
-        .await
-        .map_err(|e| sql_error("installing migrations/001_queue.sql", &e))?;
+    client.batch_execute(MIGRATION).await.map_err(|e| sql_error("installing migrations/001_queue.sql", &e))?;
     if preload > 0 {
         client
             .execute(PRELOAD, &[&(preload as i64), &max_attempts])
             .await
             .map_err(|e| sql_error("preloading jobs", &e))?;
     }
-    client
-        .batch_execute("VACUUM ANALYZE jobs")
-        .await
-        .map_err(|e| sql_error("VACUUM ANALYZE jobs", &e))?;
+    client.batch_execute("VACUUM ANALYZE jobs").await.map_err(|e| sql_error("VACUUM ANALYZE jobs", &e))?;
     Ok(client)
 }
 
@@ -72,6 +61,9 @@ pub struct JobRow {
     pub id: i64,
     pub status: Status,
     pub attempts: i32,
+    pub max_attempts: i32,
+    /// `locked_until` has passed (meaningful for running jobs).
+    pub lease_expired: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,61 +88,41 @@ impl Status {
 }
 
 pub async fn final_state(client: &Client) -> Result<Vec<JobRow>> {
-    let rows = client
-        .query(FINAL_STATE, &[])
-        .await
-        .map_err(|e| sql_error("reading the final job table", &e))?;
+    let rows = client.query(FINAL_STATE, &[]).await.map_err(|e| sql_error("reading the final job table", &e))?;
     Ok(rows
         .iter()
         .map(|r| JobRow {
             id: r.get(0),
             status: Status::parse(r.get(1)),
             attempts: r.get(2),
+            max_attempts: r.get(3),
+            lease_expired: r.get(4),
         })
         .collect())
 }
 
 pub async fn effects_rows(client: &Client) -> Result<u64> {
-    let row = client
-        .query_one("SELECT count(*) FROM effects", &[])
-        .await
-        .map_err(|e| sql_error("counting effects", &e))?;
+    let row =
+        client.query_one("SELECT count(*) FROM effects", &[]).await.map_err(|e| sql_error("counting effects", &e))?;
     Ok(row.get::<_, i64>(0) as u64)
 }
 
 pub async fn server_version(client: &Client) -> String {
-    match client
-        .query_one("SELECT current_setting('server_version')", &[])
-        .await
-    {
+    match client.query_one("SELECT current_setting('server_version')", &[]).await {
         Ok(r) => r.get(0),
         Err(e) => format!("unknown ({})", error_text(&e)),
     }
 }
 
 /// URL mode: what the scenario wanted and what the server has (nothing is changed).
-pub async fn report_settings(
-    client: &Client,
-    wanted: &[(String, String)],
-) -> BTreeMap<String, SettingReport> {
+pub async fn report_settings(client: &Client, wanted: &[(String, String)]) -> BTreeMap<String, SettingReport> {
     let mut out = BTreeMap::new();
     for (name, want) in wanted {
-        let actual = match client
-            .query_one("SELECT current_setting($1, true)", &[name])
-            .await
-        {
-            Ok(r) => r
-                .get::<_, Option<String>>(0)
-                .unwrap_or_else(|| "(unknown setting)".into()),
+        let actual = match client.query_one("SELECT current_setting($1, true)", &[name]).await {
+            Ok(r) => r.get::<_, Option<String>>(0).unwrap_or_else(|| "(unknown setting)".into()),
             Err(e) => format!("(error: {})", error_text(&e)),
         };
-        out.insert(
-            name.clone(),
-            SettingReport {
-                wanted: want.clone(),
-                actual,
-            },
-        );
+        out.insert(name.clone(), SettingReport { wanted: want.clone(), actual });
     }
     out
 }

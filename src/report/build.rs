@@ -27,14 +27,8 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification) -> Run
         started_at: ctx.started_at,
         seed: plan.seed,
         strategy: plan.strategy.name.clone(),
-        mode: serde_json::to_value(plan.mode)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default(),
-        fencing: serde_json::to_value(plan.fencing)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default(),
+        mode: serde_json::to_value(plan.mode).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+        fencing: serde_json::to_value(plan.fencing).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
         workers: plan.workers,
         batch: plan.batch,
         work: plan.work.describe(),
@@ -50,22 +44,20 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification) -> Run
         jobs: v.jobs,
         executions: v.executions,
         completions: v.completions,
+        stale: v.stale,
+        ownership: v.ownership,
+        faults: v.faults,
+        reaper: Reaper { runs: out.reaper.runs, reclaimed: out.reaper.reclaimed, marked_dead: out.reaper.marked_dead },
         claims: Claims {
             total: st.claims,
             empty: st.empty_claims,
             jobs: st.claimed_jobs,
+            heartbeats: st.heartbeats,
+            reconnects: st.reconnects,
         },
-        errors: Errors {
-            total: st.errors.values().sum(),
-            by_code: st.errors.clone(),
-        },
-        effects: Effects {
-            journal: 0,
-            table_rows: ctx.effects_rows,
-        },
-        latency_ms: Latencies {
-            claim: percentiles(&st.claim_latency),
-        },
+        errors: Errors { total: st.errors.values().sum(), by_code: st.errors.clone() },
+        effects: Effects { journal: 0, table_rows: ctx.effects_rows },
+        latency_ms: Latencies { claim: percentiles(&st.claim_latency) },
         checks: v.checks,
         expectations: Vec::new(),
         passed: false,

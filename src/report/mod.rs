@@ -35,9 +35,7 @@ pub fn write_run_folder(
     claim_hist: &Histogram<u64>,
     scenario_text: &str,
 ) -> Result<()> {
-    let io = |what: &Path, e: std::io::Error| {
-        Error::infra(format!("cannot write {}: {e}", what.display()))
-    };
+    let io = |what: &Path, e: std::io::Error| Error::infra(format!("cannot write {}: {e}", what.display()));
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
     let write = |name: &str, bytes: &[u8]| {
         let path = dir.join(name);
@@ -46,10 +44,7 @@ pub fn write_run_folder(
     let json = serde_json::to_vec_pretty(summary).expect("summary serialises");
     write("summary.json", &json)?;
     write("scenario.toml", scenario_text.as_bytes())?;
-    write(
-        "latency-claim.hgrm",
-        percentile_distribution(claim_hist).as_bytes(),
-    )?;
+    write("latency-claim.hgrm", percentile_distribution(claim_hist).as_bytes())?;
     Ok(())
 }
 
@@ -61,11 +56,7 @@ pub fn percentile_distribution(h: &Histogram<u64>) -> String {
     }
     for v in h.iter_quantiles(1) {
         let q = v.quantile_iterated_to();
-        let inv = if q < 1.0 {
-            format!("{:.2}", 1.0 / (1.0 - q))
-        } else {
-            "inf".into()
-        };
+        let inv = if q < 1.0 { format!("{:.2}", 1.0 / (1.0 - q)) } else { "inf".into() };
         out.push_str(&format!(
             "{:12.3} {:14.12} {:10} {:>14}\n",
             v.value_iterated_to() as f64 / 1000.0,

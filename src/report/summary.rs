@@ -30,6 +30,10 @@ pub struct RunSummary {
     pub jobs: Jobs,
     pub executions: Executions,
     pub completions: Completions,
+    pub stale: Stale,
+    pub ownership: Ownership,
+    pub faults: Faults,
+    pub reaper: Reaper,
     pub claims: Claims,
     pub errors: Errors,
     pub effects: Effects,
@@ -69,8 +73,53 @@ pub struct Jobs {
     pub unfinished: u64,
     /// Jobs marked done without any recorded execution, or that disappeared.
     pub lost: u64,
-    /// Jobs left `running` at the end with no worker on them.
+    /// Jobs left `running` at the end.
     pub stuck_running: u64,
+    pub queued: u64,
+    /// Jobs that used up max_attempts.
+    pub dead: u64,
+    /// Jobs with more attempts than max_attempts (a reclaim that ignored the budget).
+    pub attempts_exceeded: u64,
+}
+
+/// Stale failures and heartbeats (stale completions are in `completions`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Stale {
+    pub fails_accepted: u64,
+    pub fails_rejected: u64,
+    pub fail_stale_accepted: u64,
+    pub fail_stale_rejected: u64,
+    pub heartbeats_accepted: u64,
+    pub heartbeats_rejected: u64,
+    pub heartbeat_stale_accepted: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Ownership {
+    /// Jobs that two workers believed they owned at the same moment.
+    pub overlapping_jobs: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Faults {
+    pub injected: u64,
+    /// crash, pause, kill_backend, lock_hold, poison
+    pub by_kind: BTreeMap<String, u64>,
+    /// Faults that hit a job whose next accepted completion came later.
+    pub recovered: u64,
+    /// Faults that hit a job never completed afterwards (it may be dead).
+    pub unrecovered: u64,
+    pub recovery_ms_max: f64,
+    pub recovery_ms_mean: f64,
+    #[serde(skip)]
+    pub recovery_ms_total: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Reaper {
+    pub runs: u64,
+    pub reclaimed: u64,
+    pub marked_dead: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -78,6 +127,10 @@ pub struct Executions {
     pub total: u64,
     /// Executions beyond the first of each job.
     pub duplicate: u64,
+    /// Duplicates whose claim came while the previous holder's lease still ran (the bug).
+    pub duplicate_race: u64,
+    /// Duplicates whose claim came after the previous lease expired (at-least-once).
+    pub duplicate_lease_expired: u64,
     /// Distinct jobs executed at least once.
     pub distinct_jobs: u64,
     /// Jobs executed more than once.
@@ -105,6 +158,9 @@ pub struct Claims {
     pub empty: u64,
     /// Jobs returned by claims.
     pub jobs: u64,
+    pub heartbeats: u64,
+    /// Connections re-opened after a killed backend or a crash.
+    pub reconnects: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -168,10 +224,12 @@ pub struct ExpectationResult {
 }
 
 /// The checks every run reports; `checks.<name>` is its violation count.
-pub const CHECK_NAMES: [&str; 4] = [
+pub const CHECK_NAMES: [&str; 6] = [
     "exactly_once",
     "no_lost_jobs",
     "stale_completions_accepted",
+    "ownership_overlap",
+    "attempts_within_budget",
     "effects_ledger_agrees",
 ];
 
@@ -191,13 +249,10 @@ impl RunSummary {
     pub fn metric_names() -> Vec<String> {
         let mut s = RunSummary::default();
         s.effects.table_rows = Some(0);
-        s.checks = CHECK_NAMES
-            .iter()
-            .map(|n| CheckResult {
-                name: n.to_string(),
-                ..Default::default()
-            })
-            .collect();
+        for k in ["crash", "pause", "kill_backend", "lock_hold", "poison"] {
+            s.faults.by_kind.insert(k.into(), 0);
+        }
+        s.checks = CHECK_NAMES.iter().map(|n| CheckResult { name: n.to_string(), ..Default::default() }).collect();
         s.metrics().into_keys().collect()
     }
 }
@@ -215,19 +270,11 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, f64>)
                 // Free-form maps are not metrics; neither are lists or the version.
                 if matches!(
                     k.as_str(),
-                    "by_code"
-                        | "settings_applied"
-                        | "settings_reported"
-                        | "schema_version"
-                        | "seed"
+                    "by_code" | "settings_applied" | "settings_reported" | "schema_version" | "seed"
                 ) {
                     continue;
                 }
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
+                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
                 flatten(&key, v, out);
             }
         }

@@ -18,28 +18,27 @@ pub fn render(s: &RunSummary) -> String {
         "  strategy {} · mode {} · fencing {} · {} workers · batch {} · work {} · stop {}",
         s.strategy, s.mode, s.fencing, s.workers, s.batch, s.work, s.stop
     );
-    let _ = writeln!(
-        o,
-        "  database {} {} (PostgreSQL {})",
-        s.database.kind, s.database.target, s.database.server_version
-    );
+    let _ =
+        writeln!(o, "  database {} {} (PostgreSQL {})", s.database.kind, s.database.target, s.database.server_version);
     let j = &s.jobs;
     let x = &s.executions;
     let c = &s.completions;
     let l = &s.latency_ms.claim;
-    let rows: Vec<(&str, String)> = vec![
+    let st = &s.stale;
+    let f = &s.faults;
+    let mut rows: Vec<(&str, String)> = vec![
         (
             "jobs",
             format!(
-                "{} enqueued · {} completed · {} unfinished · {} lost · {} stuck running",
-                j.enqueued, j.completed, j.unfinished, j.lost, j.stuck_running
+                "{} enqueued · {} completed · {} queued · {} running · {} dead · {} lost · {} over their attempt budget",
+                j.enqueued, j.completed, j.queued, j.stuck_running, j.dead, j.lost, j.attempts_exceeded
             ),
         ),
         (
             "executions",
             format!(
-                "{} total · {} distinct jobs · {} duplicate · {} jobs run more than once · max {} per job",
-                x.total, x.distinct_jobs, x.duplicate, x.jobs_duplicated, x.max_per_job
+                "{} total · {} distinct jobs · {} duplicate ({} racing claims, {} after lease expiry) · max {} per job",
+                x.total, x.distinct_jobs, x.duplicate, x.duplicate_race, x.duplicate_lease_expired, x.max_per_job
             ),
         ),
         (
@@ -52,8 +51,8 @@ pub fn render(s: &RunSummary) -> String {
         (
             "claims",
             format!(
-                "{} round trips · {} empty · {} jobs returned",
-                s.claims.total, s.claims.empty, s.claims.jobs
+                "{} round trips · {} empty · {} jobs returned · {} jobs with overlapping owners",
+                s.claims.total, s.claims.empty, s.claims.jobs, s.ownership.overlapping_jobs
             ),
         ),
         (
@@ -72,36 +71,55 @@ pub fn render(s: &RunSummary) -> String {
         ),
         (
             "errors",
-            if s.errors.total == 0 {
-                "none".into()
-            } else {
-                format!("{} {:?}", s.errors.total, s.errors.by_code)
-            },
+            if s.errors.total == 0 { "none".into() } else { format!("{} {:?}", s.errors.total, s.errors.by_code) },
         ),
     ];
+    if st.fails_accepted + st.fails_rejected + st.heartbeats_accepted + st.heartbeats_rejected > 0 {
+        rows.push((
+            "fail/heartbeat",
+            format!(
+                "fails {} accepted ({} stale), {} rejected ({} stale) · heartbeats {} accepted ({} stale), {} rejected",
+                st.fails_accepted,
+                st.fail_stale_accepted,
+                st.fails_rejected,
+                st.fail_stale_rejected,
+                st.heartbeats_accepted,
+                st.heartbeat_stale_accepted,
+                st.heartbeats_rejected
+            ),
+        ));
+    }
+    if f.injected > 0 || s.reaper.runs > 0 {
+        let kinds: Vec<String> = f.by_kind.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{n} {k}")).collect();
+        rows.push((
+            "faults",
+            format!(
+                "{} injected{} · {} reconnects · recovered {} (max {:.0} ms, mean {:.0} ms), unrecovered {} · reaper reclaimed {}, marked dead {}",
+                f.injected,
+                if kinds.is_empty() { String::new() } else { format!(" ({})", kinds.join(", ")) },
+                s.claims.reconnects,
+                f.recovered,
+                f.recovery_ms_max,
+                f.recovery_ms_mean,
+                f.unrecovered,
+                s.reaper.reclaimed,
+                s.reaper.marked_dead
+            ),
+        ));
+    }
     for (k, v) in rows {
         let _ = writeln!(o, "  {k:<14} {v}");
     }
     let _ = writeln!(o, "  checks");
     for c in &s.checks {
-        let ex = if c.examples.is_empty() {
-            String::new()
-        } else {
-            format!(" e.g. jobs {:?}", c.examples)
-        };
+        let ex = if c.examples.is_empty() { String::new() } else { format!(" e.g. jobs {:?}", c.examples) };
         let _ = writeln!(o, "    {} {:<28} {}{ex}", mark(c.passed), c.name, c.detail);
     }
     if !s.expectations.is_empty() {
         let _ = writeln!(o, "  expectations");
         for e in &s.expectations {
             let actual = e.actual.map_or("missing".into(), |a| format!("{a}"));
-            let _ = writeln!(
-                o,
-                "    {} {} {} (actual {actual})",
-                mark(e.passed),
-                e.name,
-                e.expression
-            );
+            let _ = writeln!(o, "    {} {} {} (actual {actual})", mark(e.passed), e.name, e.expression);
         }
     }
     o

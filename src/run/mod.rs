@@ -1,25 +1,35 @@
 //! The runner: connects and prepares every worker before the clock starts,
-//! runs them as tasks, stops them on the scenario's stop condition, the run
-//! timeout or Ctrl-C, and merges what they recorded.
+//! runs them as tasks beside the reaper and the fault injector, stops them
+//! on the scenario's stop condition, the run timeout or Ctrl-C, and merges
+//! what they recorded.
 
+pub mod conn;
+pub mod faults;
+pub mod reaper;
 pub mod work;
 pub mod worker;
 
-use crate::collect::{Event, WorkerStats};
+use crate::collect::{Event, FaultEvent, WorkerStats};
 use crate::db::Database;
 use crate::error::{Error, Result};
+use crate::scenario::raw::Reclaim;
 use crate::scenario::{Plan, Stop};
+use conn::Conn;
+use faults::FaultState;
 use futures_util::future::join_all;
+use reaper::ReaperStats;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-use worker::Worker;
+use worker::{Shared, Worker};
 
 /// Everything the run produced, merged.
 pub struct RunOutput {
     pub stats: WorkerStats,
     pub journal: Vec<Event>,
+    pub faults: Vec<FaultEvent>,
+    pub reaper: ReaperStats,
     pub duration: Duration,
     pub interrupted: bool,
     pub timed_out: bool,
@@ -28,59 +38,78 @@ pub struct RunOutput {
 
 /// Runs the plan's workers against `db`. `interrupt` is cancelled by Ctrl-C/SIGTERM.
 pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken) -> Result<RunOutput> {
-    let clients = join_all((0..plan.workers).map(|_| db.connect())).await;
-    let mut prepared = Vec::with_capacity(clients.len());
-    for client in clients {
-        let client = client?;
-        let stmts = worker::prepare(&client, &plan.strategy)
-            .await
-            .map_err(|e| {
-                Error::infra(format!("strategy `{}`: preparing {e}", plan.strategy.name))
-            })?;
-        prepared.push((client, stmts));
-    }
+    let config = db.worker_config();
+    let conns = join_all((0..plan.workers).map(|_| Conn::open(&config, &plan.strategy))).await;
+    let conns = conns
+        .into_iter()
+        .collect::<std::result::Result<Vec<_>, String>>()
+        .map_err(|e| Error::infra(format!("strategy `{}` on {}: {e}", plan.strategy.name, db.target)))?;
 
     let stop = interrupt.child_token();
     let timed_out = Arc::new(AtomicBool::new(false));
     let start = Instant::now();
-    let limit = match plan.stop {
-        Stop::After(d) => Some((d.min(plan.timeout), d > plan.timeout)),
-        _ => Some((plan.timeout, true)),
+    let (after, is_timeout) = match plan.stop {
+        Stop::After(d) => (d.min(plan.timeout), d > plan.timeout),
+        _ => (plan.timeout, true),
     };
-    let timer = limit.map(|(after, is_timeout)| {
+    let timer = {
         let (stop, flag) = (stop.clone(), timed_out.clone());
         tokio::spawn(async move {
             tokio::time::sleep(after).await;
             flag.store(is_timeout, Ordering::Relaxed);
             stop.cancel();
         })
+    };
+    let shared = Arc::new(Shared {
+        plan: Arc::new(plan.clone()),
+        config: config.clone(),
+        faults: Arc::new(FaultState::new(plan, start)),
+        next_identity: Arc::new(AtomicU32::new(plan.workers + 1)),
+        stop: stop.clone(),
     });
-
-    let tasks: Vec<_> = prepared
+    let tasks: Vec<_> = conns
         .into_iter()
         .enumerate()
-        .map(|(i, (client, stmts))| {
-            let w = Worker::new(i as u32 + 1, client, stmts, plan, start, stop.clone());
-            tokio::spawn(w.run())
-        })
+        .map(|(i, c)| tokio::spawn(Worker::new(i as u32 + 1, c, shared.clone()).run()))
         .collect();
+    // The reaper and the injector stop when the workers are done.
+    let side_stop = stop.child_token();
+    let side = {
+        let (sh, side_stop, config) = (shared.clone(), side_stop.clone(), config.clone());
+        tokio::spawn(async move {
+            let reap = async {
+                match sh.plan.reclaim {
+                    Reclaim::Reaper => reaper::run(&sh.plan, &config, &side_stop).await,
+                    _ => ReaperStats::default(),
+                }
+            };
+            let inject = faults::inject(&sh.plan, &sh.faults, &config, &side_stop);
+            tokio::join!(reap, inject)
+        })
+    };
+
     let mut stats = WorkerStats::default();
     let mut journal = Vec::new();
+    let mut fault_events = Vec::new();
     let mut failures = Vec::new();
     for task in join_all(tasks).await {
-        let (w, failure) =
-            task.map_err(|e| Error::infra(format!("a worker task panicked: {e}")))?;
+        let (w, failure) = task.map_err(|e| Error::infra(format!("a worker task panicked: {e}")))?;
         stats += &w.stats;
         journal.extend_from_slice(&w.journal);
+        fault_events.extend(w.faults);
         failures.extend(failure);
     }
     let duration = start.elapsed();
-    if let Some(t) = timer {
-        t.abort();
-    }
+    side_stop.cancel();
+    timer.abort();
+    let (reaper, injected) = side.await.map_err(|e| Error::infra(format!("the reaper or injector panicked: {e}")))?;
+    fault_events.extend(injected);
+    fault_events.sort_by_key(|f| f.t_us);
     Ok(RunOutput {
         stats,
         journal,
+        faults: fault_events,
+        reaper,
         duration,
         interrupted: interrupt.is_cancelled(),
         timed_out: timed_out.load(Ordering::Relaxed),

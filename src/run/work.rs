@@ -46,14 +46,9 @@ mod tests {
 
     #[test]
     fn lognormal_hits_its_percentiles() {
-        let model = WorkModel::LogNormal {
-            p50: Duration::from_millis(8),
-            p99: Duration::from_millis(70),
-        };
+        let model = WorkModel::LogNormal { p50: Duration::from_millis(8), p99: Duration::from_millis(70) };
         let mut rng = StdRng::seed_from_u64(7);
-        let mut v: Vec<f64> = (0..20_000)
-            .map(|_| sample(&model, &mut rng).as_secs_f64() * 1e3)
-            .collect();
+        let mut v: Vec<f64> = (0..20_000).map(|_| sample(&model, &mut rng).as_secs_f64() * 1e3).collect();
         v.sort_by(f64::total_cmp);
         let (p50, p99) = (v[10_000], v[19_800]);
         assert!((7.0..9.0).contains(&p50), "p50 {p50}");
@@ -62,10 +57,7 @@ mod tests {
 
     #[test]
     fn uniform_stays_in_range() {
-        let model = WorkModel::Uniform {
-            min: Duration::from_millis(1),
-            max: Duration::from_millis(5),
-        };
+        let model = WorkModel::Uniform { min: Duration::from_millis(1), max: Duration::from_millis(5) };
         let mut rng = StdRng::seed_from_u64(1);
         for _ in 0..1000 {
             let d = sample(&model, &mut rng);

@@ -1,140 +1,78 @@
-//! One simulated worker: its own connection, its prepared statements, its
-//! own journal and counters. claim → work → record the side effect →
-//! complete, in lease mode (claim commits at once, completion is a second
-//! transaction) or hold-transaction mode (all in one transaction).
+//! One simulated worker: its own connection, its own journal and counters.
+//! claim → work (with heartbeats) → record the side effect → complete or
+//! fail, in lease mode (claim commits at once, completion is a second
+//! transaction) or hold-transaction mode (all in one transaction). Faults
+//! interrupt it at named points; a crash drops the connection and respawns.
 //!
-//! The hot path allocates only what the driver needs per statement; the
-//! journal is a Vec that grows, and effects go to the `effects` table in
-//! batches from the same connection, outside any claim transaction.
+//! Every job the worker lets go of without finishing is journaled as
+//! `Abandoned`, so the checkers can tell who believed it owned what, when.
 
-use crate::collect::{Event, EventKind, WorkerStats};
-use crate::run::work;
+use super::conn::Conn;
+use super::faults::FaultState;
+use super::work;
+use crate::collect::{Event, EventKind, FaultEvent, WorkerStats};
+use crate::scenario::faults::{Kind, Point};
 use crate::scenario::raw::Mode;
 use crate::scenario::{Plan, Stop};
-use crate::strategy::{Param, Strategy};
-use rand::SeedableRng;
+use crate::strategy::Param;
 use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
-use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{Client, Statement};
+use tokio_postgres::Config;
+use tokio_postgres::types::ToSql;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 /// Effects are written in batches of this many executions.
 const EFFECT_BATCH: usize = 64;
 
-pub const EFFECTS_INSERT: &str = "INSERT INTO effects (job_id, worker, attempt) \
-     SELECT j, $2::int4, a FROM unnest($1::int8[], $3::int4[]) AS u(j, a)";
-
-/// Is anything left to do? (for `stop = "drained"`)
-pub const REMAINING: &str =
-    "SELECT EXISTS (SELECT 1 FROM jobs WHERE status IN ('queued', 'running'))";
-
-/// A worker's prepared statements and where the claim's columns are.
-pub struct Prepared {
-    select: Option<Statement>,
-    claim: Statement,
-    complete: Statement,
-    effects: Statement,
-    remaining: Statement,
-    col_attempt: Option<usize>,
-    col_token: Option<usize>,
+/// Why a round stopped short.
+enum Halt {
+    Db(tokio_postgres::Error),
+    Crash { respawn_after: Duration, new_identity: bool },
+    Stopped,
 }
 
-/// A job as the claim returned it.
+impl From<tokio_postgres::Error> for Halt {
+    fn from(e: tokio_postgres::Error) -> Self {
+        Halt::Db(e)
+    }
+}
+
+/// A job as the claim returned it; `seq` numbers the worker's claims.
 #[derive(Debug, Clone, Copy)]
 struct Claimed {
     id: i64,
     attempt: i32,
     token: Option<Uuid>,
+    seq: u32,
 }
 
-/// Prepares every statement once; a failure names the statement and the SQLSTATE.
-pub async fn prepare(client: &Client, strategy: &Strategy) -> Result<Prepared, String> {
-    let prep = |text: &'static str, sql: String| async move {
-        client
-            .prepare(&sql)
-            .await
-            .map_err(|e| format!("{text}: {}\n  SQL: {sql}", crate::db::error_text(&e)))
-    };
-    let select = match &strategy.select {
-        Some(s) => Some(prep("the strategy's select statement", s.sql.clone()).await?),
-        None => None,
-    };
-    let claim = prep("the strategy's claim statement", strategy.claim.sql.clone()).await?;
-    let complete = prep(
-        "the strategy's complete statement",
-        strategy.complete.sql.clone(),
-    )
-    .await?;
-    let effects = prep("the effects insert", EFFECTS_INSERT.into()).await?;
-    let remaining = prep("the drained check", REMAINING.into()).await?;
-    let col = |name: &str, ty: Type| -> Result<Option<usize>, String> {
-        match claim.columns().iter().position(|c| c.name() == name) {
-            Some(i) if *claim.columns()[i].type_() == ty => Ok(Some(i)),
-            Some(i) => Err(format!(
-                "the claim returns `{name}` as {}, expected {ty}",
-                claim.columns()[i].type_()
-            )),
-            None => Ok(None),
-        }
-    };
-    if col("id", Type::INT8)?.is_none() {
-        return Err("the claim statement must return a bigint column `id` (e.g. RETURNING id, attempts, claim_token)".into());
-    }
-    if let Some(s) = &select
-        && !s
-            .columns()
-            .first()
-            .is_some_and(|c| *c.type_() == Type::INT8)
-    {
-        return Err("the select statement must return a bigint `id` first".into());
-    }
-    let col_attempt = col("attempts", Type::INT4)?;
-    let col_token = col("claim_token", Type::UUID)?;
-    for (param, have, column) in [
-        (Param::Attempt, col_attempt, "attempts"),
-        (Param::Token, col_token, "claim_token"),
-    ] {
-        if strategy.complete.params.contains(&param) && have.is_none() {
-            return Err(format!(
-                "the complete statement uses {param}, so the claim must return `{column}`"
-            ));
-        }
-    }
-    Ok(Prepared {
-        select,
-        claim,
-        complete,
-        effects,
-        remaining,
-        col_attempt,
-        col_token,
-    })
+/// What the runner hands every worker.
+pub struct Shared {
+    pub plan: Arc<Plan>,
+    pub config: Config,
+    pub faults: Arc<FaultState>,
+    pub next_identity: Arc<AtomicU32>,
+    pub stop: CancellationToken,
 }
 
-/// Everything a worker needs; it owns all of it.
 pub struct Worker {
+    /// The worker's place (w1 = slot 1): fault targets and pause gates follow it across respawns.
+    slot: u32,
+    /// The identity in the journal; a respawn with `identity = "new"` takes a fresh one.
     pub id: u32,
     name: String,
-    client: Client,
-    stmts: Prepared,
-    start: Instant,
-    stop: CancellationToken,
+    sh: Arc<Shared>,
+    conn: Option<Conn>,
     rng: StdRng,
-    batch: i64,
-    lease_secs: f64,
-    mode: Mode,
-    work: crate::scenario::WorkModel,
-    max_claims: Option<u64>,
-    drained_stop: bool,
-    idle_backoff: Duration,
-    complete_params: Vec<Param>,
-    claim_params: Vec<Param>,
-    select_params: Vec<Param>,
-    effects_table: bool,
+    seq: u32,
+    nth_job: u64,
     pub stats: WorkerStats,
     pub journal: Vec<Event>,
+    pub faults: Vec<FaultEvent>,
     effects_pending: (Vec<i64>, Vec<i32>),
 }
 
@@ -142,204 +80,316 @@ pub struct Worker {
 pub type WorkerFailure = String;
 
 impl Worker {
-    pub fn new(
-        id: u32,
-        client: Client,
-        stmts: Prepared,
-        plan: &Plan,
-        start: Instant,
-        stop: CancellationToken,
-    ) -> Worker {
+    pub fn new(slot: u32, conn: Conn, sh: Arc<Shared>) -> Worker {
+        sh.faults.pids[slot as usize].store(conn.pid, Ordering::Relaxed);
+        let seed = sh.plan.seed.wrapping_add(u64::from(slot)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         Worker {
-            id,
-            name: format!("w{id}"),
-            client,
-            stmts,
-            start,
-            stop,
-            rng: StdRng::seed_from_u64(
-                plan.seed
-                    .wrapping_add(u64::from(id))
-                    .wrapping_mul(0x9E37_79B9_7F4A_7C15),
-            ),
-            batch: i64::from(plan.batch),
-            lease_secs: plan.lease.as_secs_f64(),
-            mode: plan.mode,
-            work: plan.work,
-            max_claims: plan.max_claims,
-            drained_stop: plan.stop == Stop::Drained,
-            idle_backoff: plan.idle_backoff,
-            complete_params: plan.strategy.complete.params.clone(),
-            claim_params: plan.strategy.claim.params.clone(),
-            select_params: plan
-                .strategy
-                .select
-                .as_ref()
-                .map(|s| s.params.clone())
-                .unwrap_or_default(),
-            effects_table: plan.effects_table,
+            slot,
+            id: slot,
+            name: format!("w{slot}"),
+            sh,
+            conn: Some(conn),
+            rng: StdRng::seed_from_u64(seed),
+            seq: 0,
+            nth_job: 0,
             stats: WorkerStats::default(),
             journal: Vec::with_capacity(1024),
-            effects_pending: (
-                Vec::with_capacity(EFFECT_BATCH),
-                Vec::with_capacity(EFFECT_BATCH),
-            ),
+            faults: Vec::new(),
+            effects_pending: (Vec::with_capacity(EFFECT_BATCH), Vec::with_capacity(EFFECT_BATCH)),
         }
     }
 
     fn now_us(&self) -> u64 {
-        self.start.elapsed().as_micros() as u64
+        self.sh.faults.start.elapsed().as_micros() as u64
+    }
+
+    fn log_at(&mut self, t_us: u64, job: &Claimed, kind: EventKind) {
+        self.journal.push(Event { t_us, job: job.id, attempt: job.attempt, worker: self.id, claim: job.seq, kind });
     }
 
     fn log(&mut self, job: &Claimed, kind: EventKind) {
-        let t_us = self.now_us();
-        self.journal.push(Event {
-            t_us,
-            job: job.id,
-            attempt: job.attempt,
-            worker: self.id,
-            kind,
-        });
+        self.log_at(self.now_us(), job, kind);
     }
 
-    /// Runs until the stop condition, the cancel token or a lost connection.
+    fn conn(&self) -> &Conn {
+        self.conn.as_ref().expect("a worker between rounds is connected")
+    }
+
+    fn hold(&self) -> bool {
+        self.sh.plan.mode == Mode::HoldTransaction
+    }
+
+    /// Runs until the stop condition, the cancel token or a connection that cannot be restored.
     pub async fn run(mut self) -> (Self, Option<WorkerFailure>) {
         let failure = self.run_loop().await.err();
-        if self.effects_table && !self.client.is_closed() {
+        if self.sh.plan.effects_table && self.conn.as_ref().is_some_and(|c| !c.client.is_closed()) {
             let _ = self.flush_effects().await;
         }
         (self, failure)
     }
 
     async fn run_loop(&mut self) -> Result<(), WorkerFailure> {
-        let hold = self.mode == Mode::HoldTransaction;
+        let plan = self.sh.plan.clone();
         loop {
-            if self.stop.is_cancelled() || self.max_claims.is_some_and(|m| self.stats.claims >= m) {
+            if self.sh.stop.is_cancelled() || plan.max_claims.is_some_and(|m| self.stats.claims >= m) {
                 return Ok(());
             }
-            if hold {
-                self.client
-                    .batch_execute("BEGIN")
-                    .await
-                    .map_err(|e| self.fail(&e))?;
-            }
-            match self.round().await {
-                Ok(true) => {}
+            self.sh.faults.gate(self.slot, &self.sh.stop).await;
+            let result = match self.round().await {
+                Ok(true) if plan.effects_table && self.effects_pending.0.len() >= EFFECT_BATCH => {
+                    self.flush_effects().await.map_err(Halt::Db)
+                }
+                Ok(true) => Ok(()),
                 Ok(false) => {
-                    if hold {
-                        self.client
-                            .batch_execute("COMMIT")
-                            .await
-                            .map_err(|e| self.fail(&e))?;
-                    }
-                    if self.drained_stop && !self.anything_left().await? {
+                    if plan.stop == Stop::Drained && !self.anything_left().await? {
                         return Ok(());
                     }
                     self.idle().await;
-                    continue;
+                    Ok(())
                 }
-                Err(e) => {
-                    self.stats.record_error(&error_code(&e));
-                    if self.client.is_closed() {
-                        return Err(format!(
-                            "worker {}: connection lost: {}",
-                            self.name,
-                            crate::db::error_text(&e)
-                        ));
-                    }
-                    if hold {
-                        let _ = self.client.batch_execute("ROLLBACK").await;
-                    }
-                    continue;
-                }
-            }
-            if hold && let Err(e) = self.client.batch_execute("COMMIT").await {
-                self.stats.record_error(&error_code(&e));
-                if self.client.is_closed() {
-                    return Err(format!("worker {}: connection lost at COMMIT", self.name));
-                }
-            }
-            if self.effects_table && self.effects_pending.0.len() >= EFFECT_BATCH {
-                self.flush_effects().await.map_err(|e| self.fail(&e))?;
+                Err(h) => Err(h),
+            };
+            match result {
+                Ok(()) => {}
+                Err(Halt::Stopped) => return Ok(()),
+                Err(Halt::Crash { respawn_after, new_identity }) => self.respawn(respawn_after, new_identity).await?,
+                Err(Halt::Db(e)) => self.recover(&e).await?,
             }
         }
     }
 
-    fn fail(&mut self, e: &tokio_postgres::Error) -> WorkerFailure {
+    /// After a statement error: count it; reconnect if the connection is gone, else roll back.
+    async fn recover(&mut self, e: &tokio_postgres::Error) -> Result<(), WorkerFailure> {
         self.stats.record_error(&error_code(e));
-        format!("worker {}: {}", self.name, crate::db::error_text(e))
+        if self.conn().client.is_closed() {
+            return self.reconnect().await;
+        }
+        if self.hold() {
+            let _ = self.conn().client.batch_execute("ROLLBACK").await;
+        }
+        Ok(())
+    }
+
+    async fn reconnect(&mut self) -> Result<(), WorkerFailure> {
+        if let Some(old) = self.conn.take() {
+            old.abort();
+        }
+        self.sh.faults.pids[self.slot as usize].store(0, Ordering::Relaxed);
+        let mut last = String::new();
+        for _ in 0..100 {
+            if self.sh.stop.is_cancelled() {
+                return Err(format!("worker {}: stopped while reconnecting", self.name));
+            }
+            match Conn::open(&self.sh.config, &self.sh.plan.strategy).await {
+                Ok(c) => {
+                    self.sh.faults.pids[self.slot as usize].store(c.pid, Ordering::Relaxed);
+                    self.conn = Some(c);
+                    self.stats.reconnects += 1;
+                    return Ok(());
+                }
+                Err(e) => last = e,
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Err(format!("worker {}: could not reconnect: {last}", self.name))
+    }
+
+    /// A crash: the connection goes without a word; the worker comes back after a delay.
+    async fn respawn(&mut self, after: Duration, new_identity: bool) -> Result<(), WorkerFailure> {
+        if let Some(c) = self.conn.take() {
+            c.abort();
+        }
+        self.sh.faults.pids[self.slot as usize].store(0, Ordering::Relaxed);
+        tokio::select! {
+            _ = tokio::time::sleep(after) => {}
+            _ = self.sh.stop.cancelled() => return Ok(()),
+        }
+        if new_identity {
+            self.id = self.sh.next_identity.fetch_add(1, Ordering::Relaxed);
+            self.name = format!("w{}", self.id);
+        }
+        self.reconnect().await
     }
 
     async fn idle(&self) {
         tokio::select! {
-            _ = tokio::time::sleep(self.idle_backoff) => {}
-            _ = self.stop.cancelled() => {}
+            _ = tokio::time::sleep(self.sh.plan.idle_backoff) => {}
+            _ = self.sh.stop.cancelled() => {}
         }
     }
 
     async fn anything_left(&mut self) -> Result<bool, WorkerFailure> {
-        match self.client.query_one(&self.stmts.remaining, &[]).await {
+        match self.conn().client.query_one(&self.conn().remaining, &[]).await {
             Ok(row) => Ok(row.get(0)),
-            Err(e) => Err(self.fail(&e)),
+            Err(e) => {
+                self.recover(&e).await?;
+                Ok(true)
+            }
         }
     }
 
     /// One claim and the jobs it returned. Ok(false) when the claim was empty.
-    async fn round(&mut self) -> Result<bool, tokio_postgres::Error> {
+    async fn round(&mut self) -> Result<bool, Halt> {
+        if self.hold() {
+            self.conn().client.batch_execute("BEGIN").await?;
+        }
         let t0 = Instant::now();
         let jobs = self.claim().await?;
-        self.stats
-            .record_claim_latency(t0.elapsed().as_micros() as u64);
+        self.stats.record_claim_latency(t0.elapsed().as_micros() as u64);
         self.stats.claims += 1;
         if jobs.is_empty() {
             self.stats.empty_claims += 1;
+            if self.hold() {
+                self.conn().client.batch_execute("COMMIT").await?;
+            }
             return Ok(false);
         }
         self.stats.claimed_jobs += jobs.len() as u64;
         for job in &jobs {
             self.log(job, EventKind::Claimed);
         }
-        for job in &jobs {
-            let d = work::sample(&self.work, &mut self.rng);
-            if !d.is_zero() {
-                tokio::select! {
-                    _ = work::sleep(d) => {}
-                    // Interrupted mid-work: abandon the job like a stopped process would.
-                    _ = self.stop.cancelled() => return Ok(true),
+        for (k, job) in jobs.iter().enumerate() {
+            if let Err(h) = self.process(job).await {
+                for j in &jobs[k..] {
+                    self.log(j, EventKind::Abandoned);
                 }
+                return Err(h);
             }
-            self.log(job, EventKind::Executed);
-            if self.effects_table {
-                self.effects_pending.0.push(job.id);
-                self.effects_pending.1.push(job.attempt);
-            }
-            let rows = self.complete(job).await?;
-            self.log(
-                job,
-                if rows > 0 {
-                    EventKind::Accepted
-                } else {
-                    EventKind::Rejected
-                },
-            );
+        }
+        if self.hold() {
+            self.conn().client.batch_execute("COMMIT").await?;
         }
         Ok(true)
     }
 
+    /// One job: work, side effect, then complete or fail. Err = the job was let go.
+    async fn process(&mut self, job: &Claimed) -> Result<(), Halt> {
+        self.nth_job += 1;
+        self.point(Point::AfterClaim, job).await?;
+        let plan = self.sh.plan.clone();
+        let kind = plan.job_type(job.id);
+        let d = work::sample(&plan.work, &mut self.rng);
+        if !self.work(job, d / 2).await? {
+            return Ok(());
+        }
+        if kind.is_some_and(|k| k.poison) {
+            self.faults.push(FaultEvent {
+                t_us: self.now_us(),
+                kind: "poison",
+                worker: Some(self.id),
+                job: Some(job.id),
+            });
+            return Err(Halt::Crash { respawn_after: Duration::from_millis(100), new_identity: false });
+        }
+        self.point(Point::MidWork, job).await?;
+        if !self.work(job, d - d / 2).await? {
+            return Ok(());
+        }
+        self.sh.faults.gate(self.slot, &self.sh.stop).await;
+        self.log(job, EventKind::Executed);
+        if plan.effects_table {
+            self.effects_pending.0.push(job.id);
+            self.effects_pending.1.push(job.attempt);
+        }
+        self.point(Point::AfterEffect, job).await?;
+        if let Some(k) = kind
+            && k.fail_probability > 0.0
+            && self.rng.random::<f64>() < k.fail_probability
+        {
+            return self.fail(job, &k.fail_code).await;
+        }
+        self.point(Point::BeforeComplete, job).await?;
+        self.complete(job).await
+    }
+
+    /// Fires the per-job fault planned at `point`, if any.
+    async fn point(&mut self, point: Point, job: &Claimed) -> Result<(), Halt> {
+        let kind = self.sh.faults.at_point(self.slot, point, self.nth_job, &mut self.rng).cloned();
+        let Some(kind) = kind else { return Ok(()) };
+        self.faults.push(FaultEvent {
+            t_us: self.now_us(),
+            kind: kind.name(),
+            worker: Some(self.id),
+            job: Some(job.id),
+        });
+        match kind {
+            Kind::Crash { respawn_after, new_identity, .. } => Err(Halt::Crash { respawn_after, new_identity }),
+            Kind::Pause { duration, .. } => {
+                self.sh.faults.pause(self.slot, duration);
+                self.sh.faults.gate(self.slot, &self.sh.stop).await;
+                Ok(())
+            }
+            Kind::KillBackend | Kind::LockHold { .. } => Ok(()),
+        }
+    }
+
+    /// Works for `d`, heartbeating if the scenario says so. Ok(false): the
+    /// job is no longer ours (0-row heartbeat, or two failed heartbeats in a
+    /// row), so the worker stops before its side effect.
+    async fn work(&mut self, job: &Claimed, d: Duration) -> Result<bool, Halt> {
+        let Some(every) = self.sh.plan.heartbeat else {
+            self.sleep(d).await?;
+            return Ok(true);
+        };
+        let (mut left, mut failures) = (d, 0);
+        while !left.is_zero() {
+            let chunk = left.min(every);
+            self.sleep(chunk).await?;
+            left -= chunk;
+            if left.is_zero() {
+                break;
+            }
+            self.sh.faults.gate(self.slot, &self.sh.stop).await;
+            let t = self.now_us();
+            let v = self.values(Some(job), 0.0, "");
+            let result = self
+                .conn()
+                .client
+                .execute(&self.conn().heartbeat, &v.bind(&self.sh.plan.strategy.heartbeat.params))
+                .await;
+            self.stats.heartbeats += 1;
+            match result {
+                Ok(0) => {
+                    self.log_at(t, job, EventKind::HeartbeatRejected);
+                    return Ok(false);
+                }
+                Ok(_) => {
+                    self.log_at(t, job, EventKind::HeartbeatOk);
+                    failures = 0;
+                }
+                Err(e) if self.hold() => return Err(Halt::Db(e)),
+                Err(e) => {
+                    failures += 1;
+                    self.recover(&e).await.map_err(|_| Halt::Stopped)?;
+                    if failures >= 2 {
+                        self.log(job, EventKind::Abandoned);
+                        return Ok(false);
+                    }
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    async fn sleep(&self, d: Duration) -> Result<(), Halt> {
+        if d.is_zero() {
+            return Ok(());
+        }
+        tokio::select! {
+            _ = work::sleep(d) => Ok(()),
+            // Interrupted mid-work: abandon the job like a stopped process would.
+            _ = self.sh.stop.cancelled() => Err(Halt::Stopped),
+        }
+    }
+
     async fn claim(&mut self) -> Result<Vec<Claimed>, tokio_postgres::Error> {
-        let ids: Vec<i64> = match &self.stmts.select {
+        let strategy = &self.sh.plan.strategy;
+        let conn = self.conn();
+        let ids: Vec<i64> = match &conn.select {
             Some(select) => {
-                let v = Values {
-                    batch: self.batch,
-                    lease_secs: self.lease_secs,
-                    worker: &self.name,
-                    ids: &[],
-                    job: None,
-                };
-                let rows = self
-                    .client
-                    .query(select, &v.bind(&self.select_params))
-                    .await?;
+                let v = self.values(None, 0.0, "");
+                let rows =
+                    conn.client.query(select, &v.bind(&strategy.select.as_ref().expect("select").params)).await?;
                 let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
                 if ids.is_empty() {
                     return Ok(Vec::new());
@@ -348,39 +398,71 @@ impl Worker {
             }
             None => Vec::new(),
         };
-        let v = Values {
-            batch: self.batch,
-            lease_secs: self.lease_secs,
-            worker: &self.name,
-            ids: &ids,
-            job: None,
-        };
-        let rows = self
-            .client
-            .query(&self.stmts.claim, &v.bind(&self.claim_params))
-            .await?;
-        let (ca, ct) = (self.stmts.col_attempt, self.stmts.col_token);
+        let mut v = self.values(None, 0.0, "");
+        v.ids = &ids;
+        let rows = conn.client.query(&conn.claim, &v.bind(&strategy.claim.params)).await?;
+        let (ca, ct) = (conn.col_attempt, conn.col_token);
+        let first = self.seq;
+        self.seq += rows.len() as u32;
         Ok(rows
             .iter()
-            .map(|r| Claimed {
+            .enumerate()
+            .map(|(i, r)| Claimed {
                 id: r.get("id"),
                 attempt: ca.map_or(-1, |i| r.get(i)),
                 token: ct.and_then(|i| r.get::<_, Option<Uuid>>(i)),
+                seq: first + i as u32 + 1,
             })
             .collect())
     }
 
-    async fn complete(&mut self, job: &Claimed) -> Result<u64, tokio_postgres::Error> {
-        let v = Values {
-            batch: self.batch,
-            lease_secs: self.lease_secs,
-            worker: &self.name,
-            ids: &[],
-            job: Some(job),
-        };
-        self.client
-            .execute(&self.stmts.complete, &v.bind(&self.complete_params))
-            .await
+    /// Completes the job. In lease mode a lost connection is restored and the completion retried once.
+    async fn complete(&mut self, job: &Claimed) -> Result<(), Halt> {
+        let kinds = (EventKind::Accepted, EventKind::Rejected);
+        self.finish(job, false, 0.0, "", kinds).await
+    }
+
+    /// Records a failure: retry after a capped exponential backoff (with full jitter), or dead.
+    async fn fail(&mut self, job: &Claimed, code: &str) -> Result<(), Halt> {
+        let r = self.sh.plan.retry;
+        let n = job.attempt.max(1) as u32;
+        let raw = r.base.as_secs_f64() * 2f64.powi(n as i32 - 1);
+        let mut backoff = raw.min(r.cap.as_secs_f64());
+        if r.jitter {
+            backoff *= self.rng.random::<f64>();
+        }
+        self.finish(job, true, backoff, code, (EventKind::FailAccepted, EventKind::FailRejected)).await
+    }
+
+    async fn finish(
+        &mut self,
+        job: &Claimed,
+        fail: bool,
+        backoff: f64,
+        code: &str,
+        kinds: (EventKind, EventKind),
+    ) -> Result<(), Halt> {
+        for retry in [false, true] {
+            let t = self.now_us();
+            let conn = self.conn();
+            let (stmt, params) = if fail {
+                (&conn.fail, &self.sh.plan.strategy.fail.params)
+            } else {
+                (&conn.complete, &self.sh.plan.strategy.complete.params)
+            };
+            let v = self.values(Some(job), backoff, code);
+            match conn.client.execute(stmt, &v.bind(params)).await {
+                Ok(rows) => {
+                    self.log_at(t, job, if rows > 0 { kinds.0 } else { kinds.1 });
+                    return Ok(());
+                }
+                Err(e) if !retry && !self.hold() && conn.client.is_closed() => {
+                    self.recover(&e).await.map_err(|_| Halt::Stopped)?;
+                }
+                Err(e) => return Err(Halt::Db(e)),
+            }
+        }
+        unreachable!("the loop returns on its second pass")
     }
 
     async fn flush_effects(&mut self) -> Result<(), tokio_postgres::Error> {
@@ -389,12 +471,23 @@ impl Worker {
         }
         let worker = self.id as i32;
         let (ids, attempts) = &self.effects_pending;
-        self.client
-            .execute(&self.stmts.effects, &[ids, &worker, attempts])
-            .await?;
+        let conn = self.conn.as_ref().expect("connected");
+        conn.client.execute(&conn.effects, &[ids, &worker, attempts]).await?;
         self.effects_pending.0.clear();
         self.effects_pending.1.clear();
         Ok(())
+    }
+
+    fn values<'a>(&'a self, job: Option<&'a Claimed>, backoff_secs: f64, error: &'a str) -> Values<'a> {
+        Values {
+            batch: i64::from(self.sh.plan.batch),
+            lease_secs: self.sh.plan.lease.as_secs_f64(),
+            worker: &self.name,
+            ids: &[],
+            job,
+            backoff_secs,
+            error,
+        }
     }
 }
 
@@ -405,11 +498,14 @@ struct Values<'a> {
     worker: &'a String,
     ids: &'a [i64],
     job: Option<&'a Claimed>,
+    backoff_secs: f64,
+    error: &'a str,
 }
 
 static NO_UUID: Option<Uuid> = None;
 static NO_ID: i64 = 0;
 static NO_ATTEMPT: i32 = 0;
+static NO_SECS: f64 = 0.0;
 
 impl<'a> Values<'a> {
     fn bind(&'a self, params: &[Param]) -> Vec<&'a (dyn ToSql + Sync)> {
@@ -424,6 +520,9 @@ impl<'a> Values<'a> {
                     Param::Id => self.job.map_or(&NO_ID, |j| &j.id),
                     Param::Attempt => self.job.map_or(&NO_ATTEMPT, |j| &j.attempt),
                     Param::Token => self.job.map_or(&NO_UUID, |j| &j.token),
+                    Param::BackoffSecs => &self.backoff_secs,
+                    Param::Error => &self.error,
+                    Param::RetryBaseSecs | Param::RetryCapSecs => &NO_SECS,
                 }
             })
             .collect()
@@ -432,6 +531,5 @@ impl<'a> Values<'a> {
 
 /// SQLSTATE, or `io` when the connection itself failed.
 pub fn error_code(e: &tokio_postgres::Error) -> String {
-    e.code()
-        .map_or_else(|| "io".to_string(), |c| c.code().to_string())
+    e.code().map_or_else(|| "io".to_string(), |c| c.code().to_string())
 }

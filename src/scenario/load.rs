@@ -21,11 +21,7 @@ impl Source {
     /// `file:line` for a dotted key, or the `--set` that supplied it.
     pub fn locate(&self, key: &str) -> String {
         let path = self.path.display();
-        if let Some(o) = self
-            .overrides
-            .iter()
-            .find(|o| o.split('=').next() == Some(key))
-        {
+        if let Some(o) = self.overrides.iter().find(|o| o.split('=').next() == Some(key)) {
             return format!("{path}: --set {o}");
         }
         match find_key_line(&self.text, key) {
@@ -40,26 +36,17 @@ pub fn load(path: &Path, sets: &[String]) -> Result<(RawScenario, Source)> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::usage(format!("cannot read scenario {}: {e}", path.display())))?;
     let raw = parse_text(&text).map_err(|e| Error::usage(format!("{}: {e}", path.display())))?;
-    let source = Source {
-        path: path.to_path_buf(),
-        text,
-        overrides: sets.to_vec(),
-    };
+    let source = Source { path: path.to_path_buf(), text, overrides: sets.to_vec() };
     if sets.is_empty() {
         return Ok((raw, source));
     }
-    let mut table: toml::Table = toml::from_str(&source.text)
-        .map_err(|e| Error::usage(format!("{}: {e}", path.display())))?;
+    let mut table: toml::Table =
+        toml::from_str(&source.text).map_err(|e| Error::usage(format!("{}: {e}", path.display())))?;
     for set in sets {
         apply_override(&mut table, set).map_err(|e| Error::usage(format!("--set {set}: {e}")))?;
     }
-    let raw = RawScenario::deserialize_table(table).map_err(|e| {
-        Error::usage(format!(
-            "{} with --set {}: {e}",
-            path.display(),
-            sets.join(" --set ")
-        ))
-    })?;
+    let raw = RawScenario::deserialize_table(table)
+        .map_err(|e| Error::usage(format!("{} with --set {}: {e}", path.display(), sets.join(" --set "))))?;
     Ok((raw, source))
 }
 
@@ -77,21 +64,15 @@ pub fn parse_text(text: &str) -> std::result::Result<RawScenario, String> {
 
 /// Adds "did you mean `count`?" to serde's "unknown field `coutn`, expected one of …".
 fn with_hint(message: String) -> String {
-    let Some(pos) = message
-        .find("unknown field `")
-        .or_else(|| message.find("unknown variant `"))
-    else {
+    let Some(pos) = message.find("unknown field `").or_else(|| message.find("unknown variant `")) else {
         return message;
     };
     let words: Vec<&str> = message[pos..].split('`').skip(1).step_by(2).collect();
     let Some((wrong, candidates)) = words.split_first() else {
         return message;
     };
-    let best = candidates
-        .iter()
-        .map(|c| (strsim::levenshtein(wrong, c), *c))
-        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
-        .min();
+    let best =
+        candidates.iter().map(|c| (strsim::levenshtein(wrong, c), *c)).filter(|(d, c)| *d <= 2.max(c.len() / 3)).min();
     match best {
         Some((_, c)) => format!("{}\ndid you mean `{c}`?", message.trim_end()),
         None => message,
@@ -101,23 +82,16 @@ fn with_hint(message: String) -> String {
 /// Applies one `dotted.key=value`. The value is read as TOML if it parses
 /// (`16`, `true`, `"x"`, `{ p50 = "8ms", p99 = "70ms" }`) and as a string otherwise (`30s`).
 pub fn apply_override(table: &mut toml::Table, set: &str) -> std::result::Result<(), String> {
-    let (key, value) = set
-        .split_once('=')
-        .ok_or("expected key=value, e.g. --set workers.count=16")?;
+    let (key, value) = set.split_once('=').ok_or("expected key=value, e.g. --set workers.count=16")?;
     let path = split_key(key.trim())?;
     let value = parse_value(value.trim());
     let (last, parents) = path.split_last().ok_or("empty key")?;
     let mut node = table;
     for (i, part) in parents.iter().enumerate() {
-        let entry = node
-            .entry(part.clone())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        node = entry.as_table_mut().ok_or_else(|| {
-            format!(
-                "`{}` is a value, not a table, so `{key}` cannot be set",
-                path[..=i].join(".")
-            )
-        })?;
+        let entry = node.entry(part.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        node = entry
+            .as_table_mut()
+            .ok_or_else(|| format!("`{}` is a value, not a table, so `{key}` cannot be set", path[..=i].join(".")))?;
     }
     node.insert(last.clone(), value);
     Ok(())
@@ -137,9 +111,7 @@ fn split_key(key: &str) -> std::result::Result<Vec<String>, String> {
     let mut rest = key;
     while !rest.is_empty() {
         if let Some(quoted) = rest.strip_prefix('"') {
-            let end = quoted
-                .find('"')
-                .ok_or_else(|| format!("unclosed quote in `{key}`"))?;
+            let end = quoted.find('"').ok_or_else(|| format!("unclosed quote in `{key}`"))?;
             parts.push(quoted[..end].to_string());
             rest = &quoted[end + 1..];
         } else {
@@ -173,22 +145,14 @@ pub fn find_key_line(text: &str, key: &str) -> Option<usize> {
     for (i, line) in text.lines().enumerate() {
         let l = line.trim();
         if let Some(h) = l.strip_prefix('[') {
-            current = h
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .trim()
-                .to_string();
+            current = h.trim_start_matches('[').trim_end_matches(']').trim().to_string();
             continue;
         }
         let Some((k, _)) = l.split_once('=') else {
             continue;
         };
         let k = k.trim().trim_matches('"');
-        let full = if current.is_empty() {
-            k.to_string()
-        } else {
-            format!("{current}.{k}")
-        };
+        let full = if current.is_empty() { k.to_string() } else { format!("{current}.{k}") };
         if full == key || (current == table && k == leaf) {
             return Some(i + 1);
         }
@@ -223,11 +187,7 @@ mod tests {
     fn bad_override_paths_are_errors() {
         let mut t: toml::Table = toml::from_str("name = \"x\"\n").unwrap();
         assert!(apply_override(&mut t, "workers.count").is_err());
-        assert!(
-            apply_override(&mut t, "name.first=1")
-                .unwrap_err()
-                .contains("not a table")
-        );
+        assert!(apply_override(&mut t, "name.first=1").unwrap_err().contains("not a table"));
         assert!(apply_override(&mut t, "workers..count=1").is_err());
         assert!(apply_override(&mut t, "workers.=1").is_err());
     }

@@ -2,6 +2,7 @@
 //! overrides (`load`), durations (`units`), and validation into the typed
 //! `Plan` that every later stage reads (`plan`).
 
+pub mod faults;
 pub mod load;
 pub mod plan;
 pub mod raw;

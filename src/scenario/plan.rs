@@ -2,12 +2,14 @@
 //! without a database is checked here, once, and each error names the file,
 //! the line and the key (or the `--set` that supplied it) and what is accepted.
 
+use super::faults::{self, Fault, JobType};
 use super::load::Source;
-use super::raw::{Fencing, Mode, RawScenario};
+use super::raw::{Fencing, Mode, RawScenario, Reclaim};
 use super::units::{format_duration, parse_duration};
 use crate::error::{Error, Result};
 use crate::gate::{self, Expectation};
 use crate::strategy::{self, Strategy};
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// The validated, typed scenario. Later stages read only this.
@@ -28,11 +30,35 @@ pub struct Plan {
     pub strategy: Strategy,
     pub lease: Duration,
     pub fencing: Fencing,
+    pub heartbeat: Option<Duration>,
+    pub reclaim: Reclaim,
+    pub reaper_interval: Duration,
+    pub retry: Retry,
+    pub job_types: Vec<JobType>,
+    /// Job id → index into `job_types`.
+    pub job_type_of: HashMap<i64, u16>,
+    pub groups: Vec<(String, Vec<u32>)>,
+    pub faults: Vec<Fault>,
     pub stop: Stop,
     pub timeout: Duration,
     pub effects_table: bool,
     pub pg_settings: Vec<(String, String)>,
     pub expectations: Vec<Expectation>,
+}
+
+/// Backoff before a failed or reclaimed job runs again: min(cap, base × 2^(attempt-1)),
+/// then, with jitter, a uniform draw in [0, that] ("full jitter").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Retry {
+    pub base: Duration,
+    pub cap: Duration,
+    pub jitter: bool,
+}
+
+impl Plan {
+    pub fn job_type(&self, id: i64) -> Option<&JobType> {
+        self.job_type_of.get(&id).map(|&i| &self.job_types[i as usize])
+    }
 }
 
 /// When the workers stop.
@@ -65,17 +91,9 @@ impl WorkModel {
     pub fn describe(&self) -> String {
         match self {
             WorkModel::Fixed(d) => format_duration(*d),
-            WorkModel::Uniform { min, max } => format!(
-                "uniform {}..{}",
-                format_duration(*min),
-                format_duration(*max)
-            ),
+            WorkModel::Uniform { min, max } => format!("uniform {}..{}", format_duration(*min), format_duration(*max)),
             WorkModel::LogNormal { p50, p99 } => {
-                format!(
-                    "lognormal p50 {} p99 {}",
-                    format_duration(*p50),
-                    format_duration(*p99)
-                )
+                format!("lognormal p50 {} p99 {}", format_duration(*p50), format_duration(*p99))
             }
         }
     }
@@ -95,10 +113,7 @@ impl Stop {
 pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<Plan> {
     let err = |key: &str, msg: String| Error::usage(format!("{}: {msg}", source.locate(key)));
     if raw.name.trim().is_empty() || raw.name.contains(['/', '\\']) {
-        return Err(err(
-            "name",
-            "must be a non-empty name without slashes (it names the results folder)".into(),
-        ));
+        return Err(err("name", "must be a non-empty name without slashes (it names the results folder)".into()));
     }
     let positive = |key: &str, v: i64| -> Result<u32> {
         if v <= 0 || v > 100_000 {
@@ -110,17 +125,11 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
     let batch = positive("workers.batch", raw.workers.batch)?;
     let max_attempts = positive("jobs.max_attempts", raw.jobs.max_attempts)? as i32;
     if raw.jobs.preload < 0 || raw.jobs.preload > 1_000_000_000 {
-        return Err(err(
-            "jobs.preload",
-            format!("must be between 0 and 1000000000, got {}", raw.jobs.preload),
-        ));
+        return Err(err("jobs.preload", format!("must be between 0 and 1000000000, got {}", raw.jobs.preload)));
     }
     let max_claims = match raw.workers.max_claims {
         Some(n) if n <= 0 => {
-            return Err(err(
-                "workers.max_claims",
-                format!("must be at least 1, got {n}"),
-            ));
+            return Err(err("workers.max_claims", format!("must be at least 1, got {n}")));
         }
         other => other.map(|n| n as u64),
     };
@@ -134,41 +143,67 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
     let stop = match raw.run.stop.as_str() {
         "drained" => Stop::Drained,
         "claims" => Stop::Claims,
-        other => Stop::After(parse_duration(other).map_err(|e| {
-            err(
-                "run.stop",
-                format!("accepted: \"drained\", \"claims\" or a duration; {e}"),
-            )
-        })?),
+        other => Stop::After(
+            parse_duration(other)
+                .map_err(|e| err("run.stop", format!("accepted: \"drained\", \"claims\" or a duration; {e}")))?,
+        ),
     };
     if stop == Stop::Claims && max_claims.is_none() {
-        return Err(err(
-            "run.stop",
-            "stop = \"claims\" needs workers.max_claims".into(),
-        ));
+        return Err(err("run.stop", "stop = \"claims\" needs workers.max_claims".into()));
     }
     let work = work_model(&raw.workers.work).map_err(|e| err("workers.work", e))?;
-    let strategy: Strategy =
-        strategy::resolve(&raw.workers.strategy, &raw.strategies, raw.lease.fencing)
-            .map_err(|e| err("workers.strategy", e))?;
+    let strategy: Strategy = strategy::resolve(&raw.workers.strategy, &raw.strategies, raw.lease.fencing)
+        .map_err(|e| err("workers.strategy", e))?;
     let pg_settings = raw
         .postgres
         .settings
         .iter()
-        .map(|(k, v)| {
-            setting_value(v)
-                .map(|v| (k.clone(), v))
-                .map_err(|e| err(&format!("postgres.settings.{k}"), e))
-        })
+        .map(|(k, v)| setting_value(v).map(|v| (k.clone(), v)).map_err(|e| err(&format!("postgres.settings.{k}"), e)))
         .collect::<Result<Vec<_>>>()?;
     let expectations = raw
         .expect
         .iter()
-        .map(|(metric, expr)| {
-            gate::parse_expectation(metric, expr).map_err(|e| err(&format!("expect.{metric}"), e))
+        .map(|(metric, expr)| gate::parse_expectation(metric, expr).map_err(|e| err(&format!("expect.{metric}"), e)))
+        .collect::<Result<Vec<_>>>()?;
+    let heartbeat = match raw.lease.heartbeat.as_str() {
+        "off" => None,
+        text => Some(duration("lease.heartbeat", text)?),
+    };
+    if heartbeat.is_some_and(|h| h.is_zero() || h >= lease) {
+        return Err(err("lease.heartbeat", "must be shorter than lease.duration (and above 0), or \"off\"".into()));
+    }
+    if raw.lease.reclaim == Reclaim::Inline
+        && raw.workers.strategy != "skip-locked-inline-reclaim"
+        && !raw.strategies.contains_key(&raw.workers.strategy)
+    {
+        return Err(err("lease.reclaim", "reclaim = \"inline\" needs a claim that takes expired leases: strategy = \"skip-locked-inline-reclaim\" or your own".into()));
+    }
+    let retry = Retry {
+        base: duration("retry.base", &raw.retry.base)?,
+        cap: duration("retry.cap", &raw.retry.cap)?,
+        jitter: raw.retry.jitter,
+    };
+    let (job_types, job_type_of) =
+        faults::job_types(&raw.jobs.types, raw.jobs.preload as u64).map_err(|e| err("jobs.types", e))?;
+    let groups = faults::groups(&raw.workers.groups, workers).map_err(|e| err("workers.groups", e))?;
+    let fault_list = raw
+        .faults
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            faults::fault(i, f, &groups, workers)
+                .map_err(|e| err("faults", format!("[[faults]] #{} (kind = \"{}\"): {e}", i + 1, f.kind)))
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(Plan {
+        heartbeat,
+        reclaim: raw.lease.reclaim,
+        reaper_interval: duration("lease.reaper_interval", &raw.lease.reaper_interval)?,
+        retry,
+        job_types,
+        job_type_of,
+        groups,
+        faults: fault_list,
         name: raw.name,
         description: raw.description,
         seed: seed.or(raw.seed).unwrap_or_else(rand::random),
@@ -193,12 +228,10 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
 }
 
 fn work_model(value: &toml::Value) -> std::result::Result<WorkModel, String> {
-    const ACCEPTED: &str =
-        "accepted: \"5ms\", { p50 = \"8ms\", p99 = \"70ms\" } or { min = \"1ms\", max = \"5ms\" }";
+    const ACCEPTED: &str = "accepted: \"5ms\", { p50 = \"8ms\", p99 = \"70ms\" } or { min = \"1ms\", max = \"5ms\" }";
     let dur = |v: Option<&toml::Value>, key: &str| -> std::result::Result<Duration, String> {
-        let text = v
-            .and_then(|v| v.as_str())
-            .ok_or_else(|| format!("`{key}` must be a duration string; {ACCEPTED}"))?;
+        let text =
+            v.and_then(|v| v.as_str()).ok_or_else(|| format!("`{key}` must be a duration string; {ACCEPTED}"))?;
         parse_duration(text)
     };
     match value {
@@ -244,44 +277,29 @@ mod tests {
 
     fn plan(text: &str) -> Result<Plan> {
         let raw = parse_text(text).map_err(Error::usage)?;
-        let source = Source {
-            path: "t.toml".into(),
-            text: text.into(),
-            overrides: vec![],
-        };
+        let source = Source { path: "t.toml".into(), text: text.into(), overrides: vec![] };
         validate(raw, source, Some(1))
     }
 
     #[test]
     fn defaults_resolve() {
         let p = plan("name = \"x\"\n").unwrap();
-        assert_eq!(
-            (p.workers, p.batch, p.strategy.name.as_str()),
-            (1, 1, "skip-locked")
-        );
+        assert_eq!((p.workers, p.batch, p.strategy.name.as_str()), (1, 1, "skip-locked"));
         assert_eq!(p.stop, Stop::Drained);
         assert_eq!(p.work, WorkModel::Fixed(Duration::ZERO));
     }
 
     #[test]
     fn zero_counts_name_the_line() {
-        let e = plan("name = \"x\"\n[workers]\ncount = 0\n")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.starts_with("t.toml:3: workers.count: must be between 1"),
-            "{e}"
-        );
-        let e = plan("name = \"x\"\n[workers]\nbatch = 0\n")
-            .unwrap_err()
-            .to_string();
+        let e = plan("name = \"x\"\n[workers]\ncount = 0\n").unwrap_err().to_string();
+        assert!(e.starts_with("t.toml:3: workers.count: must be between 1"), "{e}");
+        let e = plan("name = \"x\"\n[workers]\nbatch = 0\n").unwrap_err().to_string();
         assert!(e.contains("t.toml:3: workers.batch"), "{e}");
     }
 
     #[test]
     fn work_models_parse() {
-        let p =
-            plan("name = \"x\"\n[workers]\nwork = { p50 = \"8ms\", p99 = \"70ms\" }\n").unwrap();
+        let p = plan("name = \"x\"\n[workers]\nwork = { p50 = \"8ms\", p99 = \"70ms\" }\n").unwrap();
         assert!(matches!(p.work, WorkModel::LogNormal { .. }));
         let p = plan("name = \"x\"\n[workers]\nwork = { min = \"1ms\", max = \"5ms\" }\n").unwrap();
         assert!(matches!(p.work, WorkModel::Uniform { .. }));
@@ -291,24 +309,15 @@ mod tests {
 
     #[test]
     fn stop_claims_needs_max_claims() {
-        let e = plan("name = \"x\"\n[run]\nstop = \"claims\"\n")
-            .unwrap_err()
-            .to_string();
+        let e = plan("name = \"x\"\n[run]\nstop = \"claims\"\n").unwrap_err().to_string();
         assert!(e.contains("max_claims"), "{e}");
-        let e = plan("name = \"x\"\n[run]\nstop = \"soon\"\n")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("t.toml:3: run.stop") && e.contains("drained"),
-            "{e}"
-        );
+        let e = plan("name = \"x\"\n[run]\nstop = \"soon\"\n").unwrap_err().to_string();
+        assert!(e.contains("t.toml:3: run.stop") && e.contains("drained"), "{e}");
     }
 
     #[test]
     fn unknown_metric_in_expect_is_an_error() {
-        let e = plan("name = \"x\"\n[expect]\n\"jobs.lsot\" = \"== 0\"\n")
-            .unwrap_err()
-            .to_string();
+        let e = plan("name = \"x\"\n[expect]\n\"jobs.lsot\" = \"== 0\"\n").unwrap_err().to_string();
         assert!(e.contains("jobs.lsot") && e.contains("jobs.lost"), "{e}");
     }
 }

@@ -21,6 +21,10 @@ pub struct RawScenario {
     #[serde(default)]
     pub run: RawRun,
     #[serde(default)]
+    pub retry: RawRetry,
+    #[serde(default)]
+    pub faults: Vec<RawFault>,
+    #[serde(default)]
     pub postgres: RawPostgres,
     #[serde(default)]
     pub strategies: BTreeMap<String, RawStrategy>,
@@ -35,15 +39,89 @@ pub struct RawJobs {
     pub preload: i64,
     #[serde(default = "default_max_attempts")]
     pub max_attempts: i64,
+    /// Jobs that behave differently (fail, or crash their worker).
+    #[serde(default)]
+    pub types: Vec<RawJobType>,
 }
 
 impl Default for RawJobs {
     fn default() -> Self {
-        RawJobs {
-            preload: 0,
-            max_attempts: default_max_attempts(),
-        }
+        RawJobs { preload: 0, max_attempts: default_max_attempts(), types: Vec::new() }
     }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawJobType {
+    pub name: String,
+    /// How many of the preloaded jobs are of this type (spread evenly over the ids).
+    pub count: i64,
+    /// Chance that one execution fails with `fail_code` (the job is retried).
+    #[serde(default)]
+    pub fail_probability: f64,
+    #[serde(default = "default_fail_code")]
+    pub fail_code: String,
+    /// Always crashes its worker mid-work.
+    #[serde(default)]
+    pub poison: bool,
+}
+
+fn default_fail_code() -> String {
+    "TIMEOUT".into()
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRetry {
+    #[serde(default = "default_retry_base")]
+    pub base: String,
+    #[serde(default = "default_retry_cap")]
+    pub cap: String,
+    #[serde(default = "yes")]
+    pub jitter: bool,
+}
+
+impl Default for RawRetry {
+    fn default() -> Self {
+        RawRetry { base: default_retry_base(), cap: default_retry_cap(), jitter: true }
+    }
+}
+
+fn default_retry_base() -> String {
+    "100ms".into()
+}
+fn default_retry_cap() -> String {
+    "10s".into()
+}
+
+/// One injected fault. Which fields apply depends on `kind`; `plan` checks them.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFault {
+    /// crash | pause | kill_backend | lock_hold
+    pub kind: String,
+    /// crash / pause: after_claim | mid_work | after_effect | before_complete
+    pub point: Option<String>,
+    /// Fires on each job with this chance (crash, pause).
+    pub probability: Option<f64>,
+    /// Fires on every Nth job of a worker (crash, pause).
+    pub every: Option<i64>,
+    /// Fires once at this time after the start (pause of a group, kill_backend, lock_hold).
+    pub at: Option<String>,
+    /// Fires this many times per second (kill_backend).
+    pub rate: Option<f64>,
+    /// Fires at most this many times in all.
+    pub limit: Option<i64>,
+    /// Which workers: "all" (default), a worker name ("w1") or a group name.
+    pub workers: Option<String>,
+    /// pause / lock_hold: how long.
+    pub duration: Option<String>,
+    /// crash: delay before the worker comes back.
+    pub respawn_after: Option<String>,
+    /// crash: "same" (default) or "new" worker identity after the respawn.
+    pub identity: Option<String>,
+    /// lock_hold: lock this many of the oldest queued rows (default: the whole table).
+    pub rows: Option<i64>,
 }
 
 fn default_max_attempts() -> i64 {
@@ -67,6 +145,16 @@ pub struct RawWorkers {
     pub max_claims: Option<i64>,
     #[serde(default = "default_idle_backoff")]
     pub idle_backoff: String,
+    /// Worker groups, like processes on different machines; counts add up to `count`.
+    #[serde(default)]
+    pub groups: Vec<RawGroup>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGroup {
+    pub name: String,
+    pub count: i64,
 }
 
 impl Default for RawWorkers {
@@ -79,6 +167,7 @@ impl Default for RawWorkers {
             work: default_work(),
             max_claims: None,
             idle_backoff: default_idle_backoff(),
+            groups: Vec::new(),
         }
     }
 }
@@ -115,6 +204,14 @@ pub struct RawLease {
     pub duration: String,
     #[serde(default)]
     pub fencing: Fencing,
+    /// Extend the lease this often while working ("off" or a duration shorter than the lease).
+    #[serde(default = "off")]
+    pub heartbeat: String,
+    /// How expired leases come back: off | reaper | inline.
+    #[serde(default)]
+    pub reclaim: Reclaim,
+    #[serde(default = "default_reaper_interval")]
+    pub reaper_interval: String,
 }
 
 impl Default for RawLease {
@@ -122,8 +219,31 @@ impl Default for RawLease {
         RawLease {
             duration: default_lease(),
             fencing: Fencing::default(),
+            heartbeat: off(),
+            reclaim: Reclaim::default(),
+            reaper_interval: default_reaper_interval(),
         }
     }
+}
+
+fn off() -> String {
+    "off".into()
+}
+fn default_reaper_interval() -> String {
+    "1s".into()
+}
+
+/// How jobs whose lease expired become claimable again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reclaim {
+    /// Never: an abandoned job stays `running`.
+    #[default]
+    Off,
+    /// A reaper loop runs the strategy's reclaim statement every `reaper_interval`.
+    Reaper,
+    /// The claim itself takes expired leases (skip-locked-inline-reclaim).
+    Inline,
 }
 
 fn default_lease() -> String {
@@ -158,11 +278,7 @@ pub struct RawRun {
 
 impl Default for RawRun {
     fn default() -> Self {
-        RawRun {
-            stop: default_stop(),
-            timeout: default_timeout(),
-            effects_table: true,
-        }
+        RawRun { stop: default_stop(), timeout: default_timeout(), effects_table: true }
     }
 }
 
@@ -193,6 +309,10 @@ pub struct RawStrategy {
     pub select: Option<String>,
     pub claim: String,
     pub complete: String,
+    /// Optional; default: the built-in fail/heartbeat/reclaim statements.
+    pub fail: Option<String>,
+    pub heartbeat: Option<String>,
+    pub reclaim: Option<String>,
     /// Does the claim lock the rows it picks (reported; the checkers do not trust it).
     #[serde(default)]
     pub locks_rows: bool,

@@ -8,13 +8,10 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .ok_or_else(|| {
-            format!("`{text}` has no unit; write it as e.g. \"250ms\", \"30s\", \"5m\"")
-        })?;
+        .ok_or_else(|| format!("`{text}` has no unit; write it as e.g. \"250ms\", \"30s\", \"5m\""))?;
     let (num, unit) = t.split_at(split);
-    let value: f64 = num.parse().map_err(|_| {
-        format!("`{text}` does not start with a number; write e.g. \"250ms\", \"30s\"")
-    })?;
+    let value: f64 =
+        num.parse().map_err(|_| format!("`{text}` does not start with a number; write e.g. \"250ms\", \"30s\""))?;
     let scale = match unit.trim() {
         "us" | "µs" => 1e-6,
         "ms" => 1e-3,
@@ -22,9 +19,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "m" | "min" => 60.0,
         "h" => 3600.0,
         other => {
-            return Err(format!(
-                "`{text}` has an unknown unit `{other}`; accepted units: us, ms, s, m, h"
-            ));
+            return Err(format!("`{text}` has an unknown unit `{other}`; accepted units: us, ms, s, m, h"));
         }
     };
     let secs = value * scale;
@@ -64,11 +59,7 @@ mod tests {
     #[test]
     fn rejects_nonsense_with_a_hint() {
         assert!(parse_duration("90").unwrap_err().contains("no unit"));
-        assert!(
-            parse_duration("5 parsecs")
-                .unwrap_err()
-                .contains("accepted units")
-        );
+        assert!(parse_duration("5 parsecs").unwrap_err().contains("accepted units"));
         assert!(parse_duration("ms").is_err());
         assert!(parse_duration("-1s").is_err());
         assert!(parse_duration("1e400s").is_err());

@@ -12,13 +12,8 @@ use params::translate;
 use std::collections::BTreeMap;
 
 /// The names of the built-in strategies, in the order the README lists them.
-pub const BUILTINS: [&str; 5] = [
-    "naive",
-    "naive-select-update",
-    "for-update",
-    "skip-locked",
-    "skip-locked-inline-reclaim",
-];
+pub const BUILTINS: [&str; 5] =
+    ["naive", "naive-select-update", "for-update", "skip-locked", "skip-locked-inline-reclaim"];
 
 /// Which statement of a strategy; decides which parameters it may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +21,9 @@ pub enum Role {
     Select,
     Claim,
     Complete,
+    Fail,
+    Heartbeat,
+    Reclaim,
 }
 
 impl Role {
@@ -34,6 +32,9 @@ impl Role {
             Role::Select => "select",
             Role::Claim => "claim",
             Role::Complete => "complete",
+            Role::Fail => "fail",
+            Role::Heartbeat => "heartbeat",
+            Role::Reclaim => "reclaim",
         }
     }
 
@@ -45,6 +46,11 @@ impl Role {
             }
             Role::Claim => vec![Param::Batch, Param::LeaseSecs, Param::Worker],
             Role::Complete => vec![Param::Id, Param::Attempt, Param::Token, Param::Worker],
+            Role::Fail => {
+                vec![Param::Id, Param::Attempt, Param::Token, Param::Worker, Param::BackoffSecs, Param::Error]
+            }
+            Role::Heartbeat => vec![Param::Id, Param::Attempt, Param::Token, Param::Worker, Param::LeaseSecs],
+            Role::Reclaim => vec![Param::RetryBaseSecs, Param::RetryCapSecs],
         }
     }
 }
@@ -71,12 +77,15 @@ pub struct Strategy {
     pub select: Option<Statement>,
     pub claim: Statement,
     pub complete: Statement,
+    pub fail: Statement,
+    pub heartbeat: Statement,
+    pub reclaim: Statement,
 }
 
 impl Strategy {
-    /// Every statement in the order a worker runs them.
+    /// Every statement a worker may run, in the order of a job's life.
     pub fn statements(&self) -> impl Iterator<Item = &Statement> {
-        self.select.iter().chain([&self.claim, &self.complete])
+        self.select.iter().chain([&self.claim, &self.heartbeat, &self.complete, &self.fail])
     }
 }
 
@@ -91,6 +100,9 @@ pub fn fence_predicate(fencing: Fencing) -> &'static str {
 }
 
 const COMPLETE: &str = include_str!("sql/complete.sql");
+const FAIL: &str = include_str!("sql/fail.sql");
+const HEARTBEAT: &str = include_str!("sql/heartbeat.sql");
+const RECLAIM: &str = include_str!("sql/reclaim.sql");
 
 fn builtin_sql(name: &str) -> Option<(Option<&'static str>, &'static str, bool, &'static str)> {
     Some(match name {
@@ -130,32 +142,32 @@ fn builtin_sql(name: &str) -> Option<(Option<&'static str>, &'static str, bool, 
 
 /// Finds `name` among the scenario's own strategies, then the built-ins,
 /// and checks every statement's parameters.
-pub fn resolve(
-    name: &str,
-    custom: &BTreeMap<String, RawStrategy>,
-    fencing: Fencing,
-) -> Result<Strategy, String> {
+pub fn resolve(name: &str, custom: &BTreeMap<String, RawStrategy>, fencing: Fencing) -> Result<Strategy, String> {
     let fence = fence_predicate(fencing);
-    let (builtin, description, locks_rows, select, claim, complete) = if let Some(c) =
-        custom.get(name)
-    {
-        (
-            false,
-            c.description.clone(),
-            c.locks_rows,
-            c.select.clone(),
-            c.claim.clone(),
-            c.complete.clone(),
-        )
+    let texts = if let Some(c) = custom.get(name) {
+        Texts {
+            builtin: false,
+            description: c.description.clone(),
+            locks_rows: c.locks_rows,
+            select: c.select.clone(),
+            claim: c.claim.clone(),
+            complete: c.complete.clone(),
+            fail: c.fail.clone().unwrap_or_else(|| FAIL.into()),
+            heartbeat: c.heartbeat.clone().unwrap_or_else(|| HEARTBEAT.into()),
+            reclaim: c.reclaim.clone().unwrap_or_else(|| RECLAIM.into()),
+        }
     } else if let Some((select, claim, locks, desc)) = builtin_sql(name) {
-        (
-            true,
-            desc.to_string(),
-            locks,
-            select.map(str::to_string),
-            claim.to_string(),
-            COMPLETE.to_string(),
-        )
+        Texts {
+            builtin: true,
+            description: desc.to_string(),
+            locks_rows: locks,
+            select: select.map(str::to_string),
+            claim: claim.to_string(),
+            complete: COMPLETE.into(),
+            fail: FAIL.into(),
+            heartbeat: HEARTBEAT.into(),
+            reclaim: RECLAIM.into(),
+        }
     } else {
         let mut known: Vec<String> = BUILTINS.iter().map(|s| s.to_string()).collect();
         known.extend(custom.keys().cloned());
@@ -164,46 +176,48 @@ pub fn resolve(
             known.join(", ")
         ));
     };
-    let has_select = select.is_some();
+    let has_select = texts.select.is_some();
     let stmt = |role: Role, text: &str| -> Result<Statement, String> {
         let text = text.replace("{fence}", fence);
         let text = text.trim().trim_end_matches(';').trim_end().to_string();
         if text.is_empty() {
-            return Err(format!(
-                "strategy `{name}`: the {} statement is empty",
-                role.name()
-            ));
+            return Err(format!("strategy `{name}`: the {} statement is empty", role.name()));
         }
         let p = translate(&text, &role.allowed(has_select))
             .map_err(|e| format!("strategy `{name}`, {} statement: {e}", role.name()))?;
-        Ok(Statement {
-            role,
-            text,
-            sql: p.sql,
-            params: p.params,
-        })
+        Ok(Statement { role, text, sql: p.sql, params: p.params })
     };
-    let select = select
-        .as_deref()
-        .map(|s| stmt(Role::Select, s))
-        .transpose()?;
-    let claim = stmt(Role::Claim, &claim)?;
+    let select = texts.select.as_deref().map(|s| stmt(Role::Select, s)).transpose()?;
+    let claim = stmt(Role::Claim, &texts.claim)?;
     if has_select && !claim.params.contains(&Param::Ids) {
-        return Err(format!(
-            "strategy `{name}`: it has a select statement, so its claim must use :ids"
-        ));
+        return Err(format!("strategy `{name}`: it has a select statement, so its claim must use :ids"));
     }
-    let complete = stmt(Role::Complete, &complete)?;
     Ok(Strategy {
         name: name.to_string(),
-        builtin,
-        description,
-        locks_rows,
+        builtin: texts.builtin,
+        description: texts.description,
+        locks_rows: texts.locks_rows,
         fence: fence.to_string(),
         select,
         claim,
-        complete,
+        complete: stmt(Role::Complete, &texts.complete)?,
+        fail: stmt(Role::Fail, &texts.fail)?,
+        heartbeat: stmt(Role::Heartbeat, &texts.heartbeat)?,
+        reclaim: stmt(Role::Reclaim, &texts.reclaim)?,
     })
+}
+
+/// A strategy's SQL before translation.
+struct Texts {
+    builtin: bool,
+    description: String,
+    locks_rows: bool,
+    select: Option<String>,
+    claim: String,
+    complete: String,
+    fail: String,
+    heartbeat: String,
+    reclaim: String,
 }
 
 #[cfg(test)]
@@ -213,17 +227,9 @@ mod tests {
     #[test]
     fn every_builtin_resolves_with_every_fence() {
         for name in BUILTINS {
-            for f in [
-                Fencing::None,
-                Fencing::Status,
-                Fencing::Attempts,
-                Fencing::Token,
-            ] {
+            for f in [Fencing::None, Fencing::Status, Fencing::Attempts, Fencing::Token] {
                 let s = resolve(name, &BTreeMap::new(), f).unwrap();
-                assert!(
-                    s.statements().any(|st| st.params.contains(&Param::Batch)),
-                    "{name}"
-                );
+                assert!(s.statements().any(|st| st.params.contains(&Param::Batch)), "{name}");
                 assert!(!s.complete.sql.contains("{fence}"));
             }
         }
@@ -253,6 +259,9 @@ mod tests {
                 select: None,
                 claim: "UPDATE jobs SET status = 'running' WHERE id = :id RETURNING id".into(),
                 complete: "UPDATE jobs SET status = 'done' WHERE id = :id".into(),
+                fail: None,
+                heartbeat: None,
+                reclaim: None,
                 locks_rows: false,
             },
         );

@@ -22,9 +22,17 @@ pub enum Param {
     Attempt,
     /// The claim token the claim returned for this job, uuid.
     Token,
+    /// Seconds until a failed job may run again, float8.
+    BackoffSecs,
+    /// The failure's error code (TIMEOUT, …), text.
+    Error,
+    /// `retry.base` in seconds, float8 (reclaim).
+    RetryBaseSecs,
+    /// `retry.cap` in seconds, float8 (reclaim).
+    RetryCapSecs,
 }
 
-pub const ALL: [Param; 7] = [
+pub const ALL: [Param; 11] = [
     Param::Batch,
     Param::LeaseSecs,
     Param::Worker,
@@ -32,6 +40,10 @@ pub const ALL: [Param; 7] = [
     Param::Id,
     Param::Attempt,
     Param::Token,
+    Param::BackoffSecs,
+    Param::Error,
+    Param::RetryBaseSecs,
+    Param::RetryCapSecs,
 ];
 
 impl Param {
@@ -44,14 +56,18 @@ impl Param {
             Param::Id => "id",
             Param::Attempt => "attempt",
             Param::Token => "token",
+            Param::BackoffSecs => "backoff_secs",
+            Param::Error => "error",
+            Param::RetryBaseSecs => "retry_base_secs",
+            Param::RetryCapSecs => "retry_cap_secs",
         }
     }
 
     pub fn sql_type(self) -> &'static str {
         match self {
             Param::Batch | Param::Id => "int8",
-            Param::LeaseSecs => "float8",
-            Param::Worker => "text",
+            Param::LeaseSecs | Param::BackoffSecs | Param::RetryBaseSecs | Param::RetryCapSecs => "float8",
+            Param::Worker | Param::Error => "text",
             Param::Ids => "int8[]",
             Param::Attempt => "int4",
             Param::Token => "uuid",
@@ -89,9 +105,7 @@ pub fn translate(text: &str, allowed: &[Param]) -> Result<Positional, String> {
         let skip_to = match c {
             b'\'' | b'"' => closing_quote(b, i),
             b'-' if b.get(i + 1) == Some(&b'-') => memchr_from(b, i, b'\n'),
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                text[i + 2..].find("*/").map_or(b.len(), |p| i + 2 + p + 2)
-            }
+            b'/' if b.get(i + 1) == Some(&b'*') => text[i + 2..].find("*/").map_or(b.len(), |p| i + 2 + p + 2),
             b':' if b.get(i + 1) == Some(&b':') => i + 2,
             _ => i,
         };
@@ -100,27 +114,12 @@ pub fn translate(text: &str, allowed: &[Param]) -> Result<Positional, String> {
             i = skip_to;
             continue;
         }
-        if c == b':'
-            && b.get(i + 1)
-                .is_some_and(|n| n.is_ascii_alphabetic() || *n == b'_')
-        {
-            let end = (i + 1..b.len())
-                .find(|&j| !(b[j].is_ascii_alphanumeric() || b[j] == b'_'))
-                .unwrap_or(b.len());
+        if c == b':' && b.get(i + 1).is_some_and(|n| n.is_ascii_alphabetic() || *n == b'_') {
+            let end = (i + 1..b.len()).find(|&j| !(b[j].is_ascii_alphanumeric() || b[j] == b'_')).unwrap_or(b.len());
             let name = &text[i + 1..end];
-            let accepted = || {
-                allowed
-                    .iter()
-                    .map(|p| p.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            let param = Param::from_name(name).ok_or_else(|| {
-                format!(
-                    "unknown parameter `:{name}`; this statement accepts {}",
-                    accepted()
-                )
-            })?;
+            let accepted = || allowed.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ");
+            let param = Param::from_name(name)
+                .ok_or_else(|| format!("unknown parameter `:{name}`; this statement accepts {}", accepted()))?;
             if !allowed.contains(&param) {
                 return Err(format!(
                     "parameter `:{name}` is not available here; this statement accepts {}",
@@ -163,10 +162,7 @@ fn closing_quote(b: &[u8], start: usize) -> usize {
 }
 
 fn memchr_from(b: &[u8], from: usize, needle: u8) -> usize {
-    b[from..]
-        .iter()
-        .position(|&c| c == needle)
-        .map_or(b.len(), |p| from + p)
+    b[from..].iter().position(|&c| c == needle).map_or(b.len(), |p| from + p)
 }
 
 #[cfg(test)]
@@ -184,19 +180,13 @@ mod tests {
     fn leaves_literals_casts_and_comments_alone() {
         let text = "SELECT ':id', '{}'::jsonb, \":id\" -- :nope\n/* :nope */ FROM t WHERE x = :id";
         let p = translate(text, &[Param::Id]).unwrap();
-        assert_eq!(
-            p.sql,
-            "SELECT ':id', '{}'::jsonb, \":id\" -- :nope\n/* :nope */ FROM t WHERE x = $1::int8"
-        );
+        assert_eq!(p.sql, "SELECT ':id', '{}'::jsonb, \":id\" -- :nope\n/* :nope */ FROM t WHERE x = $1::int8");
     }
 
     #[test]
     fn unknown_and_unavailable_parameters_are_errors() {
         let e = translate("SELECT :bogus", &[Param::Id]).unwrap_err();
-        assert!(
-            e.contains("unknown parameter `:bogus`") && e.contains(":id"),
-            "{e}"
-        );
+        assert!(e.contains("unknown parameter `:bogus`") && e.contains(":id"), "{e}");
         let e = translate("SELECT :batch", &[Param::Id]).unwrap_err();
         assert!(e.contains("not available"), "{e}");
     }

@@ -3,7 +3,7 @@
 //! so the harness can be cross-checked against pgbench.
 
 use crate::db::schema::{FINAL_STATE, MIGRATION, PRELOAD};
-use crate::run::worker::{EFFECTS_INSERT, REMAINING};
+use crate::run::conn::{EFFECTS_INSERT, REMAINING};
 use crate::scenario::raw::Mode;
 use crate::scenario::{Plan, Stop, WorkModel};
 use std::fmt::Write;
@@ -23,20 +23,10 @@ pub fn listing(plan: &Plan) -> String {
         plan.workers,
         plan.batch
     );
-    let _ = writeln!(
-        o,
-        "-- 1. once: the run's own schema (dropped at the end in --database-url mode)"
-    );
-    let _ = writeln!(
-        o,
-        "CREATE SCHEMA \"queuebench_<run id>\";\nSET search_path = \"queuebench_<run id>\";"
-    );
+    let _ = writeln!(o, "-- 1. once: the run's own schema (dropped at the end in --database-url mode)");
+    let _ = writeln!(o, "CREATE SCHEMA \"queuebench_<run id>\";\nSET search_path = \"queuebench_<run id>\";");
     let _ = writeln!(o, "{}", MIGRATION.trim());
-    let _ = writeln!(
-        o,
-        "\n-- 2. once: preload ($1 = {} jobs, $2 = max_attempts {})",
-        plan.preload, plan.max_attempts
-    );
+    let _ = writeln!(o, "\n-- 2. once: preload ($1 = {} jobs, $2 = max_attempts {})", plan.preload, plan.max_attempts);
     let _ = writeln!(o, "{PRELOAD};\nVACUUM ANALYZE jobs;");
     let _ = writeln!(
         o,
@@ -52,10 +42,15 @@ pub fn listing(plan: &Plan) -> String {
         let what = match st.role {
             crate::strategy::Role::Select => "select (its ids become :ids)".to_string(),
             crate::strategy::Role::Claim => "claim".to_string(),
-            crate::strategy::Role::Complete => format!(
-                "complete, once per job after {} of work",
-                plan.work.describe()
-            ),
+            crate::strategy::Role::Complete => format!("complete, once per job after {} of work", plan.work.describe()),
+            crate::strategy::Role::Heartbeat => match plan.heartbeat {
+                Some(h) => format!("heartbeat, every {} while working", crate::scenario::units::format_duration(h)),
+                None => "heartbeat (not used: lease.heartbeat = \"off\")".into(),
+            },
+            crate::strategy::Role::Fail => {
+                "fail, instead of complete when a job type fails (:backoff_secs from [retry])".into()
+            }
+            crate::strategy::Role::Reclaim => "reclaim".into(),
         };
         let _ = writeln!(o, "-- {what}\n{};", st.text);
     }
@@ -63,25 +58,25 @@ pub fn listing(plan: &Plan) -> String {
         let _ = writeln!(o, "COMMIT;");
     }
     if plan.effects_table {
-        let _ = writeln!(
-            o,
-            "\n-- every 64 executions and at the end, outside any claim transaction\n{EFFECTS_INSERT};"
-        );
+        let _ =
+            writeln!(o, "\n-- every 64 executions and at the end, outside any claim transaction\n{EFFECTS_INSERT};");
     }
     if plan.stop == Stop::Drained {
+        let _ = writeln!(o, "\n-- after a claim that returned nothing (stop = \"drained\")\n{REMAINING};");
+    }
+    if plan.reclaim == crate::scenario::raw::Reclaim::Reaper {
         let _ = writeln!(
             o,
-            "\n-- after a claim that returned nothing (stop = \"drained\")\n{REMAINING};"
+            "\n-- the reaper, every {} on its own connection\n{};",
+            crate::scenario::units::format_duration(plan.reaper_interval),
+            s.reclaim.text
         );
     }
     let _ = writeln!(o, "\n-- 4. once, at the end\n{FINAL_STATE};");
     if plan.effects_table {
         let _ = writeln!(o, "SELECT count(*) FROM effects;");
     }
-    let _ = writeln!(
-        o,
-        "DROP SCHEMA \"queuebench_<run id>\" CASCADE; -- --database-url mode without --keep"
-    );
+    let _ = writeln!(o, "DROP SCHEMA \"queuebench_<run id>\" CASCADE; -- --database-url mode without --keep");
     o
 }
 
@@ -98,8 +93,13 @@ pub fn pgbench_args(plan: &Plan) -> Result<String, String> {
     let run = match (plan.stop, plan.max_claims) {
         (Stop::After(d), _) => format!("-T {}", d.as_secs().max(1)),
         (_, Some(n)) => format!("-t {n}"),
-        (Stop::Drained, None) if plan.preload.is_multiple_of(u64::from(w)) => format!("-t {}", plan.preload / u64::from(w)),
-        _ => return Err("pgbench needs a fixed count per client: set workers.max_claims, or a preload divisible by workers.count".into()),
+        (Stop::Drained, None) if plan.preload.is_multiple_of(u64::from(w)) => {
+            format!("-t {}", plan.preload / u64::from(w))
+        }
+        _ => return Err(
+            "pgbench needs a fixed count per client: set workers.max_claims, or a preload divisible by workers.count"
+                .into(),
+        ),
     };
     Ok(format!("-n -M prepared -c {w} -j {w} {run}"))
 }
@@ -107,20 +107,14 @@ pub fn pgbench_args(plan: &Plan) -> Result<String, String> {
 /// A pgbench script running the same statements per transaction as one worker round.
 pub fn pgbench_script(plan: &Plan) -> Result<String, String> {
     if plan.batch != 1 {
-        return Err(
-            "the pgbench script needs workers.batch = 1 (pgbench's \\gset keeps one row)".into(),
-        );
+        return Err("the pgbench script needs workers.batch = 1 (pgbench's \\gset keeps one row)".into());
     }
     let s = &plan.strategy;
     let args = pgbench_args(plan)?;
     // pgbench finds `:name` even inside comments, so comment lines go.
     let worker = |t: &str| {
-        let code: Vec<&str> = t
-            .lines()
-            .filter(|l| !l.trim_start().starts_with("--"))
-            .collect();
-        code.join("\n")
-            .replace(":worker", "('pgbench-' || :client_id)")
+        let code: Vec<&str> = t.lines().filter(|l| !l.trim_start().starts_with("--")).collect();
+        code.join("\n").replace(":worker", "('pgbench-' || :client_id)")
     };
     let mut o = String::new();
     let _ = writeln!(
@@ -135,32 +129,20 @@ pub fn pgbench_script(plan: &Plan) -> Result<String, String> {
         o,
         "-- Run inside the scenario's schema: PGOPTIONS='-c search_path=SCHEMA' pgbench {args} -f THIS_FILE"
     );
-    let _ = writeln!(
-        o,
-        "-- The claim is wrapped to always return one row so \\gset works when it claims nothing."
-    );
+    let _ = writeln!(o, "-- The claim is wrapped to always return one row so \\gset works when it claims nothing.");
     if plan.effects_table {
         let _ = writeln!(
             o,
             "-- Not here: the harness's batched effects INSERT (one per 64 jobs); compare with run.effects_table = false."
         );
     }
-    let _ = writeln!(
-        o,
-        "\\set batch {}\n\\set lease_secs {:?}",
-        plan.batch,
-        plan.lease.as_secs_f64()
-    );
+    let _ = writeln!(o, "\\set batch {}\n\\set lease_secs {:?}", plan.batch, plan.lease.as_secs_f64());
     let hold = plan.mode == Mode::HoldTransaction;
     if hold {
         let _ = writeln!(o, "BEGIN;");
     }
     if let Some(sel) = &s.select {
-        let _ = writeln!(
-            o,
-            "SELECT count(*) AS nsel, array_agg(id) AS ids FROM ({}) AS s \\gset",
-            worker(&sel.text)
-        );
+        let _ = writeln!(o, "SELECT count(*) AS nsel, array_agg(id) AS ids FROM ({}) AS s \\gset", worker(&sel.text));
         let _ = writeln!(o, "\\if :nsel > 0");
     }
     let _ = writeln!(
@@ -174,11 +156,7 @@ pub fn pgbench_script(plan: &Plan) -> Result<String, String> {
             let _ = writeln!(o, "\\sleep {} us", d.as_micros());
         }
     } else {
-        let _ = writeln!(
-            o,
-            "-- work model {} has no pgbench equivalent; no sleep",
-            plan.work.describe()
-        );
+        let _ = writeln!(o, "-- work model {} has no pgbench equivalent; no sleep", plan.work.describe());
     }
     let _ = writeln!(o, "{};", worker(&s.complete.text));
     let _ = writeln!(o, "\\endif");

@@ -1,45 +1,54 @@
-//! Lost jobs: marked done without ever executing, or gone from the table.
+//! The final table state: lost jobs (neither finished, nor ready, nor held
+//! by a live lease), jobs stuck running, dead jobs, and jobs that ran more
+//! attempts than their budget.
 
-use super::exactly_once::PerJob;
-use super::{EXAMPLES, Evidence};
+use super::exactly_once::Executed;
+use super::{Evidence, examples};
 use crate::db::schema::Status;
 use crate::report::summary::{CheckResult, Jobs};
 
-pub fn check(e: &Evidence, per_job: &PerJob) -> (Jobs, CheckResult) {
-    let executed = |id: i64| per_job.binary_search_by_key(&id, |(j, _)| *j).is_ok();
-    let done_unexecuted: Vec<i64> = e
-        .final_jobs
-        .iter()
-        .filter(|j| j.status == Status::Done && !executed(j.id))
-        .map(|j| j.id)
-        .collect();
-    let vanished = e.enqueued.saturating_sub(e.final_jobs.len() as u64);
-    let completed = e
-        .final_jobs
-        .iter()
-        .filter(|j| j.status == Status::Done)
-        .count() as u64;
+pub fn check(e: &Evidence, executed: &Executed) -> (Jobs, CheckResult, CheckResult) {
+    let ran = |id: i64| executed.binary_search(&id).is_ok();
+    let rows = e.final_jobs;
+    let done_unexecuted: Vec<i64> =
+        rows.iter().filter(|j| j.status == Status::Done && !ran(j.id)).map(|j| j.id).collect();
+    let orphaned: Vec<i64> =
+        rows.iter().filter(|j| j.status == Status::Running && j.lease_expired).map(|j| j.id).collect();
+    let over: Vec<i64> = rows.iter().filter(|j| j.attempts > j.max_attempts).map(|j| j.id).collect();
+    let vanished = e.enqueued.saturating_sub(rows.len() as u64);
+    let count = |s: Status| rows.iter().filter(|j| j.status == s).count() as u64;
+    let completed = count(Status::Done);
     let jobs = Jobs {
         enqueued: e.enqueued,
         completed,
         unfinished: e.enqueued.saturating_sub(completed),
-        lost: done_unexecuted.len() as u64 + vanished,
-        stuck_running: e
-            .final_jobs
-            .iter()
-            .filter(|j| j.status == Status::Running)
-            .count() as u64,
+        lost: done_unexecuted.len() as u64 + orphaned.len() as u64 + vanished,
+        stuck_running: count(Status::Running),
+        queued: count(Status::Queued),
+        dead: count(Status::Dead),
+        attempts_exceeded: over.len() as u64,
     };
-    let check = CheckResult {
+    let lost = CheckResult {
         name: "no_lost_jobs".into(),
         passed: jobs.lost == 0,
         violations: jobs.lost,
         detail: format!(
-            "{} jobs marked done without an execution, {} missing from the table",
+            "{} done without an execution, {} running with an expired lease and nobody to reclaim them, {} missing from the table",
             done_unexecuted.len(),
+            orphaned.len(),
             vanished
         ),
-        examples: done_unexecuted.into_iter().take(EXAMPLES).collect(),
+        examples: examples(done_unexecuted.into_iter().chain(orphaned)),
     };
-    (jobs, check)
+    let budget = CheckResult {
+        name: "attempts_within_budget".into(),
+        passed: over.is_empty(),
+        violations: jobs.attempts_exceeded,
+        detail: format!(
+            "{} jobs ran more attempts than max_attempts; {} ended dead",
+            jobs.attempts_exceeded, jobs.dead
+        ),
+        examples: examples(over),
+    };
+    (jobs, lost, budget)
 }

@@ -1,15 +1,19 @@
 //! Checkers: pure functions over the evidence (journal, final table state,
-//! effects count). No network, no clock. Each returns numbers for the
-//! summary and a named `CheckResult` with example job ids.
+//! effects count, injected faults). No network, no clock. Each returns
+//! numbers for the summary and a named `CheckResult` with example job ids.
 
+mod claims;
 mod exactly_once;
 mod ledger;
 mod lost;
+mod ownership;
+mod recovery;
 mod stale;
 
-use crate::collect::Event;
+use crate::collect::{Event, FaultEvent};
 use crate::db::schema::JobRow;
-use crate::report::summary::{CheckResult, Completions, Executions, Jobs};
+use crate::report::summary::{CheckResult, Completions, Executions, Faults, Jobs, Ownership, Stale};
+use std::time::Duration;
 
 /// What the run left behind, as the checkers see it.
 pub struct Evidence<'a> {
@@ -18,83 +22,84 @@ pub struct Evidence<'a> {
     pub enqueued: u64,
     /// Rows in the effects table, when it is enabled.
     pub effects_rows: Option<u64>,
+    pub faults: &'a [FaultEvent],
+    pub lease: Duration,
 }
 
 pub struct Verification {
     pub jobs: Jobs,
     pub executions: Executions,
     pub completions: Completions,
+    pub stale: Stale,
+    pub ownership: Ownership,
+    pub faults: Faults,
     pub checks: Vec<CheckResult>,
 }
 
 /// How many example job ids a check keeps.
-const EXAMPLES: usize = 5;
+const EXAMPLES: usize = 10;
 
 pub fn verify(e: &Evidence) -> Verification {
-    let (executions, per_job, once) = exactly_once::check(e);
-    let (jobs, lost) = lost::check(e, &per_job);
-    let (completions, stale) = stale::check(e);
-    let mut checks = vec![once, lost, stale];
+    let mut events: Vec<Event> = e.journal.to_vec();
+    events.sort_unstable_by_key(|ev| (ev.job, ev.t_us, ev.kind));
+    let per_job: Vec<&[Event]> = events.chunk_by(|a, b| a.job == b.job).collect();
+    let (executions, executed, once) = exactly_once::check(&per_job, e.lease);
+    let (jobs, lost, budget) = lost::check(e, &executed);
+    let (completions, stale, stale_check) = stale::check(&per_job);
+    let (ownership, overlap) = ownership::check(&per_job);
+    let faults = recovery::check(e.faults, &per_job);
+    let mut checks = vec![once, lost, stale_check, overlap, budget];
     checks.extend(ledger::check(e, executions.total));
-    Verification {
-        jobs,
-        executions,
-        completions,
-        checks,
-    }
+    Verification { jobs, executions, completions, stale, ownership, faults, checks }
+}
+
+/// Up to `EXAMPLES` ids.
+fn examples(ids: impl IntoIterator<Item = i64>) -> Vec<i64> {
+    ids.into_iter().take(EXAMPLES).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collect::EventKind;
+    use crate::collect::EventKind::{self, *};
     use crate::db::schema::Status;
 
-    fn ev(t_us: u64, job: i64, attempt: i32, worker: u32, kind: EventKind) -> Event {
-        Event {
-            t_us,
-            job,
-            attempt,
-            worker,
-            kind,
-        }
+    pub fn ev(t_us: u64, job: i64, attempt: i32, worker: u32, kind: EventKind) -> Event {
+        Event { t_us, job, attempt, worker, claim: attempt as u32, kind }
     }
 
     fn row(id: i64, status: Status) -> JobRow {
-        JobRow {
-            id,
-            status,
-            attempts: 1,
+        JobRow { id, status, attempts: 1, max_attempts: 5, lease_expired: false }
+    }
+
+    fn evidence<'a>(journal: &'a [Event], jobs: &'a [JobRow], enqueued: u64, effects: Option<u64>) -> Evidence<'a> {
+        Evidence {
+            journal,
+            final_jobs: jobs,
+            enqueued,
+            effects_rows: effects,
+            faults: &[],
+            lease: Duration::from_secs(1),
         }
+    }
+
+    fn failed(v: &Verification) -> Vec<&str> {
+        v.checks.iter().filter(|c| !c.passed).map(|c| c.name.as_str()).collect()
     }
 
     #[test]
     fn clean_run_passes_everything() {
-        use EventKind::*;
-        let journal = [
-            ev(1, 1, 1, 1, Claimed),
-            ev(2, 1, 1, 1, Executed),
-            ev(3, 1, 1, 1, Accepted),
-        ];
+        let journal = [ev(1, 1, 1, 1, Claimed), ev(2, 1, 1, 1, Executed), ev(3, 1, 1, 1, Accepted)];
         let jobs = [row(1, Status::Done), row(2, Status::Queued)];
-        let v = verify(&Evidence {
-            journal: &journal,
-            final_jobs: &jobs,
-            enqueued: 2,
-            effects_rows: Some(1),
-        });
-        assert!(v.checks.iter().all(|c| c.passed), "{:?}", v.checks);
-        assert_eq!(
-            (v.jobs.completed, v.jobs.unfinished, v.jobs.lost),
-            (1, 1, 0)
-        );
+        let v = verify(&evidence(&journal, &jobs, 2, Some(1)));
+        assert!(failed(&v).is_empty(), "{:?}", v.checks);
+        assert_eq!((v.jobs.completed, v.jobs.unfinished, v.jobs.lost), (1, 1, 0));
         assert_eq!((v.executions.total, v.executions.duplicate), (1, 0));
     }
 
     #[test]
-    fn duplicate_and_stale_accepted_are_caught() {
-        use EventKind::*;
-        // w1 claims job 7 (attempt 1); w2 claims it again (attempt 2) before w1 completes.
+    fn a_race_is_a_duplicate_overlap_and_stale_accept() {
+        // w1 claims job 7 (attempt 1); w2 claims it again 2 µs later, well inside the lease.
         let journal = [
             ev(1, 7, 1, 1, Claimed),
             ev(2, 7, 2, 2, Claimed),
@@ -103,80 +108,55 @@ mod tests {
             ev(5, 7, 2, 2, Executed),
             ev(6, 7, 2, 2, Rejected),
         ];
-        let jobs = [row(7, Status::Done)];
-        let v = verify(&Evidence {
-            journal: &journal,
-            final_jobs: &jobs,
-            enqueued: 1,
-            effects_rows: Some(1),
-        });
-        assert_eq!(
-            (
-                v.executions.duplicate,
-                v.executions.jobs_duplicated,
-                v.executions.max_per_job
-            ),
-            (1, 1, 2)
-        );
+        let v = verify(&evidence(&journal, &[row(7, Status::Done)], 1, Some(1)));
+        assert_eq!((v.executions.duplicate, v.executions.jobs_duplicated, v.executions.max_per_job), (1, 1, 2));
+        assert_eq!((v.executions.duplicate_race, v.executions.duplicate_lease_expired), (1, 0));
         assert_eq!((v.completions.accepted, v.completions.rejected), (1, 1));
+        assert_eq!((v.completions.stale_accepted, v.completions.stale_rejected), (1, 0));
+        assert_eq!(v.ownership.overlapping_jobs, 1);
         assert_eq!(
-            (v.completions.stale_accepted, v.completions.stale_rejected),
-            (1, 0)
-        );
-        let failed: Vec<&str> = v
-            .checks
-            .iter()
-            .filter(|c| !c.passed)
-            .map(|c| c.name.as_str())
-            .collect();
-        assert_eq!(
-            failed,
-            [
-                "exactly_once",
-                "stale_completions_accepted",
-                "effects_ledger_agrees"
-            ]
+            failed(&v),
+            ["exactly_once", "stale_completions_accepted", "ownership_overlap", "effects_ledger_agrees"]
         );
         assert_eq!(v.checks[0].examples, [7]);
     }
 
     #[test]
-    fn claims_recorded_out_of_order_follow_the_attempt_number() {
-        use EventKind::*;
-        // w2's claim (attempt 3) was recorded before w1's older claim (attempt 2).
+    fn a_reclaim_after_the_lease_is_an_expected_duplicate() {
+        // w1's lease (1 s) ran out; w2 claimed at 1.5 s; w1 woke at 2 s and its completion was rejected.
         let journal = [
-            ev(1, 7, 3, 2, Claimed),
-            ev(2, 7, 2, 1, Claimed),
-            ev(3, 7, 3, 2, Accepted),
+            ev(0, 3, 1, 1, Claimed),
+            ev(10, 3, 1, 1, Executed),
+            ev(1_500_000, 3, 2, 2, Claimed),
+            ev(1_600_000, 3, 2, 2, Executed),
+            ev(1_700_000, 3, 2, 2, Accepted),
+            ev(2_000_000, 3, 1, 1, Rejected),
         ];
-        let v = verify(&Evidence {
-            journal: &journal,
-            final_jobs: &[row(7, Status::Done)],
-            enqueued: 1,
-            effects_rows: None,
-        });
+        let v = verify(&evidence(&journal, &[row(3, Status::Done)], 1, None));
+        assert_eq!((v.executions.duplicate_race, v.executions.duplicate_lease_expired), (0, 1));
+        assert_eq!((v.completions.stale_accepted, v.completions.stale_rejected), (0, 1));
+        assert_eq!(v.ownership.overlapping_jobs, 1, "w1 still believed it owned the job");
+    }
+
+    #[test]
+    fn claims_recorded_out_of_order_follow_the_attempt_number() {
+        // w2's claim (attempt 3) was recorded before w1's older claim (attempt 2).
+        let journal = [ev(1, 7, 3, 2, Claimed), ev(2, 7, 2, 1, Claimed), ev(3, 7, 3, 2, Accepted)];
+        let v = verify(&evidence(&journal, &[row(7, Status::Done)], 1, None));
         assert_eq!(v.completions.stale_accepted, 0);
     }
 
     #[test]
-    fn done_without_execution_is_lost() {
-        let jobs = [row(1, Status::Done), row(2, Status::Running)];
-        let v = verify(&Evidence {
-            journal: &[],
-            final_jobs: &jobs,
-            enqueued: 3,
-            effects_rows: None,
-        });
-        // job 1 done but never executed, job 3 vanished from the table.
-        assert_eq!(v.jobs.lost, 2);
-        assert_eq!(v.jobs.stuck_running, 1);
-        assert!(
-            !v.checks
-                .iter()
-                .find(|c| c.name == "no_lost_jobs")
-                .unwrap()
-                .passed
-        );
-        assert!(v.checks.iter().all(|c| c.name != "effects_ledger_agrees"));
+    fn done_without_execution_or_expired_running_is_lost() {
+        let mut expired = row(2, Status::Running);
+        expired.lease_expired = true;
+        let mut over = row(4, Status::Dead);
+        over.attempts = 6;
+        let jobs = [row(1, Status::Done), expired, over];
+        let v = verify(&evidence(&[], &jobs, 4, None));
+        // job 1 done but never executed, job 2 held by nobody, job 3 vanished from the table.
+        assert_eq!(v.jobs.lost, 3);
+        assert_eq!((v.jobs.stuck_running, v.jobs.dead, v.jobs.attempts_exceeded), (1, 1, 1));
+        assert_eq!(failed(&v), ["no_lost_jobs", "attempts_within_budget"]);
     }
 }

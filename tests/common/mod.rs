@@ -20,8 +20,8 @@ pub struct Run {
 impl Run {
     pub fn summary(&self) -> Value {
         let path = self.out.join("summary.json");
-        let text = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{}: {e}\n{}", path.display(), self.stderr));
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}\n{}", path.display(), self.stderr));
         serde_json::from_str(&text).unwrap()
     }
 
@@ -31,22 +31,14 @@ impl Run {
         for part in path.split('.') {
             v = v[part].clone();
         }
-        v.as_f64()
-            .unwrap_or_else(|| panic!("{path} is not a number in summary.json"))
+        v.as_f64().unwrap_or_else(|| panic!("{path} is not a number in summary.json"))
     }
 
     /// Nothing left in the run's TMPDIR and no postgres process using it.
     pub fn assert_clean(&self) {
-        let left: Vec<_> = std::fs::read_dir(self.tmp.path())
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .collect();
+        let left: Vec<_> = std::fs::read_dir(self.tmp.path()).unwrap().flatten().map(|e| e.path()).collect();
         assert!(left.is_empty(), "left behind in TMPDIR: {left:?}");
-        assert!(
-            postgres_processes_under(self.tmp.path()).is_empty(),
-            "postgres still running"
-        );
+        assert!(postgres_processes_under(self.tmp.path()).is_empty(), "postgres still running");
     }
 }
 
@@ -61,16 +53,11 @@ pub fn repo(path: &str) -> PathBuf {
 /// `queuebench ARGS --out <tmp>` with a private TMPDIR; DATABASE_URL is removed
 /// unless the test passes --database-url itself.
 pub fn queuebench(args: &[&str]) -> Run {
-    let tmp = tempfile::Builder::new()
-        .prefix("qbt")
-        .tempdir_in("/tmp")
-        .unwrap();
+    let tmp = tempfile::Builder::new().prefix("qbt").tempdir_in("/tmp").unwrap();
     let outdir = tempfile::tempdir().unwrap();
     let out = outdir.path().join("run");
     let mut cmd = bin();
-    cmd.args(args)
-        .env("TMPDIR", tmp.path())
-        .env_remove("DATABASE_URL");
+    cmd.args(args).env("TMPDIR", tmp.path()).env_remove("DATABASE_URL");
     if args.first() == Some(&"run") {
         cmd.arg("--out").arg(&out);
     }

@@ -1,0 +1,123 @@
+//! A worker's connection and its prepared statements. A crash aborts the
+//! connection task, so the socket closes without a Terminate message, as
+//! when a process dies; a killed backend is noticed as a closed client.
+
+use crate::db::error_text;
+use crate::strategy::{Param, Strategy};
+use tokio::task::JoinHandle;
+use tokio_postgres::types::Type;
+use tokio_postgres::{Client, Config, NoTls, Statement};
+
+pub const EFFECTS_INSERT: &str = "INSERT INTO effects (job_id, worker, attempt) \
+     SELECT j, $2::int4, a FROM unnest($1::int8[], $3::int4[]) AS u(j, a)";
+
+/// Is anything left to do? (for `stop = "drained"`)
+pub const REMAINING: &str = "SELECT EXISTS (SELECT 1 FROM jobs WHERE status IN ('queued', 'running'))";
+
+pub struct Conn {
+    pub client: Client,
+    task: JoinHandle<()>,
+    pub pid: i32,
+    pub select: Option<Statement>,
+    pub claim: Statement,
+    pub complete: Statement,
+    pub fail: Statement,
+    pub heartbeat: Statement,
+    pub effects: Statement,
+    pub remaining: Statement,
+    pub col_attempt: Option<usize>,
+    pub col_token: Option<usize>,
+}
+
+impl Conn {
+    /// Connects and prepares every statement; an error names the statement and the SQLSTATE.
+    pub async fn open(config: &Config, strategy: &Strategy) -> Result<Conn, String> {
+        let (client, connection) =
+            config.connect(NoTls).await.map_err(|e| format!("connecting: {}", error_text(&e)))?;
+        let task = tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        let prep = |what: &'static str, sql: String| {
+            let client = &client;
+            async move {
+                client.prepare(&sql).await.map_err(|e| format!("preparing {what}: {}\n  SQL: {sql}", error_text(&e)))
+            }
+        };
+        let select = match &strategy.select {
+            Some(s) => Some(prep("the strategy's select statement", s.sql.clone()).await?),
+            None => None,
+        };
+        let claim = prep("the strategy's claim statement", strategy.claim.sql.clone()).await?;
+        let complete = prep("the strategy's complete statement", strategy.complete.sql.clone()).await?;
+        let fail = prep("the strategy's fail statement", strategy.fail.sql.clone()).await?;
+        let heartbeat = prep("the strategy's heartbeat statement", strategy.heartbeat.sql.clone()).await?;
+        let effects = prep("the effects insert", EFFECTS_INSERT.into()).await?;
+        let remaining = prep("the drained check", REMAINING.into()).await?;
+        let (col_attempt, col_token) = check_columns(&claim, select.as_ref(), strategy)?;
+        let pid = client
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .map_err(|e| format!("reading the backend pid: {}", error_text(&e)))?
+            .get(0);
+        Ok(Conn {
+            client,
+            task,
+            pid,
+            select,
+            claim,
+            complete,
+            fail,
+            heartbeat,
+            effects,
+            remaining,
+            col_attempt,
+            col_token,
+        })
+    }
+
+    /// Drops the socket without a word (a crashed process).
+    pub fn abort(self) {
+        self.task.abort();
+    }
+}
+
+/// The claim must return a bigint `id`, and `attempts`/`claim_token` when
+/// the other statements fence on them.
+fn check_columns(
+    claim: &Statement,
+    select: Option<&Statement>,
+    strategy: &Strategy,
+) -> Result<(Option<usize>, Option<usize>), String> {
+    let col = |name: &str, ty: Type| -> Result<Option<usize>, String> {
+        match claim.columns().iter().position(|c| c.name() == name) {
+            Some(i) if *claim.columns()[i].type_() == ty => Ok(Some(i)),
+            Some(i) => Err(format!("the claim returns `{name}` as {}, expected {ty}", claim.columns()[i].type_())),
+            None => Ok(None),
+        }
+    };
+    if col("id", Type::INT8)?.is_none() {
+        return Err(
+            "the claim statement must return a bigint column `id` (e.g. RETURNING id, attempts, claim_token)".into()
+        );
+    }
+    if let Some(s) = select
+        && !s.columns().first().is_some_and(|c| *c.type_() == Type::INT8)
+    {
+        return Err("the select statement must return a bigint `id` first".into());
+    }
+    let col_attempt = col("attempts", Type::INT4)?;
+    let col_token = col("claim_token", Type::UUID)?;
+    for st in [&strategy.complete, &strategy.fail, &strategy.heartbeat] {
+        for (param, have, column) in
+            [(Param::Attempt, col_attempt, "attempts"), (Param::Token, col_token, "claim_token")]
+        {
+            if st.params.contains(&param) && have.is_none() {
+                return Err(format!(
+                    "the {} statement uses {param}, so the claim must return `{column}`",
+                    st.role.name()
+                ));
+            }
+        }
+    }
+    Ok((col_attempt, col_token))
+}

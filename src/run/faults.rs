@@ -1,0 +1,170 @@
+//! Faults at run time: per-job decisions inside the workers (crash or pause
+//! at a point), pause gates per worker, and the injector tasks for faults
+//! that fire at a time or a rate (group pauses, killed backends, lock holds).
+//! Every random choice comes from a generator seeded from the scenario seed.
+
+use crate::collect::FaultEvent;
+use crate::db::error_text;
+use crate::scenario::Plan;
+use crate::scenario::faults::{Fault, Kind, Point, Trigger};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tokio_postgres::{Config, NoTls};
+use tokio_util::sync::CancellationToken;
+
+/// Shared by all workers and the injector; only atomics, touched once per job at most.
+pub struct FaultState {
+    pub start: Instant,
+    faults: Vec<Fault>,
+    fired: Vec<AtomicU64>,
+    /// Per worker slot: paused until this many µs after the start.
+    paused_until: Vec<AtomicU64>,
+    /// Per worker slot: the backend pid of its current connection (0 = none).
+    pub pids: Vec<AtomicI32>,
+}
+
+impl FaultState {
+    pub fn new(plan: &Plan, start: Instant) -> FaultState {
+        let n = plan.workers as usize + 1;
+        FaultState {
+            start,
+            faults: plan.faults.clone(),
+            fired: plan.faults.iter().map(|_| AtomicU64::new(0)).collect(),
+            paused_until: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            pids: (0..n).map(|_| AtomicI32::new(0)).collect(),
+        }
+    }
+
+    fn now_us(&self) -> u64 {
+        self.start.elapsed().as_micros() as u64
+    }
+
+    /// Counts a firing unless the fault's limit is reached.
+    fn fire(&self, f: &Fault) -> bool {
+        let n = self.fired[f.index].fetch_add(1, Ordering::Relaxed);
+        f.limit.is_none_or(|limit| n < limit)
+    }
+
+    /// The per-job fault (if any) that hits `slot` at `point` on its `nth` job.
+    pub fn at_point(&self, slot: u32, point: Point, nth: u64, rng: &mut StdRng) -> Option<&Kind> {
+        self.faults.iter().find_map(|f| {
+            let here = match &f.kind {
+                Kind::Crash { point: p, .. } => *p == point,
+                Kind::Pause { point: Some(p), .. } => *p == point,
+                _ => false,
+            };
+            if !here || !f.workers.contains(&slot) {
+                return None;
+            }
+            let hit = match f.trigger {
+                Trigger::Probability(p) => rng.random::<f64>() < p,
+                Trigger::Every(n) => nth.is_multiple_of(n),
+                _ => false,
+            };
+            (hit && self.fire(f)).then_some(&f.kind)
+        })
+    }
+
+    /// Freezes `slot` for `d` from now.
+    pub fn pause(&self, slot: u32, d: Duration) {
+        let until = self.now_us() + d.as_micros() as u64;
+        self.paused_until[slot as usize].fetch_max(until, Ordering::Relaxed);
+    }
+
+    /// Waits while `slot` is paused (a stop-the-world pause: nothing of the worker runs).
+    pub async fn gate(&self, slot: u32, stop: &CancellationToken) {
+        loop {
+            let until = self.paused_until[slot as usize].load(Ordering::Relaxed);
+            let now = self.now_us();
+            if until <= now {
+                return;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_micros(until - now)) => {}
+                _ = stop.cancelled() => return,
+            }
+        }
+    }
+}
+
+/// Runs the faults that fire at a time or a rate until `stop`; returns what fired.
+pub async fn inject(plan: &Plan, state: &FaultState, config: &Config, stop: &CancellationToken) -> Vec<FaultEvent> {
+    let tasks = state.faults.iter().filter(|f| !f.per_job()).map(|f| one(plan, state, f, config, stop));
+    futures_util::future::join_all(tasks).await.into_iter().flatten().collect()
+}
+
+async fn one(plan: &Plan, state: &FaultState, f: &Fault, config: &Config, stop: &CancellationToken) -> Vec<FaultEvent> {
+    let mut rng = StdRng::seed_from_u64(plan.seed ^ (0xFA17 + f.index as u64));
+    let mut events = Vec::new();
+    let admin = match config.connect(NoTls).await {
+        Ok((client, conn)) => {
+            tokio::spawn(conn);
+            client
+        }
+        Err(e) => {
+            eprintln!("warning: fault #{} could not connect: {}", f.index + 1, error_text(&e));
+            return events;
+        }
+    };
+    let mut next = match f.trigger {
+        Trigger::At(t) => t,
+        Trigger::Rate(r) => exp_interval(r, &mut rng),
+        _ => return events,
+    };
+    loop {
+        let now = state.start.elapsed();
+        if next > now {
+            tokio::select! {
+                _ = tokio::time::sleep(next - now) => {}
+                _ = stop.cancelled() => return events,
+            }
+        }
+        if !state.fire(f) {
+            return events;
+        }
+        let t_us = state.now_us();
+        match &f.kind {
+            Kind::Pause { duration, .. } => {
+                for &slot in &f.workers {
+                    state.pause(slot, *duration);
+                }
+                events.push(FaultEvent { t_us, kind: "pause", worker: None, job: None });
+            }
+            Kind::KillBackend => {
+                let slot = f.workers[rng.random_range(0..f.workers.len())];
+                let pid = state.pids[slot as usize].load(Ordering::Relaxed);
+                if pid != 0 && admin.execute("SELECT pg_terminate_backend($1)", &[&pid]).await.is_ok() {
+                    events.push(FaultEvent { t_us, kind: "kill_backend", worker: Some(slot), job: None });
+                }
+            }
+            Kind::LockHold { duration, rows } => {
+                let lock = match rows {
+                    Some(n) => {
+                        format!("SELECT id FROM jobs WHERE status = 'queued' ORDER BY run_at LIMIT {n} FOR UPDATE")
+                    }
+                    None => "LOCK TABLE jobs IN EXCLUSIVE MODE".into(),
+                };
+                if admin.batch_execute(&format!("BEGIN; {lock}")).await.is_ok() {
+                    events.push(FaultEvent { t_us, kind: "lock_hold", worker: None, job: None });
+                    tokio::select! {
+                        _ = tokio::time::sleep(*duration) => {}
+                        _ = stop.cancelled() => {}
+                    }
+                }
+                let _ = admin.batch_execute("ROLLBACK").await;
+            }
+            Kind::Crash { .. } => {}
+        }
+        match f.trigger {
+            Trigger::Rate(r) => next += exp_interval(r, &mut rng),
+            _ => return events,
+        }
+    }
+}
+
+/// Poisson arrivals: exponential gaps with mean 1/rate.
+fn exp_interval(rate: f64, rng: &mut StdRng) -> Duration {
+    Duration::from_secs_f64(-(1.0 - rng.random::<f64>()).ln() / rate)
+}

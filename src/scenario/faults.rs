@@ -1,0 +1,296 @@
+//! Fault plans: which fault, when it fires, which workers it hits. Built
+//! from `[[faults]]`, `[[jobs.types]]` and `[[workers.groups]]`, validated
+//! here so the runner only sees well-formed schedules.
+
+use super::raw::{RawFault, RawGroup, RawJobType};
+use super::units::parse_duration;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// Where in a job's life a crash or pause happens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Point {
+    AfterClaim,
+    MidWork,
+    AfterEffect,
+    BeforeComplete,
+}
+
+impl Point {
+    fn parse(s: &str) -> Result<Point, String> {
+        Ok(match s {
+            "after_claim" => Point::AfterClaim,
+            "mid_work" => Point::MidWork,
+            "after_effect" => Point::AfterEffect,
+            "before_complete" => Point::BeforeComplete,
+            other => {
+                return Err(format!(
+                    "unknown point `{other}`; accepted: after_claim, mid_work, after_effect, before_complete"
+                ));
+            }
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    /// The worker drops its connection without a word and comes back after `respawn_after`.
+    Crash { point: Point, respawn_after: Duration, new_identity: bool },
+    /// Every task of the targeted workers freezes for `duration` (heartbeats too).
+    Pause { point: Option<Point>, duration: Duration },
+    /// `pg_terminate_backend` on a targeted worker's connection.
+    KillBackend,
+    /// A competing session locks rows (or the table) for `duration`.
+    LockHold { duration: Duration, rows: Option<i64> },
+}
+
+impl Kind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Kind::Crash { .. } => "crash",
+            Kind::Pause { .. } => "pause",
+            Kind::KillBackend => "kill_backend",
+            Kind::LockHold { .. } => "lock_hold",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Trigger {
+    /// Per job, with this chance (from the worker's seeded generator).
+    Probability(f64),
+    /// Every Nth job of a worker.
+    Every(u64),
+    /// Once, this long after the start.
+    At(Duration),
+    /// This many times per second, at seeded exponential intervals.
+    Rate(f64),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fault {
+    pub index: usize,
+    pub kind: Kind,
+    pub trigger: Trigger,
+    pub limit: Option<u64>,
+    /// Worker ids (1-based) the fault may hit.
+    pub workers: Vec<u32>,
+}
+
+impl Fault {
+    /// Fires on a job boundary inside the worker (rather than from the injector).
+    pub fn per_job(&self) -> bool {
+        matches!(self.trigger, Trigger::Probability(_) | Trigger::Every(_))
+    }
+}
+
+/// A job type and the ids it owns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobType {
+    pub name: String,
+    pub fail_probability: f64,
+    pub fail_code: String,
+    pub poison: bool,
+}
+
+/// The failure codes a job type may declare (seed 000's small fixed set).
+pub const FAIL_CODES: [&str; 5] = ["TIMEOUT", "RATE_LIMIT", "INVALID_PAYLOAD", "LEASE_EXPIRED", "PERMANENT"];
+
+/// Job types by id: `count` ids per type, spread evenly over 1..=preload.
+pub fn job_types(raw: &[RawJobType], preload: u64) -> Result<(Vec<JobType>, HashMap<i64, u16>), String> {
+    let mut types = Vec::new();
+    let mut by_id = HashMap::new();
+    for (i, t) in raw.iter().enumerate() {
+        let at = format!("jobs.types[{i}] ({})", t.name);
+        if t.count <= 0 || t.count as u64 > preload {
+            return Err(format!("{at}: count must be between 1 and jobs.preload ({preload}), got {}", t.count));
+        }
+        if !(0.0..=1.0).contains(&t.fail_probability) {
+            return Err(format!("{at}: fail_probability must be between 0 and 1"));
+        }
+        if !FAIL_CODES.contains(&t.fail_code.as_str()) {
+            return Err(format!("{at}: fail_code `{}` is not one of {}", t.fail_code, FAIL_CODES.join(", ")));
+        }
+        let c = t.count as u64;
+        for k in 0..c {
+            let id = (preload * (2 * k + 1) / (2 * c)) as i64 + 1;
+            by_id.insert(id, i as u16);
+        }
+        types.push(JobType {
+            name: t.name.clone(),
+            fail_probability: t.fail_probability,
+            fail_code: t.fail_code.clone(),
+            poison: t.poison,
+        });
+    }
+    Ok((types, by_id))
+}
+
+/// Worker ids by group name; without groups every worker is in group "all".
+pub fn groups(raw: &[RawGroup], workers: u32) -> Result<Vec<(String, Vec<u32>)>, String> {
+    if raw.is_empty() {
+        return Ok(vec![("all".into(), (1..=workers).collect())]);
+    }
+    let mut next = 1;
+    let mut out = Vec::new();
+    for g in raw {
+        if g.count <= 0 {
+            return Err(format!("workers.groups `{}`: count must be at least 1", g.name));
+        }
+        let ids: Vec<u32> = (next..next + g.count as u32).collect();
+        next += g.count as u32;
+        out.push((g.name.clone(), ids));
+    }
+    if next - 1 != workers {
+        return Err(format!("workers.groups: the group counts add up to {}, but workers.count is {workers}", next - 1));
+    }
+    Ok(out)
+}
+
+pub fn fault(i: usize, f: &RawFault, groups: &[(String, Vec<u32>)], workers: u32) -> Result<Fault, String> {
+    let dur = |v: &Option<String>, key: &str| -> Result<Option<Duration>, String> {
+        v.as_deref().map(|s| parse_duration(s).map_err(|e| format!("{key}: {e}"))).transpose()
+    };
+    let duration = dur(&f.duration, "duration")?;
+    let at = dur(&f.at, "at")?;
+    let point = f.point.as_deref().map(Point::parse).transpose()?;
+    let trigger = match (f.probability, f.every, at, f.rate) {
+        (Some(p), None, None, None) if (0.0..=1.0).contains(&p) => Trigger::Probability(p),
+        (Some(_), None, None, None) => return Err("probability must be between 0 and 1".into()),
+        (None, Some(n), None, None) if n > 0 => Trigger::Every(n as u64),
+        (None, None, Some(t), None) => Trigger::At(t),
+        (None, None, None, Some(r)) if r > 0.0 && r <= 10_000.0 => Trigger::Rate(r),
+        _ => {
+            return Err(
+                "give exactly one of probability (0..1), every (>= 1), at (a duration) or rate (per second)".into()
+            );
+        }
+    };
+    let per_job = matches!(trigger, Trigger::Probability(_) | Trigger::Every(_));
+    let need = |what: Option<Duration>, key: &str| what.ok_or_else(|| format!("kind = \"{}\" needs {key}", f.kind));
+    let kind = match f.kind.as_str() {
+        "crash" => {
+            if !per_job {
+                return Err("a crash fires per job: give probability or every, and a point".into());
+            }
+            Kind::Crash {
+                point: point.ok_or("kind = \"crash\" needs a point")?,
+                respawn_after: dur(&f.respawn_after, "respawn_after")?.unwrap_or(Duration::from_millis(100)),
+                new_identity: match f.identity.as_deref().unwrap_or("same") {
+                    "same" => false,
+                    "new" => true,
+                    other => return Err(format!("identity `{other}`; accepted: same, new")),
+                },
+            }
+        }
+        "pause" => {
+            if per_job != point.is_some() {
+                return Err(
+                    "a pause fires either per job at a point (probability/every + point) or at a time (at)".into()
+                );
+            }
+            Kind::Pause { point, duration: need(duration, "duration")? }
+        }
+        "kill_backend" => {
+            if per_job {
+                return Err("kill_backend fires at a time (at) or a rate (rate)".into());
+            }
+            Kind::KillBackend
+        }
+        "lock_hold" => {
+            if !matches!(trigger, Trigger::At(_)) {
+                return Err("lock_hold fires once at a time (at)".into());
+            }
+            Kind::LockHold { duration: need(duration, "duration")?, rows: f.rows }
+        }
+        other => return Err(format!("unknown kind `{other}`; accepted: crash, pause, kill_backend, lock_hold")),
+    };
+    let target = f.workers.as_deref().unwrap_or("all");
+    let ids = if target == "all" {
+        (1..=workers).collect()
+    } else if let Some((_, ids)) = groups.iter().find(|(g, _)| g == target) {
+        ids.clone()
+    } else if let Some(n) =
+        target.strip_prefix('w').and_then(|n| n.parse::<u32>().ok()).filter(|n| (1..=workers).contains(n))
+    {
+        vec![n]
+    } else {
+        let names: Vec<&str> = groups.iter().map(|(g, _)| g.as_str()).collect();
+        return Err(format!("workers `{target}`: accepted: all, w1..w{workers}, or a group ({})", names.join(", ")));
+    };
+    let limit = match f.limit {
+        Some(n) if n <= 0 => return Err("limit must be at least 1".into()),
+        other => other.map(|n| n as u64),
+    };
+    Ok(Fault { index: i, kind, trigger, limit, workers: ids })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(kind: &str) -> RawFault {
+        RawFault {
+            kind: kind.into(),
+            point: None,
+            probability: None,
+            every: None,
+            at: None,
+            rate: None,
+            limit: None,
+            workers: None,
+            duration: None,
+            respawn_after: None,
+            identity: None,
+            rows: None,
+        }
+    }
+
+    #[test]
+    fn job_types_spread_over_ids() {
+        let t =
+            RawJobType { name: "p".into(), count: 2, fail_probability: 0.0, fail_code: "TIMEOUT".into(), poison: true };
+        let (_, ids) = job_types(&[t], 100).unwrap();
+        let mut v: Vec<i64> = ids.keys().copied().collect();
+        v.sort();
+        assert_eq!(v, [26, 76]);
+    }
+
+    #[test]
+    fn crash_needs_a_point_and_a_per_job_trigger() {
+        let g = groups(&[], 2).unwrap();
+        let mut f = raw("crash");
+        f.probability = Some(0.01);
+        assert!(fault(0, &f, &g, 2).unwrap_err().contains("point"));
+        f.point = Some("after_claim".into());
+        assert!(matches!(fault(0, &f, &g, 2).unwrap().kind, Kind::Crash { .. }));
+        f.point = Some("later".into());
+        assert!(fault(0, &f, &g, 2).unwrap_err().contains("accepted: after_claim"));
+    }
+
+    #[test]
+    fn targets_resolve_to_worker_ids() {
+        let g = groups(&[RawGroup { name: "a".into(), count: 2 }, RawGroup { name: "b".into(), count: 1 }], 3).unwrap();
+        let mut f = raw("pause");
+        f.at = Some("1s".into());
+        f.duration = Some("2s".into());
+        f.workers = Some("b".into());
+        assert_eq!(fault(0, &f, &g, 3).unwrap().workers, [3]);
+        f.workers = Some("w2".into());
+        assert_eq!(fault(0, &f, &g, 3).unwrap().workers, [2]);
+        f.workers = Some("w9".into());
+        assert!(fault(0, &f, &g, 3).is_err());
+        assert!(groups(&[RawGroup { name: "a".into(), count: 2 }], 3).is_err());
+    }
+
+    #[test]
+    fn exactly_one_trigger() {
+        let g = groups(&[], 1).unwrap();
+        let mut f = raw("kill_backend");
+        assert!(fault(0, &f, &g, 1).is_err());
+        f.rate = Some(2.0);
+        assert_eq!(fault(0, &f, &g, 1).unwrap().trigger, Trigger::Rate(2.0));
+        f.at = Some("1s".into());
+        assert!(fault(0, &f, &g, 1).is_err());
+    }
+}
