@@ -6,7 +6,7 @@ CREATE TABLE jobs (
   queue        text        NOT NULL DEFAULT 'default',
   payload      jsonb       NOT NULL DEFAULT '{}',
   status       text        NOT NULL DEFAULT 'queued'
-               CHECK (status IN ('queued', 'running', 'done', 'failed', 'dead')),
+               CHECK (status IN ('queued', 'running', 'done', 'failed', 'dead', 'cancelled')),
   priority     int         NOT NULL DEFAULT 0,
   run_at       timestamptz NOT NULL DEFAULT now(),
   attempts     int         NOT NULL DEFAULT 0,

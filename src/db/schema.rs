@@ -73,6 +73,7 @@ pub enum Status {
     Done,
     Failed,
     Dead,
+    Cancelled,
 }
 
 impl Status {
@@ -82,6 +83,7 @@ impl Status {
             "running" => Status::Running,
             "done" => Status::Done,
             "failed" => Status::Failed,
+            "cancelled" => Status::Cancelled,
             _ => Status::Dead,
         }
     }

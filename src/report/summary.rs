@@ -78,6 +78,9 @@ pub struct Jobs {
     pub queued: u64,
     /// Jobs that used up max_attempts.
     pub dead: u64,
+    pub cancelled: u64,
+    /// Jobs claimed more than once (attempts > 1): failures, reclaims, races.
+    pub retried: u64,
     /// Jobs with more attempts than max_attempts (a reclaim that ignored the budget).
     pub attempts_exceeded: u64,
 }
@@ -103,7 +106,7 @@ pub struct Ownership {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Faults {
     pub injected: u64,
-    /// crash, pause, kill_backend, lock_hold, poison
+    /// crash, pause, kill_backend, lock_hold, poison, cancel
     pub by_kind: BTreeMap<String, u64>,
     /// Faults that hit a job whose next accepted completion came later.
     pub recovered: u64,
@@ -224,12 +227,13 @@ pub struct ExpectationResult {
 }
 
 /// The checks every run reports; `checks.<name>` is its violation count.
-pub const CHECK_NAMES: [&str; 6] = [
+pub const CHECK_NAMES: [&str; 7] = [
     "exactly_once",
     "no_lost_jobs",
     "stale_completions_accepted",
     "ownership_overlap",
     "attempts_within_budget",
+    "cancelled_jobs_not_run",
     "effects_ledger_agrees",
 ];
 
@@ -249,7 +253,7 @@ impl RunSummary {
     pub fn metric_names() -> Vec<String> {
         let mut s = RunSummary::default();
         s.effects.table_rows = Some(0);
-        for k in ["crash", "pause", "kill_backend", "lock_hold", "poison"] {
+        for k in ["crash", "pause", "kill_backend", "lock_hold", "poison", "cancel"] {
             s.faults.by_kind.insert(k.into(), 0);
         }
         s.checks = CHECK_NAMES.iter().map(|n| CheckResult { name: n.to_string(), ..Default::default() }).collect();

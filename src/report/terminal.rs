@@ -30,8 +30,8 @@ pub fn render(s: &RunSummary) -> String {
         (
             "jobs",
             format!(
-                "{} enqueued · {} completed · {} queued · {} running · {} dead · {} lost · {} over their attempt budget",
-                j.enqueued, j.completed, j.queued, j.stuck_running, j.dead, j.lost, j.attempts_exceeded
+                "{} enqueued · {} completed · {} queued · {} running · {} dead · {} cancelled · {} lost · {} over their attempt budget",
+                j.enqueued, j.completed, j.queued, j.stuck_running, j.dead, j.cancelled, j.lost, j.attempts_exceeded
             ),
         ),
         (

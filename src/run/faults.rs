@@ -155,6 +155,17 @@ async fn one(plan: &Plan, state: &FaultState, f: &Fault, config: &Config, stop: 
                 }
                 let _ = admin.batch_execute("ROLLBACK").await;
             }
+            Kind::Cancel { rows } => {
+                let pick = format!("SELECT id FROM jobs WHERE status = 'queued' ORDER BY run_at DESC LIMIT {rows}");
+                let ids: Vec<i64> =
+                    admin.query(&pick, &[]).await.map(|r| r.iter().map(|r| r.get(0)).collect()).unwrap_or_default();
+                for id in ids {
+                    let t_us = state.now_us();
+                    if let Ok(1) = admin.execute(&plan.strategy.cancel.sql, &[&id]).await {
+                        events.push(FaultEvent { t_us, kind: "cancel", worker: None, job: Some(id) });
+                    }
+                }
+            }
             Kind::Crash { .. } => {}
         }
         match f.trigger {

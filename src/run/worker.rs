@@ -319,7 +319,7 @@ impl Worker {
                 self.sh.faults.gate(self.slot, &self.sh.stop).await;
                 Ok(())
             }
-            Kind::KillBackend | Kind::LockHold { .. } => Ok(()),
+            Kind::KillBackend | Kind::LockHold { .. } | Kind::Cancel { .. } => Ok(()),
         }
     }
 

@@ -42,6 +42,8 @@ pub enum Kind {
     KillBackend,
     /// A competing session locks rows (or the table) for `duration`.
     LockHold { duration: Duration, rows: Option<i64> },
+    /// An operator cancels `rows` waiting jobs (the newest ones) with the strategy's cancel statement.
+    Cancel { rows: i64 },
 }
 
 impl Kind {
@@ -51,6 +53,7 @@ impl Kind {
             Kind::Pause { .. } => "pause",
             Kind::KillBackend => "kill_backend",
             Kind::LockHold { .. } => "lock_hold",
+            Kind::Cancel { .. } => "cancel",
         }
     }
 }
@@ -203,7 +206,18 @@ pub fn fault(i: usize, f: &RawFault, groups: &[(String, Vec<u32>)], workers: u32
             }
             Kind::LockHold { duration: need(duration, "duration")?, rows: f.rows }
         }
-        other => return Err(format!("unknown kind `{other}`; accepted: crash, pause, kill_backend, lock_hold")),
+        "cancel" => {
+            if !matches!(trigger, Trigger::At(_)) {
+                return Err("cancel fires once at a time (at)".into());
+            }
+            match f.rows {
+                Some(n) if n <= 0 => return Err("rows must be at least 1".into()),
+                n => Kind::Cancel { rows: n.unwrap_or(1) },
+            }
+        }
+        other => {
+            return Err(format!("unknown kind `{other}`; accepted: crash, pause, kill_backend, lock_hold, cancel"));
+        }
     };
     let target = f.workers.as_deref().unwrap_or("all");
     let ids = if target == "all" {

@@ -98,7 +98,7 @@ fn default_retry_cap() -> String {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawFault {
-    /// crash | pause | kill_backend | lock_hold
+    /// crash | pause | kill_backend | lock_hold | cancel
     pub kind: String,
     /// crash / pause: after_claim | mid_work | after_effect | before_complete
     pub point: Option<String>,
@@ -121,6 +121,7 @@ pub struct RawFault {
     /// crash: "same" (default) or "new" worker identity after the respawn.
     pub identity: Option<String>,
     /// lock_hold: lock this many of the oldest queued rows (default: the whole table).
+    /// cancel: cancel this many of the newest queued jobs (default 1).
     pub rows: Option<i64>,
 }
 
@@ -313,6 +314,7 @@ pub struct RawStrategy {
     pub fail: Option<String>,
     pub heartbeat: Option<String>,
     pub reclaim: Option<String>,
+    pub cancel: Option<String>,
     /// Does the claim lock the rows it picks (reported; the checkers do not trust it).
     #[serde(default)]
     pub locks_rows: bool,

@@ -24,6 +24,7 @@ pub enum Role {
     Fail,
     Heartbeat,
     Reclaim,
+    Cancel,
 }
 
 impl Role {
@@ -35,6 +36,7 @@ impl Role {
             Role::Fail => "fail",
             Role::Heartbeat => "heartbeat",
             Role::Reclaim => "reclaim",
+            Role::Cancel => "cancel",
         }
     }
 
@@ -51,6 +53,7 @@ impl Role {
             }
             Role::Heartbeat => vec![Param::Id, Param::Attempt, Param::Token, Param::Worker, Param::LeaseSecs],
             Role::Reclaim => vec![Param::RetryBaseSecs, Param::RetryCapSecs],
+            Role::Cancel => vec![Param::Id],
         }
     }
 }
@@ -80,6 +83,7 @@ pub struct Strategy {
     pub fail: Statement,
     pub heartbeat: Statement,
     pub reclaim: Statement,
+    pub cancel: Statement,
 }
 
 impl Strategy {
@@ -103,6 +107,7 @@ const COMPLETE: &str = include_str!("sql/complete.sql");
 const FAIL: &str = include_str!("sql/fail.sql");
 const HEARTBEAT: &str = include_str!("sql/heartbeat.sql");
 const RECLAIM: &str = include_str!("sql/reclaim.sql");
+const CANCEL: &str = include_str!("sql/cancel.sql");
 
 fn builtin_sql(name: &str) -> Option<(Option<&'static str>, &'static str, bool, &'static str)> {
     Some(match name {
@@ -155,6 +160,7 @@ pub fn resolve(name: &str, custom: &BTreeMap<String, RawStrategy>, fencing: Fenc
             fail: c.fail.clone().unwrap_or_else(|| FAIL.into()),
             heartbeat: c.heartbeat.clone().unwrap_or_else(|| HEARTBEAT.into()),
             reclaim: c.reclaim.clone().unwrap_or_else(|| RECLAIM.into()),
+            cancel: c.cancel.clone().unwrap_or_else(|| CANCEL.into()),
         }
     } else if let Some((select, claim, locks, desc)) = builtin_sql(name) {
         Texts {
@@ -167,6 +173,7 @@ pub fn resolve(name: &str, custom: &BTreeMap<String, RawStrategy>, fencing: Fenc
             fail: FAIL.into(),
             heartbeat: HEARTBEAT.into(),
             reclaim: RECLAIM.into(),
+            cancel: CANCEL.into(),
         }
     } else {
         let mut known: Vec<String> = BUILTINS.iter().map(|s| s.to_string()).collect();
@@ -204,6 +211,7 @@ pub fn resolve(name: &str, custom: &BTreeMap<String, RawStrategy>, fencing: Fenc
         fail: stmt(Role::Fail, &texts.fail)?,
         heartbeat: stmt(Role::Heartbeat, &texts.heartbeat)?,
         reclaim: stmt(Role::Reclaim, &texts.reclaim)?,
+        cancel: stmt(Role::Cancel, &texts.cancel)?,
     })
 }
 
@@ -218,6 +226,7 @@ struct Texts {
     fail: String,
     heartbeat: String,
     reclaim: String,
+    cancel: String,
 }
 
 #[cfg(test)]
@@ -262,6 +271,7 @@ mod tests {
                 fail: None,
                 heartbeat: None,
                 reclaim: None,
+                cancel: None,
                 locks_rows: false,
             },
         );

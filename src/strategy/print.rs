@@ -51,6 +51,7 @@ pub fn listing(plan: &Plan) -> String {
                 "fail, instead of complete when a job type fails (:backoff_secs from [retry])".into()
             }
             crate::strategy::Role::Reclaim => "reclaim".into(),
+            crate::strategy::Role::Cancel => "cancel (by [[faults]] kind = \"cancel\")".into(),
         };
         let _ = writeln!(o, "-- {what}\n{};", st.text);
     }

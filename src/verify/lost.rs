@@ -26,6 +26,8 @@ pub fn check(e: &Evidence, executed: &Executed) -> (Jobs, CheckResult, CheckResu
         stuck_running: count(Status::Running),
         queued: count(Status::Queued),
         dead: count(Status::Dead),
+        cancelled: count(Status::Cancelled),
+        retried: rows.iter().filter(|j| j.attempts > 1).count() as u64,
         attempts_exceeded: over.len() as u64,
     };
     let lost = CheckResult {

@@ -49,6 +49,7 @@ pub fn verify(e: &Evidence) -> Verification {
     let (ownership, overlap) = ownership::check(&per_job);
     let faults = recovery::check(e.faults, &per_job);
     let mut checks = vec![once, lost, stale_check, overlap, budget];
+    checks.extend(recovery::cancel_check(e.faults, &per_job));
     checks.extend(ledger::check(e, executions.total));
     Verification { jobs, executions, completions, stale, ownership, faults, checks }
 }
@@ -144,6 +145,19 @@ mod tests {
         let journal = [ev(1, 7, 3, 2, Claimed), ev(2, 7, 2, 1, Claimed), ev(3, 7, 3, 2, Accepted)];
         let v = verify(&evidence(&journal, &[row(7, Status::Done)], 1, None));
         assert_eq!(v.completions.stale_accepted, 0);
+    }
+
+    #[test]
+    fn a_cancelled_job_that_runs_afterwards_is_caught() {
+        let journal = [ev(10, 5, 1, 1, Claimed), ev(11, 5, 1, 1, Executed), ev(12, 5, 1, 1, Accepted)];
+        let cancel = [FaultEvent { t_us: 5, kind: "cancel", worker: None, job: Some(5) }];
+        let jobs = [row(5, Status::Done)];
+        let mut e = evidence(&journal, &jobs, 1, None);
+        e.faults = &cancel;
+        let v = verify(&e);
+        assert_eq!(failed(&v), ["cancelled_jobs_not_run"]);
+        assert_eq!(v.faults.by_kind["cancel"], 1);
+        assert_eq!((v.faults.recovered, v.faults.unrecovered), (0, 0), "a cancel is not a fault to recover from");
     }
 
     #[test]

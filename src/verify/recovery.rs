@@ -1,23 +1,48 @@
 //! Faults and recovery: for each fault that hit a job, the time from the
 //! fault to that job's next accepted completion. A job never completed
-//! after its fault is unrecovered (it may legitimately be dead).
+//! after its fault is unrecovered (it may legitimately be dead). And
+//! cancellations: a job cancelled while waiting must never run afterwards.
 
+use super::examples;
 use crate::collect::{Event, EventKind, FaultEvent};
-use crate::report::summary::Faults;
+use crate::report::summary::{CheckResult, Faults};
+
+fn events_of<'a>(per_job: &[&'a [Event]], job: i64) -> &'a [Event] {
+    per_job.binary_search_by_key(&job, |events| events[0].job).map_or(&[], |i| per_job[i])
+}
+
+/// Jobs executed after their cancellation was accepted (None when nothing was cancelled).
+pub fn cancel_check(faults: &[FaultEvent], per_job: &[&[Event]]) -> Option<CheckResult> {
+    let bad: Vec<i64> = faults
+        .iter()
+        .filter(|f| f.kind == "cancel")
+        .filter_map(|f| {
+            f.job.filter(|&j| events_of(per_job, j).iter().any(|e| e.kind == EventKind::Executed && e.t_us > f.t_us))
+        })
+        .collect();
+    let cancelled = faults.iter().filter(|f| f.kind == "cancel").count();
+    if cancelled == 0 {
+        return None;
+    }
+    Some(CheckResult {
+        name: "cancelled_jobs_not_run".into(),
+        passed: bad.is_empty(),
+        violations: bad.len() as u64,
+        detail: format!("{cancelled} jobs cancelled while waiting, {} of them executed afterwards", bad.len()),
+        examples: examples(bad),
+    })
+}
 
 pub fn check(faults: &[FaultEvent], per_job: &[&[Event]]) -> Faults {
     let mut f = Faults::default();
-    for k in ["crash", "pause", "kill_backend", "lock_hold", "poison"] {
+    for k in ["crash", "pause", "kill_backend", "lock_hold", "poison", "cancel"] {
         f.by_kind.insert(k.into(), 0);
     }
     for ev in faults {
         *f.by_kind.entry(ev.kind.to_string()).or_default() += 1;
         f.injected += 1;
-        let Some(job) = ev.job else { continue };
-        let done = per_job
-            .binary_search_by_key(&job, |events| events[0].job)
-            .ok()
-            .and_then(|i| per_job[i].iter().find(|e| e.kind == EventKind::Accepted && e.t_us >= ev.t_us));
+        let Some(job) = ev.job.filter(|_| ev.kind != "cancel") else { continue };
+        let done = events_of(per_job, job).iter().find(|e| e.kind == EventKind::Accepted && e.t_us >= ev.t_us);
         match done {
             Some(d) => {
                 let ms = (d.t_us - ev.t_us) as f64 / 1000.0;

@@ -34,6 +34,14 @@ impl Run {
         v.as_f64().unwrap_or_else(|| panic!("{path} is not a number in summary.json"))
     }
 
+    /// A check's violation count from summary.json's `checks` list.
+    pub fn check(&self, name: &str) -> u64 {
+        let summary = self.summary();
+        let check = summary["checks"].as_array().unwrap().iter().find(|c| c["name"] == name).cloned();
+        let check = check.unwrap_or_else(|| panic!("no check {name} in summary.json"));
+        check["violations"].as_u64().unwrap()
+    }
+
     /// Nothing left in the run's TMPDIR and no postgres process using it.
     pub fn assert_clean(&self) {
         let left: Vec<_> = std::fs::read_dir(self.tmp.path()).unwrap().flatten().map(|e| e.path()).collect();

@@ -1,0 +1,195 @@
+//! Every fault kind and every fencing mode against a real PostgreSQL, with
+//! the checker counts asserted from summary.json.
+
+mod common;
+use common::{queuebench, repo};
+
+fn run(name: &str, sets: &[&str]) -> common::Run {
+    let s = repo(&format!("scenarios/{name}.toml"));
+    let mut args = vec!["run", s.to_str().unwrap()];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    let r = queuebench(&args);
+    r.assert_clean();
+    r
+}
+
+fn gc_pause(fencing: &str) -> common::Run {
+    let r = run(&format!("gc-pause-fencing-{fencing}"), &[]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.num("faults.by_kind.pause"), 1.0);
+    assert_eq!(r.num("jobs.lost"), 0.0);
+    assert_eq!(r.num("executions.duplicate_race"), 0.0, "a pause never makes a racing claim");
+    r
+}
+
+#[test]
+fn pause_past_the_lease_without_fencing_lands_a_stale_completion() {
+    let r = gc_pause("none");
+    assert_eq!(r.num("completions.stale_accepted"), 1.0);
+    assert_eq!(r.num("completions.stale_rejected"), 0.0);
+    assert_eq!(r.num("ownership.overlapping_jobs"), 1.0);
+}
+
+#[test]
+fn pause_past_the_lease_with_status_fencing_still_lands_it() {
+    let r = gc_pause("status");
+    assert_eq!(r.num("completions.stale_accepted"), 1.0);
+    assert_eq!(r.num("completions.stale_rejected"), 0.0);
+}
+
+#[test]
+fn pause_past_the_lease_with_attempts_fencing_is_rejected() {
+    let r = gc_pause("attempts");
+    assert_eq!(r.num("completions.stale_accepted"), 0.0);
+    assert_eq!(r.num("completions.stale_rejected"), 1.0);
+    assert_eq!(r.num("executions.duplicate_lease_expired"), 1.0, "both holders ran it: at-least-once");
+}
+
+#[test]
+fn pause_past_the_lease_with_token_fencing_is_rejected() {
+    let r = gc_pause("token");
+    assert_eq!(r.num("completions.stale_accepted"), 0.0);
+    assert_eq!(r.num("completions.stale_rejected"), 1.0);
+    assert_eq!(r.check("stale_completions_accepted"), 0);
+}
+
+#[test]
+fn crashes_after_claim_are_recovered_and_consume_attempts() {
+    let r = run("crash-recovery", &["jobs.preload=600", "expect.\"jobs.completed\"=== 600"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let crashes = r.num("faults.by_kind.crash");
+    assert!(crashes > 0.0);
+    assert_eq!(r.num("jobs.completed"), 600.0);
+    assert_eq!(r.num("jobs.lost"), 0.0);
+    assert_eq!(r.num("faults.unrecovered"), 0.0);
+    assert!(r.num("claims.reconnects") >= crashes, "every crash respawns with a new connection");
+    let retried = r.num("jobs.retried");
+    assert!(retried > 0.0 && retried <= crashes, "retried {retried}, crashes {crashes}");
+    assert!(r.num("reaper.reclaimed") >= retried);
+}
+
+#[test]
+fn a_poison_job_ends_dead_after_max_attempts_without_blocking_others() {
+    let r = run("poison-job", &["jobs.preload=200", "expect.\"jobs.completed\"=== 199"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.num("jobs.dead"), 1.0);
+    assert_eq!(r.num("jobs.completed"), 199.0);
+    assert_eq!(r.num("faults.by_kind.poison"), 3.0, "one crash per attempt, max_attempts = 3");
+    assert_eq!(r.num("reaper.marked_dead"), 1.0);
+    assert_eq!(r.num("jobs.lost"), 0.0);
+}
+
+#[test]
+fn heartbeats_keep_long_jobs_and_their_absence_duplicates_them() {
+    let on = run("heartbeat-long-jobs", &[]);
+    assert_eq!(on.code, 0, "{}\n{}", on.stdout, on.stderr);
+    assert_eq!(on.num("executions.duplicate"), 0.0);
+    assert!(on.num("stale.heartbeats_accepted") > 0.0);
+    let off = run("heartbeat-off-long-jobs", &[]);
+    assert_eq!(off.code, 0, "{}\n{}", off.stdout, off.stderr);
+    assert!(off.num("executions.duplicate_lease_expired") > 0.0);
+    assert_eq!(off.num("executions.duplicate_race"), 0.0);
+    assert_eq!(off.num("jobs.dead"), 8.0);
+}
+
+#[test]
+fn killed_backends_are_counted_and_nothing_is_lost() {
+    let r = run("backend-kill", &["jobs.preload=1500", "expect.\"jobs.completed\"=== 1500"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let kills = r.num("faults.by_kind.kill_backend");
+    assert!(kills > 0.0);
+    assert!(r.num("claims.reconnects") > 0.0);
+    assert!(r.num("errors.total") > 0.0, "the workers saw the kills");
+    assert_eq!(r.num("jobs.completed"), 1500.0);
+    assert_eq!(r.num("jobs.lost"), 0.0);
+}
+
+#[test]
+fn a_group_pause_freezes_the_group_and_the_others_finish_its_jobs() {
+    let r = run("group-pause", &[]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.num("reaper.reclaimed") >= 1.0);
+    assert_eq!(r.check("stale_completions_accepted"), 0);
+    assert_eq!(r.num("jobs.completed"), 60.0);
+}
+
+#[test]
+fn a_held_row_lock_stalls_for_update_but_not_skip_locked() {
+    let fu = run("lock-hold-for-update", &["jobs.preload=800", "expect.\"jobs.completed\"=== 800"]);
+    assert_eq!(fu.code, 0, "{}\n{}", fu.stdout, fu.stderr);
+    assert!(fu.num("latency_ms.claim.max") >= 900.0, "blocked for the 1 s hold");
+    let sl = run(
+        "lock-hold-for-update",
+        &[
+            "workers.strategy=skip-locked",
+            "jobs.preload=800",
+            "expect.\"jobs.completed\"=== 800",
+            "expect.\"latency_ms.claim.max\"=>= 0",
+        ],
+    );
+    assert_eq!(sl.code, 0, "{}\n{}", sl.stdout, sl.stderr);
+    assert_eq!(sl.num("faults.by_kind.lock_hold"), 1.0);
+    assert_eq!(sl.num("executions.duplicate"), 0.0);
+}
+
+#[test]
+fn cancelled_waiting_jobs_never_run() {
+    let r = run("cancel-waiting-jobs", &[]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.num("jobs.cancelled"), 200.0);
+    assert_eq!(r.check("cancelled_jobs_not_run"), 0);
+}
+
+#[test]
+fn failing_job_types_retry_with_backoff_then_go_dead() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fail.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "flaky"
+[jobs]
+preload = 100
+max_attempts = 3
+[[jobs.types]]
+name = "always-fails"
+count = 2
+fail_probability = 1.0
+fail_code = "PERMANENT"
+[[jobs.types]]
+name = "flaky"
+count = 20
+fail_probability = 0.5
+fail_code = "RATE_LIMIT"
+[workers]
+count = 3
+[retry]
+base = "5ms"
+cap = "20ms"
+[[faults]]
+kind = "crash"
+point = "mid_work"
+every = 10
+respawn_after = "10ms"
+identity = "new"
+[lease]
+duration = "200ms"
+reclaim = "reaper"
+reaper_interval = "50ms"
+[expect]
+"jobs.dead" = ">= 2"
+"jobs.lost" = "== 0"
+"stale.fails_accepted" = "> 0"
+"checks.attempts_within_budget" = "== 0"
+"#,
+    )
+    .unwrap();
+    let r = queuebench(&["run", file.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.num("jobs.dead") + r.num("jobs.completed"), 100.0, "every job ends done or dead");
+    assert!(r.num("faults.by_kind.crash") > 0.0);
+    assert_eq!(r.num("stale.fail_stale_accepted"), 0.0);
+    r.assert_clean();
+}
