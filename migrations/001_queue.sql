@@ -4,6 +4,7 @@
 CREATE TABLE jobs (
   id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   queue        text        NOT NULL DEFAULT 'default',
+  class        text        NOT NULL DEFAULT 'default',  -- the harness's job class (open-model producers)
   payload      jsonb       NOT NULL DEFAULT '{}',
   status       text        NOT NULL DEFAULT 'queued'
                CHECK (status IN ('queued', 'running', 'done', 'failed', 'dead', 'cancelled')),
@@ -29,4 +30,12 @@ CREATE TABLE effects (
   worker  int         NOT NULL,
   attempt int         NOT NULL,
   at      timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+-- A stand-in for the application's own table: with jobs.business_row = true
+-- every job is enqueued in the same transaction as a row here (seed 004).
+CREATE TABLE business_rows (
+  id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  payload    jsonb       NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
 );

@@ -20,6 +20,11 @@ pub struct Cli {
 pub enum Command {
     /// Run scenarios against a real PostgreSQL and check what happened.
     Run(RunArgs),
+    /// Rebuild summary.csv, charts/ and report.html of a finished run from its files (no database).
+    Report {
+        /// A run folder (holding summary.json and timeseries.csv).
+        dir: PathBuf,
+    },
     /// Check scenario files without running them.
     Validate {
         #[arg(required = true)]

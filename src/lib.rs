@@ -10,25 +10,26 @@ pub mod collect;
 pub mod db;
 pub mod error;
 pub mod gate;
+pub mod pipeline;
 pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod strategy;
 pub mod verify;
 
-use cli::{Cli, Command, RunArgs};
-use db::{Database, Kind, schema};
+use cli::{Cli, Command};
+use db::{Database, schema};
 use error::{Error, ExitCode, Result};
-use report::build::{self, Context};
-use report::summary::{DatabaseInfo, RunSummary};
-use scenario::Plan;
+use report::summary::RunSummary;
+use report::timeseries::Timeseries;
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 /// Runs a parsed command line; never panics on bad input, returns the exit code.
 pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
     let result = match cli.command {
-        Command::Run(args) => run_files(&args, &interrupt).await,
+        Command::Run(args) => pipeline::run_files(&args, &interrupt).await,
+        Command::Report { dir } => rebuild_report(&dir),
         Command::Validate { files, overrides } => validate(&files, &overrides.set),
         Command::Sql { file, overrides, pgbench } => print_sql(&file, &overrides.set, pgbench),
         Command::Prepare { file, overrides, database_url, schema } => {
@@ -42,133 +43,18 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
     })
 }
 
-async fn run_files(args: &RunArgs, interrupt: &CancellationToken) -> Result<ExitCode> {
-    // Validate every file before running any: a typo in the third file should not cost two runs.
-    let plans = args
-        .files
-        .iter()
-        .map(|f| scenario::plan_from_file(f, &args.overrides.set, args.seed))
-        .collect::<Result<Vec<Plan>>>()?;
-    let mut worst = ExitCode::Passed;
-    for plan in &plans {
-        if interrupt.is_cancelled() {
-            break;
-        }
-        let out_dir = match (&args.out, plans.len()) {
-            (Some(out), 1) => out.clone(),
-            (Some(out), _) => out.join(&plan.name),
-            (None, _) => PathBuf::from("results").join(&plan.name).join(run_id()),
-        };
-        let code = match run_one(plan, args, &out_dir, interrupt).await {
-            Ok(summary) => {
-                if args.quiet {
-                    println!("{}: {}", plan.name, if summary.passed { "passed" } else { "FAILED" });
-                } else {
-                    print!("{}", report::terminal::render(&summary));
-                    println!("  results        {}", out_dir.display());
-                }
-                gate::verdict(&summary)
-            }
-            Err(e) => {
-                eprintln!("error: {}: {e}", plan.name);
-                e.exit_code()
-            }
-        };
-        worst = worst.worst(code);
-    }
-    Ok(worst)
-}
-
-fn run_id() -> String {
-    format!("{}-{:04x}", chrono::Utc::now().format("%Y%m%dT%H%M%S"), rand::random::<u16>())
-}
-
-/// One scenario, start to finish. The database is torn down whatever happens.
-pub async fn run_one(plan: &Plan, args: &RunArgs, out_dir: &Path, interrupt: &CancellationToken) -> Result<RunSummary> {
-    std::fs::create_dir_all(out_dir)
-        .map_err(|e| Error::usage(format!("cannot create the results folder {}: {e}", out_dir.display())))?;
-    let run_id = run_id();
-    let schema_name = format!("queuebench_{}", run_id.replace(['-', 'T'], "_").to_lowercase());
-    let started_at = chrono::Utc::now().to_rfc3339();
-    let db = Database::open(args.database_url.as_deref(), &plan.pg_settings, schema_name, args.keep).await?;
-    let result = run_on(
-        plan,
-        &db,
-        interrupt,
-        Context { run_id, started_at, database: DatabaseInfo::default(), effects_rows: None },
-    )
-    .await;
-    let teardown = db.teardown().await;
-    let (summary, hist) = result?;
-    teardown?;
-    report::write_run_folder(out_dir, &summary, &hist, &resolved_text(plan))?;
-    Ok(summary)
-}
-
-async fn run_on(
-    plan: &Plan,
-    db: &Database,
-    interrupt: &CancellationToken,
-    mut ctx: Context,
-) -> Result<(RunSummary, hdrhistogram::Histogram<u64>)> {
-    let setup = db.connect_admin().await?;
-    let slots = schema::connection_slots(&setup).await?;
-    if i64::from(plan.workers) + 2 > slots {
-        return Err(Error::usage(format!(
-            "{} workers need {} connections but {} has only {slots} free; lower workers.count{}",
-            plan.workers,
-            plan.workers + 2,
-            db.target,
-            if db.kind == Kind::Ephemeral {
-                " or set [postgres.settings] max_connections"
-            } else {
-                " or raise max_connections"
-            }
-        )));
-    }
-    ctx.database = DatabaseInfo {
-        kind: db.kind.name().into(),
-        target: db.target.clone(),
-        schema: db.schema.clone(),
-        server_version: schema::server_version(&setup).await,
-        settings_applied: match db.kind {
-            Kind::Ephemeral => plan.pg_settings.iter().cloned().collect(),
-            Kind::Url => Default::default(),
-        },
-        settings_reported: match db.kind {
-            Kind::Url => schema::report_settings(&setup, &plan.pg_settings).await,
-            Kind::Ephemeral => Default::default(),
-        },
+/// `queuebench report DIR`: summary.json, summary.csv, charts and report.html again from a run's files.
+fn rebuild_report(dir: &Path) -> Result<ExitCode> {
+    let read = |name: &str| {
+        std::fs::read_to_string(dir.join(name))
+            .map_err(|e| Error::usage(format!("cannot read {}: {e}", dir.join(name).display())))
     };
-    drop(setup);
-    let client = schema::install(db, plan.preload, plan.max_attempts).await?;
-    let output = run::run(plan, db, interrupt).await?;
-    for f in &output.failures {
-        eprintln!("warning: {f}");
-    }
-    let final_jobs = schema::final_state(&client).await?;
-    ctx.effects_rows = if plan.effects_table { Some(schema::effects_rows(&client).await?) } else { None };
-    let evidence = verify::Evidence {
-        journal: &output.journal,
-        final_jobs: &final_jobs,
-        enqueued: plan.preload,
-        effects_rows: ctx.effects_rows,
-        faults: &output.faults,
-        lease: plan.lease,
-    };
-    let verification = verify::verify(&evidence);
-    let hist = output.stats.claim_latency.clone();
-    Ok((build::build(plan, ctx, &output, verification), hist))
-}
-
-/// The scenario as run: the file's text plus the overrides and seed that applied.
-fn resolved_text(plan: &Plan) -> String {
-    let mut t = plan.source.text.clone();
-    t.push_str(&format!("\n# queuebench: resolved seed = {}\n", plan.seed));
-    for o in &plan.source.overrides {
-        t.push_str(&format!("# queuebench: --set {o}\n"));
-    }
-    t
+    let summary: RunSummary = serde_json::from_str(&read("summary.json")?)
+        .map_err(|e| Error::usage(format!("{}: not a queuebench summary: {e}", dir.join("summary.json").display())))?;
+    let ts = Timeseries::read(&dir.join("timeseries.csv"))?;
+    report::render(dir, &summary, &ts, &read("scenario.toml").unwrap_or_default())?;
+    println!("rebuilt {}", dir.join("report.html").display());
+    Ok(ExitCode::Passed)
 }
 
 fn validate(files: &[PathBuf], sets: &[String]) -> Result<ExitCode> {

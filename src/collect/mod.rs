@@ -3,6 +3,8 @@
 //! latency. Nothing here is shared while the run is hot; the runner merges
 //! the workers' parts with `+=` at the end.
 
+pub mod waits;
+
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::ops::AddAssign;
@@ -68,7 +70,33 @@ pub struct FaultEvent {
     pub job: Option<i64>,
 }
 
-/// Counters and the claim-latency histogram of one worker (or, merged, of all).
+/// Latencies a worker measures itself, in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Latency {
+    /// The claim statement (select + claim for a two-statement strategy).
+    Claim,
+    /// The claim's whole transaction: BEGIN to COMMIT in hold-transaction mode,
+    /// the claim statement in lease mode.
+    ClaimTx,
+    Work,
+    Complete,
+}
+
+/// Per-second counts, indexed by whole seconds since the start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Second {
+    pub claims: u32,
+    pub empty_claims: u32,
+    pub executions: u32,
+    pub completions: u32,
+}
+
+fn histogram() -> Histogram<u64> {
+    // 1 µs to 1 h at 3 significant digits; values above are clamped.
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
+}
+
+/// Counters and latency histograms of one worker (or, merged, of all).
 #[derive(Debug, Clone)]
 pub struct WorkerStats {
     pub claims: u64,
@@ -77,8 +105,13 @@ pub struct WorkerStats {
     pub reconnects: u64,
     pub heartbeats: u64,
     pub errors: BTreeMap<String, u64>,
-    /// Claim statement latency in microseconds.
     pub claim_latency: Histogram<u64>,
+    pub claim_tx_latency: Histogram<u64>,
+    pub work_latency: Histogram<u64>,
+    pub complete_latency: Histogram<u64>,
+    /// (ms since start, µs) of every claim statement: the claim-latency time series and interval log.
+    pub claim_samples: Vec<(u32, u32)>,
+    pub per_second: Vec<Second>,
 }
 
 impl Default for WorkerStats {
@@ -90,15 +123,38 @@ impl Default for WorkerStats {
             reconnects: 0,
             heartbeats: 0,
             errors: BTreeMap::new(),
-            // 1 µs to 1 h at 3 significant digits; values above are clamped.
-            claim_latency: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds"),
+            claim_latency: histogram(),
+            claim_tx_latency: histogram(),
+            work_latency: histogram(),
+            complete_latency: histogram(),
+            claim_samples: Vec::new(),
+            per_second: Vec::new(),
         }
     }
 }
 
 impl WorkerStats {
-    pub fn record_claim_latency(&mut self, micros: u64) {
-        self.claim_latency.saturating_record(micros.max(1));
+    /// Records a latency measured at `t_us` after the start.
+    pub fn record(&mut self, which: Latency, t_us: u64, micros: u64) {
+        let v = micros.max(1);
+        match which {
+            Latency::Claim => {
+                self.claim_latency.saturating_record(v);
+                self.claim_samples.push(((t_us / 1000) as u32, v.min(u64::from(u32::MAX)) as u32));
+            }
+            Latency::ClaimTx => self.claim_tx_latency.saturating_record(v),
+            Latency::Work => self.work_latency.saturating_record(v),
+            Latency::Complete => self.complete_latency.saturating_record(v),
+        }
+    }
+
+    /// The counters of the second `t_us` falls in.
+    pub fn second(&mut self, t_us: u64) -> &mut Second {
+        let i = (t_us / 1_000_000) as usize;
+        if self.per_second.len() <= i {
+            self.per_second.resize(i + 1, Second::default());
+        }
+        &mut self.per_second[i]
     }
 
     pub fn record_error(&mut self, code: &str) {
@@ -116,8 +172,35 @@ impl AddAssign<&WorkerStats> for WorkerStats {
         for (k, v) in &other.errors {
             *self.errors.entry(k.clone()).or_default() += v;
         }
-        self.claim_latency.add(&other.claim_latency).expect("histograms share bounds");
+        for (mine, theirs) in [
+            (&mut self.claim_latency, &other.claim_latency),
+            (&mut self.claim_tx_latency, &other.claim_tx_latency),
+            (&mut self.work_latency, &other.work_latency),
+            (&mut self.complete_latency, &other.complete_latency),
+        ] {
+            mine.add(theirs).expect("histograms share bounds");
+        }
+        self.claim_samples.extend_from_slice(&other.claim_samples);
+        if self.per_second.len() < other.per_second.len() {
+            self.per_second.resize(other.per_second.len(), Second::default());
+        }
+        for (a, b) in self.per_second.iter_mut().zip(&other.per_second) {
+            a.claims += b.claims;
+            a.empty_claims += b.empty_claims;
+            a.executions += b.executions;
+            a.completions += b.completions;
+        }
     }
+}
+
+/// One open-model arrival: when the job was meant to be enqueued and when it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arrival {
+    pub job: i64,
+    /// Index into the plan's classes.
+    pub class: u16,
+    pub intended_us: u64,
+    pub sent_us: u64,
 }
 
 #[cfg(test)]
@@ -129,14 +212,18 @@ mod tests {
         let mut a = WorkerStats::default();
         let mut b = WorkerStats::default();
         a.claims = 2;
-        a.record_claim_latency(100);
+        a.record(Latency::Claim, 10, 100);
+        a.second(2_500_000).claims += 1;
         b.claims = 3;
-        b.record_claim_latency(300);
+        b.record(Latency::Claim, 20, 300);
+        b.second(500_000).claims += 2;
         b.record_error("40P01");
         a += &b;
         assert_eq!(a.claims, 5);
         assert_eq!(a.claim_latency.len(), 2);
         assert_eq!(a.errors["40P01"], 1);
         assert!(a.claim_latency.max() >= 300);
+        assert_eq!(a.claim_samples.len(), 2);
+        assert_eq!(a.per_second.iter().map(|s| s.claims).collect::<Vec<_>>(), [2, 0, 1]);
     }
 }

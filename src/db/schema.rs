@@ -3,7 +3,7 @@
 
 use super::{Database, error_text};
 use crate::error::{Error, Result};
-use crate::report::summary::SettingReport;
+use crate::report::summary::{Environment, SettingReport};
 use std::collections::BTreeMap;
 use tokio_postgres::Client;
 
@@ -140,4 +140,26 @@ pub async fn connection_slots(client: &Client) -> Result<i64> {
         .await
         .map_err(|e| sql_error("reading max_connections", &e))?;
     Ok(row.get(0))
+}
+
+/// The machine and the server's non-default settings, recorded once per run.
+pub async fn environment(client: &Client) -> Environment {
+    let pg_settings = client
+        .query("SELECT name, setting FROM pg_settings WHERE source NOT IN ('default', 'override') ORDER BY name", &[])
+        .await
+        .map(|rows| rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        .unwrap_or_default();
+    let memory_kib: f64 = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines().find(|l| l.starts_with("MemTotal:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0.0);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    Environment {
+        cores: std::thread::available_parallelism().map_or(0, |n| n.get() as u64),
+        memory_gib: memory_kib / 1_048_576.0,
+        os: format!("{} {}", std::env::consts::OS, kernel.trim()),
+        pg_settings,
+    }
 }

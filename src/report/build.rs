@@ -3,9 +3,11 @@
 
 use super::percentiles;
 use super::summary::*;
+use crate::collect::waits::Waits;
 use crate::gate;
 use crate::run::RunOutput;
 use crate::scenario::Plan;
+use crate::scenario::load_model::DEFAULT_CLASS;
 use crate::verify::Verification;
 
 pub struct Context {
@@ -13,9 +15,10 @@ pub struct Context {
     pub started_at: String,
     pub database: DatabaseInfo,
     pub effects_rows: Option<u64>,
+    pub environment: Environment,
 }
 
-pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification) -> RunSummary {
+pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Waits) -> RunSummary {
     let secs = out.duration.as_secs_f64().max(1e-9);
     let st = &out.stats;
     let mut s = RunSummary {
@@ -57,7 +60,39 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification) -> Run
         },
         errors: Errors { total: st.errors.values().sum(), by_code: st.errors.clone() },
         effects: Effects { journal: 0, table_rows: ctx.effects_rows },
-        latency_ms: Latencies { claim: percentiles(&st.claim_latency) },
+        latency_ms: Latencies {
+            claim: percentiles(&st.claim_latency),
+            claim_tx: percentiles(&st.claim_tx_latency),
+            work: percentiles(&st.work_latency),
+            complete: percentiles(&st.complete_latency),
+            queue_wait: std::iter::once(DEFAULT_CLASS)
+                .chain(plan.load.classes.iter().map(|c| c.name.as_str()))
+                .zip(&w.queue_wait)
+                .map(|(name, h)| (name.to_string(), percentiles(h)))
+                .collect(),
+            end_to_end: percentiles(&w.end_to_end),
+        },
+        producer: Producer {
+            planned: out.arrivals.len() as u64 + out.unsent + out.producer_errors,
+            sent: out.arrivals.len() as u64,
+            unsent: out.unsent,
+            errors: out.producer_errors,
+            lag_ms: percentiles(&w.producer_lag),
+            excluded_warmup: w.excluded_warmup,
+        },
+        phases: plan
+            .load
+            .phases
+            .iter()
+            .map(|p| PhaseInfo {
+                name: p.name.clone(),
+                start_s: p.start.as_secs_f64(),
+                duration_s: p.duration.as_secs_f64(),
+                rate: p.rate,
+                warmup: p.warmup,
+            })
+            .collect(),
+        environment: ctx.environment,
         checks: v.checks,
         expectations: Vec::new(),
         passed: false,

@@ -2,12 +2,13 @@
 //! `summary.json`; `schema_version` changes whenever a field is renamed or
 //! removed (adding fields does not). Exporters never recompute statistics.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RunSummary {
     pub schema_version: u32,
     pub queuebench_version: String,
@@ -39,12 +40,16 @@ pub struct RunSummary {
     pub effects: Effects,
     pub throughput: Throughput,
     pub latency_ms: Latencies,
+    pub producer: Producer,
+    pub phases: Vec<PhaseInfo>,
+    pub environment: Environment,
     pub checks: Vec<CheckResult>,
     pub expectations: Vec<ExpectationResult>,
     pub passed: bool,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct DatabaseInfo {
     /// `ephemeral` or `url`.
     pub kind: String,
@@ -58,13 +63,15 @@ pub struct DatabaseInfo {
     pub settings_reported: BTreeMap<String, SettingReport>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SettingReport {
     pub wanted: String,
     pub actual: String,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Jobs {
     pub enqueued: u64,
     /// Jobs in status `done` at the end.
@@ -86,7 +93,8 @@ pub struct Jobs {
 }
 
 /// Stale failures and heartbeats (stale completions are in `completions`).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Stale {
     pub fails_accepted: u64,
     pub fails_rejected: u64,
@@ -97,13 +105,15 @@ pub struct Stale {
     pub heartbeat_stale_accepted: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Ownership {
     /// Jobs that two workers believed they owned at the same moment.
     pub overlapping_jobs: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Faults {
     pub injected: u64,
     /// crash, pause, kill_backend, lock_hold, poison, cancel
@@ -118,14 +128,16 @@ pub struct Faults {
     pub recovery_ms_total: f64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Reaper {
     pub runs: u64,
     pub reclaimed: u64,
     pub marked_dead: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Executions {
     pub total: u64,
     /// Executions beyond the first of each job.
@@ -141,7 +153,8 @@ pub struct Executions {
     pub max_per_job: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Completions {
     /// Completion statements that updated the job (1 row).
     pub accepted: u64,
@@ -153,7 +166,8 @@ pub struct Completions {
     pub stale_rejected: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Claims {
     /// Claim round trips (each may return up to `batch` jobs).
     pub total: u64,
@@ -166,14 +180,16 @@ pub struct Claims {
     pub reconnects: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Errors {
     pub total: u64,
     /// Errors by SQLSTATE (or `io` for a lost connection).
     pub by_code: BTreeMap<String, u64>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Effects {
     /// Executions in the harness's in-memory journal.
     pub journal: u64,
@@ -181,7 +197,8 @@ pub struct Effects {
     pub table_rows: Option<u64>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Throughput {
     /// Executions per second of run time.
     pub jobs_per_sec: f64,
@@ -190,13 +207,61 @@ pub struct Throughput {
     pub duration_s: f64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Latencies {
+    /// The claim statement.
     pub claim: Percentiles,
+    /// BEGIN to COMMIT in hold-transaction mode; the claim statement in lease mode.
+    pub claim_tx: Percentiles,
+    pub work: Percentiles,
+    pub complete: Percentiles,
+    /// Intended enqueue time to first claim, per class ("default" = preloaded).
+    pub queue_wait: BTreeMap<String, Percentiles>,
+    /// Intended enqueue time to accepted completion.
+    pub end_to_end: Percentiles,
+}
+
+/// The open-model producers.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Producer {
+    /// Arrivals the schedule planned (sent + unsent).
+    pub planned: u64,
+    pub sent: u64,
+    /// Arrivals not sent before the load ended or the run stopped.
+    pub unsent: u64,
+    pub errors: u64,
+    /// How late arrivals were sent after their intended time.
+    pub lag_ms: Percentiles,
+    /// Jobs left out of the latencies because they were meant to arrive in a warm-up phase.
+    pub excluded_warmup: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PhaseInfo {
+    pub name: String,
+    pub start_s: f64,
+    pub duration_s: f64,
+    pub rate: f64,
+    pub warmup: bool,
+}
+
+/// The machine and server, recorded once.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Environment {
+    pub cores: u64,
+    pub memory_gib: f64,
+    pub os: String,
+    /// Settings whose source is not the default (from pg_settings).
+    pub pg_settings: BTreeMap<String, String>,
 }
 
 /// Milliseconds.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Percentiles {
     pub count: u64,
     pub p50: f64,
@@ -207,7 +272,8 @@ pub struct Percentiles {
     pub max: f64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CheckResult {
     pub name: String,
     pub passed: bool,
@@ -218,7 +284,8 @@ pub struct CheckResult {
     pub examples: Vec<i64>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ExpectationResult {
     pub name: String,
     pub expression: String,
@@ -250,8 +317,11 @@ impl RunSummary {
     }
 
     /// The metric paths an expectation may name (known before any run).
-    pub fn metric_names() -> Vec<String> {
+    pub fn metric_names(classes: &[&str]) -> Vec<String> {
         let mut s = RunSummary::default();
+        for c in std::iter::once("default").chain(classes.iter().copied()) {
+            s.latency_ms.queue_wait.insert(c.to_string(), Percentiles::default());
+        }
         s.effects.table_rows = Some(0);
         for k in ["crash", "pause", "kill_backend", "lock_hold", "poison", "cancel"] {
             s.faults.by_kind.insert(k.into(), 0);
@@ -274,7 +344,13 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, f64>)
                 // Free-form maps are not metrics; neither are lists or the version.
                 if matches!(
                     k.as_str(),
-                    "by_code" | "settings_applied" | "settings_reported" | "schema_version" | "seed"
+                    "by_code"
+                        | "settings_applied"
+                        | "settings_reported"
+                        | "schema_version"
+                        | "seed"
+                        | "pg_settings"
+                        | "phases"
                 ) {
                     continue;
                 }
@@ -292,13 +368,15 @@ mod tests {
 
     #[test]
     fn metric_names_cover_the_documented_fields() {
-        let names = RunSummary::metric_names();
+        let names = RunSummary::metric_names(&[]);
         for n in [
             "jobs.lost",
             "executions.duplicate",
             "completions.rejected",
             "throughput.jobs_per_sec",
             "latency_ms.claim.p99",
+            "latency_ms.queue_wait.default.p95",
+            "producer.lag_ms.p99",
             "checks.exactly_once",
             "effects.table_rows",
             "workers",

@@ -89,6 +89,25 @@ pub fn render(s: &RunSummary) -> String {
             ),
         ));
     }
+    if s.producer.planned > 0 {
+        let p = &s.producer;
+        rows.push((
+            "producers",
+            format!(
+                "{} planned · {} sent · {} unsent · {} errors · lag p50 {:.1} · p99 {:.1} · max {:.1} ms",
+                p.planned, p.sent, p.unsent, p.errors, p.lag_ms.p50, p.lag_ms.p99, p.lag_ms.max
+            ),
+        ));
+    }
+    for (class, w) in s.latency_ms.queue_wait.iter().filter(|(_, w)| w.count > 0) {
+        rows.push((
+            "queue wait",
+            format!(
+                "{class}: p50 {:.1} · p95 {:.1} · p99 {:.1} · max {:.1} ms ({} jobs)",
+                w.p50, w.p95, w.p99, w.max, w.count
+            ),
+        ));
+    }
     if f.injected > 0 || s.reaper.runs > 0 {
         let kinds: Vec<String> = f.by_kind.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{n} {k}")).collect();
         rows.push((

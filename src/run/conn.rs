@@ -27,6 +27,8 @@ pub struct Conn {
     pub remaining: Statement,
     pub col_attempt: Option<usize>,
     pub col_token: Option<usize>,
+    /// The `class` column (the job's class), if the claim returns it.
+    pub col_queue: Option<usize>,
 }
 
 impl Conn {
@@ -54,6 +56,7 @@ impl Conn {
         let effects = prep("the effects insert", EFFECTS_INSERT.into()).await?;
         let remaining = prep("the drained check", REMAINING.into()).await?;
         let (col_attempt, col_token) = check_columns(&claim, select.as_ref(), strategy)?;
+        let col_queue = claim.columns().iter().position(|c| c.name() == "class" && *c.type_() == Type::TEXT);
         let pid = client
             .query_one("SELECT pg_backend_pid()", &[])
             .await
@@ -72,6 +75,7 @@ impl Conn {
             remaining,
             col_attempt,
             col_token,
+            col_queue,
         })
     }
 

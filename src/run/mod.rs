@@ -5,11 +5,13 @@
 
 pub mod conn;
 pub mod faults;
+pub mod producer;
 pub mod reaper;
+pub mod sampler;
 pub mod work;
 pub mod worker;
 
-use crate::collect::{Event, FaultEvent, WorkerStats};
+use crate::collect::{Arrival, Event, FaultEvent, WorkerStats};
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::scenario::raw::Reclaim;
@@ -18,11 +20,12 @@ use conn::Conn;
 use faults::FaultState;
 use futures_util::future::join_all;
 use reaper::ReaperStats;
+use sampler::PgSample;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-use worker::{Shared, Worker};
+use worker::{Progress, Shared, Worker};
 
 /// Everything the run produced, merged.
 pub struct RunOutput {
@@ -30,6 +33,10 @@ pub struct RunOutput {
     pub journal: Vec<Event>,
     pub faults: Vec<FaultEvent>,
     pub reaper: ReaperStats,
+    pub arrivals: Vec<Arrival>,
+    pub unsent: u64,
+    pub producer_errors: u64,
+    pub samples: Vec<PgSample>,
     pub duration: Duration,
     pub interrupted: bool,
     pub timed_out: bool,
@@ -37,7 +44,7 @@ pub struct RunOutput {
 }
 
 /// Runs the plan's workers against `db`. `interrupt` is cancelled by Ctrl-C/SIGTERM.
-pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken) -> Result<RunOutput> {
+pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show_progress: bool) -> Result<RunOutput> {
     let config = db.worker_config();
     let conns = join_all((0..plan.workers).map(|_| Conn::open(&config, &plan.strategy))).await;
     let conns = conns
@@ -66,6 +73,8 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken) -> R
         faults: Arc::new(FaultState::new(plan, start)),
         next_identity: Arc::new(AtomicU32::new(plan.workers + 1)),
         stop: stop.clone(),
+        producers_done: Arc::new(AtomicBool::new(!plan.load.is_open())),
+        progress: Arc::new(Progress::default()),
     });
     let tasks: Vec<_> = conns
         .into_iter()
@@ -84,7 +93,14 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken) -> R
                 }
             };
             let inject = faults::inject(&sh.plan, &sh.faults, &config, &side_stop);
-            tokio::join!(reap, inject)
+            let opts = sampler::SamplerOptions { progress: show_progress };
+            let sample = sampler::run(&sh.plan, &config, start, &sh.progress, opts, &side_stop);
+            let produce = async {
+                let out = producer::run(&sh.plan, &config, start, &sh.stop).await;
+                sh.producers_done.store(true, Ordering::Relaxed);
+                out
+            };
+            tokio::join!(reap, inject, sample, produce)
         })
     };
 
@@ -102,7 +118,8 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken) -> R
     let duration = start.elapsed();
     side_stop.cancel();
     timer.abort();
-    let (reaper, injected) = side.await.map_err(|e| Error::infra(format!("the reaper or injector panicked: {e}")))?;
+    let (reaper, injected, samples, produced) =
+        side.await.map_err(|e| Error::infra(format!("the reaper, injector, sampler or a producer panicked: {e}")))?;
     fault_events.extend(injected);
     fault_events.sort_by_key(|f| f.t_us);
     Ok(RunOutput {
@@ -110,6 +127,10 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken) -> R
         journal,
         faults: fault_events,
         reaper,
+        arrivals: produced.arrivals,
+        unsent: produced.unsent,
+        producer_errors: produced.errors,
+        samples,
         duration,
         interrupted: interrupt.is_cancelled(),
         timed_out: timed_out.load(Ordering::Relaxed),

@@ -10,7 +10,7 @@
 use super::conn::Conn;
 use super::faults::FaultState;
 use super::work;
-use crate::collect::{Event, EventKind, FaultEvent, WorkerStats};
+use crate::collect::{Event, EventKind, FaultEvent, Latency, WorkerStats};
 use crate::scenario::faults::{Kind, Point};
 use crate::scenario::raw::Mode;
 use crate::scenario::{Plan, Stop};
@@ -18,7 +18,7 @@ use crate::strategy::Param;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio_postgres::Config;
 use tokio_postgres::types::ToSql;
@@ -48,6 +48,16 @@ struct Claimed {
     attempt: i32,
     token: Option<Uuid>,
     seq: u32,
+    /// 0 = preloaded ("default"), i + 1 = the plan's class i.
+    class: u16,
+}
+
+/// Counters the live progress line reads; bumped once per claim and per completion.
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub claims: AtomicU64,
+    pub completed: AtomicU64,
+    pub errors: AtomicU64,
 }
 
 /// What the runner hands every worker.
@@ -57,6 +67,9 @@ pub struct Shared {
     pub faults: Arc<FaultState>,
     pub next_identity: Arc<AtomicU32>,
     pub stop: CancellationToken,
+    /// Set once the producers have sent their last arrival (true without producers).
+    pub producers_done: Arc<AtomicBool>,
+    pub progress: Arc<Progress>,
 }
 
 pub struct Worker {
@@ -141,7 +154,10 @@ impl Worker {
                 }
                 Ok(true) => Ok(()),
                 Ok(false) => {
-                    if plan.stop == Stop::Drained && !self.anything_left().await? {
+                    if plan.stop == Stop::Drained
+                        && self.sh.producers_done.load(Ordering::Relaxed)
+                        && !self.anything_left().await?
+                    {
                         return Ok(());
                     }
                     self.idle().await;
@@ -161,6 +177,7 @@ impl Worker {
     /// After a statement error: count it; reconnect if the connection is gone, else roll back.
     async fn recover(&mut self, e: &tokio_postgres::Error) -> Result<(), WorkerFailure> {
         self.stats.record_error(&error_code(e));
+        self.sh.progress.errors.fetch_add(1, Ordering::Relaxed);
         if self.conn().client.is_closed() {
             return self.reconnect().await;
         }
@@ -230,15 +247,23 @@ impl Worker {
 
     /// One claim and the jobs it returned. Ok(false) when the claim was empty.
     async fn round(&mut self) -> Result<bool, Halt> {
+        let (tx_start, tx_start_us) = (Instant::now(), self.now_us());
         if self.hold() {
             self.conn().client.batch_execute("BEGIN").await?;
         }
-        let t0 = Instant::now();
+        let (t0, t0_us) = (Instant::now(), self.now_us());
         let jobs = self.claim().await?;
-        self.stats.record_claim_latency(t0.elapsed().as_micros() as u64);
+        let claim_us = t0.elapsed().as_micros() as u64;
+        self.stats.record(Latency::Claim, t0_us, claim_us);
         self.stats.claims += 1;
+        self.stats.second(t0_us).claims += 1;
+        self.sh.progress.claims.fetch_add(1, Ordering::Relaxed);
+        if !self.hold() {
+            self.stats.record(Latency::ClaimTx, t0_us, claim_us);
+        }
         if jobs.is_empty() {
             self.stats.empty_claims += 1;
+            self.stats.second(t0_us).empty_claims += 1;
             if self.hold() {
                 self.conn().client.batch_execute("COMMIT").await?;
             }
@@ -258,6 +283,7 @@ impl Worker {
         }
         if self.hold() {
             self.conn().client.batch_execute("COMMIT").await?;
+            self.stats.record(Latency::ClaimTx, tx_start_us, tx_start.elapsed().as_micros() as u64);
         }
         Ok(true)
     }
@@ -268,7 +294,12 @@ impl Worker {
         self.point(Point::AfterClaim, job).await?;
         let plan = self.sh.plan.clone();
         let kind = plan.job_type(job.id);
-        let d = work::sample(&plan.work, &mut self.rng);
+        let model = match job.class {
+            0 => &plan.work,
+            c => plan.load.classes[c as usize - 1].work.as_ref().unwrap_or(&plan.work),
+        };
+        let d = work::sample(model, &mut self.rng);
+        let (w0, w0_us) = (Instant::now(), self.now_us());
         if !self.work(job, d / 2).await? {
             return Ok(());
         }
@@ -286,7 +317,10 @@ impl Worker {
             return Ok(());
         }
         self.sh.faults.gate(self.slot, &self.sh.stop).await;
+        self.stats.record(Latency::Work, w0_us, w0.elapsed().as_micros() as u64);
         self.log(job, EventKind::Executed);
+        let now = self.now_us();
+        self.stats.second(now).executions += 1;
         if plan.effects_table {
             self.effects_pending.0.push(job.id);
             self.effects_pending.1.push(job.attempt);
@@ -401,7 +435,8 @@ impl Worker {
         let mut v = self.values(None, 0.0, "");
         v.ids = &ids;
         let rows = conn.client.query(&conn.claim, &v.bind(&strategy.claim.params)).await?;
-        let (ca, ct) = (conn.col_attempt, conn.col_token);
+        let (ca, ct, cq) = (conn.col_attempt, conn.col_token, conn.col_queue);
+        let classes = &self.sh.plan.load.classes;
         let first = self.seq;
         self.seq += rows.len() as u32;
         Ok(rows
@@ -412,6 +447,10 @@ impl Worker {
                 attempt: ca.map_or(-1, |i| r.get(i)),
                 token: ct.and_then(|i| r.get::<_, Option<Uuid>>(i)),
                 seq: first + i as u32 + 1,
+                class: cq
+                    .and_then(|i| r.get::<_, Option<&str>>(i))
+                    .and_then(|q| classes.iter().position(|c| c.name == q))
+                    .map_or(0, |c| c as u16 + 1),
             })
             .collect())
     }
@@ -451,9 +490,15 @@ impl Worker {
                 (&conn.complete, &self.sh.plan.strategy.complete.params)
             };
             let v = self.values(Some(job), backoff, code);
+            let sent = Instant::now();
             match conn.client.execute(stmt, &v.bind(params)).await {
                 Ok(rows) => {
+                    self.stats.record(Latency::Complete, t, sent.elapsed().as_micros() as u64);
                     self.log_at(t, job, if rows > 0 { kinds.0 } else { kinds.1 });
+                    if rows > 0 && !fail {
+                        self.stats.second(t).completions += 1;
+                        self.sh.progress.completed.fetch_add(1, Ordering::Relaxed);
+                    }
                     return Ok(());
                 }
                 Err(e) if !retry && !self.hold() && conn.client.is_closed() => {

@@ -4,6 +4,7 @@
 
 pub mod faults;
 pub mod load;
+pub mod load_model;
 pub mod plan;
 pub mod raw;
 pub mod units;

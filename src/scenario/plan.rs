@@ -4,6 +4,7 @@
 
 use super::faults::{self, Fault, JobType};
 use super::load::Source;
+use super::load_model::{self, LoadModel};
 use super::raw::{Fencing, Mode, RawScenario, Reclaim};
 use super::units::{format_duration, parse_duration};
 use crate::error::{Error, Result};
@@ -39,6 +40,8 @@ pub struct Plan {
     pub job_type_of: HashMap<i64, u16>,
     pub groups: Vec<(String, Vec<u32>)>,
     pub faults: Vec<Fault>,
+    pub load: LoadModel,
+    pub sample_interval: Duration,
     pub stop: Stop,
     pub timeout: Duration,
     pub effects_table: bool,
@@ -160,10 +163,13 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         .iter()
         .map(|(k, v)| setting_value(v).map(|v| (k.clone(), v)).map_err(|e| err(&format!("postgres.settings.{k}"), e)))
         .collect::<Result<Vec<_>>>()?;
+    let class_names: Vec<&str> = raw.jobs.classes.iter().map(|c| c.name.as_str()).collect();
     let expectations = raw
         .expect
         .iter()
-        .map(|(metric, expr)| gate::parse_expectation(metric, expr).map_err(|e| err(&format!("expect.{metric}"), e)))
+        .map(|(metric, expr)| {
+            gate::parse_expectation(metric, expr, &class_names).map_err(|e| err(&format!("expect.{metric}"), e))
+        })
         .collect::<Result<Vec<_>>>()?;
     let heartbeat = match raw.lease.heartbeat.as_str() {
         "off" => None,
@@ -195,7 +201,19 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
                 .map_err(|e| err("faults", format!("[[faults]] #{} (kind = \"{}\"): {e}", i + 1, f.kind)))
         })
         .collect::<Result<Vec<_>>>()?;
+    let load =
+        load_model::build(&raw.jobs.classes, &raw.run.phases, &raw.jobs.arrivals, raw.jobs.business_row, work_model)
+            .map_err(|e| err("jobs.classes", e))?;
+    let sample_interval = duration("run.sample_interval", &raw.run.sample_interval)?;
+    if sample_interval < Duration::from_millis(100) {
+        return Err(err("run.sample_interval", "must be at least 100ms".into()));
+    }
+    if raw.jobs.preload == 0 && !load.is_open() && stop == Stop::Drained {
+        return Err(err("jobs.preload", "nothing to do: preload jobs, or add [[jobs.classes]] producers".into()));
+    }
     Ok(Plan {
+        load,
+        sample_interval,
         heartbeat,
         reclaim: raw.lease.reclaim,
         reaper_interval: duration("lease.reaper_interval", &raw.lease.reaper_interval)?,
@@ -276,14 +294,23 @@ mod tests {
     use super::*;
 
     fn plan(text: &str) -> Result<Plan> {
+        // Every scenario needs work; tests that do not say otherwise get one preloaded job.
+        let text = &if text.contains("[jobs]") { text.to_string() } else { format!("{text}[jobs]\npreload = 1\n") };
         let raw = parse_text(text).map_err(Error::usage)?;
         let source = Source { path: "t.toml".into(), text: text.into(), overrides: vec![] };
         validate(raw, source, Some(1))
     }
 
     #[test]
+    fn a_scenario_with_nothing_to_do_is_an_error() {
+        let raw = parse_text("name = \"x\"\n").unwrap();
+        let source = Source { path: "t.toml".into(), text: "name = \"x\"\n".into(), overrides: vec![] };
+        assert!(validate(raw, source, Some(1)).unwrap_err().to_string().contains("nothing to do"));
+    }
+
+    #[test]
     fn defaults_resolve() {
-        let p = plan("name = \"x\"\n").unwrap();
+        let p = plan("name = \"x\"\n[jobs]\npreload = 1\n").unwrap();
         assert_eq!((p.workers, p.batch, p.strategy.name.as_str()), (1, 1, "skip-locked"));
         assert_eq!(p.stop, Stop::Drained);
         assert_eq!(p.work, WorkModel::Fixed(Duration::ZERO));

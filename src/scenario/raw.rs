@@ -42,11 +42,45 @@ pub struct RawJobs {
     /// Jobs that behave differently (fail, or crash their worker).
     #[serde(default)]
     pub types: Vec<RawJobType>,
+    /// Open-model producers, one per class.
+    #[serde(default)]
+    pub classes: Vec<RawClass>,
+    /// constant | poisson
+    #[serde(default = "default_arrivals")]
+    pub arrivals: String,
+    /// Enqueue each job in the same transaction as a business row (seed 004).
+    #[serde(default)]
+    pub business_row: bool,
+}
+
+fn default_arrivals() -> String {
+    "constant".into()
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawClass {
+    pub name: String,
+    #[serde(default)]
+    pub priority: i64,
+    /// Arrivals per second (before the phase's multiplier).
+    pub rate: f64,
+    #[serde(default)]
+    pub payload_bytes: i64,
+    /// This class's work model (default: workers.work).
+    pub work: Option<toml::Value>,
 }
 
 impl Default for RawJobs {
     fn default() -> Self {
-        RawJobs { preload: 0, max_attempts: default_max_attempts(), types: Vec::new() }
+        RawJobs {
+            preload: 0,
+            max_attempts: default_max_attempts(),
+            types: Vec::new(),
+            classes: Vec::new(),
+            arrivals: default_arrivals(),
+            business_row: false,
+        }
     }
 }
 
@@ -275,11 +309,44 @@ pub struct RawRun {
     pub timeout: String,
     #[serde(default = "yes")]
     pub effects_table: bool,
+    /// How often the Postgres time series is sampled.
+    #[serde(default = "default_sample_interval")]
+    pub sample_interval: String,
+    /// Load phases for the producers (warm-up, steady, overload, recovery).
+    #[serde(default)]
+    pub phases: Vec<RawPhase>,
+}
+
+fn default_sample_interval() -> String {
+    "1s".into()
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPhase {
+    pub name: String,
+    pub duration: String,
+    /// Multiplies every class's rate.
+    #[serde(default = "one_f")]
+    pub rate: f64,
+    /// Left out of the summary's latencies, kept in the time series.
+    #[serde(default)]
+    pub warmup: bool,
+}
+
+fn one_f() -> f64 {
+    1.0
 }
 
 impl Default for RawRun {
     fn default() -> Self {
-        RawRun { stop: default_stop(), timeout: default_timeout(), effects_table: true }
+        RawRun {
+            stop: default_stop(),
+            timeout: default_timeout(),
+            effects_table: true,
+            sample_interval: default_sample_interval(),
+            phases: Vec::new(),
+        }
     }
 }
 

@@ -6,4 +6,4 @@ SET status = 'running',
     claim_token = gen_random_uuid(),
     locked_by = :worker
 WHERE id = ANY (:ids)
-RETURNING id, attempts, claim_token
+RETURNING id, attempts, claim_token, class

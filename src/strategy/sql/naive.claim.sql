@@ -14,4 +14,4 @@ WHERE id = ANY (ARRAY(
   ORDER BY run_at
   LIMIT :batch
 ))
-RETURNING id, attempts, claim_token
+RETURNING id, attempts, claim_token, class

@@ -14,4 +14,4 @@ WHERE id IN (
   LIMIT :batch
   FOR UPDATE SKIP LOCKED
 )
-RETURNING id, attempts, claim_token
+RETURNING id, attempts, claim_token, class

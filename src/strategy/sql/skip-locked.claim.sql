@@ -14,4 +14,4 @@ SET status = 'running',
     locked_by = :worker
 FROM next
 WHERE j.id = next.id
-RETURNING j.id, j.attempts, j.claim_token
+RETURNING j.id, j.attempts, j.claim_token, j.class

@@ -1,0 +1,195 @@
+//! Charts as SVG (embedded in report.html) and PNG, drawn with plotters and
+//! the DejaVu fonts compiled in, so text renders on machines without fonts.
+
+use crate::error::{Error, Result};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::path::Path;
+use std::sync::Once;
+
+const SIZE: (u32, u32) = (960, 480);
+const FONT: &str = "sans-serif";
+const COLORS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(23, 190, 207),
+];
+
+fn fonts() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let _ = plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular());
+        let _ = plotters::style::register_font(FONT, FontStyle::Bold, dejavu::sans::bold());
+    });
+}
+
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+pub struct LineChart<'a> {
+    pub title: &'a str,
+    pub x_label: &'a str,
+    pub y_label: &'a str,
+    pub series: Vec<Series>,
+}
+
+/// A bar per label.
+pub struct BarChart<'a> {
+    pub title: &'a str,
+    pub y_label: &'a str,
+    pub bars: Vec<(String, f64)>,
+}
+
+/// Draws into `<dir>/<name>.svg` and `.png`; returns the SVG text.
+pub fn line(chart: &LineChart, dir: &Path, name: &str) -> Result<String> {
+    render(dir, name, |area| draw_line(area, chart), |area| draw_line(area, chart))
+}
+
+pub fn bars(chart: &BarChart, dir: &Path, name: &str) -> Result<String> {
+    render(dir, name, |area| draw_bars(area, chart), |area| draw_bars(area, chart))
+}
+
+type Drawn = std::result::Result<(), String>;
+
+fn render(
+    dir: &Path,
+    name: &str,
+    svg: impl FnOnce(DrawingArea<SVGBackend, Shift>) -> Drawn,
+    png: impl FnOnce(DrawingArea<BitMapBackend, Shift>) -> Drawn,
+) -> Result<String> {
+    fonts();
+    std::fs::create_dir_all(dir).map_err(|e| Error::infra(format!("cannot create {}: {e}", dir.display())))?;
+    let mut text = String::new();
+    {
+        let area = SVGBackend::with_string(&mut text, SIZE).into_drawing_area();
+        svg(area).map_err(|e| Error::infra(format!("chart {name}: {e}")))?;
+    }
+    std::fs::write(dir.join(format!("{name}.svg")), &text)
+        .map_err(|e| Error::infra(format!("cannot write {}: {e}", dir.join(name).display())))?;
+    let png_path = dir.join(format!("{name}.png"));
+    let area = BitMapBackend::new(&png_path, SIZE).into_drawing_area();
+    png(area).map_err(|e| Error::infra(format!("chart {name}: {e}")))?;
+    Ok(text)
+}
+
+/// Headroom above the data so the legend does not sit on the lines.
+fn upper(v: f64) -> f64 {
+    if v <= 0.0 { 1.0 } else { v * 1.3 }
+}
+
+fn draw_line<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, c: &LineChart) -> Drawn {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    area.fill(&WHITE).map_err(e)?;
+    let pts = c.series.iter().flat_map(|s| s.points.iter());
+    let (xmax, ymax) = pts.fold((0f64, 0f64), |(x, y), p| (x.max(p.0), y.max(p.1)));
+    let mut chart = ChartBuilder::on(&area)
+        .caption(c.title, (FONT, 22).into_font().style(FontStyle::Bold))
+        .margin(14)
+        .x_label_area_size(44)
+        .y_label_area_size(72)
+        .build_cartesian_2d(0f64..xmax.max(1.0), 0f64..upper(ymax))
+        .map_err(e)?;
+    chart
+        .configure_mesh()
+        .x_desc(c.x_label)
+        .y_desc(c.y_label)
+        .x_labels(10)
+        .y_labels(6)
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 15))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+        .map_err(e)?;
+    for (i, s) in c.series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        chart
+            .draw_series(LineSeries::new(s.points.iter().copied(), color.stroke_width(2)))
+            .map_err(e)?
+            .label(s.name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3)));
+    }
+    if c.series.len() > 1 || c.series.first().is_some_and(|s| !s.name.is_empty()) {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(180, 180, 180))
+            .label_font((FONT, 14))
+            .draw()
+            .map_err(e)?;
+    }
+    area.present().map_err(e)
+}
+
+fn draw_bars<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, c: &BarChart) -> Drawn {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    area.fill(&WHITE).map_err(e)?;
+    let n = c.bars.len().max(1);
+    let ymax = c.bars.iter().fold(0f64, |m, b| m.max(b.1));
+    let mut chart = ChartBuilder::on(&area)
+        .caption(c.title, (FONT, 22).into_font().style(FontStyle::Bold))
+        .margin(14)
+        .x_label_area_size(44)
+        .y_label_area_size(72)
+        .build_cartesian_2d(0f64..n as f64, 0f64..upper(ymax))
+        .map_err(e)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_label_formatter(&|_| String::new())
+        .y_desc(c.y_label)
+        .y_labels(6)
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 15))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+        .map_err(e)?;
+    let centered = |size| TextStyle::from((FONT, size).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom));
+    for (i, (label, v)) in c.bars.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let x = i as f64;
+        let bar = Rectangle::new([(x + 0.12, 0.0), (x + 0.88, *v)], color.mix(0.85).filled());
+        chart.draw_series(std::iter::once(bar)).map_err(e)?;
+        let value = if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.2}") };
+        let texts = [
+            Text::new(value, (x + 0.5, *v), centered(15)),
+            Text::new(label.clone(), (x + 0.5, *v + upper(ymax) * 0.07), centered(15)),
+        ];
+        chart.draw_series(texts).map_err(e)?;
+    }
+    area.present().map_err(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draws_svg_and_png_with_embedded_fonts() {
+        let dir = tempfile::tempdir().unwrap();
+        let chart = LineChart {
+            title: "Throughput",
+            x_label: "seconds",
+            y_label: "jobs/s",
+            series: vec![Series { name: "done".into(), points: vec![(0.0, 1.0), (1.0, 3.0)] }],
+        };
+        let svg = line(&chart, dir.path(), "t").unwrap();
+        assert!(svg.contains("<svg") && svg.contains("Throughput"));
+        let png = std::fs::read(dir.path().join("t.png")).unwrap();
+        assert_eq!(&png[1..4], b"PNG");
+        let b = BarChart {
+            title: "jobs/s",
+            y_label: "jobs/s",
+            bars: vec![("naive".into(), 465.0), ("skip".into(), 1450.0)],
+        };
+        assert!(bars(&b, dir.path(), "b").unwrap().contains("naive"));
+    }
+}

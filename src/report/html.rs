@@ -1,0 +1,250 @@
+//! `report.html` (one run) and `comparison.html` (several): single
+//! self-contained files, charts inlined as SVG, no scripts, no fetches.
+
+use super::summary::{Percentiles, RunSummary};
+use std::fmt::Write;
+
+const STYLE: &str = "body{font-family:system-ui,-apple-system,'DejaVu Sans',sans-serif;margin:2rem auto;max-width:1040px;color:#222;padding:0 1rem}\
+h1{margin-bottom:.2rem}h2{margin-top:2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}\
+table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ddd;padding:.25rem .6rem;text-align:left;vertical-align:top}\
+th{background:#f5f5f5}td.n{text-align:right;font-variant-numeric:tabular-nums}.ok{color:#1a7f37;font-weight:600}\
+.fail{color:#cf222e;font-weight:600}.muted{color:#666}pre{background:#f6f8fa;padding:.8rem;overflow:auto}\
+figure{margin:1rem 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}";
+
+pub fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "<span class=ok>ok</span>" } else { "<span class=fail>FAIL</span>" }
+}
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!doctype html><html lang=en><head><meta charset=utf-8><title>{}</title><style>{STYLE}</style></head><body>{body}</body></html>\n",
+        escape(title)
+    )
+}
+
+fn rows(o: &mut String, pairs: &[(&str, String)]) {
+    o.push_str("<table>");
+    for (k, v) in pairs {
+        let _ = write!(o, "<tr><th>{}</th><td>{}</td></tr>", escape(k), escape(v));
+    }
+    o.push_str("</table>");
+}
+
+fn latency_row(o: &mut String, name: &str, p: &Percentiles) {
+    let _ = write!(o, "<tr><td>{}</td><td class=n>{}</td>", escape(name), p.count);
+    for v in [p.p50, p.p90, p.p95, p.p99, p.p999, p.max] {
+        let _ = write!(o, "<td class=n>{v:.3}</td>");
+    }
+    o.push_str("</tr>");
+}
+
+/// The report of one run; `charts` are (title, svg) pairs.
+pub fn report(s: &RunSummary, charts: &[(String, String)], scenario_text: &str) -> String {
+    let mut o = String::new();
+    let status = if s.interrupted {
+        "INTERRUPTED"
+    } else if s.passed {
+        "PASSED"
+    } else {
+        "FAILED"
+    };
+    let _ = write!(
+        o,
+        "<h1>{} — {}</h1><p class=muted>{}</p>",
+        escape(&s.scenario),
+        verdict_word(status),
+        escape(&s.description)
+    );
+    rows(
+        &mut o,
+        &[
+            ("run", format!("{} (started {})", s.run_id, s.started_at)),
+            (
+                "workload",
+                format!(
+                    "strategy {} · mode {} · fencing {} · {} workers · batch {} · work {} · stop {}",
+                    s.strategy, s.mode, s.fencing, s.workers, s.batch, s.work, s.stop
+                ),
+            ),
+            (
+                "database",
+                format!(
+                    "{} {} · PostgreSQL {} · schema {}",
+                    s.database.kind, s.database.target, s.database.server_version, s.database.schema
+                ),
+            ),
+            (
+                "throughput",
+                format!(
+                    "{:.1} jobs/s · {:.1} claims/s over {:.2} s",
+                    s.throughput.jobs_per_sec, s.throughput.claims_per_sec, s.throughput.duration_s
+                ),
+            ),
+        ],
+    );
+    o.push_str("<h2>Expectations</h2><table><tr><th></th><th>metric</th><th>expected</th><th>actual</th></tr>");
+    for e in &s.expectations {
+        let actual = e.actual.map_or("missing".into(), |a| format!("{a}"));
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=n>{}</td></tr>",
+            verdict(e.passed),
+            escape(&e.name),
+            escape(&e.expression),
+            escape(&actual)
+        );
+    }
+    o.push_str("</table><h2>Checks</h2><table><tr><th></th><th>check</th><th>violations</th><th>detail</th><th>example jobs</th></tr>");
+    for c in &s.checks {
+        let ex: Vec<String> = c.examples.iter().map(i64::to_string).collect();
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td class=n>{}</td><td>{}</td><td>{}</td></tr>",
+            verdict(c.passed),
+            escape(&c.name),
+            c.violations,
+            escape(&c.detail),
+            ex.join(", ")
+        );
+    }
+    o.push_str("</table><h2>Jobs and executions</h2>");
+    let (j, x, c) = (&s.jobs, &s.executions, &s.completions);
+    rows(
+        &mut o,
+        &[
+            (
+                "jobs",
+                format!(
+                    "{} enqueued · {} completed · {} queued · {} running · {} dead · {} cancelled · {} lost · {} retried",
+                    j.enqueued, j.completed, j.queued, j.stuck_running, j.dead, j.cancelled, j.lost, j.retried
+                ),
+            ),
+            (
+                "executions",
+                format!(
+                    "{} total · {} distinct · {} duplicate ({} racing claims, {} after lease expiry) · max {} per job",
+                    x.total, x.distinct_jobs, x.duplicate, x.duplicate_race, x.duplicate_lease_expired, x.max_per_job
+                ),
+            ),
+            (
+                "completions",
+                format!(
+                    "{} accepted · {} rejected · stale {} accepted, {} rejected",
+                    c.accepted, c.rejected, c.stale_accepted, c.stale_rejected
+                ),
+            ),
+            (
+                "claims",
+                format!(
+                    "{} round trips · {} empty · {} jobs · {} heartbeats · {} reconnects",
+                    s.claims.total, s.claims.empty, s.claims.jobs, s.claims.heartbeats, s.claims.reconnects
+                ),
+            ),
+            (
+                "producers",
+                format!(
+                    "{} planned · {} sent · {} unsent · lag p99 {:.1} ms, max {:.1} ms",
+                    s.producer.planned,
+                    s.producer.sent,
+                    s.producer.unsent,
+                    s.producer.lag_ms.p99,
+                    s.producer.lag_ms.max
+                ),
+            ),
+            (
+                "faults",
+                format!(
+                    "{} injected {:?} · recovered {} (max {:.0} ms) · unrecovered {}",
+                    s.faults.injected,
+                    s.faults.by_kind,
+                    s.faults.recovered,
+                    s.faults.recovery_ms_max,
+                    s.faults.unrecovered
+                ),
+            ),
+            ("errors", format!("{} {:?}", s.errors.total, s.errors.by_code)),
+        ],
+    );
+    o.push_str("<h2>Latency (ms)</h2><table><tr><th></th><th>count</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th></tr>");
+    let l = &s.latency_ms;
+    for (name, p) in [
+        ("claim statement", &l.claim),
+        ("claim transaction", &l.claim_tx),
+        ("work", &l.work),
+        ("complete", &l.complete),
+        ("end to end", &l.end_to_end),
+    ] {
+        latency_row(&mut o, name, p);
+    }
+    for (class, p) in &l.queue_wait {
+        latency_row(&mut o, &format!("queue wait · {class}"), p);
+    }
+    o.push_str("</table><p class=muted>Queue wait and end to end count from each job's intended enqueue time.</p><h2>Charts</h2>");
+    for (title, svg) in charts {
+        let _ = write!(o, "<figure>{svg}<figcaption class=muted>{}</figcaption></figure>", escape(title));
+    }
+    o.push_str("<h2>Environment</h2>");
+    let env = &s.environment;
+    let mut pairs = vec![
+        ("machine", format!("{} cores · {:.1} GiB · {}", env.cores, env.memory_gib, env.os)),
+        ("queuebench", s.queuebench_version.clone()),
+    ];
+    let settings: Vec<String> = env.pg_settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    pairs.push(("non-default pg_settings", settings.join(" · ")));
+    rows(&mut o, &pairs);
+    let _ = write!(o, "<h2>Scenario</h2><pre>{}</pre>", escape(scenario_text));
+    page(&format!("queuebench · {}", s.scenario), &o)
+}
+
+fn verdict_word(status: &str) -> String {
+    let class = if status == "PASSED" { "ok" } else { "fail" };
+    format!("<span class={class}>{status}</span>")
+}
+
+/// Several runs side by side.
+pub fn comparison(runs: &[(RunSummary, String)], charts: &[(String, String)]) -> String {
+    let mut o = String::from(
+        "<h1>queuebench comparison</h1><table><tr><th>scenario</th><th>strategy · mode</th><th>jobs/s</th><th>claim p99 ms</th><th>duplicate executions</th><th>distinct jobs</th><th>lost</th><th>verdict</th><th>report</th></tr>",
+    );
+    for (s, link) in runs {
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td>{} · {}</td><td class=n>{:.1}</td><td class=n>{:.2}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td><td><a href=\"{}\">report</a></td></tr>",
+            escape(&s.scenario),
+            escape(&s.strategy),
+            escape(&s.mode),
+            s.throughput.jobs_per_sec,
+            s.latency_ms.claim.p99,
+            s.executions.duplicate,
+            s.executions.distinct_jobs,
+            s.jobs.lost,
+            verdict(s.passed),
+            escape(link)
+        );
+    }
+    o.push_str("</table>");
+    for (title, svg) in charts {
+        let _ = write!(o, "<figure>{svg}<figcaption class=muted>{}</figcaption></figure>", escape(title));
+    }
+    page("queuebench comparison", &o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_escapes_and_embeds() {
+        let mut s = RunSummary { scenario: "<x>".into(), passed: true, ..Default::default() };
+        s.latency_ms.queue_wait.insert("high".into(), Percentiles::default());
+        let html = report(&s, &[("t".into(), "<svg id=c></svg>".into())], "name = \"<x>\"");
+        assert!(html.contains("&lt;x&gt;") && !html.contains("<x>"));
+        assert!(html.contains("<svg id=c></svg>"));
+        assert!(html.contains("queue wait · high"));
+        assert!(!html.contains("<script"), "self-contained, no scripts");
+    }
+}

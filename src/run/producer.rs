@@ -1,0 +1,170 @@
+//! Open-model producers: one task per job class, each with its own
+//! connection, enqueueing at the class's rate times the current phase's
+//! multiplier, on a constant or seeded Poisson schedule.
+//!
+//! Every arrival has an intended time from the schedule. A producer that
+//! falls behind sends late (never skips), so its lag shows; queue wait is
+//! measured from the intended time, so a slow producer cannot hide latency
+//! (no coordinated omission). Arrivals still unsent when the load ends are
+//! counted as unsent.
+
+use crate::collect::Arrival;
+use crate::db::error_text;
+use crate::scenario::Plan;
+use crate::scenario::load_model::{Arrivals, Class};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use std::time::{Duration, Instant};
+use tokio_postgres::{Config, NoTls};
+use tokio_util::sync::CancellationToken;
+
+pub const ENQUEUE: &str = "INSERT INTO jobs (class, priority, payload, max_attempts) \
+     VALUES ($1, $2, jsonb_build_object('pad', $3::text), $4) RETURNING id";
+pub const BUSINESS_ROW: &str = "INSERT INTO business_rows (payload) VALUES (jsonb_build_object('pad', $1::text))";
+
+#[derive(Debug, Default)]
+pub struct ProducerOutput {
+    pub arrivals: Vec<Arrival>,
+    /// Scheduled arrivals not sent before the load ended or the run stopped.
+    pub unsent: u64,
+    pub errors: u64,
+}
+
+/// Runs every class's producer until the phases end; merges their journals.
+pub async fn run(plan: &Plan, config: &Config, start: Instant, stop: &CancellationToken) -> ProducerOutput {
+    let tasks = plan.load.classes.iter().enumerate().map(|(i, c)| one(plan, i, c, config, start, stop));
+    let mut out = ProducerOutput::default();
+    for o in futures_util::future::join_all(tasks).await {
+        out.arrivals.extend(o.arrivals);
+        out.unsent += o.unsent;
+        out.errors += o.errors;
+    }
+    out
+}
+
+/// The schedule: intended arrival times of one class, from 0 to the end of the last phase.
+pub fn schedule(plan: &Plan, class: usize) -> Vec<Duration> {
+    let c = &plan.load.classes[class];
+    let mut rng = StdRng::seed_from_u64(plan.seed ^ (0xA77 + class as u64));
+    let mut out = Vec::new();
+    for p in &plan.load.phases {
+        let rate = c.rate * p.rate;
+        if rate <= 0.0 {
+            continue;
+        }
+        let end = p.start + p.duration;
+        let mut t = p.start;
+        loop {
+            let gap = match plan.load.arrivals {
+                Arrivals::Constant => 1.0 / rate,
+                Arrivals::Poisson => -(1.0 - rng.random::<f64>()).ln() / rate,
+            };
+            t += Duration::from_secs_f64(gap);
+            if t >= end {
+                break;
+            }
+            out.push(t);
+        }
+    }
+    out
+}
+
+async fn one(
+    plan: &Plan,
+    index: usize,
+    class: &Class,
+    config: &Config,
+    start: Instant,
+    stop: &CancellationToken,
+) -> ProducerOutput {
+    let times = schedule(plan, index);
+    let mut out = ProducerOutput { arrivals: Vec::with_capacity(times.len()), unsent: times.len() as u64, errors: 0 };
+    let client = match config.connect(NoTls).await {
+        Ok((client, conn)) => {
+            tokio::spawn(conn);
+            client
+        }
+        Err(e) => {
+            eprintln!("warning: producer {} could not connect: {}", class.name, error_text(&e));
+            return out;
+        }
+    };
+    let (Ok(enqueue), Ok(business)) = (client.prepare(ENQUEUE).await, client.prepare(BUSINESS_ROW).await) else {
+        eprintln!("warning: producer {} could not prepare its statements", class.name);
+        return out;
+    };
+    let pad = "x".repeat(class.payload_bytes);
+    let max_attempts = plan.max_attempts;
+    for (n, t) in times.iter().enumerate() {
+        let now = start.elapsed();
+        if *t > now {
+            tokio::select! {
+                _ = tokio::time::sleep(*t - now) => {}
+                _ = stop.cancelled() => { out.unsent = (times.len() - n) as u64; return out; }
+            }
+        } else if stop.is_cancelled() {
+            out.unsent = (times.len() - n) as u64;
+            return out;
+        }
+        let sent = start.elapsed();
+        let row = if plan.load.business_row {
+            let tx = async {
+                client.batch_execute("BEGIN").await?;
+                client.execute(&business, &[&pad]).await?;
+                let row = client.query_one(&enqueue, &[&class.name, &class.priority, &pad, &max_attempts]).await?;
+                client.batch_execute("COMMIT").await?;
+                Ok::<_, tokio_postgres::Error>(row)
+            };
+            tx.await
+        } else {
+            client.query_one(&enqueue, &[&class.name, &class.priority, &pad, &max_attempts]).await
+        };
+        match row {
+            Ok(row) => out.arrivals.push(Arrival {
+                job: row.get(0),
+                class: index as u16 + 1,
+                intended_us: t.as_micros() as u64,
+                sent_us: sent.as_micros() as u64,
+            }),
+            Err(_) => {
+                out.errors += 1;
+                let _ = client.batch_execute("ROLLBACK").await;
+            }
+        }
+        out.unsent = (times.len() - n - 1) as u64;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::load::{Source, parse_text};
+    use crate::scenario::plan::validate;
+
+    fn plan(arrivals: &str) -> Plan {
+        let text = format!(
+            "name = \"x\"\n[jobs]\narrivals = \"{arrivals}\"\n[[jobs.classes]]\nname = \"a\"\nrate = 100.0\n\
+             [[run.phases]]\nname = \"warm\"\nduration = \"1s\"\nrate = 0.5\n[[run.phases]]\nname = \"steady\"\nduration = \"2s\"\n"
+        );
+        let raw = parse_text(&text).unwrap();
+        validate(raw, Source { path: "t.toml".into(), text, overrides: vec![] }, Some(3)).unwrap()
+    }
+
+    #[test]
+    fn constant_schedule_follows_the_phases() {
+        let s = schedule(&plan("constant"), 0);
+        // 50/s for 1 s, then 100/s for 2 s (the arrival at a phase's very end falls in the next phase).
+        assert!((248..=250).contains(&s.len()), "{}", s.len());
+        assert!(s.windows(2).all(|w| w[0] < w[1]));
+        assert!(s.iter().filter(|t| **t < Duration::from_secs(1)).count() <= 50);
+    }
+
+    #[test]
+    fn poisson_schedule_is_seeded_and_near_the_rate() {
+        let p = plan("poisson");
+        let (a, b) = (schedule(&p, 0), schedule(&p, 0));
+        assert_eq!(a, b, "same seed, same schedule");
+        assert!((200..=300).contains(&a.len()), "{}", a.len());
+    }
+}

@@ -1,0 +1,181 @@
+//! The Postgres time series: every `run.sample_interval`, from its own
+//! connection, the queue's depth by status and class, the oldest ready age
+//! per class, the table's live and dead tuples and vacuum counts, its sizes,
+//! the oldest transaction and xmin horizon, and what non-idle backends wait
+//! on. It also drives the live progress line.
+
+use super::worker::Progress;
+use crate::db::error_text;
+use crate::scenario::Plan;
+use crate::scenario::load_model::DEFAULT_CLASS;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+use tokio_postgres::{Client, Config, NoTls};
+use tokio_util::sync::CancellationToken;
+
+/// Depth and oldest ready age per class; one query per sample.
+pub const DEPTH: &str = "SELECT class, status, count(*), \
+     coalesce(extract(epoch FROM now() - min(run_at) FILTER (WHERE status = 'queued' AND run_at <= now())), 0)::float8 \
+     FROM jobs GROUP BY class, status";
+
+/// Table statistics, sizes, horizon and waits; one query per sample.
+pub const STATS: &str = "SELECT \
+     coalesce(s.n_live_tup, 0), coalesce(s.n_dead_tup, 0), coalesce(s.vacuum_count, 0), coalesce(s.autovacuum_count, 0), \
+     pg_table_size('jobs'), pg_indexes_size('jobs'), \
+     (SELECT greatest(coalesce(max(extract(epoch FROM now() - xact_start)), 0), 0)::float8 FROM pg_stat_activity \
+        WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS NOT NULL), \
+     (SELECT coalesce(max(age(backend_xmin)), 0)::int8 FROM pg_stat_activity WHERE pid <> pg_backend_pid()), \
+     (SELECT coalesce(string_agg(w || '=' || n, ' ' ORDER BY w), '') FROM ( \
+        SELECT wait_event_type || ':' || wait_event AS w, count(*) AS n FROM pg_stat_activity \
+        WHERE state <> 'idle' AND wait_event IS NOT NULL AND pid <> pg_backend_pid() GROUP BY 1) AS x) \
+     FROM (SELECT 1) AS one LEFT JOIN pg_stat_user_tables s ON s.relid = 'jobs'::regclass";
+
+/// One row of the Postgres side of the time series.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PgSample {
+    pub t_ms: u64,
+    pub queued: i64,
+    pub running: i64,
+    pub done: i64,
+    pub dead: i64,
+    /// Per class, in plan order with "default" first: (queued, oldest ready age in s).
+    pub per_class: Vec<(i64, f64)>,
+    pub n_live_tup: i64,
+    pub n_dead_tup: i64,
+    pub vacuum_count: i64,
+    pub autovacuum_count: i64,
+    pub table_bytes: i64,
+    pub index_bytes: i64,
+    pub oldest_xact_s: f64,
+    pub xmin_age: i64,
+    pub waits: String,
+}
+
+pub struct SamplerOptions {
+    pub progress: bool,
+}
+
+pub async fn run(
+    plan: &Plan,
+    config: &Config,
+    start: Instant,
+    progress: &Progress,
+    opts: SamplerOptions,
+    stop: &CancellationToken,
+) -> Vec<PgSample> {
+    let mut out = Vec::new();
+    let client = match config.connect(NoTls).await {
+        Ok((client, conn)) => {
+            tokio::spawn(conn);
+            client
+        }
+        Err(e) => {
+            eprintln!("warning: the sampler could not connect: {}", error_text(&e));
+            return out;
+        }
+    };
+    let bar = opts.progress.then(|| live_line(std::io::stderr().is_terminal()));
+    let classes: Vec<&str> =
+        std::iter::once(DEFAULT_CLASS).chain(plan.load.classes.iter().map(|c| c.name.as_str())).collect();
+    let mut tick = tokio::time::interval(plan.sample_interval);
+    let mut last_done = 0;
+    let mut last = false;
+    while !last {
+        tokio::select! {
+            _ = tick.tick() => {}
+            // One last sample when the workers are done, so the series covers the whole run.
+            _ = stop.cancelled() => last = true,
+        }
+        let t_ms = start.elapsed().as_millis() as u64;
+        match sample(&client, &classes, t_ms).await {
+            Ok(s) => {
+                if let Some(bar) = &bar {
+                    let done = progress.completed.load(Ordering::Relaxed);
+                    let rate = (done - last_done) as f64 / plan.sample_interval.as_secs_f64();
+                    last_done = done;
+                    let phase = plan.load.phase_name(start.elapsed());
+                    bar.show(&format!(
+                        "{phase} · {:.0} s · {done} done · {rate:.0} jobs/s · queued {} running {} · {} errors",
+                        t_ms as f64 / 1000.0,
+                        s.queued,
+                        s.running,
+                        progress.errors.load(Ordering::Relaxed)
+                    ));
+                }
+                out.push(s);
+            }
+            Err(e) => eprintln!("warning: sampler: {}", error_text(&e)),
+        }
+    }
+    if let Some(bar) = bar {
+        bar.finish();
+    }
+    out
+}
+
+async fn sample(client: &Client, classes: &[&str], t_ms: u64) -> Result<PgSample, tokio_postgres::Error> {
+    client.batch_execute("SELECT pg_stat_force_next_flush(); SELECT pg_stat_clear_snapshot()").await?;
+    let mut s = PgSample { t_ms, per_class: vec![(0, 0.0); classes.len()], ..Default::default() };
+    for r in client.query(DEPTH, &[]).await? {
+        let (queue, status, n, age): (&str, &str, i64, f64) = (r.get(0), r.get(1), r.get(2), r.get(3));
+        match status {
+            "queued" => s.queued += n,
+            "running" => s.running += n,
+            "done" => s.done += n,
+            "dead" => s.dead += n,
+            _ => {}
+        }
+        if status == "queued"
+            && let Some(i) = classes.iter().position(|c| *c == queue)
+        {
+            s.per_class[i] = (n, age);
+        }
+    }
+    let r = client.query_one(STATS, &[]).await?;
+    s.n_live_tup = r.get(0);
+    s.n_dead_tup = r.get(1);
+    s.vacuum_count = r.get(2);
+    s.autovacuum_count = r.get(3);
+    s.table_bytes = r.get(4);
+    s.index_bytes = r.get(5);
+    s.oldest_xact_s = r.get(6);
+    s.xmin_age = r.get(7);
+    s.waits = r.get(8);
+    Ok(s)
+}
+
+/// The live line: a spinner on a terminal, a plain line per sample otherwise.
+enum Live {
+    Bar(ProgressBar),
+    Plain,
+}
+
+fn live_line(tty: bool) -> Live {
+    if tty {
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("valid template"));
+        Live::Bar(bar)
+    } else {
+        Live::Plain
+    }
+}
+
+impl Live {
+    fn show(&self, msg: &str) {
+        match self {
+            Live::Bar(b) => {
+                b.set_message(msg.to_string());
+                b.tick();
+            }
+            Live::Plain => eprintln!("  … {msg}"),
+        }
+    }
+
+    fn finish(self) {
+        if let Live::Bar(b) = self {
+            b.finish_and_clear();
+        }
+    }
+}

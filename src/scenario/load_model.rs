@@ -1,0 +1,169 @@
+//! The open load model: job classes with arrival rates, and phases that
+//! scale them over time. Validated here; `run::producer` follows it.
+
+use super::plan::WorkModel;
+use super::raw::{RawClass, RawPhase};
+use super::units::parse_duration;
+use std::time::Duration;
+
+/// The class of preloaded jobs (and their `queue` column).
+pub const DEFAULT_CLASS: &str = "default";
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Class {
+    pub name: String,
+    pub priority: i32,
+    /// Arrivals per second before the phase multiplier.
+    pub rate: f64,
+    pub payload_bytes: usize,
+    pub work: Option<WorkModel>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Phase {
+    pub name: String,
+    pub start: Duration,
+    pub duration: Duration,
+    pub rate: f64,
+    pub warmup: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrivals {
+    Constant,
+    Poisson,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadModel {
+    pub classes: Vec<Class>,
+    pub phases: Vec<Phase>,
+    pub arrivals: Arrivals,
+    pub business_row: bool,
+}
+
+impl LoadModel {
+    /// How long the producers run.
+    pub fn duration(&self) -> Duration {
+        self.phases.last().map_or(Duration::ZERO, |p| p.start + p.duration)
+    }
+
+    pub fn is_open(&self) -> bool {
+        !self.classes.is_empty()
+    }
+
+    /// The phase at `t` after the start (None after the last one).
+    pub fn phase_at(&self, t: Duration) -> Option<&Phase> {
+        self.phases.iter().find(|p| t < p.start + p.duration)
+    }
+
+    /// The phase's name at `t`: "run" without phases, "drain" after the last one.
+    pub fn phase_name(&self, t: Duration) -> &str {
+        match self.phase_at(t) {
+            Some(p) => &p.name,
+            None if self.phases.is_empty() => "run",
+            None => "drain",
+        }
+    }
+
+    /// End of the warm-up phases at the start (latencies before it stay out of the summary).
+    pub fn warmup_end(&self) -> Duration {
+        self.phases.iter().take_while(|p| p.warmup).map(|p| p.duration).sum()
+    }
+}
+
+pub fn build(
+    classes: &[RawClass],
+    phases: &[RawPhase],
+    arrivals: &str,
+    business_row: bool,
+    work: impl Fn(&toml::Value) -> Result<WorkModel, String>,
+) -> Result<LoadModel, String> {
+    let arrivals = match arrivals {
+        "constant" => Arrivals::Constant,
+        "poisson" => Arrivals::Poisson,
+        other => return Err(format!("jobs.arrivals `{other}`; accepted: constant, poisson")),
+    };
+    let mut out = Vec::new();
+    for c in classes {
+        if c.name.is_empty() || c.name == DEFAULT_CLASS || out.iter().any(|o: &Class| o.name == c.name) {
+            return Err(format!("jobs.classes: `{}` must be a unique name other than \"{DEFAULT_CLASS}\"", c.name));
+        }
+        if !(c.rate > 0.0 && c.rate <= 100_000.0) {
+            return Err(format!("jobs.classes `{}`: rate must be above 0 and at most 100000 per second", c.name));
+        }
+        if !(0..=1_000_000).contains(&c.payload_bytes) {
+            return Err(format!("jobs.classes `{}`: payload_bytes must be between 0 and 1000000", c.name));
+        }
+        let work =
+            c.work.as_ref().map(&work).transpose().map_err(|e| format!("jobs.classes `{}`: work: {e}", c.name))?;
+        out.push(Class {
+            name: c.name.clone(),
+            priority: c.priority.clamp(i32::MIN as i64, i32::MAX as i64) as i32,
+            rate: c.rate,
+            payload_bytes: c.payload_bytes as usize,
+            work,
+        });
+    }
+    let mut start = Duration::ZERO;
+    let mut ps = Vec::new();
+    for p in phases {
+        let duration = parse_duration(&p.duration).map_err(|e| format!("run.phases `{}`: duration: {e}", p.name))?;
+        if duration.is_zero() || !(p.rate >= 0.0 && p.rate <= 1000.0) {
+            return Err(format!("run.phases `{}`: needs a duration above 0 and a rate multiplier in 0..1000", p.name));
+        }
+        ps.push(Phase { name: p.name.clone(), start, duration, rate: p.rate, warmup: p.warmup });
+        start += duration;
+    }
+    if !out.is_empty() && ps.is_empty() {
+        return Err("jobs.classes needs [[run.phases]] to say how long the producers run".into());
+    }
+    if out.is_empty() && !ps.is_empty() {
+        return Err("run.phases needs [[jobs.classes]] to produce jobs".into());
+    }
+    Ok(LoadModel { classes: out, phases: ps, arrivals, business_row })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn class(name: &str, rate: f64) -> RawClass {
+        RawClass { name: name.into(), priority: 0, rate, payload_bytes: 0, work: None }
+    }
+
+    fn phase(name: &str, d: &str, rate: f64, warmup: bool) -> RawPhase {
+        RawPhase { name: name.into(), duration: d.into(), rate, warmup }
+    }
+
+    #[test]
+    fn phases_follow_each_other() {
+        let m = build(
+            &[class("high", 50.0)],
+            &[phase("warm-up", "1s", 0.5, true), phase("steady", "2s", 1.0, false)],
+            "poisson",
+            false,
+            |_| unreachable!(),
+        )
+        .unwrap();
+        assert_eq!(m.duration(), Duration::from_secs(3));
+        assert_eq!(m.phase_at(Duration::from_millis(1500)).unwrap().name, "steady");
+        assert_eq!(m.warmup_end(), Duration::from_secs(1));
+        assert_eq!(m.arrivals, Arrivals::Poisson);
+    }
+
+    #[test]
+    fn bad_models_are_errors() {
+        assert!(
+            build(&[class("a", 0.0)], &[phase("p", "1s", 1.0, false)], "constant", false, |_| unreachable!()).is_err()
+        );
+        assert!(
+            build(&[class("default", 1.0)], &[phase("p", "1s", 1.0, false)], "constant", false, |_| unreachable!())
+                .is_err()
+        );
+        assert!(build(&[class("a", 1.0)], &[], "constant", false, |_| unreachable!()).is_err());
+        assert!(
+            build(&[class("a", 1.0)], &[phase("p", "1s", 1.0, false)], "bursty", false, |_| unreachable!()).is_err()
+        );
+    }
+}
