@@ -103,6 +103,7 @@ pub async fn run_one(plan: &Plan, args: &RunArgs, out_dir: &Path, interrupt: &Ca
         ("complete".into(), &s.complete_latency),
         ("end-to-end".into(), &done.waits.end_to_end),
         ("producer-lag".into(), &done.waits.producer_lag),
+        ("enqueue".into(), &done.waits.enqueue),
     ];
     for (class, h) in done.summary.latency_ms.queue_wait.keys().zip(&done.waits.queue_wait) {
         histograms.push((format!("queue-wait-{class}"), h));

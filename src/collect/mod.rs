@@ -201,6 +201,8 @@ pub struct Arrival {
     pub class: u16,
     pub intended_us: u64,
     pub sent_us: u64,
+    /// How long the enqueue took (the INSERT, or the whole transaction with a business row).
+    pub enqueue_us: u32,
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ pub struct Waits {
     pub queue_wait: Vec<Histogram<u64>>,
     pub end_to_end: Histogram<u64>,
     pub producer_lag: Histogram<u64>,
+    pub enqueue: Histogram<u64>,
     /// Jobs left out because they were meant to arrive during a warm-up phase.
     pub excluded_warmup: u64,
 }
@@ -27,12 +28,14 @@ pub fn measure(journal: &[Event], arrivals: &[Arrival], classes: usize, warmup_e
         queue_wait: (0..=classes).map(|_| histogram()).collect(),
         end_to_end: histogram(),
         producer_lag: histogram(),
+        enqueue: histogram(),
         excluded_warmup: 0,
     };
     let mut intended: HashMap<i64, (u16, u64)> = HashMap::with_capacity(arrivals.len());
     for a in arrivals {
         intended.insert(a.job, (a.class, a.intended_us));
         w.producer_lag.saturating_record(a.sent_us.saturating_sub(a.intended_us).max(1));
+        w.enqueue.saturating_record(u64::from(a.enqueue_us).max(1));
     }
     // First claim and first accepted completion of each job.
     let mut first: HashMap<i64, (Option<u64>, Option<u64>)> = HashMap::new();
@@ -73,7 +76,7 @@ mod tests {
     #[test]
     fn wait_counts_from_the_intended_time_not_the_send_time() {
         // Job 9 was meant to arrive at 1 s, sent late at 3 s, claimed at 3.5 s.
-        let arrivals = [Arrival { job: 9, class: 1, intended_us: 1_000_000, sent_us: 3_000_000 }];
+        let arrivals = [Arrival { job: 9, class: 1, intended_us: 1_000_000, sent_us: 3_000_000, enqueue_us: 500 }];
         let journal = [ev(3_500_000, 9, EventKind::Claimed), ev(3_600_000, 9, EventKind::Accepted)];
         let w = measure(&journal, &arrivals, 1, 0);
         assert!((2_490_000..=2_510_000).contains(&w.queue_wait[1].max()), "{}", w.queue_wait[1].max());
@@ -83,7 +86,7 @@ mod tests {
 
     #[test]
     fn preloaded_jobs_wait_from_the_start_and_warmup_is_excluded() {
-        let arrivals = [Arrival { job: 2, class: 1, intended_us: 100, sent_us: 100 }];
+        let arrivals = [Arrival { job: 2, class: 1, intended_us: 100, sent_us: 100, enqueue_us: 500 }];
         let journal = [ev(5_000, 1, EventKind::Claimed), ev(6_000, 2, EventKind::Claimed)];
         let w = measure(&journal, &arrivals, 1, 1_000);
         assert_eq!(w.queue_wait[0].len(), 0, "job 1 (intended at 0) is in the warm-up");

@@ -78,6 +78,7 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
             unsent: out.unsent,
             errors: out.producer_errors,
             lag_ms: percentiles(&w.producer_lag),
+            enqueue_ms: percentiles(&w.enqueue),
             excluded_warmup: w.excluded_warmup,
         },
         phases: plan

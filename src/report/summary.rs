@@ -234,6 +234,8 @@ pub struct Producer {
     pub errors: u64,
     /// How late arrivals were sent after their intended time.
     pub lag_ms: Percentiles,
+    /// How long one enqueue took (with jobs.business_row: the whole transaction).
+    pub enqueue_ms: Percentiles,
     /// Jobs left out of the latencies because they were meant to arrive in a warm-up phase.
     pub excluded_warmup: u64,
 }

@@ -94,8 +94,8 @@ pub fn render(s: &RunSummary) -> String {
         rows.push((
             "producers",
             format!(
-                "{} planned · {} sent · {} unsent · {} errors · lag p50 {:.1} · p99 {:.1} · max {:.1} ms",
-                p.planned, p.sent, p.unsent, p.errors, p.lag_ms.p50, p.lag_ms.p99, p.lag_ms.max
+                "{} planned · {} sent · {} unsent · {} errors · lag p50 {:.1} · p99 {:.1} · max {:.1} ms · enqueue p50 {:.2} ms",
+                p.planned, p.sent, p.unsent, p.errors, p.lag_ms.p50, p.lag_ms.p99, p.lag_ms.max, p.enqueue_ms.p50
             ),
         ));
     }

@@ -107,6 +107,7 @@ async fn one(
             return out;
         }
         let sent = start.elapsed();
+        let began = Instant::now();
         let row = if plan.load.business_row {
             let tx = async {
                 client.batch_execute("BEGIN").await?;
@@ -125,6 +126,7 @@ async fn one(
                 class: index as u16 + 1,
                 intended_us: t.as_micros() as u64,
                 sent_us: sent.as_micros() as u64,
+                enqueue_us: began.elapsed().as_micros().min(u128::from(u32::MAX)) as u32,
             }),
             Err(_) => {
                 out.errors += 1;

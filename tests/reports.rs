@@ -1,0 +1,142 @@
+//! Measurement and reports: the open model against a real PostgreSQL, the
+//! intended-time rule, the time series, the files of a run folder, the
+//! summary's JSON Schema, and `queuebench report` rebuilding from files.
+
+mod common;
+use common::{queuebench, repo};
+use std::path::Path;
+
+fn schema_errors(summary: &serde_json::Value) -> Vec<String> {
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo("schema/summary.schema.json")).unwrap()).unwrap();
+    let mut errors = Vec::new();
+    common::schema::validate(&schema, &schema, summary, "summary", &mut errors);
+    errors
+}
+
+fn csv_rows(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    let header = r.headers().unwrap().iter().map(String::from).collect();
+    let rows = r.records().map(|x| x.unwrap().iter().map(String::from).collect()).collect();
+    (header, rows)
+}
+
+#[test]
+fn open_model_run_writes_every_output_and_matches_the_schema() {
+    let s = repo("scenarios/open-model-overload.toml");
+    let r = queuebench(&[
+        "run",
+        s.to_str().unwrap(),
+        "--set",
+        "run.phases=[{ name = \"steady\", duration = \"2s\" }, { name = \"overload\", duration = \"2s\", rate = 3.0 }]",
+        "--set",
+        "run.sample_interval=500ms",
+        "--set",
+        "expect={ \"jobs.lost\" = \"== 0\", \"producer.unsent\" = \"== 0\" }",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let summary = r.summary();
+    let errors = schema_errors(&summary);
+    assert!(errors.is_empty(), "summary.json does not match schema/summary.schema.json:\n{}", errors.join("\n"));
+    assert!(r.num("producer.sent") > 300.0);
+    assert!(r.num("latency_ms.queue_wait.high.count") > 0.0);
+    assert!(r.num("latency_ms.queue_wait.low.count") > 0.0);
+    assert_eq!(r.num("jobs.enqueued"), r.num("producer.sent"));
+    // One row per 500 ms sample (the first at the start, one more at the end).
+    let (header, rows) = csv_rows(&r.out.join("timeseries.csv"));
+    let secs = r.num("throughput.duration_s");
+    let expected = (secs / 0.5).floor() as usize;
+    assert!((expected..=expected + 3).contains(&rows.len()), "{} rows for {secs} s", rows.len());
+    for col in ["completions_per_s", "claim_p99_ms", "n_dead_tup", "queued_high", "oldest_ready_s_low", "wait_events"] {
+        assert!(header.iter().any(|h| h == col), "timeseries.csv lacks {col}");
+    }
+    let phase = header.iter().position(|h| h == "phase").unwrap();
+    assert!(rows.iter().any(|r| r[phase] == "overload"));
+    for f in [
+        "summary.csv",
+        "report.html",
+        "environment.json",
+        "latency-claim.hgrm",
+        "latency-claim.hlog",
+        "latency-queue-wait-high.hgrm",
+        "latency-end-to-end.hgrm",
+        "charts/throughput.png",
+        "charts/throughput.svg",
+        "charts/queue-depth.png",
+        "charts/oldest-ready-age.svg",
+        "charts/dead-tuples.png",
+        "charts/queue-wait.png",
+        "charts/claim-latency.png",
+    ] {
+        assert!(r.out.join(f).is_file(), "{f} missing");
+    }
+    let html = std::fs::read_to_string(r.out.join("report.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("open-model-overload") && !html.contains("<script"));
+
+    // `queuebench report` rebuilds the charts and the HTML from the files alone.
+    std::fs::remove_dir_all(r.out.join("charts")).unwrap();
+    std::fs::remove_file(r.out.join("report.html")).unwrap();
+    let rebuilt = common::bin().args(["report"]).arg(&r.out).output().unwrap();
+    assert!(rebuilt.status.success(), "{}", String::from_utf8_lossy(&rebuilt.stderr));
+    assert!(r.out.join("report.html").is_file() && r.out.join("charts/queue-depth.png").is_file());
+    r.assert_clean();
+}
+
+#[test]
+fn a_slowed_producer_shows_as_wait_not_hidden() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("slow.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "slow-producer"
+[jobs]
+business_row = true
+[[jobs.classes]]
+name = "flood"
+rate = 5000.0
+payload_bytes = 2000
+[[run.phases]]
+name = "burst"
+duration = "1s"
+[workers]
+count = 4
+[expect]
+"jobs.lost" = "== 0"
+"#,
+    )
+    .unwrap();
+    let r = queuebench(&["run", file.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let lag = r.num("producer.lag_ms.max");
+    let wait = r.num("latency_ms.queue_wait.flood.max");
+    assert!(lag > 100.0, "one connection cannot send 5000 jobs/s with a business row each: lag {lag} ms");
+    // A job cannot be claimed before it is sent, and its wait counts from its intended time.
+    assert!(wait >= lag - 2.0, "queue wait max {wait} ms hides the producer's lag of {lag} ms");
+    assert_eq!(r.num("producer.unsent"), 0.0);
+    assert_eq!(r.num("jobs.completed"), r.num("producer.sent"));
+}
+
+#[test]
+fn several_scenarios_write_a_comparison() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("cmp");
+    let (a, b) = (repo("scenarios/naive-duplicates.toml"), repo("scenarios/skip-locked.toml"));
+    let o = common::bin()
+        .args(["run", a.to_str().unwrap(), b.to_str().unwrap(), "--quiet", "--out"])
+        .arg(&dir)
+        .args(["--set", "jobs.preload=400", "--set", "workers.max_claims=50", "--set", "expect={}"])
+        .env_remove("DATABASE_URL")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(dir.join("comparison.html")).unwrap();
+    assert!(html.contains("naive-duplicates") && html.contains("skip-locked"));
+    assert!(html.contains("naive-duplicates/report.html"), "links each run's report");
+    let (header, rows) = csv_rows(&dir.join("comparison.csv"));
+    assert_eq!(rows.len(), 2);
+    assert!(header.iter().any(|h| h == "executions.duplicate"));
+    for f in ["compare-throughput.png", "compare-duplicates.svg", "compare-claim-p99.png"] {
+        assert!(dir.join("charts").join(f).is_file(), "{f}");
+    }
+}
