@@ -180,7 +180,7 @@ pub fn report(s: &RunSummary, charts: &[(String, String)], scenario_text: &str) 
     ] {
         latency_row(&mut o, name, p);
     }
-    for (class, p) in &l.queue_wait {
+    for (class, p) in l.queue_wait.iter().filter(|(_, p)| p.count > 0) {
         latency_row(&mut o, &format!("queue wait · {class}"), p);
     }
     o.push_str("</table><p class=muted>Queue wait and end to end count from each job's intended enqueue time.</p><h2>Charts</h2>");
