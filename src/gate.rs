@@ -47,10 +47,9 @@ pub struct Expectation {
     pub expr: String,
 }
 
-/// Parses `"> 0"`, `"== 10000"`, `"<= 2.5"` for `metric`, checking the metric exists
-/// (`classes` are the scenario's job classes, which name queue-wait metrics).
-pub fn parse_expectation(metric: &str, expr: &str, classes: &[&str]) -> Result<Expectation, String> {
-    let names = RunSummary::metric_names(classes);
+/// Parses `"> 0"`, `"== 10000"`, `"<= 2.5"` for `metric`, checking it is one of `names`
+/// (from `RunSummary::metric_names` for the scenario's classes and vacuum steps).
+pub fn parse_expectation(metric: &str, expr: &str, names: &[String]) -> Result<Expectation, String> {
     if !names.iter().any(|n| n == metric) {
         let near = names
             .iter()
@@ -106,22 +105,26 @@ pub fn verdict(summary: &RunSummary) -> ExitCode {
 mod tests {
     use super::*;
 
+    fn names() -> Vec<String> {
+        RunSummary::metric_names(&[], &[])
+    }
+
     #[test]
     fn parses_operators() {
         for (expr, op, v) in
             [("> 0", Op::Gt, 0.0), ("==10_000", Op::Eq, 10000.0), ("<= 2.5", Op::Le, 2.5), ("!= 1", Op::Ne, 1.0)]
         {
-            let e = parse_expectation("jobs.lost", expr, &[]).unwrap();
+            let e = parse_expectation("jobs.lost", expr, &names()).unwrap();
             assert_eq!((e.op, e.value), (op, v), "{expr}");
         }
     }
 
     #[test]
     fn rejects_bad_expressions_and_metrics() {
-        assert!(parse_expectation("jobs.lost", "about 0", &[]).unwrap_err().contains("must start with"));
-        assert!(parse_expectation("jobs.lost", "> zero", &[]).unwrap_err().contains("not a number"));
-        assert!(parse_expectation("jobs.lost", "> inf", &[]).is_err());
-        assert!(parse_expectation("jobs.lots", "== 0", &[]).unwrap_err().contains("did you mean `jobs.lost`"));
+        assert!(parse_expectation("jobs.lost", "about 0", &names()).unwrap_err().contains("must start with"));
+        assert!(parse_expectation("jobs.lost", "> zero", &names()).unwrap_err().contains("not a number"));
+        assert!(parse_expectation("jobs.lost", "> inf", &names()).is_err());
+        assert!(parse_expectation("jobs.lots", "== 0", &names()).unwrap_err().contains("did you mean `jobs.lost`"));
     }
 
     #[test]
@@ -129,8 +132,8 @@ mod tests {
         let mut s = RunSummary::default();
         s.executions.duplicate = 3;
         let exps = vec![
-            parse_expectation("executions.duplicate", "> 0", &[]).unwrap(),
-            parse_expectation("jobs.lost", "> 0", &[]).unwrap(),
+            parse_expectation("executions.duplicate", "> 0", &names()).unwrap(),
+            parse_expectation("jobs.lost", "> 0", &names()).unwrap(),
         ];
         let r = evaluate(&exps, &s);
         assert!(r[0].passed && !r[1].passed);

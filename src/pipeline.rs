@@ -167,7 +167,7 @@ async fn run_on(
     };
     ctx.environment = schema::environment(&setup).await;
     drop(setup);
-    let client = schema::install(db, plan.preload, plan.max_attempts).await?;
+    let client = schema::install(db, plan.preload, plan.max_attempts, &plan.table_settings).await?;
     let output = run::run(plan, db, interrupt, progress).await?;
     for f in &output.failures {
         eprintln!("warning: {f}");
@@ -181,11 +181,13 @@ async fn run_on(
         effects_rows: ctx.effects_rows,
         faults: &output.faults,
         lease: plan.lease,
+        samples: &output.samples,
+        blockers: &output.horizon.blockers,
     };
     let verification = verify::verify(&evidence);
     let warmup_end = plan.load.warmup_end().as_micros() as u64;
     let waits = waits::measure(&output.journal, &output.arrivals, plan.load.classes.len(), warmup_end);
-    let timeseries = timeseries::build(plan, &output.samples, &output.stats);
+    let timeseries = timeseries::build(plan, &output.samples, &output.stats, &output.horizon.probes);
     let summary = build::build(plan, ctx, &output, verification, &waits);
     Ok(Finished { summary, output, waits, timeseries })
 }

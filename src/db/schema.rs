@@ -23,7 +23,12 @@ fn sql_error(what: &str, e: &tokio_postgres::Error) -> Error {
 }
 
 /// `CREATE SCHEMA` (fails if it exists: never adopt someone else's) and the migration inside it.
-pub async fn install(db: &Database, preload: u64, max_attempts: i32) -> Result<Client> {
+pub async fn install(
+    db: &Database,
+    preload: u64,
+    max_attempts: i32,
+    table_settings: &[(String, String)],
+) -> Result<Client> {
     let admin = db.connect_admin().await?;
     let create = format!("CREATE SCHEMA \"{}\"", db.schema);
     admin.batch_execute(&create).await.map_err(|e| {
@@ -37,6 +42,12 @@ pub async fn install(db: &Database, preload: u64, max_attempts: i32) -> Result<C
     drop(admin);
     let client = db.connect().await?;
     client.batch_execute(MIGRATION).await.map_err(|e| sql_error("installing migrations/001_queue.sql", &e))?;
+    if !table_settings.is_empty() {
+        // Names and values were checked to be plain words or numbers when the scenario was validated.
+        let list: Vec<String> = table_settings.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        let alter = format!("ALTER TABLE jobs SET ({})", list.join(", "));
+        client.batch_execute(&alter).await.map_err(|e| sql_error(&alter, &e))?;
+    }
     if preload > 0 {
         client
             .execute(PRELOAD, &[&(preload as i64), &max_attempts])

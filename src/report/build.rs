@@ -19,6 +19,7 @@ pub struct Context {
 }
 
 pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Waits) -> RunSummary {
+    let probes = &out.horizon.probes;
     let secs = out.duration.as_secs_f64().max(1e-9);
     let st = &out.stats;
     let mut s = RunSummary {
@@ -94,6 +95,30 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
             })
             .collect(),
         environment: ctx.environment,
+        horizon: v.horizon,
+        vacuum: out
+            .horizon
+            .vacuum
+            .iter()
+            .map(|r| {
+                let numbers = VacuumNumbers {
+                    at_s: r.t_us as f64 / 1e6,
+                    removed: r.removed,
+                    remain: r.remain,
+                    not_removable: r.not_removable,
+                    pgstattuple_dead: r.pgstattuple_dead.unwrap_or(-1),
+                    n_dead_tup: r.n_dead_tup,
+                    probe_buffers_before: probes
+                        .iter()
+                        .rev()
+                        .find(|p| p.t_ms * 1000 <= r.t_us)
+                        .map_or(-1, |p| p.buffers),
+                    probe_buffers_after: probes.iter().find(|p| p.t_ms * 1000 > r.t_us).map_or(-1, |p| p.buffers),
+                };
+                (r.name.clone(), numbers)
+            })
+            .collect(),
+        probe: probe(&out.horizon.probes),
         checks: v.checks,
         expectations: Vec::new(),
         passed: false,
@@ -102,4 +127,17 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
     s.expectations = gate::evaluate(&plan.expectations, &s);
     s.passed = !s.interrupted && !s.timed_out && s.expectations.iter().all(|e| e.passed);
     s
+}
+
+fn probe(samples: &[crate::run::horizon::ProbeSample]) -> Probe {
+    let (Some(first), Some(last)) = (samples.first(), samples.last()) else { return Probe::default() };
+    Probe {
+        samples: samples.len() as u64,
+        buffers_first: first.buffers,
+        buffers_max: samples.iter().map(|s| s.buffers).max().unwrap_or(0),
+        buffers_last: last.buffers,
+        exec_ms_first: first.exec_ms,
+        exec_ms_max: samples.iter().map(|s| s.exec_ms).fold(0.0, f64::max),
+        exec_ms_last: last.exec_ms,
+    }
 }

@@ -180,6 +180,38 @@ fn run_charts(s: &RunSummary, ts: &Timeseries, dir: &Path) -> Result<Vec<(String
             series: vec![mb("table_bytes", "table"), mb("index_bytes", "indexes")],
         },
     )?;
+    if ts.column("probe_buffers").is_some_and(|c| c.iter().any(|v| *v > 0.0)) {
+        add(
+            "Shared buffers one claim touches (EXPLAIN ANALYZE, BUFFERS), rolled back.",
+            "claim-plan-buffers",
+            LineChart {
+                title: "Claim plan: buffers per claim",
+                x_label: "seconds since start",
+                y_label: "buffers",
+                series: vec![series("probe_buffers", "buffers")],
+            },
+        )?;
+        add(
+            "Execution time of one claim under EXPLAIN ANALYZE.",
+            "claim-plan-time",
+            LineChart {
+                title: "Claim plan: execution time",
+                x_label: "seconds since start",
+                y_label: "ms",
+                series: vec![series("probe_exec_ms", "execution")],
+            },
+        )?;
+    }
+    add(
+        "Age of the oldest open transaction, and of the xmin horizon in transactions.",
+        "horizon",
+        LineChart {
+            title: "Oldest transaction",
+            x_label: "seconds since start",
+            y_label: "seconds",
+            series: vec![series("oldest_xact_s", "oldest transaction")],
+        },
+    )?;
     let waits: Vec<Series> = s
         .latency_ms
         .queue_wait

@@ -41,6 +41,10 @@ pub struct RunSummary {
     pub throughput: Throughput,
     pub latency_ms: Latencies,
     pub producer: Producer,
+    pub horizon: Horizon,
+    /// Named VACUUM (VERBOSE) steps.
+    pub vacuum: BTreeMap<String, VacuumNumbers>,
+    pub probe: Probe,
     pub phases: Vec<PhaseInfo>,
     pub environment: Environment,
     pub checks: Vec<CheckResult>,
@@ -222,6 +226,50 @@ pub struct Latencies {
     pub end_to_end: Percentiles,
 }
 
+/// Horizon blockers and their effect on the jobs table.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Horizon {
+    pub blockers: u64,
+    /// Seconds the blockers held the horizon, summed.
+    pub held_s: f64,
+    /// The most dead tuples (n_dead_tup) seen while they held it.
+    pub peak_dead_tuples: i64,
+    pub peak_xmin_age: i64,
+    /// Seconds after the last blocker ended until dead tuples were back under a tenth of the peak; -1 if never.
+    pub catch_up_s: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct VacuumNumbers {
+    pub at_s: f64,
+    pub removed: i64,
+    pub remain: i64,
+    /// "are dead but not yet removable"
+    pub not_removable: i64,
+    /// Exact dead tuples from pgstattuple just before; -1 when pgstattuple is not available.
+    pub pgstattuple_dead: i64,
+    /// The n_dead_tup estimate at the same moment.
+    pub n_dead_tup: i64,
+    /// Buffers one claim touched at the last claim-plan probe before the step, and the first after (-1: no probe).
+    pub probe_buffers_before: i64,
+    pub probe_buffers_after: i64,
+}
+
+/// The claim-plan probe: the claim under EXPLAIN (ANALYZE, BUFFERS), rolled back.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Probe {
+    pub samples: u64,
+    pub buffers_first: i64,
+    pub buffers_max: i64,
+    pub buffers_last: i64,
+    pub exec_ms_first: f64,
+    pub exec_ms_max: f64,
+    pub exec_ms_last: f64,
+}
+
 /// The open-model producers.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
@@ -296,7 +344,8 @@ pub struct ExpectationResult {
 }
 
 /// The checks every run reports; `checks.<name>` is its violation count.
-pub const CHECK_NAMES: [&str; 7] = [
+pub const CHECK_NAMES: [&str; 8] = [
+    "vacuum_caught_up",
     "exactly_once",
     "no_lost_jobs",
     "stale_completions_accepted",
@@ -319,8 +368,11 @@ impl RunSummary {
     }
 
     /// The metric paths an expectation may name (known before any run).
-    pub fn metric_names(classes: &[&str]) -> Vec<String> {
+    pub fn metric_names(classes: &[&str], vacuum_steps: &[&str]) -> Vec<String> {
         let mut s = RunSummary::default();
+        for v in vacuum_steps {
+            s.vacuum.insert(v.to_string(), VacuumNumbers::default());
+        }
         for c in std::iter::once("default").chain(classes.iter().copied()) {
             s.latency_ms.queue_wait.insert(c.to_string(), Percentiles::default());
         }
@@ -370,7 +422,7 @@ mod tests {
 
     #[test]
     fn metric_names_cover_the_documented_fields() {
-        let names = RunSummary::metric_names(&[]);
+        let names = RunSummary::metric_names(&[], &[]);
         for n in [
             "jobs.lost",
             "executions.duplicate",

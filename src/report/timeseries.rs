@@ -5,6 +5,7 @@
 
 use crate::collect::{Second, WorkerStats};
 use crate::error::{Error, Result};
+use crate::run::horizon::ProbeSample;
 use crate::run::sampler::PgSample;
 use crate::scenario::Plan;
 use crate::scenario::load_model::DEFAULT_CLASS;
@@ -53,7 +54,7 @@ impl Timeseries {
 }
 
 /// The columns every time series has, before the per-class ones.
-pub const COLUMNS: [&str; 22] = [
+pub const COLUMNS: [&str; 24] = [
     "t_s",
     "phase",
     "claims_per_s",
@@ -76,9 +77,11 @@ pub const COLUMNS: [&str; 22] = [
     "oldest_xact_s",
     "xmin_age_xids",
     "wait_events",
+    "probe_buffers",
+    "probe_exec_ms",
 ];
 
-pub fn build(plan: &Plan, samples: &[PgSample], stats: &WorkerStats) -> Timeseries {
+pub fn build(plan: &Plan, samples: &[PgSample], stats: &WorkerStats, probes: &[ProbeSample]) -> Timeseries {
     let classes: Vec<&str> =
         std::iter::once(DEFAULT_CLASS).chain(plan.load.classes.iter().map(|c| c.name.as_str())).collect();
     let mut header: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
@@ -133,6 +136,10 @@ pub fn build(plan: &Plan, samples: &[PgSample], stats: &WorkerStats) -> Timeseri
         row.push(format!("{:.3}", s.oldest_xact_s));
         row.push(s.xmin_age.to_string());
         row.push(s.waits.clone());
+        // The latest claim-plan probe at or before this sample.
+        let probe = probes.iter().rev().find(|p| p.t_ms <= s.t_ms);
+        row.push(probe.map_or(String::new(), |p| p.buffers.to_string()));
+        row.push(probe.map_or(String::new(), |p| format!("{:.3}", p.exec_ms)));
         row.extend(s.per_class.iter().map(|(n, _)| n.to_string()));
         row.extend(s.per_class.iter().map(|(_, age)| format!("{age:.3}")));
         rows.push(row);

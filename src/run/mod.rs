@@ -5,6 +5,7 @@
 
 pub mod conn;
 pub mod faults;
+pub mod horizon;
 pub mod producer;
 pub mod reaper;
 pub mod sampler;
@@ -37,6 +38,7 @@ pub struct RunOutput {
     pub unsent: u64,
     pub producer_errors: u64,
     pub samples: Vec<PgSample>,
+    pub horizon: horizon::HorizonOutput,
     pub duration: Duration,
     pub interrupted: bool,
     pub timed_out: bool,
@@ -45,6 +47,8 @@ pub struct RunOutput {
 
 /// Runs the plan's workers against `db`. `interrupt` is cancelled by Ctrl-C/SIGTERM.
 pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show_progress: bool) -> Result<RunOutput> {
+    // Extensions (pgstattuple) are created only in a cluster of our own.
+    let extensions = db.kind == crate::db::Kind::Ephemeral;
     let config = db.worker_config();
     let conns = join_all((0..plan.workers).map(|_| Conn::open(&config, &plan.strategy))).await;
     let conns = conns
@@ -76,6 +80,10 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         producers_done: Arc::new(AtomicBool::new(!plan.load.is_open())),
         progress: Arc::new(Progress::default()),
     });
+    let actors = {
+        let (sh, stop, config) = (shared.clone(), stop.clone(), config.clone());
+        tokio::spawn(async move { horizon::actors(&sh.plan, &config, start, extensions, &stop).await })
+    };
     let tasks: Vec<_> = conns
         .into_iter()
         .enumerate()
@@ -100,7 +108,8 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
                 sh.producers_done.store(true, Ordering::Relaxed);
                 out
             };
-            tokio::join!(reap, inject, sample, produce)
+            let probe = horizon::probe(&sh.plan, &config, start, &side_stop);
+            tokio::join!(reap, inject, sample, produce, probe)
         })
     };
 
@@ -116,10 +125,14 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         failures.extend(failure);
     }
     let duration = start.elapsed();
+    // Blockers and vacuum steps finish their schedule even when the workers are done early.
+    let mut horizon =
+        actors.await.map_err(|e| Error::infra(format!("a horizon blocker or vacuum step panicked: {e}")))?;
     side_stop.cancel();
     timer.abort();
-    let (reaper, injected, samples, produced) =
+    let (reaper, injected, samples, produced, probes) =
         side.await.map_err(|e| Error::infra(format!("the reaper, injector, sampler or a producer panicked: {e}")))?;
+    horizon.probes = probes;
     fault_events.extend(injected);
     fault_events.sort_by_key(|f| f.t_us);
     Ok(RunOutput {
@@ -131,6 +144,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         unsent: produced.unsent,
         producer_errors: produced.errors,
         samples,
+        horizon,
         duration,
         interrupted: interrupt.is_cancelled(),
         timed_out: timed_out.load(Ordering::Relaxed),

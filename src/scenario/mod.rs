@@ -3,6 +3,7 @@
 //! `Plan` that every later stage reads (`plan`).
 
 pub mod faults;
+pub mod horizon;
 pub mod load;
 pub mod load_model;
 pub mod plan;

@@ -3,6 +3,7 @@
 //! the line and the key (or the `--set` that supplied it) and what is accepted.
 
 use super::faults::{self, Fault, JobType};
+use super::horizon::{self, Blocker, VacuumStep};
 use super::load::Source;
 use super::load_model::{self, LoadModel};
 use super::raw::{Fencing, Mode, RawScenario, Reclaim};
@@ -42,6 +43,11 @@ pub struct Plan {
     pub faults: Vec<Fault>,
     pub load: LoadModel,
     pub sample_interval: Duration,
+    pub blockers: Vec<Blocker>,
+    pub vacuum: Vec<VacuumStep>,
+    /// Storage parameters for the jobs table (ALTER TABLE jobs SET (...)).
+    pub table_settings: Vec<(String, String)>,
+    pub plan_probe: Option<Duration>,
     pub stop: Stop,
     pub timeout: Duration,
     pub effects_table: bool,
@@ -164,11 +170,13 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         .map(|(k, v)| setting_value(v).map(|v| (k.clone(), v)).map_err(|e| err(&format!("postgres.settings.{k}"), e)))
         .collect::<Result<Vec<_>>>()?;
     let class_names: Vec<&str> = raw.jobs.classes.iter().map(|c| c.name.as_str()).collect();
+    let vacuum_names: Vec<&str> = raw.vacuum.iter().map(|v| v.name.as_str()).collect();
+    let metric_names = crate::report::summary::RunSummary::metric_names(&class_names, &vacuum_names);
     let expectations = raw
         .expect
         .iter()
         .map(|(metric, expr)| {
-            gate::parse_expectation(metric, expr, &class_names).map_err(|e| err(&format!("expect.{metric}"), e))
+            gate::parse_expectation(metric, expr, &metric_names).map_err(|e| err(&format!("expect.{metric}"), e))
         })
         .collect::<Result<Vec<_>>>()?;
     let heartbeat = match raw.lease.heartbeat.as_str() {
@@ -211,7 +219,34 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
     if raw.jobs.preload == 0 && !load.is_open() && stop == Stop::Drained {
         return Err(err("jobs.preload", "nothing to do: preload jobs, or add [[jobs.classes]] producers".into()));
     }
+    let blockers = horizon::blockers(&raw.blockers).map_err(|e| err("blockers", e))?;
+    let vacuum = horizon::vacuum_steps(&raw.vacuum).map_err(|e| err("vacuum", e))?;
+    let table_settings = raw
+        .postgres
+        .table_settings
+        .iter()
+        .map(|(k, v)| {
+            let key_ok = !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+            let value = setting_value(v).map_err(|e| err(&format!("postgres.table_settings.{k}"), e))?;
+            let value_ok = value.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-');
+            if !key_ok || !value_ok {
+                return Err(err(
+                    &format!("postgres.table_settings.{k}"),
+                    "names and values are plain words or numbers".into(),
+                ));
+            }
+            Ok((k.clone(), value))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let plan_probe = match raw.run.plan_probe.as_str() {
+        "off" => None,
+        text => Some(duration("run.plan_probe", text)?.max(Duration::from_millis(100))),
+    };
     Ok(Plan {
+        blockers,
+        vacuum,
+        table_settings,
+        plan_probe,
         load,
         sample_interval,
         heartbeat,

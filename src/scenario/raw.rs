@@ -24,6 +24,12 @@ pub struct RawScenario {
     pub retry: RawRetry,
     #[serde(default)]
     pub faults: Vec<RawFault>,
+    /// Sessions that hold back the xmin horizon (seed 001, seed 004).
+    #[serde(default)]
+    pub blockers: Vec<RawBlocker>,
+    /// Explicit VACUUM (VERBOSE) steps, each with a name for its numbers.
+    #[serde(default)]
+    pub vacuum: Vec<RawVacuum>,
     #[serde(default)]
     pub postgres: RawPostgres,
     #[serde(default)]
@@ -312,6 +318,9 @@ pub struct RawRun {
     /// How often the Postgres time series is sampled.
     #[serde(default = "default_sample_interval")]
     pub sample_interval: String,
+    /// Run the claim under EXPLAIN (ANALYZE, BUFFERS) this often ("off" or a duration).
+    #[serde(default = "off")]
+    pub plan_probe: String,
     /// Load phases for the producers (warm-up, steady, overload, recovery).
     #[serde(default)]
     pub phases: Vec<RawPhase>,
@@ -345,6 +354,7 @@ impl Default for RawRun {
             timeout: default_timeout(),
             effects_table: true,
             sample_interval: default_sample_interval(),
+            plan_probe: off(),
             phases: Vec::new(),
         }
     }
@@ -365,6 +375,52 @@ fn yes() -> bool {
 pub struct RawPostgres {
     #[serde(default)]
     pub settings: BTreeMap<String, toml::Value>,
+    /// Storage parameters of the jobs table (per-table autovacuum settings).
+    #[serde(default)]
+    pub table_settings: BTreeMap<String, toml::Value>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBlocker {
+    /// idle_in_transaction | repeatable_read | long_query
+    pub kind: String,
+    /// When it starts, after the run starts.
+    #[serde(default = "zero")]
+    pub at: String,
+    pub duration: String,
+    /// repeatable_read: how many reader sessions.
+    #[serde(default = "one")]
+    pub sessions: i64,
+    /// repeatable_read: time between scans of the jobs table.
+    #[serde(default = "default_scan_every")]
+    pub scan_every: String,
+}
+
+fn zero() -> String {
+    "0ms".into()
+}
+fn default_scan_every() -> String {
+    "200ms".into()
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawVacuum {
+    pub name: String,
+    pub at: String,
+    /// Count dead tuples exactly with pgstattuple first (it reads every page and
+    /// prunes what it can, so it changes what the VACUUM then finds).
+    #[serde(default)]
+    pub pgstattuple: bool,
+    /// VACUUM's INDEX_CLEANUP option: auto (the server decides; it may skip the
+    /// indexes when few heap pages have dead items), on, off.
+    #[serde(default = "auto")]
+    pub index_cleanup: String,
+}
+
+fn auto() -> String {
+    "auto".into()
 }
 
 /// A user's own claim strategy: the same shape as the built-ins.

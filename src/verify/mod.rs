@@ -4,6 +4,7 @@
 
 mod claims;
 mod exactly_once;
+mod horizon;
 mod ledger;
 mod lost;
 mod ownership;
@@ -12,7 +13,9 @@ mod stale;
 
 use crate::collect::{Event, FaultEvent};
 use crate::db::schema::JobRow;
-use crate::report::summary::{CheckResult, Completions, Executions, Faults, Jobs, Ownership, Stale};
+use crate::report::summary::{CheckResult, Completions, Executions, Faults, Horizon, Jobs, Ownership, Stale};
+use crate::run::horizon::BlockerSpan;
+use crate::run::sampler::PgSample;
 use std::time::Duration;
 
 /// What the run left behind, as the checkers see it.
@@ -24,6 +27,8 @@ pub struct Evidence<'a> {
     pub effects_rows: Option<u64>,
     pub faults: &'a [FaultEvent],
     pub lease: Duration,
+    pub samples: &'a [PgSample],
+    pub blockers: &'a [BlockerSpan],
 }
 
 pub struct Verification {
@@ -33,6 +38,7 @@ pub struct Verification {
     pub stale: Stale,
     pub ownership: Ownership,
     pub faults: Faults,
+    pub horizon: Horizon,
     pub checks: Vec<CheckResult>,
 }
 
@@ -50,8 +56,10 @@ pub fn verify(e: &Evidence) -> Verification {
     let faults = recovery::check(e.faults, &per_job);
     let mut checks = vec![once, lost, stale_check, overlap, budget];
     checks.extend(recovery::cancel_check(e.faults, &per_job));
+    let (horizon, vacuum) = horizon::check(e.samples, e.blockers);
+    checks.extend(vacuum);
     checks.extend(ledger::check(e, executions.total));
-    Verification { jobs, executions, completions, stale, ownership, faults, checks }
+    Verification { jobs, executions, completions, stale, ownership, faults, horizon, checks }
 }
 
 /// Up to `EXAMPLES` ids.
@@ -81,6 +89,8 @@ mod tests {
             effects_rows: effects,
             faults: &[],
             lease: Duration::from_secs(1),
+            samples: &[],
+            blockers: &[],
         }
     }
 

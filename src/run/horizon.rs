@@ -1,0 +1,273 @@
+//! Actors that pin the xmin horizon (an idle transaction holding an xid,
+//! REPEATABLE READ readers, a long query), named `VACUUM (VERBOSE)` steps
+//! whose "removed / remain / dead but not yet removable" counts are read from
+//! the server's INFO message, `pgstattuple` beside the `n_dead_tup` estimate,
+//! and the claim-plan probe: the strategy's claim under
+//! `EXPLAIN (ANALYZE, BUFFERS)` in a rolled-back transaction.
+
+use crate::db::error_text;
+use crate::scenario::Plan;
+use crate::scenario::horizon::{Blocker, BlockerKind, VacuumStep};
+use crate::strategy::Param;
+use futures_util::future::join_all;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{AsyncMessage, Client, Config, NoTls};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockerSpan {
+    pub kind: &'static str,
+    pub start_us: u64,
+    pub end_us: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VacuumResult {
+    pub name: String,
+    pub t_us: u64,
+    pub removed: i64,
+    pub remain: i64,
+    pub not_removable: i64,
+    /// Exact dead tuples from pgstattuple just before the VACUUM, when available.
+    pub pgstattuple_dead: Option<i64>,
+    /// The `n_dead_tup` estimate at the same moment.
+    pub n_dead_tup: i64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ProbeSample {
+    pub t_ms: u64,
+    /// Shared buffers hit + read by one claim.
+    pub buffers: i64,
+    pub buffers_read: i64,
+    pub exec_ms: f64,
+}
+
+#[derive(Debug, Default)]
+pub struct HorizonOutput {
+    pub blockers: Vec<BlockerSpan>,
+    pub vacuum: Vec<VacuumResult>,
+    pub probes: Vec<ProbeSample>,
+}
+
+async fn connect(config: &Config) -> Option<(Client, mpsc::UnboundedReceiver<String>)> {
+    let (client, mut connection) = match config.connect(NoTls).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("warning: horizon actor could not connect: {}", error_text(&e));
+            return None;
+        }
+    };
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(msg) = futures_util::future::poll_fn(|cx| connection.poll_message(cx)).await {
+            match msg {
+                Ok(AsyncMessage::Notice(n)) => {
+                    let _ = tx.send(n.message().to_string());
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    });
+    Some((client, rx))
+}
+
+async fn sleep_until(start: Instant, at: Duration, stop: &CancellationToken) -> bool {
+    let now = start.elapsed();
+    if at > now {
+        tokio::select! {
+            _ = tokio::time::sleep(at - now) => {}
+            _ = stop.cancelled() => return false,
+        }
+    }
+    !stop.is_cancelled()
+}
+
+/// Runs the blockers and the vacuum steps; done when the last one is (or at `stop`).
+pub async fn actors(
+    plan: &Plan,
+    config: &Config,
+    start: Instant,
+    extensions: bool,
+    stop: &CancellationToken,
+) -> HorizonOutput {
+    if extensions && !plan.vacuum.is_empty() {
+        // Once, before any step: two concurrent CREATE EXTENSIONs would collide.
+        if let Some((c, _)) = connect(config).await {
+            let _ = c.batch_execute("CREATE EXTENSION IF NOT EXISTS pgstattuple").await;
+        }
+    }
+    let blockers = join_all(plan.blockers.iter().map(|b| blocker(b, config, start, stop)));
+    let vacuum = join_all(plan.vacuum.iter().map(|v| vacuum(v, config, start, stop)));
+    let (b, v) = tokio::join!(blockers, vacuum);
+    HorizonOutput {
+        blockers: b.into_iter().flatten().collect(),
+        vacuum: v.into_iter().flatten().collect(),
+        probes: Vec::new(),
+    }
+}
+
+async fn blocker(b: &Blocker, config: &Config, start: Instant, stop: &CancellationToken) -> Option<BlockerSpan> {
+    let mut clients = Vec::new();
+    for _ in 0..b.sessions {
+        clients.push(connect(config).await?.0);
+    }
+    if !sleep_until(start, b.at, stop).await {
+        return None;
+    }
+    let start_us = start.elapsed().as_micros() as u64;
+    let until = b.at + b.duration;
+    join_all(clients.iter().map(|c| hold(b, c, start, until, stop))).await;
+    Some(BlockerSpan { kind: b.kind.name(), start_us, end_us: start.elapsed().as_micros() as u64 })
+}
+
+/// One blocker session, from its start to `until`.
+async fn hold(b: &Blocker, c: &Client, start: Instant, until: Duration, stop: &CancellationToken) {
+    let begin = match b.kind {
+        BlockerKind::IdleInTransaction => "BEGIN; SELECT txid_current();",
+        BlockerKind::RepeatableRead => "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM jobs;",
+        BlockerKind::LongQuery => {
+            let secs = b.duration.as_secs_f64();
+            let _ = c.execute("SELECT pg_sleep($1)", &[&secs]).await;
+            return;
+        }
+    };
+    if c.batch_execute(begin).await.is_err() {
+        return;
+    }
+    while start.elapsed() < until && !stop.is_cancelled() {
+        let left = until.saturating_sub(start.elapsed());
+        let nap = if b.kind == BlockerKind::RepeatableRead { b.scan_every.min(left) } else { left };
+        tokio::select! {
+            _ = tokio::time::sleep(nap) => {}
+            _ = stop.cancelled() => {}
+        }
+        if b.kind == BlockerKind::RepeatableRead && start.elapsed() < until {
+            let _ = c.batch_execute("SELECT count(*) FROM jobs").await;
+        }
+    }
+    let _ = c.batch_execute("COMMIT").await;
+}
+
+async fn vacuum(step: &VacuumStep, config: &Config, start: Instant, stop: &CancellationToken) -> Option<VacuumResult> {
+    let (client, mut notices) = connect(config).await?;
+    let has_pgstattuple = step.pgstattuple
+        && matches!(
+            client
+                .query_one("SELECT to_regprocedure('pgstattuple(regclass)') IS NOT NULL", &[])
+                .await
+                .map(|r| r.get::<_, bool>(0)),
+            Ok(true)
+        );
+    if !sleep_until(start, step.at, stop).await {
+        return None;
+    }
+    let t_us = start.elapsed().as_micros() as u64;
+    let _ = client.batch_execute("SELECT pg_stat_force_next_flush()").await;
+    let n_dead_tup = client
+        .query_one("SELECT coalesce(n_dead_tup, 0) FROM pg_stat_user_tables WHERE relid = 'jobs'::regclass", &[])
+        .await
+        .map_or(0, |r| r.get(0));
+    let pgstattuple_dead = if has_pgstattuple {
+        client.query_one("SELECT dead_tuple_count FROM pgstattuple('jobs')", &[]).await.ok().map(|r| r.get(0))
+    } else {
+        None
+    };
+    if let Err(e) = client.batch_execute(&step.command).await {
+        eprintln!("warning: vacuum step {}: {}", step.name, error_text(&e));
+        return None;
+    }
+    let mut result = VacuumResult { name: step.name.clone(), t_us, pgstattuple_dead, n_dead_tup, ..Default::default() };
+    while let Ok(msg) = notices.try_recv() {
+        if let Some((removed, remain, not_removable)) = parse_vacuum_tuples(&msg) {
+            result.removed = removed;
+            result.remain = remain;
+            result.not_removable = not_removable;
+            break;
+        }
+    }
+    Some(result)
+}
+
+/// "tuples: 2001 removed, 8542 remain, 0 are dead but not yet removable" from VACUUM VERBOSE's INFO.
+pub fn parse_vacuum_tuples(msg: &str) -> Option<(i64, i64, i64)> {
+    let line = msg.lines().find_map(|l| l.trim().strip_prefix("tuples: "))?;
+    let nums: Vec<i64> =
+        line.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).filter_map(|s| s.parse().ok()).collect();
+    match nums.as_slice() {
+        [removed, remain, dead, ..] => Some((*removed, *remain, *dead)),
+        _ => None,
+    }
+}
+
+pub async fn probe(plan: &Plan, config: &Config, start: Instant, stop: &CancellationToken) -> Vec<ProbeSample> {
+    let mut out = Vec::new();
+    let Some(every) = plan.plan_probe else { return out };
+    if plan.strategy.select.is_some() {
+        eprintln!(
+            "warning: the claim-plan probe needs a one-statement claim; strategy `{}` has a select",
+            plan.strategy.name
+        );
+        return out;
+    }
+    let Some((client, _)) = connect(config).await else { return out };
+    let sql = format!("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {}", plan.strategy.claim.sql);
+    let (batch, lease, worker) = (i64::from(plan.batch), plan.lease.as_secs_f64(), "probe".to_string());
+    let params: Vec<&(dyn ToSql + Sync)> = plan
+        .strategy
+        .claim
+        .params
+        .iter()
+        .map(|p| -> &(dyn ToSql + Sync) {
+            match p {
+                Param::Batch => &batch,
+                Param::LeaseSecs => &lease,
+                _ => &worker,
+            }
+        })
+        .collect();
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.cancelled() => return out,
+        }
+        let t_ms = start.elapsed().as_millis() as u64;
+        if client.batch_execute("BEGIN").await.is_err() {
+            continue;
+        }
+        if let Ok(row) = client.query_one(&sql, &params).await {
+            let v: serde_json::Value = row.get(0);
+            let top = &v[0];
+            let plan_node = &top["Plan"];
+            let n = |k: &str| plan_node[k].as_i64().unwrap_or(0);
+            out.push(ProbeSample {
+                t_ms,
+                buffers: n("Shared Hit Blocks") + n("Shared Read Blocks"),
+                buffers_read: n("Shared Read Blocks"),
+                exec_ms: top["Execution Time"].as_f64().unwrap_or(0.0),
+            });
+        }
+        let _ = client.batch_execute("ROLLBACK").await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_seed_s_vacuum_lines() {
+        let during = "finished vacuuming \"postgres.q.jobs\": index scans: 0\npages: 0 removed, 80 remain\n\
+                      tuples: 0 removed, 11992 remain, 2000 are dead but not yet removable\nremovable cutoff: 750";
+        assert_eq!(parse_vacuum_tuples(during), Some((0, 11992, 2000)));
+        assert_eq!(
+            parse_vacuum_tuples("tuples: 2001 removed, 8542 remain, 0 are dead but not yet removable"),
+            Some((2001, 8542, 0))
+        );
+        assert_eq!(parse_vacuum_tuples("vacuuming \"postgres.q.jobs\""), None);
+    }
+}

@@ -1,0 +1,65 @@
+//! What horizon blockers did to the table: the peak of dead tuples while
+//! they held the xmin horizon back, and how long vacuum needed after the
+//! last one ended to bring dead tuples back down (to a tenth of the peak,
+//! or under 100). Pure over the time series and the blockers' spans.
+
+use crate::report::summary::{CheckResult, Horizon};
+use crate::run::horizon::BlockerSpan;
+use crate::run::sampler::PgSample;
+
+pub fn check(samples: &[PgSample], blockers: &[BlockerSpan]) -> (Horizon, Option<CheckResult>) {
+    let (Some(first), Some(last_end)) =
+        (blockers.iter().map(|b| b.start_us).min(), blockers.iter().map(|b| b.end_us).max())
+    else {
+        return (Horizon::default(), None);
+    };
+    let (from_ms, to_ms) = (first / 1000, last_end / 1000);
+    let held: Vec<&PgSample> = samples.iter().filter(|s| s.t_ms >= from_ms && s.t_ms <= to_ms + 1000).collect();
+    let peak = held.iter().map(|s| s.n_dead_tup).max().unwrap_or(0);
+    let target = (peak / 10).max(100);
+    let caught_up = samples.iter().find(|s| s.t_ms > to_ms && s.n_dead_tup <= target);
+    let h = Horizon {
+        blockers: blockers.len() as u64,
+        held_s: blockers.iter().map(|b| (b.end_us - b.start_us) as f64 / 1e6).sum(),
+        peak_dead_tuples: peak,
+        peak_xmin_age: held.iter().map(|s| s.xmin_age).max().unwrap_or(0),
+        catch_up_s: caught_up.map_or(-1.0, |s| (s.t_ms - to_ms) as f64 / 1000.0),
+    };
+    let check = CheckResult {
+        name: "vacuum_caught_up".into(),
+        passed: caught_up.is_some(),
+        violations: u64::from(caught_up.is_none()),
+        detail: match caught_up {
+            Some(_) => format!(
+                "dead tuples peaked at {peak} while the horizon was held; {:.1} s after the last blocker ended they were back under {target}",
+                h.catch_up_s
+            ),
+            None => format!("dead tuples peaked at {peak} and were still above {target} when the run ended"),
+        },
+        examples: Vec::new(),
+    };
+    (h, Some(check))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(t_ms: u64, dead: i64) -> PgSample {
+        PgSample { t_ms, n_dead_tup: dead, ..Default::default() }
+    }
+
+    #[test]
+    fn peak_and_catch_up() {
+        let samples = [s(0, 0), s(1000, 500), s(2000, 2000), s(3000, 2100), s(4000, 1500), s(5000, 50)];
+        let b = [BlockerSpan { kind: "idle_in_transaction", start_us: 500_000, end_us: 3_000_000 }];
+        let (h, c) = check(&samples, &b);
+        assert_eq!(h.peak_dead_tuples, 2100);
+        assert_eq!(h.catch_up_s, 2.0);
+        assert!(c.unwrap().passed);
+        let (h, c) = check(&samples[..5], &b);
+        assert_eq!(h.catch_up_s, -1.0);
+        assert!(!c.unwrap().passed);
+        assert!(check(&samples, &[]).1.is_none());
+    }
+}
