@@ -17,6 +17,9 @@ pub mod scenario;
 pub mod strategy;
 pub mod verify;
 
+#[cfg(test)]
+mod fuzz_tests;
+
 use cli::{Cli, Command};
 use db::{Database, schema};
 use error::{Error, ExitCode, Result};
