@@ -89,6 +89,9 @@ pub struct RunArgs {
     /// Keep the run's schema (URL mode) or the cluster's data dir (ephemeral) for inspection.
     #[arg(long)]
     pub keep: bool,
+    /// Run against a --database-url host that is not local (loopback or a unix socket).
+    #[arg(long)]
+    pub yes: bool,
     /// Print only the verdict line.
     #[arg(long, short)]
     pub quiet: bool,

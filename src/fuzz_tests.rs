@@ -81,10 +81,18 @@ fn expectations_and_durations_never_panic() {
     let ops = ["==", "!=", "<", "<=", ">", ">=", "", "=>", "< -"];
     for _ in 0..EXPECT_CASES {
         let expr = format!("{}{}", ops[rng.random_range(0..ops.len())], random_text(&mut rng, 12));
-        let metric = if rng.random_bool(0.5) { names[rng.random_range(0..names.len())].clone() } else { random_text(&mut rng, 20) };
+        let metric = if rng.random_bool(0.5) {
+            names[rng.random_range(0..names.len())].clone()
+        } else {
+            random_text(&mut rng, 20)
+        };
         let _ = crate::gate::parse_expectation(&metric, &expr, &names);
         let _ = crate::scenario::units::parse_duration(&random_text(&mut rng, 10));
-        let _ = crate::scenario::units::parse_duration(&format!("{}{}", rng.random::<f64>() * 1e12, ["ms", "s", "h", "x"][rng.random_range(0..4)]));
+        let _ = crate::scenario::units::parse_duration(&format!(
+            "{}{}",
+            rng.random::<f64>() * 1e12,
+            ["ms", "s", "h", "x"][rng.random_range(0..4)]
+        ));
     }
 }
 

@@ -90,7 +90,7 @@ fn print_sql(file: &Path, sets: &[String], pgbench: bool) -> Result<ExitCode> {
 
 async fn prepare(file: &Path, sets: &[String], url: &str, schema_name: String) -> Result<ExitCode> {
     let plan = scenario::plan_from_file(file, sets, Some(0))?;
-    let db = Database::open(Some(url), &[], schema_name, true).await?;
+    let db = Database::open(Some(url), &[], schema_name, true, true).await?;
     schema::install(&db, plan.preload, plan.max_attempts, &plan.table_settings).await?;
     println!("{}: schema {} ready with {} jobs", db.target, db.schema, plan.preload);
     Ok(ExitCode::Passed)
@@ -101,7 +101,7 @@ async fn cluster(scenario_file: Option<&Path>, command: &[String]) -> Result<Exi
         Some(f) => scenario::plan_from_file(f, &[], Some(0))?.pg_settings,
         None => Vec::new(),
     };
-    let db = Database::open(None, &settings, "public".into(), false).await?;
+    let db = Database::open(None, &settings, "public".into(), false, true).await?;
     let url = db.url_for_tools().expect("an ephemeral cluster has a socket");
     let status = tokio::process::Command::new(&command[0]).args(&command[1..]).env("DATABASE_URL", &url).status().await;
     db.teardown().await?;

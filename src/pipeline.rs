@@ -83,7 +83,7 @@ pub async fn run_one(plan: &Plan, args: &RunArgs, out_dir: &Path, interrupt: &Ca
     let run_id = run_id();
     let schema_name = format!("queuebench_{}", run_id.replace(['-', 'T'], "_").to_lowercase());
     let started_at = chrono::Utc::now().to_rfc3339();
-    let db = Database::open(args.database_url.as_deref(), &plan.pg_settings, schema_name, args.keep).await?;
+    let db = Database::open(args.database_url.as_deref(), &plan.pg_settings, schema_name, args.keep, args.yes).await?;
     let ctx = Context {
         run_id,
         started_at,

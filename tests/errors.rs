@@ -94,3 +94,13 @@ fn unwritable_results_folder_exits_2_before_starting_postgres() {
     assert_eq!(r.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&r.stderr).contains("/dev/null/run"));
 }
+
+#[test]
+fn a_host_that_is_not_local_needs_yes_and_is_not_contacted_without_it() {
+    let s = repo("scenarios/skip-locked.toml");
+    let r = queuebench(&["run", s.to_str().unwrap(), "--database-url", "postgres://bob:hunter2@db.example.com/prod"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("db.example.com") && r.stderr.contains("--yes"), "{}", r.stderr);
+    assert!(!r.stderr.contains("lookup"), "no connection was attempted: {}", r.stderr);
+    assert!(!r.stderr.contains("hunter2"));
+}

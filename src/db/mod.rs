@@ -42,11 +42,13 @@ pub struct Database {
 
 impl Database {
     /// Opens the target: parses the URL, or starts an ephemeral cluster with `settings`.
+    /// `remote_ok`: the user said `--yes` to a URL whose host is not on this machine.
     pub async fn open(
         url: Option<&str>,
         settings: &[(String, String)],
         schema: String,
         keep: bool,
+        remote_ok: bool,
     ) -> Result<Database> {
         match url {
             Some(url) => {
@@ -57,6 +59,12 @@ impl Database {
                     ))
                 })?;
                 let target = describe(&config);
+                if !remote_ok && !is_local(&config) {
+                    return Err(Error::usage(format!(
+                        "{target} is not on this machine: queuebench creates a schema there, loads it with jobs and drives \
+                         it hard. If that is what you want, add --yes"
+                    )));
+                }
                 Ok(Database { kind: Kind::Url, config, target, schema, cluster: None, keep })
             }
             None => {
@@ -160,6 +168,17 @@ impl Database {
     }
 }
 
+/// Does the URL point at this machine (a unix socket or a loopback address)?
+pub fn is_local(config: &Config) -> bool {
+    config.get_hosts().iter().all(|h| match h {
+        Host::Unix(_) => true,
+        Host::Tcp(name) => {
+            let name = name.trim_start_matches('[').trim_end_matches(']');
+            name == "localhost" || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+        }
+    })
+}
+
 /// `host:port user=… dbname=…`, never the password.
 pub fn describe(config: &Config) -> String {
     let host = match config.get_hosts().first() {
@@ -185,6 +204,26 @@ pub fn error_text(e: &tokio_postgres::Error) -> String {
                 source = inner.source();
             }
             s
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_means_loopback_or_a_socket() {
+        for url in [
+            "postgres://u@localhost/db",
+            "postgres://u@127.0.0.1:5433/db",
+            "postgres://u@[::1]/db",
+            "host=/tmp port=5432",
+        ] {
+            assert!(is_local(&url.parse().unwrap()), "{url}");
+        }
+        for url in ["postgres://u@db.example.com/db", "postgres://u@10.0.0.5/db", "postgres://u@localhost,db2/db"] {
+            assert!(!is_local(&url.parse().unwrap()), "{url}");
         }
     }
 }
