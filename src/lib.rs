@@ -88,7 +88,7 @@ fn print_sql(file: &Path, sets: &[String], pgbench: bool) -> Result<ExitCode> {
 async fn prepare(file: &Path, sets: &[String], url: &str, schema_name: String) -> Result<ExitCode> {
     let plan = scenario::plan_from_file(file, sets, Some(0))?;
     let db = Database::open(Some(url), &[], schema_name, true).await?;
-    schema::install(&db, plan.preload, plan.max_attempts).await?;
+    schema::install(&db, plan.preload, plan.max_attempts, plan.idle.wakeup == scenario::plan::Wakeup::Listen).await?;
     println!("{}: schema {} ready with {} jobs", db.target, db.schema, plan.preload);
     Ok(ExitCode::Passed)
 }

@@ -167,7 +167,9 @@ async fn run_on(
     };
     ctx.environment = schema::environment(&setup).await;
     drop(setup);
-    let client = schema::install(db, plan.preload, plan.max_attempts).await?;
+    let client =
+        schema::install(db, plan.preload, plan.max_attempts, plan.idle.wakeup == scenario::plan::Wakeup::Listen)
+            .await?;
     let output = run::run(plan, db, interrupt, progress).await?;
     for f in &output.failures {
         eprintln!("warning: {f}");
