@@ -91,7 +91,8 @@ fn print_sql(file: &Path, sets: &[String], pgbench: bool) -> Result<ExitCode> {
 async fn prepare(file: &Path, sets: &[String], url: &str, schema_name: String) -> Result<ExitCode> {
     let plan = scenario::plan_from_file(file, sets, Some(0))?;
     let db = Database::open(Some(url), &[], schema_name, true, true).await?;
-    schema::install(&db, plan.preload, plan.max_attempts, &plan.table_settings).await?;
+    let notify = plan.idle.wakeup == scenario::plan::Wakeup::Listen;
+    schema::install(&db, plan.preload, plan.max_attempts, &plan.table_settings, notify).await?;
     println!("{}: schema {} ready with {} jobs", db.target, db.schema, plan.preload);
     Ok(ExitCode::Passed)
 }

@@ -167,7 +167,8 @@ async fn run_on(
     };
     ctx.environment = schema::environment(&setup).await;
     drop(setup);
-    let client = schema::install(db, plan.preload, plan.max_attempts, &plan.table_settings).await?;
+    let notify = plan.idle.wakeup == scenario::plan::Wakeup::Listen;
+    let client = schema::install(db, plan.preload, plan.max_attempts, &plan.table_settings, notify).await?;
     let output = run::run(plan, db, interrupt, progress).await?;
     for f in &output.failures {
         eprintln!("warning: {f}");

@@ -87,6 +87,8 @@ pub enum Latency {
 pub struct Second {
     pub claims: u32,
     pub empty_claims: u32,
+    /// `stop = "drained"` checks (is anything left?) sent by idle workers.
+    pub drained_checks: u32,
     pub executions: u32,
     pub completions: u32,
 }
@@ -104,6 +106,10 @@ pub struct WorkerStats {
     pub claimed_jobs: u64,
     pub reconnects: u64,
     pub heartbeats: u64,
+    /// `stop = "drained"` checks sent after an empty claim.
+    pub drained_checks: u64,
+    /// Notifications consumed by idle waits (wakeup = "listen").
+    pub notifications: u64,
     pub errors: BTreeMap<String, u64>,
     pub claim_latency: Histogram<u64>,
     pub claim_tx_latency: Histogram<u64>,
@@ -122,6 +128,8 @@ impl Default for WorkerStats {
             claimed_jobs: 0,
             reconnects: 0,
             heartbeats: 0,
+            drained_checks: 0,
+            notifications: 0,
             errors: BTreeMap::new(),
             claim_latency: histogram(),
             claim_tx_latency: histogram(),
@@ -169,6 +177,8 @@ impl AddAssign<&WorkerStats> for WorkerStats {
         self.claimed_jobs += other.claimed_jobs;
         self.reconnects += other.reconnects;
         self.heartbeats += other.heartbeats;
+        self.drained_checks += other.drained_checks;
+        self.notifications += other.notifications;
         for (k, v) in &other.errors {
             *self.errors.entry(k.clone()).or_default() += v;
         }
@@ -187,6 +197,7 @@ impl AddAssign<&WorkerStats> for WorkerStats {
         for (a, b) in self.per_second.iter_mut().zip(&other.per_second) {
             a.claims += b.claims;
             a.empty_claims += b.empty_claims;
+            a.drained_checks += b.drained_checks;
             a.executions += b.executions;
             a.completions += b.completions;
         }

@@ -18,6 +18,9 @@ pub struct Waits {
     pub end_to_end: Histogram<u64>,
     pub producer_lag: Histogram<u64>,
     pub enqueue: Histogram<u64>,
+    /// Enqueue commit (sent + enqueue time) to first claim, open-model jobs only:
+    /// how fast an idle worker notices new work (polling backoff vs LISTEN/NOTIFY).
+    pub pickup: Histogram<u64>,
     /// Jobs left out because they were meant to arrive during a warm-up phase.
     pub excluded_warmup: u64,
 }
@@ -29,11 +32,12 @@ pub fn measure(journal: &[Event], arrivals: &[Arrival], classes: usize, warmup_e
         end_to_end: histogram(),
         producer_lag: histogram(),
         enqueue: histogram(),
+        pickup: histogram(),
         excluded_warmup: 0,
     };
-    let mut intended: HashMap<i64, (u16, u64)> = HashMap::with_capacity(arrivals.len());
+    let mut intended: HashMap<i64, (u16, u64, Option<u64>)> = HashMap::with_capacity(arrivals.len());
     for a in arrivals {
-        intended.insert(a.job, (a.class, a.intended_us));
+        intended.insert(a.job, (a.class, a.intended_us, Some(a.sent_us + u64::from(a.enqueue_us))));
         w.producer_lag.saturating_record(a.sent_us.saturating_sub(a.intended_us).max(1));
         w.enqueue.saturating_record(u64::from(a.enqueue_us).max(1));
     }
@@ -50,13 +54,16 @@ pub fn measure(journal: &[Event], arrivals: &[Arrival], classes: usize, warmup_e
         *t = Some(t.map_or(e.t_us, |old| old.min(e.t_us)));
     }
     for (job, (claimed, done)) in first {
-        let (class, at) = intended.get(&job).copied().unwrap_or((0, 0));
+        let (class, at, committed) = intended.get(&job).copied().unwrap_or((0, 0, None));
         if at < warmup_end_us {
             w.excluded_warmup += 1;
             continue;
         }
         if let Some(c) = claimed {
             w.queue_wait[class as usize].saturating_record(c.saturating_sub(at).max(1));
+            if let Some(commit) = committed {
+                w.pickup.saturating_record(c.saturating_sub(commit).max(1));
+            }
         }
         if let Some(d) = done {
             w.end_to_end.saturating_record(d.saturating_sub(at).max(1));
@@ -82,6 +89,8 @@ mod tests {
         assert!((2_490_000..=2_510_000).contains(&w.queue_wait[1].max()), "{}", w.queue_wait[1].max());
         assert!(w.end_to_end.max() >= 2_590_000);
         assert!(w.producer_lag.max() >= 1_990_000, "the producer's lag is reported too");
+        // Pickup counts from the commit (sent 3 s + 500 µs enqueue), not from the intended time.
+        assert!((495_000..=505_000).contains(&w.pickup.max()), "{}", w.pickup.max());
     }
 
     #[test]
@@ -94,5 +103,6 @@ mod tests {
         let w = measure(&journal, &arrivals, 1, 0);
         assert_eq!(w.queue_wait[0].len(), 1);
         assert_eq!(w.queue_wait[1].len(), 1);
+        assert_eq!(w.pickup.len(), 1, "preloaded jobs have no enqueue commit: no pickup latency");
     }
 }

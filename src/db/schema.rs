@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use tokio_postgres::Client;
 
 pub const MIGRATION: &str = include_str!("../../migrations/001_queue.sql");
+/// The NOTIFY-on-insert trigger, for `[workers] wakeup = "listen"`.
+pub const NOTIFY_MIGRATION: &str = include_str!("../../migrations/002_notify.sql");
 
 /// Preload: `n` jobs with strictly increasing run_at (1 µs apart, all in the past), so FIFO order is id order.
 pub const PRELOAD: &str = "INSERT INTO jobs (payload, run_at, max_attempts) \
@@ -22,12 +24,14 @@ fn sql_error(what: &str, e: &tokio_postgres::Error) -> Error {
     Error::infra(format!("{what} failed: {}", error_text(e)))
 }
 
-/// `CREATE SCHEMA` (fails if it exists: never adopt someone else's) and the migration inside it.
+/// `CREATE SCHEMA` (fails if it exists: never adopt someone else's) and the migration inside it;
+/// with `notify`, the NOTIFY trigger too (installed before the preload, so it wakes listeners once).
 pub async fn install(
     db: &Database,
     preload: u64,
     max_attempts: i32,
     table_settings: &[(String, String)],
+    notify: bool,
 ) -> Result<Client> {
     let admin = db.connect_admin().await?;
     let create = format!("CREATE SCHEMA \"{}\"", db.schema);
@@ -47,6 +51,12 @@ pub async fn install(
         let list: Vec<String> = table_settings.iter().map(|(k, v)| format!("{k} = {v}")).collect();
         let alter = format!("ALTER TABLE jobs SET ({})", list.join(", "));
         client.batch_execute(&alter).await.map_err(|e| sql_error(&alter, &e))?;
+    }
+    if notify {
+        client
+            .batch_execute(NOTIFY_MIGRATION)
+            .await
+            .map_err(|e| sql_error("installing migrations/002_notify.sql", &e))?;
     }
     if preload > 0 {
         client

@@ -3,6 +3,7 @@
 
 use super::percentiles;
 use super::summary::*;
+use crate::collect::Second;
 use crate::collect::waits::Waits;
 use crate::gate;
 use crate::run::RunOutput;
@@ -72,6 +73,7 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
                 .map(|(name, h)| (name.to_string(), percentiles(h)))
                 .collect(),
             end_to_end: percentiles(&w.end_to_end),
+            pickup: percentiles(&w.pickup),
         },
         producer: Producer {
             planned: out.arrivals.len() as u64 + out.unsent + out.producer_errors,
@@ -81,6 +83,19 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
             lag_ms: percentiles(&w.producer_lag),
             enqueue_ms: percentiles(&w.enqueue),
             excluded_warmup: w.excluded_warmup,
+        },
+        wakeup: {
+            let (idle_queries, idle_seconds) = idle_time(&st.per_second, out.duration.as_secs_f64());
+            WakeupStats {
+                mode: plan.idle.wakeup.name().into(),
+                policy: plan.idle.describe(),
+                idle_queries,
+                idle_seconds,
+                idle_queries_per_sec: if idle_seconds > 0.0 { idle_queries as f64 / idle_seconds } else { 0.0 },
+                notifications_received: st.notifications,
+                rolled_back_notify_delivered: out.probe.map(|p| p.rolled_back_delivered),
+                committed_notify_delivered: out.probe.map(|p| p.committed_delivered),
+            }
         },
         phases: plan
             .load
@@ -139,5 +154,37 @@ fn probe(samples: &[crate::run::horizon::ProbeSample]) -> Probe {
         exec_ms_first: first.exec_ms,
         exec_ms_max: samples.iter().map(|s| s.exec_ms).fold(0.0, f64::max),
         exec_ms_last: last.exec_ms,
+    }
+}
+
+/// (queries, seconds) over the idle seconds of a run `secs` long: seconds in
+/// which no claim returned a job and nothing was executed. The queries are
+/// the empty claims and drained checks sent in them.
+fn idle_time(per_second: &[Second], secs: f64) -> (u64, f64) {
+    let (mut queries, mut seconds) = (0, 0.0);
+    let zero = Second::default();
+    for i in 0..secs.ceil() as usize {
+        let s = per_second.get(i).unwrap_or(&zero);
+        if s.claims == s.empty_claims && s.executions == 0 {
+            queries += u64::from(s.empty_claims + s.drained_checks);
+            seconds += (secs - i as f64).min(1.0);
+        }
+    }
+    (queries, seconds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_seconds_are_those_without_work() {
+        let busy = Second { claims: 10, empty_claims: 4, executions: 6, ..Default::default() };
+        let idle = Second { claims: 8, empty_claims: 8, drained_checks: 2, ..Default::default() };
+        // Second 2 saw nothing at all (everyone asleep) and second 3 is half a second long.
+        let (q, s) = idle_time(&[busy, idle], 3.5);
+        assert_eq!(q, 10);
+        assert!((s - 2.5).abs() < 1e-9, "{s}");
+        assert_eq!(idle_time(&[busy], 1.0), (0, 0.0));
     }
 }

@@ -45,6 +45,7 @@ pub struct RunSummary {
     /// Named VACUUM (VERBOSE) steps.
     pub vacuum: BTreeMap<String, VacuumNumbers>,
     pub probe: Probe,
+    pub wakeup: WakeupStats,
     pub phases: Vec<PhaseInfo>,
     pub environment: Environment,
     pub checks: Vec<CheckResult>,
@@ -224,6 +225,31 @@ pub struct Latencies {
     pub queue_wait: BTreeMap<String, Percentiles>,
     /// Intended enqueue time to accepted completion.
     pub end_to_end: Percentiles,
+    /// Enqueue commit to first claim (open-model jobs): how fast idle workers notice work.
+    pub pickup: Percentiles,
+}
+
+/// Idle behaviour: how workers wait for work and what the waiting costs.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WakeupStats {
+    /// `poll` or `listen`.
+    pub mode: String,
+    /// The policy in words, e.g. "poll, backoff 100ms → 250ms → 2s with full jitter".
+    pub policy: String,
+    /// Empty claims plus drained checks sent during idle seconds.
+    pub idle_queries: u64,
+    /// Seconds of the run in which no claim returned a job and no job was executed
+    /// (the last, partial second counts by its fraction).
+    pub idle_seconds: f64,
+    /// idle_queries / idle_seconds, summed over all workers (0 without idle seconds).
+    pub idle_queries_per_sec: f64,
+    /// Notifications the workers consumed while idle (listen).
+    pub notifications_received: u64,
+    /// The rollback probe (listen runs): NOTIFYs sent in a rolled-back transaction that arrived.
+    pub rolled_back_notify_delivered: Option<u64>,
+    /// The rollback probe: the committed NOTIFY sent after it (1 = delivered).
+    pub committed_notify_delivered: Option<u64>,
 }
 
 /// Horizon blockers and their effect on the jobs table.
@@ -377,6 +403,8 @@ impl RunSummary {
             s.latency_ms.queue_wait.insert(c.to_string(), Percentiles::default());
         }
         s.effects.table_rows = Some(0);
+        s.wakeup.rolled_back_notify_delivered = Some(0);
+        s.wakeup.committed_notify_delivered = Some(0);
         for k in ["crash", "pause", "kill_backend", "lock_hold", "poison", "cancel"] {
             s.faults.by_kind.insert(k.into(), 0);
         }
@@ -431,6 +459,9 @@ mod tests {
             "latency_ms.claim.p99",
             "latency_ms.queue_wait.default.p95",
             "producer.lag_ms.p99",
+            "latency_ms.pickup.p50",
+            "wakeup.idle_queries_per_sec",
+            "wakeup.rolled_back_notify_delivered",
             "checks.exactly_once",
             "effects.table_rows",
             "workers",

@@ -108,6 +108,30 @@ pub fn render(s: &RunSummary) -> String {
             ),
         ));
     }
+    let wk = &s.wakeup;
+    let pick = &s.latency_ms.pickup;
+    if s.producer.planned > 0 || wk.mode == "listen" || wk.idle_seconds > 0.0 {
+        let probe = match (wk.rolled_back_notify_delivered, wk.committed_notify_delivered) {
+            (Some(rb), Some(c)) => format!(" · probe: rolled-back NOTIFY delivered {rb}, committed {c}"),
+            _ => String::new(),
+        };
+        rows.push((
+            "idle",
+            format!(
+                "{} · {:.1} idle queries/s over {:.1} idle s · {} notifications{probe}",
+                wk.policy, wk.idle_queries_per_sec, wk.idle_seconds, wk.notifications_received
+            ),
+        ));
+    }
+    if pick.count > 0 {
+        rows.push((
+            "pickup",
+            format!(
+                "enqueue commit → first claim p50 {:.1} · p99 {:.1} · max {:.1} ms ({} jobs)",
+                pick.p50, pick.p99, pick.max, pick.count
+            ),
+        ));
+    }
     if f.injected > 0 || s.reaper.runs > 0 {
         let kinds: Vec<String> = f.by_kind.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{n} {k}")).collect();
         rows.push((

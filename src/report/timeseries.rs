@@ -188,7 +188,7 @@ mod tests {
 
     #[test]
     fn whole_seconds_sum_and_partial_ones_prorate() {
-        let secs = vec![Second { claims: 10, empty_claims: 0, executions: 4, completions: 2 }; 3];
+        let secs = vec![Second { claims: 10, empty_claims: 0, executions: 4, completions: 2, drained_checks: 0 }; 3];
         let s = sum_seconds(&secs, 1000, 2000);
         assert_eq!((s.claims, s.executions), (10, 4));
         let s = sum_seconds(&secs, 500, 1500);

@@ -1,12 +1,18 @@
 //! A worker's connection and its prepared statements. A crash aborts the
 //! connection task, so the socket closes without a Terminate message, as
 //! when a process dies; a killed backend is noticed as a closed client.
+//!
+//! The connection task is our own driver, not `tokio::spawn(connection)`:
+//! it polls `poll_message` and forwards every `NOTIFY` to an unbounded
+//! channel, so a worker that LISTENs can wait for one while idle.
 
 use crate::db::error_text;
 use crate::strategy::{Param, Strategy};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::task::JoinHandle;
 use tokio_postgres::types::Type;
-use tokio_postgres::{Client, Config, NoTls, Statement};
+use tokio_postgres::{AsyncMessage, Client, Config, Connection, NoTls, Notification, Statement};
 
 pub const EFFECTS_INSERT: &str = "INSERT INTO effects (job_id, worker, attempt) \
      SELECT j, $2::int4, a FROM unnest($1::int8[], $3::int4[]) AS u(j, a)";
@@ -17,6 +23,8 @@ pub const REMAINING: &str = "SELECT EXISTS (SELECT 1 FROM jobs WHERE status IN (
 pub struct Conn {
     pub client: Client,
     task: JoinHandle<()>,
+    /// Notifications on the channels this connection LISTENs on; closed when the connection ends.
+    pub notifications: UnboundedReceiver<Notification>,
     pub pid: i32,
     pub select: Option<Statement>,
     pub claim: Statement,
@@ -33,12 +41,16 @@ pub struct Conn {
 
 impl Conn {
     /// Connects and prepares every statement; an error names the statement and the SQLSTATE.
-    pub async fn open(config: &Config, strategy: &Strategy) -> Result<Conn, String> {
+    /// With `listen`, the connection LISTENs on that channel (again after every reconnect).
+    pub async fn open(config: &Config, strategy: &Strategy, listen: Option<&str>) -> Result<Conn, String> {
         let (client, connection) =
             config.connect(NoTls).await.map_err(|e| format!("connecting: {}", error_text(&e)))?;
-        let task = tokio::spawn(async move {
-            let _ = connection.await;
-        });
+        let (tx, notifications) = unbounded_channel();
+        let task = tokio::spawn(drive(connection, tx));
+        if let Some(channel) = listen {
+            let sql = format!("LISTEN {}", quote_ident(channel));
+            client.batch_execute(&sql).await.map_err(|e| format!("{sql}: {}", error_text(&e)))?;
+        }
         let prep = |what: &'static str, sql: String| {
             let client = &client;
             async move {
@@ -65,6 +77,7 @@ impl Conn {
         Ok(Conn {
             client,
             task,
+            notifications,
             pid,
             select,
             claim,
@@ -83,6 +96,25 @@ impl Conn {
     pub fn abort(self) {
         self.task.abort();
     }
+}
+
+/// Drives a connection until it closes, forwarding notifications to `tx`
+/// (dropped with the receiver's owner: sending then fails and is ignored).
+pub async fn drive<S, T>(mut connection: Connection<S, T>, tx: UnboundedSender<Notification>)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    T: AsyncRead + AsyncWrite + Unpin,
+{
+    while let Some(Ok(message)) = futures_util::future::poll_fn(|cx| connection.poll_message(cx)).await {
+        if let AsyncMessage::Notification(n) = message {
+            let _ = tx.send(n);
+        }
+    }
+}
+
+/// `"name"`, for LISTEN (channel names are identifiers; the schema name is lower case already).
+pub fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// The claim must return a bigint `id`, and `attempts`/`claim_token` when

@@ -6,6 +6,7 @@
 pub mod conn;
 pub mod faults;
 pub mod horizon;
+pub mod idle;
 pub mod producer;
 pub mod reaper;
 pub mod sampler;
@@ -15,6 +16,7 @@ pub mod worker;
 use crate::collect::{Arrival, Event, FaultEvent, WorkerStats};
 use crate::db::Database;
 use crate::error::{Error, Result};
+use crate::scenario::plan::Wakeup;
 use crate::scenario::raw::Reclaim;
 use crate::scenario::{Plan, Stop};
 use conn::Conn;
@@ -43,6 +45,8 @@ pub struct RunOutput {
     pub interrupted: bool,
     pub timed_out: bool,
     pub failures: Vec<String>,
+    /// The rollback probe of a listen run (None when polling).
+    pub probe: Option<idle::Probe>,
 }
 
 /// Runs the plan's workers against `db`. `interrupt` is cancelled by Ctrl-C/SIGTERM.
@@ -50,7 +54,16 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
     // Extensions (pgstattuple) are created only in a cluster of our own.
     let extensions = db.kind == crate::db::Kind::Ephemeral;
     let config = db.worker_config();
-    let conns = join_all((0..plan.workers).map(|_| Conn::open(&config, &plan.strategy))).await;
+    let channel = (plan.idle.wakeup == Wakeup::Listen).then(|| db.schema.clone());
+    let probe = match &channel {
+        Some(ch) => Some(
+            idle::probe_rollback(&config, &format!("{ch}_probe"), Duration::from_millis(200))
+                .await
+                .map_err(|e| Error::infra(format!("{e} (on {})", db.target)))?,
+        ),
+        None => None,
+    };
+    let conns = join_all((0..plan.workers).map(|_| Conn::open(&config, &plan.strategy, channel.as_deref()))).await;
     let conns = conns
         .into_iter()
         .collect::<std::result::Result<Vec<_>, String>>()
@@ -79,6 +92,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         stop: stop.clone(),
         producers_done: Arc::new(AtomicBool::new(!plan.load.is_open())),
         progress: Arc::new(Progress::default()),
+        channel,
     });
     let actors = {
         let (sh, stop, config) = (shared.clone(), stop.clone(), config.clone());
@@ -149,5 +163,6 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         interrupted: interrupt.is_cancelled(),
         timed_out: timed_out.load(Ordering::Relaxed),
         failures,
+        probe,
     })
 }

@@ -9,6 +9,7 @@
 
 use super::conn::Conn;
 use super::faults::FaultState;
+use super::idle::{self, Backoff, Woken};
 use super::work;
 use crate::collect::{Event, EventKind, FaultEvent, Latency, WorkerStats};
 use crate::scenario::faults::{Kind, Point};
@@ -70,6 +71,8 @@ pub struct Shared {
     /// Set once the producers have sent their last arrival (true without producers).
     pub producers_done: Arc<AtomicBool>,
     pub progress: Arc<Progress>,
+    /// The channel every connection LISTENs on (wakeup = "listen").
+    pub channel: Option<String>,
 }
 
 pub struct Worker {
@@ -81,6 +84,7 @@ pub struct Worker {
     sh: Arc<Shared>,
     conn: Option<Conn>,
     rng: StdRng,
+    backoff: Backoff,
     seq: u32,
     nth_job: u64,
     pub stats: WorkerStats,
@@ -95,6 +99,7 @@ pub type WorkerFailure = String;
 impl Worker {
     pub fn new(slot: u32, conn: Conn, sh: Arc<Shared>) -> Worker {
         sh.faults.pids[slot as usize].store(conn.pid, Ordering::Relaxed);
+        let plan_idle = sh.plan.idle.clone();
         let seed = sh.plan.seed.wrapping_add(u64::from(slot)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         Worker {
             slot,
@@ -103,6 +108,7 @@ impl Worker {
             sh,
             conn: Some(conn),
             rng: StdRng::seed_from_u64(seed),
+            backoff: Backoff::new(&plan_idle),
             seq: 0,
             nth_job: 0,
             stats: WorkerStats::default(),
@@ -150,9 +156,13 @@ impl Worker {
             self.sh.faults.gate(self.slot, &self.sh.stop).await;
             let result = match self.round().await {
                 Ok(true) if plan.effects_table && self.effects_pending.0.len() >= EFFECT_BATCH => {
+                    self.backoff.reset();
                     self.flush_effects().await.map_err(Halt::Db)
                 }
-                Ok(true) => Ok(()),
+                Ok(true) => {
+                    self.backoff.reset();
+                    Ok(())
+                }
                 Ok(false) => {
                     if plan.stop == Stop::Drained
                         && self.sh.producers_done.load(Ordering::Relaxed)
@@ -197,7 +207,7 @@ impl Worker {
             if self.sh.stop.is_cancelled() {
                 return Err(format!("worker {}: stopped while reconnecting", self.name));
             }
-            match Conn::open(&self.sh.config, &self.sh.plan.strategy).await {
+            match Conn::open(&self.sh.config, &self.sh.plan.strategy, self.sh.channel.as_deref()).await {
                 Ok(c) => {
                     self.sh.faults.pids[self.slot as usize].store(c.pid, Ordering::Relaxed);
                     self.conn = Some(c);
@@ -228,14 +238,20 @@ impl Worker {
         self.reconnect().await
     }
 
-    async fn idle(&self) {
-        tokio::select! {
-            _ = tokio::time::sleep(self.sh.plan.idle_backoff) => {}
-            _ = self.sh.stop.cancelled() => {}
+    /// After an empty claim: the backoff step, or a notification / the fallback poll (see `idle`).
+    async fn idle(&mut self) {
+        let rx = self.conn.as_mut().map(|c| &mut c.notifications);
+        if let Woken::Notified(n) =
+            idle::wait(&self.sh.plan.idle, &mut self.backoff, &mut self.rng, rx, &self.sh.stop).await
+        {
+            self.stats.notifications += n;
         }
     }
 
     async fn anything_left(&mut self) -> Result<bool, WorkerFailure> {
+        let now = self.now_us();
+        self.stats.drained_checks += 1;
+        self.stats.second(now).drained_checks += 1;
         match self.conn().client.query_one(&self.conn().remaining, &[]).await {
             Ok(row) => Ok(row.get(0)),
             Err(e) => {

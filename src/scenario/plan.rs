@@ -28,7 +28,7 @@ pub struct Plan {
     pub mode: Mode,
     pub work: WorkModel,
     pub max_claims: Option<u64>,
-    pub idle_backoff: Duration,
+    pub idle: Idle,
     pub strategy: Strategy,
     pub lease: Duration,
     pub fencing: Fencing,
@@ -67,6 +67,47 @@ pub struct Retry {
 impl Plan {
     pub fn job_type(&self, id: i64) -> Option<&JobType> {
         self.job_type_of.get(&id).map(|&i| &self.job_types[i as usize])
+    }
+}
+
+/// How a worker waits after a claim that returned nothing (`run::idle` follows it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Idle {
+    /// Sleep after the 1st, 2nd, … empty claim in a row; the last step repeats; work resets it.
+    pub backoff: Vec<Duration>,
+    /// Full jitter: each sleep is a uniform draw in [0, step].
+    pub jitter: bool,
+    pub wakeup: Wakeup,
+    /// With `Wakeup::Listen`: the longest wait without a notification.
+    pub fallback_poll: Duration,
+}
+
+/// How an idle worker learns of new work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wakeup {
+    /// Sleep the backoff schedule, then claim again.
+    Poll,
+    /// LISTEN on the run's channel; claim on a notification or after `fallback_poll`.
+    Listen,
+}
+
+impl Wakeup {
+    pub fn name(self) -> &'static str {
+        match self {
+            Wakeup::Poll => "poll",
+            Wakeup::Listen => "listen",
+        }
+    }
+}
+
+impl Idle {
+    pub fn describe(&self) -> String {
+        let steps: Vec<String> = self.backoff.iter().map(|d| format_duration(*d)).collect();
+        let jitter = if self.jitter { " with full jitter" } else { "" };
+        match self.wakeup {
+            Wakeup::Poll => format!("poll, backoff {}{jitter}", steps.join(" → ")),
+            Wakeup::Listen => format!("listen, fallback poll {}", format_duration(self.fallback_poll)),
+        }
     }
 }
 
@@ -147,7 +188,7 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
     if lease < Duration::from_millis(1) {
         return Err(err("lease.duration", "must be at least 1ms".into()));
     }
-    let idle_backoff = duration("workers.idle_backoff", &raw.workers.idle_backoff)?;
+    let idle = idle(&raw.workers).map_err(|e| err(&e.0, e.1))?;
     let timeout = duration("run.timeout", &raw.run.timeout)?;
     let stop = match raw.run.stop.as_str() {
         "drained" => Stop::Drained,
@@ -268,7 +309,7 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         mode: raw.workers.mode,
         work,
         max_claims,
-        idle_backoff,
+        idle,
         strategy,
         lease,
         fencing: raw.lease.fencing,
@@ -278,6 +319,35 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         pg_settings,
         expectations,
     })
+}
+
+/// `[workers] idle_backoff / idle_jitter / wakeup / fallback_poll`; an error names its key.
+fn idle(w: &super::raw::RawWorkers) -> std::result::Result<Idle, (String, String)> {
+    const ACCEPTED: &str = "accepted: \"5ms\" or a schedule [\"100ms\", \"250ms\", \"2s\"]";
+    let key = |k: &str| format!("workers.{k}");
+    let step = |v: &toml::Value| match v.as_str() {
+        Some(text) => parse_duration(text),
+        None => Err(format!("{v} is not a duration string; {ACCEPTED}")),
+    };
+    let backoff = match &w.idle_backoff {
+        toml::Value::Array(steps) if steps.is_empty() => Err(format!("the schedule is empty; {ACCEPTED}")),
+        toml::Value::Array(steps) => steps.iter().map(step).collect(),
+        other => step(other).map(|d| vec![d]),
+    }
+    .map_err(|e| (key("idle_backoff"), e))?;
+    let wakeup = match w.wakeup.as_str() {
+        "poll" => Wakeup::Poll,
+        "listen" => Wakeup::Listen,
+        other => return Err((key("wakeup"), format!("unknown wakeup `{other}`; accepted: \"poll\" or \"listen\""))),
+    };
+    let fallback_poll = parse_duration(&w.fallback_poll).map_err(|e| (key("fallback_poll"), e))?;
+    if fallback_poll < Duration::from_millis(1) {
+        return Err((
+            key("fallback_poll"),
+            "must be at least 1ms (it bounds how long a missed notification delays work)".into(),
+        ));
+    }
+    Ok(Idle { backoff, jitter: w.idle_jitter, wakeup, fallback_poll })
 }
 
 fn work_model(value: &toml::Value) -> std::result::Result<WorkModel, String> {
@@ -367,6 +437,32 @@ mod tests {
         assert!(matches!(p.work, WorkModel::Uniform { .. }));
         assert!(plan("name = \"x\"\n[workers]\nwork = { p50 = \"8ms\" }\n").is_err());
         assert!(plan("name = \"x\"\n[workers]\nwork = 5\n").is_err());
+    }
+
+    #[test]
+    fn idle_backoff_is_a_duration_or_a_schedule() {
+        let p = plan("name = \"x\"\n").unwrap();
+        assert_eq!(
+            p.idle,
+            Idle {
+                backoff: vec![Duration::from_millis(5)],
+                jitter: false,
+                wakeup: Wakeup::Poll,
+                fallback_poll: Duration::from_secs(2)
+            }
+        );
+        let p = plan(
+            "name = \"x\"\n[workers]\nidle_backoff = [\"100ms\", \"2s\"]\nidle_jitter = true\nwakeup = \"listen\"\n",
+        )
+        .unwrap();
+        assert_eq!(p.idle.backoff, [Duration::from_millis(100), Duration::from_secs(2)]);
+        assert!(p.idle.jitter && p.idle.wakeup == Wakeup::Listen);
+        let e = plan("name = \"x\"\n[workers]\nidle_backoff = []\n").unwrap_err().to_string();
+        assert!(e.contains("t.toml:3: workers.idle_backoff") && e.contains("empty"), "{e}");
+        let e = plan("name = \"x\"\n[workers]\nidle_backoff = [5]\n").unwrap_err().to_string();
+        assert!(e.contains("workers.idle_backoff") && e.contains("accepted"), "{e}");
+        let e = plan("name = \"x\"\n[workers]\nwakeup = \"push\"\n").unwrap_err().to_string();
+        assert!(e.contains("workers.wakeup") && e.contains("listen"), "{e}");
     }
 
     #[test]

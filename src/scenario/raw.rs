@@ -184,8 +184,18 @@ pub struct RawWorkers {
     #[serde(default = "default_work")]
     pub work: toml::Value,
     pub max_claims: Option<i64>,
+    /// Sleep after an empty claim: `"5ms"` or a schedule `["100ms", "250ms", "2s"]`.
     #[serde(default = "default_idle_backoff")]
-    pub idle_backoff: String,
+    pub idle_backoff: toml::Value,
+    /// Full jitter on each backoff step: a uniform draw in [0, step].
+    #[serde(default)]
+    pub idle_jitter: bool,
+    /// How an idle worker learns of new work: poll | listen.
+    #[serde(default = "default_wakeup")]
+    pub wakeup: String,
+    /// With wakeup = "listen": claim anyway this often without a notification.
+    #[serde(default = "default_fallback_poll")]
+    pub fallback_poll: String,
     /// Worker groups, like processes on different machines; counts add up to `count`.
     #[serde(default)]
     pub groups: Vec<RawGroup>,
@@ -208,6 +218,9 @@ impl Default for RawWorkers {
             work: default_work(),
             max_claims: None,
             idle_backoff: default_idle_backoff(),
+            idle_jitter: false,
+            wakeup: default_wakeup(),
+            fallback_poll: default_fallback_poll(),
             groups: Vec::new(),
         }
     }
@@ -222,8 +235,14 @@ fn default_strategy() -> String {
 fn default_work() -> toml::Value {
     toml::Value::String("0ms".into())
 }
-fn default_idle_backoff() -> String {
-    "5ms".into()
+fn default_idle_backoff() -> toml::Value {
+    toml::Value::String("5ms".into())
+}
+fn default_wakeup() -> String {
+    "poll".into()
+}
+fn default_fallback_poll() -> String {
+    "2s".into()
 }
 
 /// How a claimed job relates to the claim's transaction.
