@@ -43,15 +43,22 @@ fn ctrl_c_stops_workers_writes_evidence_and_removes_the_cluster() {
         .env("TMPDIR", tmp.path())
         .env_remove("DATABASE_URL")
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait until the cluster is up and workers have been running a moment.
-    let until = Instant::now() + Duration::from_secs(30);
-    while postgres_processes_under(tmp.path()).is_empty() && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_secs(3));
+    // Wait until the progress lines (plain lines: stderr is not a terminal) show jobs done.
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let done = line.split(" · ").find_map(|p| p.strip_suffix(" done")?.trim().parse::<u64>().ok());
+            if done.is_some_and(|d| d > 0) {
+                let _ = tx.send(());
+            }
+        }
+    });
+    assert!(rx.recv_timeout(Duration::from_secs(60)).is_ok(), "the run never reported jobs done");
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let started = Instant::now();
