@@ -240,11 +240,13 @@ mod tests {
     #[test]
     fn report_escapes_and_embeds() {
         let mut s = RunSummary { scenario: "<x>".into(), passed: true, ..Default::default() };
-        s.latency_ms.queue_wait.insert("high".into(), Percentiles::default());
+        s.latency_ms.queue_wait.insert("high".into(), Percentiles { count: 1, ..Default::default() });
+        s.latency_ms.queue_wait.insert("empty".into(), Percentiles::default());
         let html = report(&s, &[("t".into(), "<svg id=c></svg>".into())], "name = \"<x>\"");
         assert!(html.contains("&lt;x&gt;") && !html.contains("<x>"));
         assert!(html.contains("<svg id=c></svg>"));
         assert!(html.contains("queue wait · high"));
+        assert!(!html.contains("queue wait · empty"), "classes without jobs are hidden");
         assert!(!html.contains("<script"), "self-contained, no scripts");
     }
 }
