@@ -37,7 +37,7 @@ fn strict_priority_starves_normal_and_aging_does_not() {
     // Aging: nobody starves, and normal's worst wait is a fraction of strict's.
     assert_eq!(aging.check("starvation"), 0, "{}", aging.summary()["checks"]);
     assert!(normal(&aging) < 10.0, "aging: normal waited {} s", normal(&aging));
-    assert!(normal(&aging) * 2.0 < normal(&strict), "aging {} s vs strict {} s", normal(&aging), normal(&strict));
+    assert!(normal(&aging) * 1.5 < normal(&strict), "aging {} s vs strict {} s", normal(&aging), normal(&strict));
     // The price: high waits longer than under strict priority.
     assert!(high(&aging) > high(&strict));
     // Strict priority reorders more: a normal job finishes hundreds of places late.

@@ -3,7 +3,10 @@
 //! watch the oldest ready age per priority), so this reads the per-class
 //! oldest ready age from the Postgres time series. A class starves when that
 //! age passes `run.starvation_threshold`, or when it grows steadily (at
-//! least half a second per second) over the last third of the load phases.
+//! least half a second per second) over the last third of the load phases,
+//! *while another class is served*: at that moment some other class's oldest
+//! ready age is under half of it. When every class falls behind alike the
+//! workers are simply overloaded (FIFO does that), which is not starvation.
 //! Only open-model runs are checked: in a burn-down every preloaded job is
 //! as old as the run, which is backlog, not starvation.
 
@@ -40,11 +43,12 @@ pub fn check(
     let mut s = Starvation { threshold_s: threshold, ..Default::default() };
     let mut details = Vec::new();
     let mut worst_starving: Option<(usize, f64)> = None;
+    let mut overloaded = Vec::new();
     for (i, class) in classes.iter().enumerate() {
         let series: Vec<(u64, i64, f64)> =
             samples.iter().filter_map(|x| x.per_class.get(i).map(|&(n, age)| (x.t_ms, n, age))).collect();
         // The preloaded class only counts when it had jobs.
-        if i == 0 && series.iter().all(|&(_, n, _)| n == 0) {
+        if !is_present(samples, i) {
             continue;
         }
         let (at_ms, max_age) = series.iter().fold((0, 0.0), |m, &(t, _, age)| if age > m.1 { (t, age) } else { m });
@@ -61,7 +65,17 @@ pub fn check(
         }
         let past = max_age > threshold;
         let growing = growth >= GROWTH_LIMIT && tail.last().is_some_and(|&(_, age)| age >= 1.0);
-        if past || growing {
+        // When it was worst off (its peak, or the end of the load when only growing),
+        // was another class being served ahead of it?
+        let at = if past { at_ms } else { tail.last().map_or(at_ms, |&(t, _)| (t * 1000.0).round() as u64) };
+        let own = series.iter().find(|x| x.0 == at).map_or(max_age, |x| x.2);
+        let others_served = samples.iter().find(|x| x.t_ms == at).is_some_and(|x| {
+            x.per_class.iter().enumerate().any(|(j, &(_, age))| j != i && is_present(samples, j) && age * 2.0 < own)
+        });
+        if (past || growing) && !others_served {
+            overloaded.push(class.clone());
+        }
+        if (past || growing) && others_served {
             s.starving.push(class.clone());
             if worst_starving.is_none_or(|(_, a)| max_age > a) {
                 worst_starving = Some((i, max_age));
@@ -75,7 +89,13 @@ pub fn check(
         }
     }
     let ages: Vec<String> = s.max_oldest_ready_age_s.iter().map(|(c, a)| format!("{c} {a:.1} s")).collect();
-    let detail = if details.is_empty() {
+    let detail = if details.is_empty() && !overloaded.is_empty() {
+        format!(
+            "{} fell behind past {threshold:.1} s or kept growing, but no other class was served ahead of them: overload, not starvation (max: {})",
+            overloaded.join(", "),
+            ages.join(", ")
+        )
+    } else if details.is_empty() {
         format!("no class's oldest ready job waited past {threshold:.1} s or kept growing (max: {})", ages.join(", "))
     } else {
         format!("{} starving: {} (max: {})", details.len(), details.join("; "), ages.join(", "))
@@ -89,6 +109,11 @@ pub fn check(
         examples: example_ids,
     };
     Some((s, check))
+}
+
+/// Did class `i` ever have jobs? The preloaded class is often empty.
+fn is_present(samples: &[PgSample], i: usize) -> bool {
+    i != 0 || samples.iter().any(|x| x.per_class.first().is_some_and(|c| c.0 > 0))
 }
 
 /// The class's jobs that waited longest, longest first.
@@ -169,6 +194,17 @@ mod tests {
         assert!(c.passed, "{}", c.detail);
         assert_eq!((s.worst_class.as_str(), s.worst_age_s), ("normal", 4.0));
         assert!(s.growth_s_per_s["normal"].abs() < 1e-9);
+    }
+
+    #[test]
+    fn every_class_behind_alike_is_overload_not_starvation() {
+        // FIFO under overload: both classes' heads age together past the threshold.
+        let samples = series(30, |t| t / 2.0, |t| t / 2.0 + 0.1);
+        let (s, c) = check(&samples, &classes(), &rule(10, 30), &[]).unwrap();
+        assert!(c.passed, "{}", c.detail);
+        assert!(s.starving.is_empty());
+        assert!(c.detail.contains("overload, not starvation"), "{}", c.detail);
+        assert_eq!(s.worst_age_s, 15.1);
     }
 
     #[test]
