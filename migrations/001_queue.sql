@@ -20,6 +20,9 @@ CREATE TABLE jobs (
 );
 
 CREATE INDEX jobs_ready_idx ON jobs (queue, run_at) WHERE status = 'queued';
+-- For the priority claims (priority, deadline-first below the deadline):
+-- the highest priority, then the oldest, without a sort.
+CREATE INDEX jobs_priority_idx ON jobs (queue, priority DESC, run_at) WHERE status = 'queued';
 -- For the reaper and the inline reclaim: running jobs by lease end.
 CREATE INDEX jobs_running_idx ON jobs (locked_until) WHERE status = 'running';
 

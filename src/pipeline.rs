@@ -10,6 +10,7 @@ use crate::report::summary::{DatabaseInfo, Environment, RunSummary};
 use crate::report::timeseries::{self, Timeseries};
 use crate::run::RunOutput;
 use crate::scenario::Plan;
+use crate::scenario::load_model::DEFAULT_CLASS;
 use crate::{gate, report, run, scenario, verify};
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
@@ -175,6 +176,8 @@ async fn run_on(
     }
     let final_jobs = schema::final_state(&client).await?;
     ctx.effects_rows = if plan.effects_table { Some(schema::effects_rows(&client).await?) } else { None };
+    let classes: Vec<String> =
+        std::iter::once(DEFAULT_CLASS.to_string()).chain(plan.load.classes.iter().map(|c| c.name.clone())).collect();
     let evidence = verify::Evidence {
         journal: &output.journal,
         final_jobs: &final_jobs,
@@ -182,8 +185,11 @@ async fn run_on(
         effects_rows: ctx.effects_rows,
         faults: &output.faults,
         lease: plan.lease,
+        arrivals: &output.arrivals,
+        classes: &classes,
         samples: &output.samples,
         blockers: &output.horizon.blockers,
+        starvation: verify::starvation::Rule { threshold: plan.starvation_threshold, load_end: plan.load.duration() },
     };
     let verification = verify::verify(&evidence);
     let warmup_end = plan.load.warmup_end().as_micros() as u64;

@@ -208,7 +208,7 @@ impl AddAssign<&WorkerStats> for WorkerStats {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Arrival {
     pub job: i64,
-    /// Index into the plan's classes.
+    /// 1 + the index into the plan's classes (0 is the preloaded "default" class).
     pub class: u16,
     pub intended_us: u64,
     pub sent_us: u64,

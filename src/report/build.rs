@@ -51,6 +51,8 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
         completions: v.completions,
         stale: v.stale,
         ownership: v.ownership,
+        starvation: v.starvation,
+        fifo: v.fifo,
         faults: v.faults,
         reaper: Reaper { runs: out.reaper.runs, reclaimed: out.reaper.reclaimed, marked_dead: out.reaper.marked_dead },
         claims: Claims {

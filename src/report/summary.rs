@@ -33,6 +33,8 @@ pub struct RunSummary {
     pub completions: Completions,
     pub stale: Stale,
     pub ownership: Ownership,
+    pub starvation: Starvation,
+    pub fifo: Fifo,
     pub faults: Faults,
     pub reaper: Reaper,
     pub claims: Claims,
@@ -95,6 +97,38 @@ pub struct Jobs {
     pub retried: u64,
     /// Jobs with more attempts than max_attempts (a reclaim that ignored the budget).
     pub attempts_exceeded: u64,
+    /// `done` jobs per class ("default" = preloaded).
+    pub completed_by_class: BTreeMap<String, u64>,
+}
+
+/// The oldest ready age per class from the Postgres time series (open model only).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Starvation {
+    /// `run.starvation_threshold` in seconds.
+    pub threshold_s: f64,
+    /// The class whose oldest ready job waited longest, and that wait.
+    pub worst_class: String,
+    pub worst_age_s: f64,
+    /// Per class: the largest oldest-ready age any sample saw.
+    pub max_oldest_ready_age_s: BTreeMap<String, f64>,
+    /// Per class: least-squares growth of the oldest ready age over the last third
+    /// of the load phases, in seconds per second (1 = the class's head does not move).
+    pub growth_s_per_s: BTreeMap<String, f64>,
+    /// Classes past the threshold or growing steadily.
+    pub starving: Vec<String>,
+}
+
+/// How far completions strayed from enqueue (id) order, over all classes.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Fifo {
+    /// Jobs with an accepted completion (each counted at its first).
+    pub completions: u64,
+    /// Neighbours in completion order whose ids are in the opposite order.
+    pub inverted_pairs: u64,
+    /// The largest |position in completion order − position in id order|.
+    pub worst_displacement: u64,
 }
 
 /// Stale failures and heartbeats (stale completions are in `completions`).
@@ -370,7 +404,7 @@ pub struct ExpectationResult {
 }
 
 /// The checks every run reports; `checks.<name>` is its violation count.
-pub const CHECK_NAMES: [&str; 8] = [
+pub const CHECK_NAMES: [&str; 9] = [
     "vacuum_caught_up",
     "exactly_once",
     "no_lost_jobs",
@@ -379,6 +413,7 @@ pub const CHECK_NAMES: [&str; 8] = [
     "attempts_within_budget",
     "cancelled_jobs_not_run",
     "effects_ledger_agrees",
+    "starvation",
 ];
 
 impl RunSummary {
@@ -401,6 +436,9 @@ impl RunSummary {
         }
         for c in std::iter::once("default").chain(classes.iter().copied()) {
             s.latency_ms.queue_wait.insert(c.to_string(), Percentiles::default());
+            s.jobs.completed_by_class.insert(c.to_string(), 0);
+            s.starvation.max_oldest_ready_age_s.insert(c.to_string(), 0.0);
+            s.starvation.growth_s_per_s.insert(c.to_string(), 0.0);
         }
         s.effects.table_rows = Some(0);
         s.wakeup.rolled_back_notify_delivered = Some(0);
@@ -463,7 +501,12 @@ mod tests {
             "wakeup.idle_queries_per_sec",
             "wakeup.rolled_back_notify_delivered",
             "checks.exactly_once",
+            "checks.starvation",
             "effects.table_rows",
+            "jobs.completed_by_class.default",
+            "starvation.max_oldest_ready_age_s.default",
+            "fifo.inverted_pairs",
+            "fifo.worst_displacement",
             "workers",
         ] {
             assert!(names.iter().any(|m| m == n), "{n} missing from {names:?}");

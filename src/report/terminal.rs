@@ -132,6 +132,33 @@ pub fn render(s: &RunSummary) -> String {
             ),
         ));
     }
+    if j.completed_by_class.keys().any(|c| c != "default") {
+        let by: Vec<String> = j.completed_by_class.iter().map(|(c, n)| format!("{c} {n}")).collect();
+        rows.push(("done by class", by.join(" · ")));
+    }
+    let sv = &s.starvation;
+    if !sv.max_oldest_ready_age_s.is_empty() {
+        let ages: Vec<String> = sv
+            .max_oldest_ready_age_s
+            .iter()
+            .map(|(c, a)| {
+                format!(
+                    "{c} max {a:.1} s ({:+.2} s/s at the end of the load)",
+                    sv.growth_s_per_s.get(c).copied().unwrap_or(0.0)
+                )
+            })
+            .collect();
+        rows.push(("oldest ready", format!("{} · threshold {:.1} s", ages.join(" · "), sv.threshold_s)));
+    }
+    if s.fifo.completions > 1 {
+        rows.push((
+            "fifo",
+            format!(
+                "{} completions · {} neighbours out of enqueue order · worst displacement {} places",
+                s.fifo.completions, s.fifo.inverted_pairs, s.fifo.worst_displacement
+            ),
+        ));
+    }
     if f.injected > 0 || s.reaper.runs > 0 {
         let kinds: Vec<String> = f.by_kind.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{n} {k}")).collect();
         rows.push((

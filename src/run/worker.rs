@@ -543,6 +543,9 @@ impl Worker {
         Values {
             batch: i64::from(self.sh.plan.batch),
             lease_secs: self.sh.plan.lease.as_secs_f64(),
+            aging_step_secs: self.sh.plan.ordering.aging_step.as_secs_f64(),
+            aging_cap: self.sh.plan.ordering.aging_cap,
+            deadline_secs: self.sh.plan.ordering.deadline.as_secs_f64(),
             worker: &self.name,
             ids: &[],
             job,
@@ -556,6 +559,9 @@ impl Worker {
 struct Values<'a> {
     batch: i64,
     lease_secs: f64,
+    aging_step_secs: f64,
+    aging_cap: i64,
+    deadline_secs: f64,
     worker: &'a String,
     ids: &'a [i64],
     job: Option<&'a Claimed>,
@@ -584,6 +590,9 @@ impl<'a> Values<'a> {
                     Param::BackoffSecs => &self.backoff_secs,
                     Param::Error => &self.error,
                     Param::RetryBaseSecs | Param::RetryCapSecs => &NO_SECS,
+                    Param::AgingStepSecs => &self.aging_step_secs,
+                    Param::AgingCap => &self.aging_cap,
+                    Param::DeadlineSecs => &self.deadline_secs,
                 }
             })
             .collect()

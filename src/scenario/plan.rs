@@ -30,6 +30,8 @@ pub struct Plan {
     pub max_claims: Option<u64>,
     pub idle: Idle,
     pub strategy: Strategy,
+    /// The values of the priority claims' parameters.
+    pub ordering: ClaimOrder,
     pub lease: Duration,
     pub fencing: Fencing,
     pub heartbeat: Option<Duration>,
@@ -48,6 +50,8 @@ pub struct Plan {
     /// Storage parameters for the jobs table (ALTER TABLE jobs SET (...)).
     pub table_settings: Vec<(String, String)>,
     pub plan_probe: Option<Duration>,
+    /// A class whose oldest ready job waits longer than this is starving.
+    pub starvation_threshold: Duration,
     pub stop: Stop,
     pub timeout: Duration,
     pub effects_table: bool,
@@ -62,6 +66,18 @@ pub struct Retry {
     pub base: Duration,
     pub cap: Duration,
     pub jitter: bool,
+}
+
+/// What `priority-aging` and `deadline-first` (or a custom claim using the
+/// same parameters) order by, besides priority and age.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClaimOrder {
+    /// `:aging_step_secs`: one point of priority per step ready.
+    pub aging_step: Duration,
+    /// `:aging_cap`: the most priority aging adds.
+    pub aging_cap: i64,
+    /// `:deadline_secs`: jobs ready longer than this go first.
+    pub deadline: Duration,
 }
 
 impl Plan {
@@ -257,6 +273,24 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
     if sample_interval < Duration::from_millis(100) {
         return Err(err("run.sample_interval", "must be at least 100ms".into()));
     }
+    let ordering = ClaimOrder {
+        aging_step: duration("workers.aging_step", &raw.workers.aging_step)?,
+        aging_cap: raw.workers.aging_cap,
+        deadline: duration("workers.deadline", &raw.workers.deadline)?,
+    };
+    if ordering.aging_step < Duration::from_millis(1) {
+        return Err(err("workers.aging_step", "must be at least 1ms (one point of priority per step waited)".into()));
+    }
+    if !(0..=1_000_000).contains(&ordering.aging_cap) {
+        return Err(err(
+            "workers.aging_cap",
+            format!("must be between 0 and 1000000 (0 turns aging off), got {}", ordering.aging_cap),
+        ));
+    }
+    let starvation_threshold = duration("run.starvation_threshold", &raw.run.starvation_threshold)?;
+    if starvation_threshold.is_zero() {
+        return Err(err("run.starvation_threshold", "must be above 0, e.g. \"10s\"".into()));
+    }
     if raw.jobs.preload == 0 && !load.is_open() && stop == Stop::Drained {
         return Err(err("jobs.preload", "nothing to do: preload jobs, or add [[jobs.classes]] producers".into()));
     }
@@ -290,6 +324,8 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         plan_probe,
         load,
         sample_interval,
+        starvation_threshold,
+        ordering,
         heartbeat,
         reclaim: raw.lease.reclaim,
         reaper_interval: duration("lease.reaper_interval", &raw.lease.reaper_interval)?,

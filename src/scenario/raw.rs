@@ -199,6 +199,25 @@ pub struct RawWorkers {
     /// Worker groups, like processes on different machines; counts add up to `count`.
     #[serde(default)]
     pub groups: Vec<RawGroup>,
+    /// priority-aging: one point of priority per this much time ready (`:aging_step_secs`).
+    #[serde(default = "default_aging_step")]
+    pub aging_step: String,
+    /// priority-aging: the most priority aging adds (`:aging_cap`).
+    #[serde(default = "default_aging_cap")]
+    pub aging_cap: i64,
+    /// deadline-first: jobs ready longer than this go first (`:deadline_secs`).
+    #[serde(default = "default_deadline")]
+    pub deadline: String,
+}
+
+fn default_aging_step() -> String {
+    "1s".into()
+}
+fn default_aging_cap() -> i64 {
+    20
+}
+fn default_deadline() -> String {
+    "10s".into()
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -222,6 +241,9 @@ impl Default for RawWorkers {
             wakeup: default_wakeup(),
             fallback_poll: default_fallback_poll(),
             groups: Vec::new(),
+            aging_step: default_aging_step(),
+            aging_cap: default_aging_cap(),
+            deadline: default_deadline(),
         }
     }
 }
@@ -343,6 +365,13 @@ pub struct RawRun {
     /// Load phases for the producers (warm-up, steady, overload, recovery).
     #[serde(default)]
     pub phases: Vec<RawPhase>,
+    /// A class whose oldest ready job waits longer than this is starving.
+    #[serde(default = "default_starvation_threshold")]
+    pub starvation_threshold: String,
+}
+
+fn default_starvation_threshold() -> String {
+    "10s".into()
 }
 
 fn default_sample_interval() -> String {
@@ -375,6 +404,7 @@ impl Default for RawRun {
             sample_interval: default_sample_interval(),
             plan_probe: off(),
             phases: Vec::new(),
+            starvation_threshold: default_starvation_threshold(),
         }
     }
 }

@@ -12,8 +12,19 @@ use params::translate;
 use std::collections::BTreeMap;
 
 /// The names of the built-in strategies, in the order the README lists them.
-pub const BUILTINS: [&str; 5] =
-    ["naive", "naive-select-update", "for-update", "skip-locked", "skip-locked-inline-reclaim"];
+pub const BUILTINS: [&str; 8] = [
+    "naive",
+    "naive-select-update",
+    "for-update",
+    "skip-locked",
+    "skip-locked-inline-reclaim",
+    "priority",
+    "priority-aging",
+    "deadline-first",
+];
+
+/// The parameters that order jobs by class; a select or claim may use them.
+const ORDERING: [Param; 3] = [Param::AgingStepSecs, Param::AgingCap, Param::DeadlineSecs];
 
 /// Which statement of a strategy; decides which parameters it may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,12 +52,12 @@ impl Role {
     }
 
     fn allowed(self, has_select: bool) -> Vec<Param> {
+        let picking =
+            |extra: &[Param]| [&[Param::Batch, Param::LeaseSecs, Param::Worker][..], extra, &ORDERING[..]].concat();
         match self {
-            Role::Select => vec![Param::Batch, Param::LeaseSecs, Param::Worker],
-            Role::Claim if has_select => {
-                vec![Param::Batch, Param::LeaseSecs, Param::Worker, Param::Ids]
-            }
-            Role::Claim => vec![Param::Batch, Param::LeaseSecs, Param::Worker],
+            Role::Select => picking(&[]),
+            Role::Claim if has_select => picking(&[Param::Ids]),
+            Role::Claim => picking(&[]),
             Role::Complete => vec![Param::Id, Param::Attempt, Param::Token, Param::Worker],
             Role::Fail => {
                 vec![Param::Id, Param::Attempt, Param::Token, Param::Worker, Param::BackoffSecs, Param::Error]
@@ -140,6 +151,24 @@ fn builtin_sql(name: &str) -> Option<(Option<&'static str>, &'static str, bool, 
             include_str!("sql/skip-locked-inline-reclaim.claim.sql"),
             true,
             "SKIP LOCKED claim that also takes expired leases (seed 004)",
+        ),
+        "priority" => (
+            None,
+            include_str!("sql/priority.claim.sql"),
+            true,
+            "SKIP LOCKED claim, highest priority first, then oldest: strict priority (starves lower classes)",
+        ),
+        "priority-aging" => (
+            None,
+            include_str!("sql/priority-aging.claim.sql"),
+            true,
+            "SKIP LOCKED claim by priority + least(:aging_cap, seconds ready / :aging_step_secs)",
+        ),
+        "deadline-first" => (
+            None,
+            include_str!("sql/deadline-first.claim.sql"),
+            true,
+            "SKIP LOCKED claim: jobs ready longer than :deadline_secs first, then priority, then age",
         ),
         _ => return None,
     })

@@ -30,9 +30,15 @@ pub enum Param {
     RetryBaseSecs,
     /// `retry.cap` in seconds, float8 (reclaim).
     RetryCapSecs,
+    /// `workers.aging_step` in seconds: one point of priority per step waited, float8.
+    AgingStepSecs,
+    /// `workers.aging_cap`: the most priority aging adds, int8.
+    AgingCap,
+    /// `workers.deadline` in seconds: jobs ready longer than this go first, float8.
+    DeadlineSecs,
 }
 
-pub const ALL: [Param; 11] = [
+pub const ALL: [Param; 14] = [
     Param::Batch,
     Param::LeaseSecs,
     Param::Worker,
@@ -44,6 +50,9 @@ pub const ALL: [Param; 11] = [
     Param::Error,
     Param::RetryBaseSecs,
     Param::RetryCapSecs,
+    Param::AgingStepSecs,
+    Param::AgingCap,
+    Param::DeadlineSecs,
 ];
 
 impl Param {
@@ -60,13 +69,21 @@ impl Param {
             Param::Error => "error",
             Param::RetryBaseSecs => "retry_base_secs",
             Param::RetryCapSecs => "retry_cap_secs",
+            Param::AgingStepSecs => "aging_step_secs",
+            Param::AgingCap => "aging_cap",
+            Param::DeadlineSecs => "deadline_secs",
         }
     }
 
     pub fn sql_type(self) -> &'static str {
         match self {
-            Param::Batch | Param::Id => "int8",
-            Param::LeaseSecs | Param::BackoffSecs | Param::RetryBaseSecs | Param::RetryCapSecs => "float8",
+            Param::Batch | Param::Id | Param::AgingCap => "int8",
+            Param::LeaseSecs
+            | Param::BackoffSecs
+            | Param::RetryBaseSecs
+            | Param::RetryCapSecs
+            | Param::AgingStepSecs
+            | Param::DeadlineSecs => "float8",
             Param::Worker | Param::Error => "text",
             Param::Ids => "int8[]",
             Param::Attempt => "int4",

@@ -6,6 +6,7 @@ use crate::db::schema::{FINAL_STATE, MIGRATION, PRELOAD};
 use crate::run::conn::{EFFECTS_INSERT, REMAINING};
 use crate::scenario::raw::Mode;
 use crate::scenario::{Plan, Stop, WorkModel};
+use crate::strategy::Param;
 use std::fmt::Write;
 
 /// The full listing, named parameters as written.
@@ -34,6 +35,9 @@ pub fn listing(plan: &Plan) -> String {
         plan.batch,
         plan.lease.as_secs_f64()
     );
+    for (name, value) in ordering_values(plan) {
+        let _ = writeln!(o, "--   :{name} = {value}");
+    }
     let hold = plan.mode == Mode::HoldTransaction;
     if hold {
         let _ = writeln!(o, "BEGIN;");
@@ -79,6 +83,22 @@ pub fn listing(plan: &Plan) -> String {
     }
     let _ = writeln!(o, "DROP SCHEMA \"queuebench_<run id>\" CASCADE; -- --database-url mode without --keep");
     o
+}
+
+/// The priority-ordering parameters the plan's select or claim uses, with their values.
+fn ordering_values(plan: &Plan) -> Vec<(&'static str, String)> {
+    let s = &plan.strategy;
+    let used = |p: Param| s.claim.params.contains(&p) || s.select.as_ref().is_some_and(|x| x.params.contains(&p));
+    let o = &plan.ordering;
+    [
+        (Param::AgingStepSecs, format!("{:?}", o.aging_step.as_secs_f64())),
+        (Param::AgingCap, o.aging_cap.to_string()),
+        (Param::DeadlineSecs, format!("{:?}", o.deadline.as_secs_f64())),
+    ]
+    .into_iter()
+    .filter(|(p, _)| used(*p))
+    .map(|(p, v)| (p.name(), v))
+    .collect()
 }
 
 fn mode_name(m: Mode) -> &'static str {
@@ -138,6 +158,9 @@ pub fn pgbench_script(plan: &Plan) -> Result<String, String> {
         );
     }
     let _ = writeln!(o, "\\set batch {}\n\\set lease_secs {:?}", plan.batch, plan.lease.as_secs_f64());
+    for (name, value) in ordering_values(plan) {
+        let _ = writeln!(o, "\\set {name} {value}");
+    }
     let hold = plan.mode == Mode::HoldTransaction;
     if hold {
         let _ = writeln!(o, "BEGIN;");

@@ -29,6 +29,7 @@ pub fn check(e: &Evidence, executed: &Executed) -> (Jobs, CheckResult, CheckResu
         cancelled: count(Status::Cancelled),
         retried: rows.iter().filter(|j| j.attempts > 1).count() as u64,
         attempts_exceeded: over.len() as u64,
+        completed_by_class: Default::default(),
     };
     let lost = CheckResult {
         name: "no_lost_jobs".into(),

@@ -4,18 +4,23 @@
 
 mod claims;
 mod exactly_once;
+mod fifo;
 mod horizon;
 mod ledger;
 mod lost;
 mod ownership;
 mod recovery;
 mod stale;
+pub mod starvation;
 
-use crate::collect::{Event, FaultEvent};
-use crate::db::schema::JobRow;
-use crate::report::summary::{CheckResult, Completions, Executions, Faults, Horizon, Jobs, Ownership, Stale};
+use crate::collect::{Arrival, Event, EventKind, FaultEvent};
+use crate::db::schema::{JobRow, Status};
+use crate::report::summary::{
+    CheckResult, Completions, Executions, Faults, Fifo, Horizon, Jobs, Ownership, Stale, Starvation,
+};
 use crate::run::horizon::BlockerSpan;
 use crate::run::sampler::PgSample;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 /// What the run left behind, as the checkers see it.
@@ -27,7 +32,13 @@ pub struct Evidence<'a> {
     pub effects_rows: Option<u64>,
     pub faults: &'a [FaultEvent],
     pub lease: Duration,
+    /// The open-model arrivals: each job's class and intended enqueue time.
+    pub arrivals: &'a [Arrival],
+    /// Class names in the samples' order, "default" (preloaded) first.
+    pub classes: &'a [String],
+    /// The Postgres time series (oldest ready age per class).
     pub samples: &'a [PgSample],
+    pub starvation: starvation::Rule,
     pub blockers: &'a [BlockerSpan],
 }
 
@@ -39,6 +50,8 @@ pub struct Verification {
     pub ownership: Ownership,
     pub faults: Faults,
     pub horizon: Horizon,
+    pub starvation: Starvation,
+    pub fifo: Fifo,
     pub checks: Vec<CheckResult>,
 }
 
@@ -50,7 +63,12 @@ pub fn verify(e: &Evidence) -> Verification {
     events.sort_unstable_by_key(|ev| (ev.job, ev.t_us, ev.kind));
     let per_job: Vec<&[Event]> = events.chunk_by(|a, b| a.job == b.job).collect();
     let (executions, executed, once) = exactly_once::check(&per_job, e.lease);
-    let (jobs, lost, budget) = lost::check(e, &executed);
+    let (mut jobs, lost, budget) = lost::check(e, &executed);
+    let class_of: HashMap<i64, u16> = e.arrivals.iter().map(|a| (a.job, a.class)).collect();
+    jobs.completed_by_class = completed_by_class(e, &class_of);
+    let fifo = fifo::check(&per_job);
+    let waits = job_waits(e, &per_job, &class_of);
+    let starving = starvation::check(e.samples, e.classes, &e.starvation, &waits);
     let (completions, stale, stale_check) = stale::check(&per_job);
     let (ownership, overlap) = ownership::check(&per_job);
     let faults = recovery::check(e.faults, &per_job);
@@ -59,7 +77,46 @@ pub fn verify(e: &Evidence) -> Verification {
     let (horizon, vacuum) = horizon::check(e.samples, e.blockers);
     checks.extend(vacuum);
     checks.extend(ledger::check(e, executions.total));
-    Verification { jobs, executions, completions, stale, ownership, faults, horizon, checks }
+    let starvation = match starving {
+        Some((summary, check)) => {
+            checks.push(check);
+            summary
+        }
+        None => Starvation::default(),
+    };
+    Verification { jobs, executions, completions, stale, ownership, faults, horizon, starvation, fifo, checks }
+}
+
+/// `done` jobs per class; `class_of` maps a produced job to its class index
+/// (0 = "default", every job not in it).
+fn completed_by_class(e: &Evidence, class_of: &HashMap<i64, u16>) -> BTreeMap<String, u64> {
+    let mut counts = vec![0u64; e.classes.len()];
+    for j in e.final_jobs.iter().filter(|j| j.status == Status::Done) {
+        if let Some(n) = counts.get_mut(class_of.get(&j.id).copied().unwrap_or(0) as usize) {
+            *n += 1;
+        }
+    }
+    e.classes.iter().cloned().zip(counts).filter(|(c, n)| *n > 0 || c != "default").collect()
+}
+
+/// Each job's wait from its intended enqueue to its first claim (to the end
+/// of the journal when never claimed), with its class: the starvation examples.
+fn job_waits(e: &Evidence, per_job: &[&[Event]], class_of: &HashMap<i64, u16>) -> Vec<starvation::JobWait> {
+    let end = e.journal.iter().map(|ev| ev.t_us).max().unwrap_or(0);
+    let intended: HashMap<i64, u64> = e.arrivals.iter().map(|a| (a.job, a.intended_us)).collect();
+    let first_claim: HashMap<i64, u64> = per_job
+        .iter()
+        .filter_map(|evs| evs.iter().find(|ev| ev.kind == EventKind::Claimed).map(|ev| (ev.job, ev.t_us)))
+        .collect();
+    e.final_jobs
+        .iter()
+        .filter(|j| j.status != Status::Cancelled)
+        .map(|j| {
+            let at = intended.get(&j.id).copied().unwrap_or(0);
+            let claimed = first_claim.get(&j.id).copied().unwrap_or(end);
+            (class_of.get(&j.id).copied().unwrap_or(0), claimed.saturating_sub(at), j.id)
+        })
+        .collect()
 }
 
 /// Up to `EXAMPLES` ids.
@@ -71,7 +128,6 @@ fn examples(ids: impl IntoIterator<Item = i64>) -> Vec<i64> {
 mod tests {
     use super::*;
     use crate::collect::EventKind::{self, *};
-    use crate::db::schema::Status;
 
     pub fn ev(t_us: u64, job: i64, attempt: i32, worker: u32, kind: EventKind) -> Event {
         Event { t_us, job, attempt, worker, claim: attempt as u32, kind }
@@ -91,6 +147,9 @@ mod tests {
             lease: Duration::from_secs(1),
             samples: &[],
             blockers: &[],
+            arrivals: &[],
+            classes: &[],
+            starvation: starvation::Rule { threshold: Duration::from_secs(10), load_end: Duration::ZERO },
         }
     }
 
