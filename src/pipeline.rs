@@ -97,22 +97,24 @@ pub async fn run_one(plan: &Plan, args: &RunArgs, out_dir: &Path, interrupt: &Ca
     let done = result?;
     teardown?;
     let s = &done.output.stats;
+    let (w, none): (&waits::Waits, &[(u32, u32)]) = (&done.waits, &[]);
     let mut histograms = vec![
-        ("claim".to_string(), &s.claim_latency),
-        ("claim-tx".into(), &s.claim_tx_latency),
-        ("work".into(), &s.work_latency),
-        ("complete".into(), &s.complete_latency),
-        ("end-to-end".into(), &done.waits.end_to_end),
-        ("producer-lag".into(), &done.waits.producer_lag),
-        ("enqueue".into(), &done.waits.enqueue),
+        ("claim".to_string(), &s.claim_latency, s.claim_samples.as_slice()),
+        ("claim-tx".into(), &s.claim_tx_latency, &s.tx_samples),
+        ("work".into(), &s.work_latency, &s.work_samples),
+        ("complete".into(), &s.complete_latency, &s.complete_samples),
+        ("end-to-end".into(), &w.end_to_end, &w.end_to_end_samples),
+        ("producer-lag".into(), &w.producer_lag, none),
+        ("enqueue".into(), &w.enqueue, none),
+        ("pickup".into(), &w.pickup, none),
     ];
-    for (class, h) in done.summary.latency_ms.queue_wait.keys().zip(&done.waits.queue_wait) {
-        histograms.push((format!("queue-wait-{class}"), h));
+    for ((class, h), samples) in done.summary.latency_ms.queue_wait.keys().zip(&w.queue_wait).zip(&w.queue_wait_samples)
+    {
+        histograms.push((format!("queue-wait-{class}"), h, samples));
     }
     let files = report::RunFiles {
         timeseries: &done.timeseries,
         histograms,
-        claim_samples: &s.claim_samples,
         scenario_text: &resolved_text(plan),
         environment_json: serde_json::to_string_pretty(&serde_json::json!({
             "environment": done.summary.environment,

@@ -117,6 +117,10 @@ pub struct WorkerStats {
     pub complete_latency: Histogram<u64>,
     /// (ms since start, µs) of every claim statement: the claim-latency time series and interval log.
     pub claim_samples: Vec<(u32, u32)>,
+    /// The same for claim transactions, work and completions (their interval logs).
+    pub tx_samples: Vec<(u32, u32)>,
+    pub work_samples: Vec<(u32, u32)>,
+    pub complete_samples: Vec<(u32, u32)>,
     pub per_second: Vec<Second>,
 }
 
@@ -136,6 +140,9 @@ impl Default for WorkerStats {
             work_latency: histogram(),
             complete_latency: histogram(),
             claim_samples: Vec::new(),
+            tx_samples: Vec::new(),
+            work_samples: Vec::new(),
+            complete_samples: Vec::new(),
             per_second: Vec::new(),
         }
     }
@@ -145,15 +152,15 @@ impl WorkerStats {
     /// Records a latency measured at `t_us` after the start.
     pub fn record(&mut self, which: Latency, t_us: u64, micros: u64) {
         let v = micros.max(1);
-        match which {
-            Latency::Claim => {
-                self.claim_latency.saturating_record(v);
-                self.claim_samples.push(((t_us / 1000) as u32, v.min(u64::from(u32::MAX)) as u32));
-            }
-            Latency::ClaimTx => self.claim_tx_latency.saturating_record(v),
-            Latency::Work => self.work_latency.saturating_record(v),
-            Latency::Complete => self.complete_latency.saturating_record(v),
-        }
+        let sample = ((t_us / 1000) as u32, v.min(u64::from(u32::MAX)) as u32);
+        let (hist, samples) = match which {
+            Latency::Claim => (&mut self.claim_latency, &mut self.claim_samples),
+            Latency::ClaimTx => (&mut self.claim_tx_latency, &mut self.tx_samples),
+            Latency::Work => (&mut self.work_latency, &mut self.work_samples),
+            Latency::Complete => (&mut self.complete_latency, &mut self.complete_samples),
+        };
+        hist.saturating_record(v);
+        samples.push(sample);
     }
 
     /// The counters of the second `t_us` falls in.
@@ -191,6 +198,9 @@ impl AddAssign<&WorkerStats> for WorkerStats {
             mine.add(theirs).expect("histograms share bounds");
         }
         self.claim_samples.extend_from_slice(&other.claim_samples);
+        self.tx_samples.extend_from_slice(&other.tx_samples);
+        self.work_samples.extend_from_slice(&other.work_samples);
+        self.complete_samples.extend_from_slice(&other.complete_samples);
         if self.per_second.len() < other.per_second.len() {
             self.per_second.resize(other.per_second.len(), Second::default());
         }

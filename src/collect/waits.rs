@@ -23,6 +23,10 @@ pub struct Waits {
     pub pickup: Histogram<u64>,
     /// Jobs left out because they were meant to arrive during a warm-up phase.
     pub excluded_warmup: u64,
+    /// (ms since start of the claim, µs waited) per class, and (ms of the completion, µs) end to end:
+    /// the interval logs.
+    pub queue_wait_samples: Vec<Vec<(u32, u32)>>,
+    pub end_to_end_samples: Vec<(u32, u32)>,
 }
 
 /// `classes` counts the open-model classes (the default class comes on top).
@@ -34,6 +38,8 @@ pub fn measure(journal: &[Event], arrivals: &[Arrival], classes: usize, warmup_e
         enqueue: histogram(),
         pickup: histogram(),
         excluded_warmup: 0,
+        queue_wait_samples: vec![Vec::new(); classes + 1],
+        end_to_end_samples: Vec::new(),
     };
     let mut intended: HashMap<i64, (u16, u64, Option<u64>)> = HashMap::with_capacity(arrivals.len());
     for a in arrivals {
@@ -59,14 +65,17 @@ pub fn measure(journal: &[Event], arrivals: &[Arrival], classes: usize, warmup_e
             w.excluded_warmup += 1;
             continue;
         }
+        let sample = |t: u64| ((t / 1000) as u32, t.saturating_sub(at).clamp(1, u64::from(u32::MAX)) as u32);
         if let Some(c) = claimed {
             w.queue_wait[class as usize].saturating_record(c.saturating_sub(at).max(1));
+            w.queue_wait_samples[class as usize].push(sample(c));
             if let Some(commit) = committed {
                 w.pickup.saturating_record(c.saturating_sub(commit).max(1));
             }
         }
         if let Some(d) = done {
             w.end_to_end.saturating_record(d.saturating_sub(at).max(1));
+            w.end_to_end_samples.push(sample(d));
         }
     }
     w

@@ -39,13 +39,15 @@ fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes).map_err(|e| Error::infra(format!("cannot write {}: {e}", path.display())))
 }
 
+/// One latency: its file stem, its µs histogram and its samples as (ms since start, µs).
+pub type Latency<'a> = (String, &'a Histogram<u64>, &'a [(u32, u32)]);
+
 /// What a run leaves for the exporters besides the summary.
 pub struct RunFiles<'a> {
     pub timeseries: &'a Timeseries,
-    /// (file stem, µs histogram): `latency-<stem>.hgrm`.
-    pub histograms: Vec<(String, &'a Histogram<u64>)>,
-    /// (ms since start, µs) of every claim statement, for the interval log.
-    pub claim_samples: &'a [(u32, u32)],
+    /// (file stem, µs histogram, its samples as (ms since start, µs)): `latency-<stem>.hgrm`
+    /// and, when there are samples, `latency-<stem>.hlog`.
+    pub histograms: Vec<Latency<'a>>,
     pub scenario_text: &'a str,
     pub environment_json: String,
 }
@@ -55,10 +57,12 @@ pub fn write_run_folder(dir: &Path, summary: &RunSummary, files: &RunFiles) -> R
     std::fs::create_dir_all(dir).map_err(|e| Error::infra(format!("cannot create {}: {e}", dir.display())))?;
     write(&dir.join("scenario.toml"), files.scenario_text.as_bytes())?;
     write(&dir.join("environment.json"), files.environment_json.as_bytes())?;
-    for (stem, h) in &files.histograms {
+    for (stem, h, samples) in &files.histograms {
         write(&dir.join(format!("latency-{stem}.hgrm")), percentile_distribution(h).as_bytes())?;
+        if !samples.is_empty() {
+            write(&dir.join(format!("latency-{stem}.hlog")), &interval_log(samples, stem)?)?;
+        }
     }
-    write(&dir.join("latency-claim.hlog"), &interval_log(files.claim_samples)?)?;
     files.timeseries.write(&dir.join("timeseries.csv"))?;
     render(dir, summary, files.timeseries, files.scenario_text)
 }
@@ -296,7 +300,7 @@ pub fn percentile_distribution(h: &Histogram<u64>) -> String {
 
 /// An HdrHistogram interval log (one interval per second, values in µs, shown in ms),
 /// mergeable with logs from other processes by the usual HdrHistogram tools.
-pub fn interval_log(samples: &[(u32, u32)]) -> Result<Vec<u8>> {
+pub fn interval_log(samples: &[(u32, u32)], tag: &str) -> Result<Vec<u8>> {
     use hdrhistogram::serialization::V2DeflateSerializer;
     use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
     let mut sorted = samples.to_vec();
@@ -314,7 +318,7 @@ pub fn interval_log(samples: &[(u32, u32)]) -> Result<Vec<u8>> {
             h.saturating_record(u64::from(*us).max(1));
         }
         let second = std::time::Duration::from_secs(u64::from(chunk[0].0 / 1000));
-        w.write_histogram(&h, second, std::time::Duration::from_secs(1), Tag::new("claim"))
+        w.write_histogram(&h, second, std::time::Duration::from_secs(1), Tag::new(tag))
             .map_err(|e| err(format!("{e:?}")))?;
     }
     drop(w);
@@ -346,7 +350,7 @@ mod tests {
     #[test]
     fn interval_log_has_one_interval_per_second() {
         let samples = [(10, 100), (20, 200), (1500, 300), (3200, 400)];
-        let log = interval_log(&samples).unwrap();
+        let log = interval_log(&samples, "claim").unwrap();
         let intervals = hdrhistogram::serialization::interval_log::IntervalLogIterator::new(&log)
             .filter(|e| matches!(e, Ok(hdrhistogram::serialization::interval_log::LogEntry::Interval(_))))
             .count();
