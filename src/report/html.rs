@@ -112,63 +112,7 @@ pub fn report(s: &RunSummary, charts: &[(String, String)], scenario_text: &str) 
         );
     }
     o.push_str("</table><h2>Jobs and executions</h2>");
-    let (j, x, c) = (&s.jobs, &s.executions, &s.completions);
-    rows(
-        &mut o,
-        &[
-            (
-                "jobs",
-                format!(
-                    "{} enqueued · {} completed · {} queued · {} running · {} dead · {} cancelled · {} lost · {} retried",
-                    j.enqueued, j.completed, j.queued, j.stuck_running, j.dead, j.cancelled, j.lost, j.retried
-                ),
-            ),
-            (
-                "executions",
-                format!(
-                    "{} total · {} distinct · {} duplicate ({} racing claims, {} after lease expiry) · max {} per job",
-                    x.total, x.distinct_jobs, x.duplicate, x.duplicate_race, x.duplicate_lease_expired, x.max_per_job
-                ),
-            ),
-            (
-                "completions",
-                format!(
-                    "{} accepted · {} rejected · stale {} accepted, {} rejected",
-                    c.accepted, c.rejected, c.stale_accepted, c.stale_rejected
-                ),
-            ),
-            (
-                "claims",
-                format!(
-                    "{} round trips · {} empty · {} jobs · {} heartbeats · {} reconnects",
-                    s.claims.total, s.claims.empty, s.claims.jobs, s.claims.heartbeats, s.claims.reconnects
-                ),
-            ),
-            (
-                "producers",
-                format!(
-                    "{} planned · {} sent · {} unsent · lag p99 {:.1} ms, max {:.1} ms",
-                    s.producer.planned,
-                    s.producer.sent,
-                    s.producer.unsent,
-                    s.producer.lag_ms.p99,
-                    s.producer.lag_ms.max
-                ),
-            ),
-            (
-                "faults",
-                format!(
-                    "{} injected {:?} · recovered {} (max {:.0} ms) · unrecovered {}",
-                    s.faults.injected,
-                    s.faults.by_kind,
-                    s.faults.recovered,
-                    s.faults.recovery_ms_max,
-                    s.faults.unrecovered
-                ),
-            ),
-            ("errors", format!("{} {:?}", s.errors.total, s.errors.by_code)),
-        ],
-    );
+    rows(&mut o, &super::terminal::lines(s));
     o.push_str("<h2>Latency (ms)</h2><table><tr><th></th><th>count</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th></tr>");
     let l = &s.latency_ms;
     for (name, p) in [

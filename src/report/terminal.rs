@@ -20,13 +20,33 @@ pub fn render(s: &RunSummary) -> String {
     );
     let _ =
         writeln!(o, "  database {} {} (PostgreSQL {})", s.database.kind, s.database.target, s.database.server_version);
+    for (k, v) in lines(s) {
+        let _ = writeln!(o, "  {k:<14} {v}");
+    }
+    let _ = writeln!(o, "  checks");
+    for c in &s.checks {
+        let ex = if c.examples.is_empty() { String::new() } else { format!(" e.g. jobs {:?}", c.examples) };
+        let _ = writeln!(o, "    {} {:<28} {}{ex}", mark(c.passed), c.name, c.detail);
+    }
+    if !s.expectations.is_empty() {
+        let _ = writeln!(o, "  expectations");
+        for e in &s.expectations {
+            let actual = e.actual.map_or("missing".into(), |a| format!("{a}"));
+            let _ = writeln!(o, "    {} {} {} (actual {actual})", mark(e.passed), e.name, e.expression);
+        }
+    }
+    o
+}
+
+/// The labelled lines of a summary, shared by the terminal and report.html.
+pub fn lines(s: &RunSummary) -> Vec<(&'static str, String)> {
     let j = &s.jobs;
     let x = &s.executions;
     let c = &s.completions;
     let l = &s.latency_ms.claim;
     let st = &s.stale;
     let f = &s.faults;
-    let mut rows: Vec<(&str, String)> = vec![
+    let mut rows: Vec<(&'static str, String)> = vec![
         (
             "jobs",
             format!(
@@ -177,22 +197,7 @@ pub fn render(s: &RunSummary) -> String {
             ),
         ));
     }
-    for (k, v) in rows {
-        let _ = writeln!(o, "  {k:<14} {v}");
-    }
-    let _ = writeln!(o, "  checks");
-    for c in &s.checks {
-        let ex = if c.examples.is_empty() { String::new() } else { format!(" e.g. jobs {:?}", c.examples) };
-        let _ = writeln!(o, "    {} {:<28} {}{ex}", mark(c.passed), c.name, c.detail);
-    }
-    if !s.expectations.is_empty() {
-        let _ = writeln!(o, "  expectations");
-        for e in &s.expectations {
-            let actual = e.actual.map_or("missing".into(), |a| format!("{a}"));
-            let _ = writeln!(o, "    {} {} {} (actual {actual})", mark(e.passed), e.name, e.expression);
-        }
-    }
-    o
+    rows
 }
 
 fn mark(ok: bool) -> &'static str {
