@@ -539,6 +539,13 @@ impl Worker {
         Ok(())
     }
 
+    /// The name of the group this worker's slot belongs to (`:pool`); the
+    /// slot, not the connection, decides, so a respawned worker keeps its pool.
+    fn pool(&self) -> &String {
+        static NONE: String = String::new();
+        self.sh.plan.groups.iter().find(|(_, ids)| ids.contains(&self.slot)).map_or(&NONE, |(name, _)| name)
+    }
+
     fn values<'a>(&'a self, job: Option<&'a Claimed>, backoff_secs: f64, error: &'a str) -> Values<'a> {
         Values {
             batch: i64::from(self.sh.plan.batch),
@@ -547,6 +554,7 @@ impl Worker {
             aging_cap: self.sh.plan.ordering.aging_cap,
             deadline_secs: self.sh.plan.ordering.deadline.as_secs_f64(),
             worker: &self.name,
+            pool: self.pool(),
             ids: &[],
             job,
             backoff_secs,
@@ -563,6 +571,8 @@ struct Values<'a> {
     aging_cap: i64,
     deadline_secs: f64,
     worker: &'a String,
+    /// The worker's group name (`:pool`).
+    pool: &'a String,
     ids: &'a [i64],
     job: Option<&'a Claimed>,
     backoff_secs: f64,
@@ -593,6 +603,7 @@ impl<'a> Values<'a> {
                     Param::AgingStepSecs => &self.aging_step_secs,
                     Param::AgingCap => &self.aging_cap,
                     Param::DeadlineSecs => &self.deadline_secs,
+                    Param::Pool => self.pool,
                 }
             })
             .collect()

@@ -5,7 +5,7 @@
 use super::faults::{self, Fault, JobType};
 use super::horizon::{self, Blocker, VacuumStep};
 use super::load::Source;
-use super::load_model::{self, LoadModel};
+use super::load_model::{self, DEFAULT_CLASS, LoadModel};
 use super::raw::{Fencing, Mode, RawScenario, Reclaim};
 use super::units::{format_duration, parse_duration};
 use crate::error::{Error, Result};
@@ -218,8 +218,25 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         return Err(err("run.stop", "stop = \"claims\" needs workers.max_claims".into()));
     }
     let work = work_model(&raw.workers.work).map_err(|e| err("workers.work", e))?;
-    let strategy: Strategy = strategy::resolve(&raw.workers.strategy, &raw.strategies, raw.lease.fencing)
+    let quotas = quotas(&raw).map_err(|e| err("workers.quotas", e))?;
+    let strategy: Strategy = strategy::resolve(&raw.workers.strategy, &raw.strategies, raw.lease.fencing, &quotas)
         .map_err(|e| err("workers.strategy", e))?;
+    // A quota claim's batch is the sum of its quotas: `workers.batch` may be
+    // left out or set to that sum, nothing else (it would mean nothing).
+    let batch = if quotas.is_empty() {
+        batch
+    } else {
+        let sum: u32 = quotas.iter().map(|(_, n)| n).sum();
+        if batch != 1 && batch != sum {
+            return Err(err(
+                "workers.batch",
+                format!(
+                    "with priority-quota the batch is the sum of workers.quotas ({sum}); leave it out or set it to {sum}, got {batch}"
+                ),
+            ));
+        }
+        sum
+    };
     let pg_settings = raw
         .postgres
         .settings
@@ -257,6 +274,9 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
     let (job_types, job_type_of) =
         faults::job_types(&raw.jobs.types, raw.jobs.preload as u64).map_err(|e| err("jobs.types", e))?;
     let groups = faults::groups(&raw.workers.groups, workers).map_err(|e| err("workers.groups", e))?;
+    if raw.workers.strategy == "priority-pools" {
+        pools(&raw).map_err(|e| err("workers.groups", e))?;
+    }
     let fault_list = raw
         .faults
         .iter()
@@ -358,6 +378,84 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
 }
 
 /// `[workers] idle_backoff / idle_jitter / wakeup / fallback_poll`; an error names its key.
+/// The classes a scenario's jobs can have, in declaration order: its
+/// `[[jobs.classes]]`, then "default" (preloaded jobs), and the ones that
+/// actually get jobs (a class nobody claims would starve by construction).
+fn job_classes(raw: &RawScenario) -> (Vec<&str>, Vec<&str>) {
+    let mut accepted: Vec<&str> = raw.jobs.classes.iter().map(|c| c.name.as_str()).collect();
+    let mut required = accepted.clone();
+    if !accepted.contains(&DEFAULT_CLASS) {
+        accepted.push(DEFAULT_CLASS);
+        if raw.jobs.preload > 0 {
+            required.push(DEFAULT_CLASS);
+        }
+    }
+    (accepted, required)
+}
+
+/// `workers.quotas` as (class, jobs per claim) in class order; empty unless
+/// the strategy is `priority-quota`, which needs one for every class.
+fn quotas(raw: &RawScenario) -> std::result::Result<Vec<(String, u32)>, String> {
+    let q = &raw.workers.quotas;
+    if raw.workers.strategy != "priority-quota" {
+        if !q.is_empty() {
+            return Err(format!(
+                "only strategy = \"priority-quota\" uses quotas (strategy is \"{}\"); remove them or switch",
+                raw.workers.strategy
+            ));
+        }
+        return Ok(Vec::new());
+    }
+    let (accepted, required) = job_classes(raw);
+    for (class, n) in q {
+        if !strategy::safe_class_name(class) {
+            return Err(format!("`{class}`: class names here may use only letters, digits, `-` and `_`"));
+        }
+        if !accepted.contains(&class.as_str()) {
+            return Err(format!("`{class}` is not a class of this scenario; accepted: {}", accepted.join(", ")));
+        }
+        if !(1..=1000).contains(n) {
+            return Err(format!("`{class}`: jobs per claim must be between 1 and 1000, got {n}"));
+        }
+    }
+    let missing: Vec<&str> = required.iter().copied().filter(|c| !q.contains_key(*c)).collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "no quota for {}: a class without a quota is never claimed; priority-quota needs one for every class ({})",
+            missing.join(", "),
+            required.join(", ")
+        ));
+    }
+    Ok(accepted.iter().filter_map(|c| q.get(*c).map(|n| (c.to_string(), *n as u32))).collect())
+}
+
+/// `priority-pools`: every group is a pool named after the class it serves,
+/// and every class that gets jobs has a pool.
+fn pools(raw: &RawScenario) -> std::result::Result<(), String> {
+    let (accepted, required) = job_classes(raw);
+    let groups = &raw.workers.groups;
+    if groups.is_empty() {
+        return Err(format!(
+            "strategy = \"priority-pools\" needs [[workers.groups]], one per class, named after it ({})",
+            required.join(", ")
+        ));
+    }
+    for g in groups {
+        if !accepted.contains(&g.name.as_str()) {
+            return Err(format!(
+                "group `{}`: with priority-pools a group's name is the class its workers claim; accepted: {}",
+                g.name,
+                accepted.join(", ")
+            ));
+        }
+    }
+    let missing: Vec<&str> = required.iter().copied().filter(|c| !groups.iter().any(|g| g.name == *c)).collect();
+    if !missing.is_empty() {
+        return Err(format!("no pool for {}: a class without a group of workers is never claimed", missing.join(", ")));
+    }
+    Ok(())
+}
+
 fn idle(w: &super::raw::RawWorkers) -> std::result::Result<Idle, (String, String)> {
     const ACCEPTED: &str = "accepted: \"5ms\" or a schedule [\"100ms\", \"250ms\", \"2s\"]";
     let key = |k: &str| format!("workers.{k}");
@@ -513,5 +611,74 @@ mod tests {
     fn unknown_metric_in_expect_is_an_error() {
         let e = plan("name = \"x\"\n[expect]\n\"jobs.lsot\" = \"== 0\"\n").unwrap_err().to_string();
         assert!(e.contains("jobs.lsot") && e.contains("jobs.lost"), "{e}");
+    }
+
+    const TWO_CLASSES: &str = "[jobs]\n[[jobs.classes]]\nname = \"high\"\nrate = 5.0\n[[jobs.classes]]\nname = \"normal\"\nrate = 2.0\n[[run.phases]]\nname = \"p\"\nduration = \"1s\"\n";
+
+    #[test]
+    fn quotas_become_the_claim_and_the_batch() {
+        let p = plan(&format!(
+            "name = \"x\"\n[workers]\nstrategy = \"priority-quota\"\nquotas = {{ normal = 3, high = 5 }}\n{TWO_CLASSES}"
+        ))
+        .unwrap();
+        assert_eq!(p.batch, 8);
+        let sql = &p.strategy.claim.text;
+        // Class order, not the quotas' order: high's CTE comes first.
+        assert!(sql.find("class = 'high'").unwrap() < sql.find("class = 'normal'").unwrap(), "{sql}");
+        assert!(sql.contains("LIMIT 5") && sql.contains("LIMIT 3"), "{sql}");
+    }
+
+    #[test]
+    fn quota_errors_name_the_key_and_what_is_accepted() {
+        let with = |workers: &str| {
+            plan(&format!("name = \"x\"\n[workers]\nstrategy = \"priority-quota\"\n{workers}\n{TWO_CLASSES}"))
+                .unwrap_err()
+                .to_string()
+        };
+        let e = with("quotas = { high = 5 }");
+        assert!(e.contains("t.toml:4: workers.quotas") && e.contains("no quota for normal"), "{e}");
+        let e = with("quotas = { high = 5, normal = 3, low = 1 }");
+        assert!(e.contains("`low` is not a class") && e.contains("high, normal, default"), "{e}");
+        let e = with("quotas = { high = 5, normal = 0 }");
+        assert!(e.contains("between 1 and 1000, got 0"), "{e}");
+        let e = with("quotas = { high = 5, \"normal'\" = 3 }");
+        assert!(e.contains("letters, digits"), "{e}");
+        let e = with("");
+        assert!(e.contains("workers.quotas") && e.contains("no quota for high, normal"), "{e}");
+        let e = with("batch = 4\nquotas = { high = 5, normal = 3 }");
+        assert!(e.contains("workers.batch") && e.contains("set it to 8"), "{e}");
+        assert!(
+            plan(&format!(
+                "name = \"x\"\n[workers]\nstrategy = \"priority-quota\"\nbatch = 8\nquotas = {{ high = 5, normal = 3 }}\n{TWO_CLASSES}"
+            ))
+            .is_ok()
+        );
+        let e = plan("name = \"x\"\n[workers]\nquotas = { default = 1 }\n").unwrap_err().to_string();
+        assert!(e.contains("workers.quotas") && e.contains("only strategy = \"priority-quota\""), "{e}");
+        // Preloaded jobs are class "default": they need a quota too.
+        let e = plan("name = \"x\"\n[workers]\nstrategy = \"priority-quota\"\nquotas = { high = 1 }\n[jobs]\npreload = 5\n[[jobs.classes]]\nname = \"high\"\nrate = 1.0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no quota for default"), "{e}");
+    }
+
+    #[test]
+    fn pools_are_groups_named_after_classes() {
+        let with = |groups: &str| {
+            plan(&format!("name = \"x\"\n[workers]\ncount = 2\nstrategy = \"priority-pools\"\n{groups}{TWO_CLASSES}"))
+        };
+        let ok = "[[workers.groups]]\nname = \"high\"\ncount = 1\n[[workers.groups]]\nname = \"normal\"\ncount = 1\n";
+        let p = with(ok).unwrap();
+        assert_eq!(p.groups, vec![("high".to_string(), vec![1]), ("normal".to_string(), vec![2])]);
+        assert!(p.strategy.claim.params.contains(&crate::strategy::Param::Pool));
+        let e = with(&ok.replace("\"normal\"", "\"slow\"")).unwrap_err().to_string();
+        assert!(
+            e.contains("workers.groups") && e.contains("group `slow`") && e.contains("high, normal, default"),
+            "{e}"
+        );
+        let e = with(&ok.replace("\"normal\"", "\"high\"")).unwrap_err().to_string();
+        assert!(e.contains("no pool for normal"), "{e}");
+        let e = with("").unwrap_err().to_string();
+        assert!(e.contains("needs [[workers.groups]]"), "{e}");
     }
 }

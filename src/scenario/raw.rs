@@ -208,6 +208,9 @@ pub struct RawWorkers {
     /// deadline-first: jobs ready longer than this go first (`:deadline_secs`).
     #[serde(default = "default_deadline")]
     pub deadline: String,
+    /// priority-quota: jobs per claim for each class, `{ high = 5, normal = 3 }`.
+    #[serde(default)]
+    pub quotas: BTreeMap<String, i64>,
 }
 
 fn default_aging_step() -> String {
@@ -244,6 +247,7 @@ impl Default for RawWorkers {
             aging_step: default_aging_step(),
             aging_cap: default_aging_cap(),
             deadline: default_deadline(),
+            quotas: BTreeMap::new(),
         }
     }
 }

@@ -12,7 +12,7 @@ use params::translate;
 use std::collections::BTreeMap;
 
 /// The names of the built-in strategies, in the order the README lists them.
-pub const BUILTINS: [&str; 8] = [
+pub const BUILTINS: [&str; 10] = [
     "naive",
     "naive-select-update",
     "for-update",
@@ -21,10 +21,12 @@ pub const BUILTINS: [&str; 8] = [
     "priority",
     "priority-aging",
     "deadline-first",
+    "priority-quota",
+    "priority-pools",
 ];
 
-/// The parameters that order jobs by class; a select or claim may use them.
-const ORDERING: [Param; 3] = [Param::AgingStepSecs, Param::AgingCap, Param::DeadlineSecs];
+/// The parameters that order or pick jobs by class; a select or claim may use them.
+const ORDERING: [Param; 4] = [Param::AgingStepSecs, Param::AgingCap, Param::DeadlineSecs, Param::Pool];
 
 /// Which statement of a strategy; decides which parameters it may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,13 +172,64 @@ fn builtin_sql(name: &str) -> Option<(Option<&'static str>, &'static str, bool, 
             true,
             "SKIP LOCKED claim: jobs ready longer than :deadline_secs first, then priority, then age",
         ),
+        "priority-quota" => (
+            None,
+            QUOTA_TEMPLATE,
+            true,
+            "one SKIP LOCKED CTE per class, up to workers.quotas jobs of each class per claim",
+        ),
+        "priority-pools" => (
+            None,
+            include_str!("sql/priority-pools.claim.sql"),
+            true,
+            "SKIP LOCKED claim by priority, only jobs of the worker's pool (class = :pool, its group's name)",
+        ),
         _ => return None,
     })
 }
 
+const QUOTA_TEMPLATE: &str = include_str!("sql/priority-quota.claim.sql");
+
+/// Can `name` go into a SQL string literal as is? Letters, digits, `-` and `_`.
+pub fn safe_class_name(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// The `priority-quota` claim for these (class, jobs per claim) pairs, in
+/// their order. Class names become SQL literals, so they are checked here
+/// too, not only in the scenario's validation.
+pub fn quota_claim(quotas: &[(String, u32)]) -> Result<String, String> {
+    if quotas.is_empty() {
+        return Err("priority-quota needs workers.quotas, e.g. quotas = { high = 5, normal = 3 }".into());
+    }
+    let mut ctes = Vec::new();
+    let mut union = Vec::new();
+    for (i, (class, n)) in quotas.iter().enumerate() {
+        if !safe_class_name(class) {
+            return Err(format!("quota class `{class}`: class names may use only letters, digits, `-` and `_`"));
+        }
+        if !(1..=1000).contains(n) {
+            return Err(format!("quota for `{class}`: must be between 1 and 1000, got {n}"));
+        }
+        let q = format!("q{}", i + 1);
+        ctes.push(format!(
+            "{q} AS (\n  SELECT id FROM jobs\n  WHERE queue = 'default' AND status = 'queued' AND run_at <= now() AND class = '{class}'\n  ORDER BY priority DESC, run_at\n  LIMIT {n}\n  FOR UPDATE SKIP LOCKED\n)"
+        ));
+        union.push(format!("SELECT id FROM {q}"));
+    }
+    Ok(QUOTA_TEMPLATE.replace("{per_class}", &ctes.join(",\n")).replace("{union}", &union.join(" UNION ALL ")))
+}
+
 /// Finds `name` among the scenario's own strategies, then the built-ins,
 /// and checks every statement's parameters.
-pub fn resolve(name: &str, custom: &BTreeMap<String, RawStrategy>, fencing: Fencing) -> Result<Strategy, String> {
+/// `quotas` (class, jobs per claim) feed the generated `priority-quota`
+/// claim; other strategies ignore them.
+pub fn resolve(
+    name: &str,
+    custom: &BTreeMap<String, RawStrategy>,
+    fencing: Fencing,
+    quotas: &[(String, u32)],
+) -> Result<Strategy, String> {
     let fence = fence_predicate(fencing);
     let texts = if let Some(c) = custom.get(name) {
         Texts {
@@ -192,12 +245,17 @@ pub fn resolve(name: &str, custom: &BTreeMap<String, RawStrategy>, fencing: Fenc
             cancel: c.cancel.clone().unwrap_or_else(|| CANCEL.into()),
         }
     } else if let Some((select, claim, locks, desc)) = builtin_sql(name) {
+        let claim = if name == "priority-quota" {
+            quota_claim(quotas).map_err(|e| format!("strategy `{name}`: {e}"))?
+        } else {
+            claim.to_string()
+        };
         Texts {
             builtin: true,
             description: desc.to_string(),
             locks_rows: locks,
             select: select.map(str::to_string),
-            claim: claim.to_string(),
+            claim,
             complete: COMPLETE.into(),
             fail: FAIL.into(),
             heartbeat: HEARTBEAT.into(),
@@ -266,8 +324,11 @@ mod tests {
     fn every_builtin_resolves_with_every_fence() {
         for name in BUILTINS {
             for f in [Fencing::None, Fencing::Status, Fencing::Attempts, Fencing::Token] {
-                let s = resolve(name, &BTreeMap::new(), f).unwrap();
-                assert!(s.statements().any(|st| st.params.contains(&Param::Batch)), "{name}");
+                let quotas = [("high".to_string(), 5), ("normal".to_string(), 3)];
+                let s = resolve(name, &BTreeMap::new(), f, &quotas).unwrap();
+                // The quota claim's batch is the quotas' LIMITs, written into its text.
+                let batch = if name == "priority-quota" { Param::LeaseSecs } else { Param::Batch };
+                assert!(s.statements().any(|st| st.params.contains(&batch)), "{name}");
                 assert!(!s.complete.sql.contains("{fence}"));
             }
         }
@@ -275,15 +336,15 @@ mod tests {
 
     #[test]
     fn token_fence_binds_the_token() {
-        let s = resolve("skip-locked", &BTreeMap::new(), Fencing::Token).unwrap();
+        let s = resolve("skip-locked", &BTreeMap::new(), Fencing::Token, &[]).unwrap();
         assert_eq!(s.complete.params, vec![Param::Id, Param::Token]);
-        let s = resolve("skip-locked", &BTreeMap::new(), Fencing::None).unwrap();
+        let s = resolve("skip-locked", &BTreeMap::new(), Fencing::None, &[]).unwrap();
         assert_eq!(s.complete.params, vec![Param::Id]);
     }
 
     #[test]
     fn unknown_strategy_lists_the_accepted_ones() {
-        let e = resolve("skip-lock", &BTreeMap::new(), Fencing::Token).unwrap_err();
+        let e = resolve("skip-lock", &BTreeMap::new(), Fencing::Token, &[]).unwrap_err();
         assert!(e.contains("skip-locked-inline-reclaim"), "{e}");
     }
 
@@ -304,7 +365,55 @@ mod tests {
                 locks_rows: false,
             },
         );
-        let e = resolve("mine", &custom, Fencing::None).unwrap_err();
+        let e = resolve("mine", &custom, Fencing::None, &[]).unwrap_err();
         assert!(e.contains("claim statement") && e.contains(":id"), "{e}");
+    }
+
+    #[test]
+    fn quota_claim_has_one_locking_cte_per_class() {
+        let quotas = [("high".to_string(), 12), ("normal".to_string(), 6), ("low-1".to_string(), 2)];
+        let s = resolve("priority-quota", &BTreeMap::new(), Fencing::Token, &quotas).unwrap();
+        let sql = &s.claim.text;
+        assert_eq!(sql.matches("FOR UPDATE SKIP LOCKED\n)").count(), 3, "{sql}");
+        for (class, n) in [("high", 12), ("normal", 6), ("low-1", 2)] {
+            let cte = sql.split(&format!("class = '{class}'")).nth(1).unwrap_or_else(|| panic!("{class}: {sql}"));
+            assert!(
+                cte.trim_start().starts_with(
+                    "ORDER BY priority DESC, run_at\n  LIMIT {n}\n".replace("{n}", &n.to_string()).as_str()
+                ),
+                "{sql}"
+            );
+        }
+        assert!(
+            sql.contains("next AS (\n  SELECT id FROM q1 UNION ALL SELECT id FROM q2 UNION ALL SELECT id FROM q3\n)"),
+            "{sql}"
+        );
+        assert!(!sql.contains("{per_class}") && !sql.contains("{union}"), "{sql}");
+        assert_eq!(s.claim.params, vec![Param::LeaseSecs, Param::Worker]);
+        assert!(s.claim.text.contains("RETURNING j.id, j.attempts, j.claim_token, j.class"));
+    }
+
+    #[test]
+    fn quota_claim_rejects_unsafe_names_bad_numbers_and_no_quotas() {
+        let one = |c: &str, n: u32| quota_claim(&[(c.to_string(), n)]);
+        let e = one("x'; DROP TABLE jobs; --", 1).unwrap_err();
+        assert!(e.contains("letters, digits"), "{e}");
+        assert!(one("", 1).is_err());
+        let e = one("high", 0).unwrap_err();
+        assert!(e.contains("between 1 and 1000, got 0"), "{e}");
+        assert!(one("high", 1001).is_err());
+        assert!(one("high", 1000).is_ok());
+        let e = resolve("priority-quota", &BTreeMap::new(), Fencing::None, &[]).unwrap_err();
+        assert!(e.contains("workers.quotas"), "{e}");
+    }
+
+    #[test]
+    fn pools_claim_filters_by_the_workers_pool() {
+        let s = resolve("priority-pools", &BTreeMap::new(), Fencing::Token, &[]).unwrap();
+        assert!(s.claim.text.contains("AND class = :pool"));
+        assert!(s.claim.params.contains(&Param::Pool));
+        assert!(s.claim.sql.contains("::text"));
+        // :pool is for picking jobs, not for finishing them.
+        assert!(translate("SELECT :pool", &Role::Complete.allowed(false)).is_err());
     }
 }

@@ -36,9 +36,12 @@ pub enum Param {
     AgingCap,
     /// `workers.deadline` in seconds: jobs ready longer than this go first, float8.
     DeadlineSecs,
+    /// The claiming worker's group name (`[[workers.groups]]`), text: with
+    /// `priority-pools` it is the class the worker's pool serves.
+    Pool,
 }
 
-pub const ALL: [Param; 14] = [
+pub const ALL: [Param; 15] = [
     Param::Batch,
     Param::LeaseSecs,
     Param::Worker,
@@ -53,6 +56,7 @@ pub const ALL: [Param; 14] = [
     Param::AgingStepSecs,
     Param::AgingCap,
     Param::DeadlineSecs,
+    Param::Pool,
 ];
 
 impl Param {
@@ -72,6 +76,7 @@ impl Param {
             Param::AgingStepSecs => "aging_step_secs",
             Param::AgingCap => "aging_cap",
             Param::DeadlineSecs => "deadline_secs",
+            Param::Pool => "pool",
         }
     }
 
@@ -84,7 +89,7 @@ impl Param {
             | Param::RetryCapSecs
             | Param::AgingStepSecs
             | Param::DeadlineSecs => "float8",
-            Param::Worker | Param::Error => "text",
+            Param::Worker | Param::Error | Param::Pool => "text",
             Param::Ids => "int8[]",
             Param::Attempt => "int4",
             Param::Token => "uuid",

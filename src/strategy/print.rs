@@ -38,6 +38,11 @@ pub fn listing(plan: &Plan) -> String {
     for (name, value) in ordering_values(plan) {
         let _ = writeln!(o, "--   :{name} = {value}");
     }
+    if s.statements().any(|st| st.params.contains(&Param::Pool)) {
+        let pools: Vec<String> =
+            plan.groups.iter().map(|(n, ids)| format!("{n} for {} worker(s)", ids.len())).collect();
+        let _ = writeln!(o, "--   :pool = the worker's group name: {}", pools.join(", "));
+    }
     let hold = plan.mode == Mode::HoldTransaction;
     if hold {
         let _ = writeln!(o, "BEGIN;");
@@ -133,9 +138,18 @@ pub fn pgbench_script(plan: &Plan) -> Result<String, String> {
     let s = &plan.strategy;
     let args = pgbench_args(plan)?;
     // pgbench finds `:name` even inside comments, so comment lines go.
+    // pgbench has no per-client text variables: :pool becomes the group of
+    // client n + 1 (the harness's worker slots count from 1, clients from 0).
+    let arms: String = plan
+        .groups
+        .iter()
+        .flat_map(|(name, ids)| ids.iter().map(move |id| (name, id)))
+        .map(|(name, id)| format!(" WHEN {} THEN '{}'", id - 1, name.replace('\'', "''")))
+        .collect();
+    let pool = format!("(CASE :client_id{arms} END)");
     let worker = |t: &str| {
         let code: Vec<&str> = t.lines().filter(|l| !l.trim_start().starts_with("--")).collect();
-        code.join("\n").replace(":worker", "('pgbench-' || :client_id)")
+        code.join("\n").replace(":worker", "('pgbench-' || :client_id)").replace(":pool", &pool)
     };
     let mut o = String::new();
     let _ = writeln!(
