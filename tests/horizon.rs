@@ -12,7 +12,7 @@ fn an_open_transaction_keeps_dead_tuples_until_it_ends() {
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let during = r.num("vacuum.during.not_removable");
     assert!(during >= 1000.0, "dead but not yet removable while the transaction is open: {during}");
-    assert_eq!(r.num("vacuum.during.removed"), 0.0);
+    assert!(r.num("vacuum.during.removed") < 100.0, "only what died before the transaction began");
     assert!(r.num("vacuum.during.pgstattuple_dead") >= 1000.0, "pgstattuple counts them exactly");
     assert!(r.num("vacuum.after.removed") >= 1000.0, "removed once it ended");
     assert_eq!(r.num("vacuum.after.not_removable"), 0.0);
