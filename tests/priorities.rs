@@ -14,6 +14,7 @@ fn run(name: &str) -> common::Run {
 }
 
 #[test]
+#[ignore = "about 75 s; CI runs both scenarios in its smoke gate, whose expectations assert the same direction; run with cargo test -- --ignored"]
 fn strict_priority_starves_normal_and_aging_does_not() {
     // One after the other: run side by side on two cores they starve each other of CPU.
     let strict = run("starvation-strict");

@@ -15,6 +15,7 @@ fn run(name: &str) -> common::Run {
 }
 
 #[test]
+#[ignore = "about 40 s; CI runs both scenarios in its smoke gate, whose expectations assert the same direction; run with cargo test -- --ignored"]
 fn quotas_and_pools_keep_normal_from_starving() {
     let pools = std::thread::spawn(|| run("starvation-pools"));
     let quota = run("starvation-quota");
