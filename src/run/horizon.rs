@@ -230,10 +230,12 @@ pub async fn probe(plan: &Plan, config: &Config, start: Instant, stop: &Cancella
         })
         .collect();
     let mut tick = tokio::time::interval(every);
-    loop {
+    let mut last = false;
+    while !last {
         tokio::select! {
             _ = tick.tick() => {}
-            _ = stop.cancelled() => return out,
+            // One last probe at the end, so a final VACUUM step's effect is seen.
+            _ = stop.cancelled() => last = true,
         }
         let t_ms = start.elapsed().as_millis() as u64;
         if client.batch_execute("BEGIN").await.is_err() {
@@ -253,6 +255,7 @@ pub async fn probe(plan: &Plan, config: &Config, start: Instant, stop: &Cancella
         }
         let _ = client.batch_execute("ROLLBACK").await;
     }
+    out
 }
 
 #[cfg(test)]
