@@ -4,14 +4,13 @@
 //! Every random choice comes from a generator seeded from the scenario seed.
 
 use crate::collect::FaultEvent;
-use crate::db::error_text;
 use crate::scenario::Plan;
 use crate::scenario::faults::{Fault, Kind, Point, Trigger};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use tokio_postgres::{Config, NoTls};
+use tokio_postgres::Config;
 use tokio_util::sync::CancellationToken;
 
 /// Shared by all workers and the injector; only atomics, touched once per job at most.
@@ -98,16 +97,7 @@ pub async fn inject(plan: &Plan, state: &FaultState, config: &Config, stop: &Can
 async fn one(plan: &Plan, state: &FaultState, f: &Fault, config: &Config, stop: &CancellationToken) -> Vec<FaultEvent> {
     let mut rng = StdRng::seed_from_u64(plan.seed ^ (0xFA17 + f.index as u64));
     let mut events = Vec::new();
-    let admin = match config.connect(NoTls).await {
-        Ok((client, conn)) => {
-            tokio::spawn(conn);
-            client
-        }
-        Err(e) => {
-            eprintln!("warning: fault #{} could not connect: {}", f.index + 1, error_text(&e));
-            return events;
-        }
-    };
+    let Some(admin) = super::side_connection(config, &format!("fault #{}", f.index + 1)).await else { return events };
     let mut next = match f.trigger {
         Trigger::At(t) => t,
         Trigger::Rate(r) => exp_interval(r, &mut rng),

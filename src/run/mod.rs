@@ -30,6 +30,21 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use worker::{Progress, Shared, Worker};
 
+/// A connection for a side task (reaper, sampler, injector, producer); on
+/// failure a warning naming `who` and None, so the run goes on without it.
+pub async fn side_connection(config: &tokio_postgres::Config, who: &str) -> Option<tokio_postgres::Client> {
+    match config.connect(tokio_postgres::NoTls).await {
+        Ok((client, conn)) => {
+            tokio::spawn(conn);
+            Some(client)
+        }
+        Err(e) => {
+            eprintln!("warning: {who} could not connect: {}", crate::db::error_text(&e));
+            None
+        }
+    }
+}
+
 /// Everything the run produced, merged.
 pub struct RunOutput {
     pub stats: WorkerStats,

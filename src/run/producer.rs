@@ -9,13 +9,12 @@
 //! counted as unsent.
 
 use crate::collect::Arrival;
-use crate::db::error_text;
 use crate::scenario::Plan;
 use crate::scenario::load_model::{Arrivals, Class};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use std::time::{Duration, Instant};
-use tokio_postgres::{Config, NoTls};
+use tokio_postgres::Config;
 use tokio_util::sync::CancellationToken;
 
 pub const ENQUEUE: &str = "INSERT INTO jobs (class, priority, payload, max_attempts) \
@@ -79,16 +78,7 @@ async fn one(
 ) -> ProducerOutput {
     let times = schedule(plan, index);
     let mut out = ProducerOutput { arrivals: Vec::with_capacity(times.len()), unsent: times.len() as u64, errors: 0 };
-    let client = match config.connect(NoTls).await {
-        Ok((client, conn)) => {
-            tokio::spawn(conn);
-            client
-        }
-        Err(e) => {
-            eprintln!("warning: producer {} could not connect: {}", class.name, error_text(&e));
-            return out;
-        }
-    };
+    let Some(client) = super::side_connection(config, &format!("producer {}", class.name)).await else { return out };
     let (Ok(enqueue), Ok(business)) = (client.prepare(ENQUEUE).await, client.prepare(BUSINESS_ROW).await) else {
         eprintln!("warning: producer {} could not prepare its statements", class.name);
         return out;

@@ -5,8 +5,8 @@
 use crate::db::error_text;
 use crate::scenario::Plan;
 use crate::strategy::Param;
+use tokio_postgres::Config;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Config, NoTls};
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -18,16 +18,7 @@ pub struct ReaperStats {
 
 pub async fn run(plan: &Plan, config: &Config, stop: &CancellationToken) -> ReaperStats {
     let mut stats = ReaperStats::default();
-    let client = match config.connect(NoTls).await {
-        Ok((client, conn)) => {
-            tokio::spawn(conn);
-            client
-        }
-        Err(e) => {
-            eprintln!("warning: the reaper could not connect: {}", error_text(&e));
-            return stats;
-        }
-    };
+    let Some(client) = super::side_connection(config, "the reaper").await else { return stats };
     let stmt = match client.prepare(&plan.strategy.reclaim.sql).await {
         Ok(s) => s,
         Err(e) => {

@@ -12,7 +12,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
-use tokio_postgres::{Client, Config, NoTls};
+use tokio_postgres::{Client, Config};
 use tokio_util::sync::CancellationToken;
 
 /// Depth and oldest ready age per class; one query per sample.
@@ -66,16 +66,7 @@ pub async fn run(
     stop: &CancellationToken,
 ) -> Vec<PgSample> {
     let mut out = Vec::new();
-    let client = match config.connect(NoTls).await {
-        Ok((client, conn)) => {
-            tokio::spawn(conn);
-            client
-        }
-        Err(e) => {
-            eprintln!("warning: the sampler could not connect: {}", error_text(&e));
-            return out;
-        }
-    };
+    let Some(client) = super::side_connection(config, "the sampler").await else { return out };
     let bar = opts.progress.then(|| live_line(std::io::stderr().is_terminal()));
     let classes: Vec<&str> =
         std::iter::once(DEFAULT_CLASS).chain(plan.load.classes.iter().map(|c| c.name.as_str())).collect();
