@@ -42,6 +42,9 @@ pub async fn run_files(args: &RunArgs, interrupt: &CancellationToken) -> Result<
             Ok(summary) => {
                 if args.quiet {
                     println!("{}: {}", plan.name, if summary.passed { "passed" } else { "FAILED" });
+                    for line in report::terminal::failures(&summary) {
+                        println!("  {line}");
+                    }
                 } else {
                     print!("{}", report::terminal::render(&summary));
                     println!("  results        {}", out_dir.join("report.html").display());

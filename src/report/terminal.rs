@@ -38,6 +38,16 @@ pub fn render(s: &RunSummary) -> String {
     o
 }
 
+/// One line per failed check or expectation: what `--quiet` prints under a FAILED run.
+pub fn failures(s: &RunSummary) -> Vec<String> {
+    let checks = s.checks.iter().filter(|c| !c.passed).map(|c| format!("check {}: {}", c.name, c.detail));
+    let expects = s.expectations.iter().filter(|e| !e.passed).map(|e| {
+        let actual = e.actual.map_or("missing".into(), |a| format!("{a}"));
+        format!("expect {} {} (actual {actual})", e.name, e.expression)
+    });
+    checks.chain(expects).collect()
+}
+
 /// The labelled lines of a summary, shared by the terminal and report.html.
 pub fn lines(s: &RunSummary) -> Vec<(&'static str, String)> {
     let j = &s.jobs;

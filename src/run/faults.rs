@@ -130,20 +130,9 @@ async fn one(plan: &Plan, state: &FaultState, f: &Fault, config: &Config, stop: 
                 }
             }
             Kind::LockHold { duration, rows } => {
-                let lock = match rows {
-                    Some(n) => {
-                        format!("SELECT id FROM jobs WHERE status = 'queued' ORDER BY run_at LIMIT {n} FOR UPDATE")
-                    }
-                    None => "LOCK TABLE jobs IN EXCLUSIVE MODE".into(),
-                };
-                if admin.batch_execute(&format!("BEGIN; {lock}")).await.is_ok() {
-                    events.push(FaultEvent { t_us, kind: "lock_hold", worker: None, job: None });
-                    tokio::select! {
-                        _ = tokio::time::sleep(*duration) => {}
-                        _ = stop.cancelled() => {}
-                    }
+                if let Some(job) = hold_locks(&admin, *rows, *duration, stop).await {
+                    events.push(FaultEvent { t_us, kind: "lock_hold", worker: None, job });
                 }
-                let _ = admin.batch_execute("ROLLBACK").await;
             }
             Kind::Cancel { rows } => {
                 let pick = format!("SELECT id FROM jobs WHERE status = 'queued' ORDER BY run_at DESC LIMIT {rows}");
@@ -163,6 +152,40 @@ async fn one(plan: &Plan, state: &FaultState, f: &Fault, config: &Config, stop: 
             _ => return events,
         }
     }
+}
+
+/// Hold row locks (the `rows` oldest waiting jobs) or a table lock for `duration`, as a
+/// competing session would. Returns `None` if nothing was locked (queue empty), else the
+/// first job held. Rows are taken with SKIP LOCKED: a plain FOR UPDATE that met a row a worker
+/// was claiming would wait, find it running, and walk on behind the workers without holding
+/// the row they want next; SKIP LOCKED takes exactly the row every worker reaches next.
+async fn hold_locks(
+    admin: &tokio_postgres::Client,
+    rows: Option<i64>,
+    duration: Duration,
+    stop: &CancellationToken,
+) -> Option<Option<i64>> {
+    let held = match rows {
+        Some(n) => {
+            let lock = format!(
+                "SELECT id FROM jobs WHERE status = 'queued' AND run_at <= now() \
+                 ORDER BY run_at LIMIT {n} FOR UPDATE SKIP LOCKED"
+            );
+            match admin.batch_execute("BEGIN").await {
+                Ok(()) => admin.query(&lock, &[]).await.ok().and_then(|r| r.first().map(|r| Some(r.get::<_, i64>(0)))),
+                Err(_) => None,
+            }
+        }
+        None => admin.batch_execute("BEGIN; LOCK TABLE jobs IN EXCLUSIVE MODE").await.ok().map(|()| None),
+    };
+    if held.is_some() {
+        tokio::select! {
+            _ = tokio::time::sleep(duration) => {}
+            _ = stop.cancelled() => {}
+        }
+    }
+    let _ = admin.batch_execute("ROLLBACK").await;
+    held
 }
 
 /// Poisson arrivals: exponential gaps with mean 1/rate.
