@@ -38,14 +38,17 @@ pub fn render(s: &RunSummary) -> String {
     o
 }
 
-/// One line per failed check or expectation: what `--quiet` prints under a FAILED run.
+/// Why a run failed, one line per reason: what `--quiet` prints under FAILED. The verdict comes
+/// from the expectations (a failing check the scenario expects, as in naive-duplicates, is not a
+/// reason), a timeout or an interruption.
 pub fn failures(s: &RunSummary) -> Vec<String> {
-    let checks = s.checks.iter().filter(|c| !c.passed).map(|c| format!("check {}: {}", c.name, c.detail));
+    let stopped = [(s.timed_out, "timed out before the stop condition"), (s.interrupted, "interrupted")];
+    let stopped = stopped.into_iter().filter(|(hit, _)| *hit).map(|(_, why)| why.to_string());
     let expects = s.expectations.iter().filter(|e| !e.passed).map(|e| {
         let actual = e.actual.map_or("missing".into(), |a| format!("{a}"));
         format!("expect {} {} (actual {actual})", e.name, e.expression)
     });
-    checks.chain(expects).collect()
+    stopped.chain(expects).collect()
 }
 
 /// The labelled lines of a summary, shared by the terminal and report.html.
