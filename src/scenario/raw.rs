@@ -34,8 +34,36 @@ pub struct RawScenario {
     pub postgres: RawPostgres,
     #[serde(default)]
     pub strategies: BTreeMap<String, RawStrategy>,
+    /// `"metric" = "op number"` or `"metric" = { expr = "op number", abort = true }`.
     #[serde(default)]
-    pub expect: BTreeMap<String, String>,
+    pub expect: BTreeMap<String, RawExpect>,
+    #[serde(default)]
+    pub baseline: RawBaseline,
+}
+
+/// One expectation: the comparison alone, or with `abort = true` (stop the run when it fails live).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum RawExpect {
+    Expr(String),
+    Table(RawExpectTable),
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawExpectTable {
+    pub expr: String,
+    #[serde(default)]
+    pub abort: bool,
+}
+
+/// `[baseline]`: how a run is compared with a saved baseline.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBaseline {
+    /// `"metric" = "10%"` (the change allowed in the bad direction), `"0"` or `"off"`.
+    #[serde(default)]
+    pub tolerance: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
