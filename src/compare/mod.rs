@@ -166,6 +166,9 @@ pub fn markdown(c: &Comparison) -> String {
 fn cells(r: &Row) -> [String; 6] {
     let change = match r.change {
         Some(c) => format!("{:+.1}%", c * 100.0),
+        None if r.kind == Kind::Counter && r.new.is_some_and(|n| n.max != 0.0) => {
+            format!("+{}", num(r.new.map_or(0.0, |n| n.max)))
+        }
         None if r.new.is_some_and(|n| n.max != 0.0) => "new".into(),
         None => "–".into(),
     };

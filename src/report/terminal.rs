@@ -7,6 +7,8 @@ pub fn render(s: &RunSummary) -> String {
     let mut o = String::new();
     let status = if s.interrupted {
         "INTERRUPTED"
+    } else if s.aborted_by.is_some() {
+        "ABORTED"
     } else if s.passed {
         "PASSED"
     } else {
@@ -45,7 +47,8 @@ pub fn failures(s: &RunSummary) -> Vec<String> {
         let actual = e.actual.map_or("missing".into(), |a| format!("{a}"));
         format!("expect {} {} (actual {actual})", e.name, e.expression)
     });
-    checks.chain(expects).collect()
+    let aborted = s.aborted_by.iter().map(|a| format!("aborted by {a}"));
+    aborted.chain(checks).chain(expects).collect()
 }
 
 /// The labelled lines of a summary, shared by the terminal and report.html.
@@ -206,6 +209,9 @@ pub fn lines(s: &RunSummary) -> Vec<(&'static str, String)> {
                 s.reaper.marked_dead
             ),
         ));
+    }
+    if let Some(a) = &s.aborted_by {
+        rows.insert(0, ("aborted by", a.clone()));
     }
     rows
 }
