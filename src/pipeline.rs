@@ -33,6 +33,11 @@ pub async fn run_files(args: &RunArgs, interrupt: &CancellationToken) -> Result<
     for name in args.save_baseline.iter().chain(&args.baseline) {
         store::check_name(name)?;
     }
+    if let Some(name) = &args.baseline {
+        for plan in &plans {
+            store::load_named(&args.baseline_args.baseline_dir, name, &plan.name)?;
+        }
+    }
     let batch_id = run_id();
     let batch_dir = match &args.out {
         Some(out) => out.clone(),

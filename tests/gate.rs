@@ -48,9 +48,17 @@ fn baseline_gate_passes_unchanged_and_fails_on_duplicates_or_a_throughput_drop()
     let dir = tempfile::tempdir().unwrap();
     let bdir = dir.path().to_str().unwrap();
 
-    let saved = gate_run(bdir, &["--save-baseline", "main"]);
+    let saved = gate_run(bdir, &["--save-baseline", "main", "--repeat", "2"]);
     assert_eq!(saved.code, 0, "{}\n{}", saved.stdout, saved.stderr);
-    assert!(dir.path().join("main/skip-locked.json").is_file(), "{}", saved.stdout);
+    let baseline: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("main/skip-locked.json")).unwrap()).unwrap();
+    assert_eq!(baseline["runs"].as_array().map(Vec::len), Some(2), "one summary per repeat");
+    for k in ["repeat-1", "repeat-2"] {
+        assert!(saved.out.join(k).join("summary.json").is_file(), "{k} missing");
+    }
+    let xml = std::fs::read_to_string(saved.out.join("junit.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    assert_eq!(doc.descendants().filter(|n| n.has_tag_name("testsuite")).count(), 2, "a suite per repeat");
     assert_eq!(junit_failures(&saved), [], "a passing run has no JUnit failure");
 
     // The same code again passes. Timing metrics get wide tolerances here (a shared 2-core
@@ -69,7 +77,7 @@ fn baseline_gate_passes_unchanged_and_fails_on_duplicates_or_a_throughput_drop()
     assert!(std::fs::read_to_string(same.out.join("compare.md")).unwrap().contains("No regression"));
 
     // A change that makes duplicates appear.
-    let dup = gate_run(bdir, &["--baseline", "main", "--set", "workers.strategy=naive"]);
+    let dup = gate_run(bdir, &["--baseline", "main", "--set", "workers.strategy=naive", "--github"]);
     assert_eq!(dup.code, 1, "{}\n{}", dup.stdout, dup.stderr);
     let failures = junit_failures(&dup);
     let expect = failures.iter().find(|(n, _)| n == "expect checks.exactly_once == 0");
@@ -80,6 +88,18 @@ fn baseline_gate_passes_unchanged_and_fails_on_duplicates_or_a_throughput_drop()
     let (_, msg) = regression.unwrap_or_else(|| panic!("no duplicate regression in {failures:?}"));
     assert!(msg.starts_with("regression: executions.duplicate: old 0 → new "), "{msg}");
     assert!(dup.stdout.contains("baseline executions.duplicate"), "--quiet names the regression:\n{}", dup.stdout);
+    // --github without $GITHUB_STEP_SUMMARY prints the Markdown and the annotations.
+    assert!(dup.stdout.contains("### queuebench: `skip-locked` ❌ FAILED"), "{}", dup.stdout);
+    assert!(dup.stdout.contains("::error title=queuebench baseline::executions.duplicate regressed"), "{}", dup.stdout);
+
+    // `compare` reads the same folders: the saved repeats against the duplicating run.
+    let old = saved.out.to_str().unwrap();
+    let c = common::bin().args(["compare", old, dup.out.to_str().unwrap()]).output().unwrap();
+    let text = String::from_utf8_lossy(&c.stdout);
+    assert_eq!(c.status.code(), Some(1), "{text}");
+    assert!(text.contains("executions.duplicate") && text.contains("REGRESSED"), "{text}");
+    let c = common::bin().args(["compare", old, old]).output().unwrap();
+    assert_eq!(c.status.code(), Some(0), "a run set against itself: {}", String::from_utf8_lossy(&c.stdout));
 
     // A change that makes throughput drop far beyond 10 %.
     let slow = gate_run(bdir, &["--baseline", "main", "--set", "workers.work=200ms"]);
@@ -128,4 +148,8 @@ fn unknown_metrics_in_expect_and_tolerance_exit_2_before_anything_starts() {
     let r = queuebench(&["run", f, "--tolerance", "throughput.jobs_per_sec=fast"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("accepted"), "{}", r.stderr);
+    let dir = tempfile::tempdir().unwrap();
+    let r = queuebench(&["run", f, "--baseline", "nope", "--baseline-dir", dir.path().to_str().unwrap()]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--save-baseline nope") && !r.out.exists(), "{}", r.stderr);
 }

@@ -94,7 +94,7 @@ impl Tolerances {
     fn set(&mut self, name: &str, value: &str, names: &[String]) -> Result<(), String> {
         let metric = resolve(name)?;
         if !names.contains(&metric) {
-            return Err(format!("`{name}` is not a summary metric (see the README under \"summary.json\")"));
+            return Err(crate::gate::expect::unknown_metric(name, &metric, names));
         }
         let rule = parse_rule(value)?;
         self.rules.insert(metric, rule);

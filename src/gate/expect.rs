@@ -144,7 +144,8 @@ fn build(name: &str, expr: &str, abort: bool, names: &[String]) -> Result<Expect
     Ok(Expectation { name: name.to_string(), metric, op, value, expr: expr.to_string(), abort })
 }
 
-fn unknown_metric(name: &str, metric: &str, names: &[String]) -> String {
+/// "`name` is not a summary metric (did you mean …?)" with the three nearest names.
+pub fn unknown_metric(name: &str, metric: &str, names: &[String]) -> String {
     let mut near: Vec<&String> = names.iter().collect();
     near.sort_by_key(|n| strsim::levenshtein(n, metric));
     let near: Vec<String> = near.iter().take(3).map(|n| format!("`{n}`")).collect();

@@ -10,8 +10,11 @@ use std::io::Write;
 
 /// Should the run write the GitHub summary? `--github`, or running inside GitHub Actions.
 pub fn enabled(flag: bool) -> bool {
-    flag || (std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true")
-        && std::env::var_os("GITHUB_STEP_SUMMARY").is_some())
+    detect(flag, std::env::var("GITHUB_ACTIONS").ok().as_deref(), std::env::var_os("GITHUB_STEP_SUMMARY").is_some())
+}
+
+fn detect(flag: bool, actions: Option<&str>, has_summary: bool) -> bool {
+    flag || (actions == Some("true") && has_summary)
 }
 
 /// The Markdown for one scenario's runs and comparison.
@@ -96,4 +99,35 @@ pub fn annotations(runs: &[&RunSummary], comparison: Option<&Comparison>) -> Vec
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::summary::ExpectationResult;
+
+    #[test]
+    fn detection_needs_both_variables_or_the_flag() {
+        assert!(detect(true, None, false));
+        assert!(detect(false, Some("true"), true));
+        assert!(!detect(false, Some("true"), false));
+        assert!(!detect(false, Some("false"), true));
+        assert!(!detect(false, None, true));
+    }
+
+    #[test]
+    fn markdown_and_annotations_name_the_failure_with_its_value() {
+        let mut s = RunSummary { scenario: "smoke".into(), strategy: "naive".into(), workers: 8, ..Default::default() };
+        s.expectations = vec![ExpectationResult {
+            name: "executions.duplicate".into(),
+            expression: "== 0".into(),
+            actual: Some(37.0),
+            passed: false,
+        }];
+        let md = markdown(&[&s], None);
+        assert!(md.starts_with("### queuebench: `smoke` ❌ FAILED"), "{md}");
+        assert!(md.contains("| `executions.duplicate == 0` | 37 | **FAILED** |"), "{md}");
+        let a = annotations(&[&s], None);
+        assert_eq!(a, ["::error title=queuebench smoke::expectation executions.duplicate == 0 failed: actual 37"]);
+    }
 }
