@@ -141,6 +141,27 @@ pub fn lines(s: &RunSummary) -> Vec<(&'static str, String)> {
             ),
         ));
     }
+    let mut phases: Vec<(&String, &crate::report::summary::PhaseNumbers)> = s.by_phase.iter().collect();
+    phases.sort_by(|a, b| a.1.start_s.total_cmp(&b.1.start_s));
+    for (name, p) in phases {
+        let waits: Vec<String> = p
+            .latency_ms
+            .queue_wait
+            .iter()
+            .filter(|(_, w)| w.count > 0)
+            .map(|(class, w)| format!("{class} {:.1}", w.p95))
+            .collect();
+        rows.push((
+            "phase",
+            format!(
+                "{name}{}: {:.0} jobs/s · claim p99 {:.2} ms · queue wait p95 {} ms",
+                if p.warmup { " (warm-up)" } else { "" },
+                p.throughput.jobs_per_sec,
+                p.latency_ms.claim.p99,
+                if waits.is_empty() { "–".to_string() } else { waits.join(", ") }
+            ),
+        ));
+    }
     let wk = &s.wakeup;
     let pick = &s.latency_ms.pickup;
     if s.producer.planned > 0 || wk.mode == "listen" || wk.idle_seconds > 0.0 {
