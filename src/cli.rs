@@ -25,6 +25,18 @@ pub enum Command {
         /// A run folder (holding summary.json and timeseries.csv).
         dir: PathBuf,
     },
+    /// Compare two runs (or a run and a baseline) metric by metric; exit 1 on a regression.
+    Compare {
+        /// The reference: a summary.json, a run folder, a baseline file or a baseline name.
+        old: String,
+        /// The candidate, in the same forms.
+        new: String,
+        #[command(flatten)]
+        baseline: BaselineArgs,
+        /// Also write compare.md and compare.json into this folder.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Check scenario files without running them.
     Validate {
         #[arg(required = true)]
@@ -95,4 +107,32 @@ pub struct RunArgs {
     /// Print only the verdict line.
     #[arg(long, short)]
     pub quiet: bool,
+    /// An expectation on top of the scenario's, e.g. --expect 'latency_ms.claim.p99 < 100' (repeatable;
+    /// `, abort` at the end stops the run as soon as it fails).
+    #[arg(long = "expect", value_name = "METRIC OP NUMBER")]
+    pub expect: Vec<String>,
+    /// Run each scenario N times; baselines and comparisons use the medians (counters: the worst run).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
+    /// Store the runs' summaries as baseline NAME (<baseline-dir>/NAME/<scenario>.json).
+    #[arg(long, value_name = "NAME")]
+    pub save_baseline: Option<String>,
+    /// Compare the runs with baseline NAME after they finish; a regression exits 1.
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
+    #[command(flatten)]
+    pub baseline_args: BaselineArgs,
+    /// Append a Markdown summary to $GITHUB_STEP_SUMMARY (automatic when GITHUB_ACTIONS=true and it is set).
+    #[arg(long)]
+    pub github: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BaselineArgs {
+    /// Where baselines are kept.
+    #[arg(long, default_value = "baselines", value_name = "DIR")]
+    pub baseline_dir: PathBuf,
+    /// Override a comparison tolerance, e.g. --tolerance throughput.jobs_per_sec=5% (or =0, =off; repeatable).
+    #[arg(long = "tolerance", value_name = "METRIC=VALUE")]
+    pub tolerance: Vec<String>,
 }

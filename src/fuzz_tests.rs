@@ -77,7 +77,7 @@ fn set_overrides_never_panic() {
 #[test]
 fn expectations_and_durations_never_panic() {
     let mut rng = StdRng::seed_from_u64(3);
-    let names = crate::report::summary::RunSummary::metric_names(&[], &[]);
+    let names = crate::report::summary::RunSummary::metric_names(&[], &[], &[]);
     let ops = ["==", "!=", "<", "<=", ">", ">=", "", "=>", "< -"];
     for _ in 0..EXPECT_CASES {
         let expr = format!("{}{}", ops[rng.random_range(0..ops.len())], random_text(&mut rng, 12));

@@ -2,7 +2,8 @@
 //! → summary → exporters → exit code, one scenario after another.
 
 use crate::cli::RunArgs;
-use crate::collect::waits;
+use crate::collect::{phases, waits};
+use crate::compare::{self, store};
 use crate::db::{Database, Kind, schema};
 use crate::error::{Error, ExitCode, Result};
 use crate::report::build::{self, Context};
@@ -16,17 +17,33 @@ use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 pub async fn run_files(args: &RunArgs, interrupt: &CancellationToken) -> Result<ExitCode> {
-    // Validate every file before running any: a typo in the third file should not cost two runs.
-    let plans = args
-        .files
-        .iter()
-        .map(|f| scenario::plan_from_file(f, &args.overrides.set, args.seed))
-        .collect::<Result<Vec<Plan>>>()?;
+    // Validate every file, --expect and --tolerance before running any: a typo should not cost a run.
+    let mut plans = Vec::new();
+    for f in &args.files {
+        let mut plan = scenario::plan_from_file(f, &args.overrides.set, args.seed)?;
+        let names = metric_names(&plan);
+        for text in &args.expect {
+            plan.expectations.push(gate::parse_cli(text, &names).map_err(Error::usage)?);
+        }
+        for text in &args.baseline_args.tolerance {
+            plan.tolerances.set_cli(text, &names).map_err(Error::usage)?;
+        }
+        plans.push(plan);
+    }
+    for name in args.save_baseline.iter().chain(&args.baseline) {
+        store::check_name(name)?;
+    }
+    if let Some(name) = &args.baseline {
+        for plan in &plans {
+            store::load_named(&args.baseline_args.baseline_dir, name, &plan.name)?;
+        }
+    }
     let batch_id = run_id();
     let batch_dir = match &args.out {
         Some(out) => out.clone(),
         None => PathBuf::from("results").join(format!("comparison-{batch_id}")),
     };
+    let github = report::github::enabled(args.github);
     let mut worst = ExitCode::Passed;
     let mut finished = Vec::new();
     for plan in &plans {
@@ -38,27 +55,34 @@ pub async fn run_files(args: &RunArgs, interrupt: &CancellationToken) -> Result<
             (Some(out), _) => out.join(&plan.name),
             (None, _) => PathBuf::from("results").join(&plan.name).join(run_id()),
         };
-        let code = match run_one(plan, args, &out_dir, interrupt).await {
-            Ok(summary) => {
-                if args.quiet {
-                    println!("{}: {}", plan.name, if summary.passed { "passed" } else { "FAILED" });
-                    for line in report::terminal::failures(&summary) {
-                        println!("  {line}");
-                    }
-                } else {
-                    print!("{}", report::terminal::render(&summary));
-                    println!("  results        {}", out_dir.join("report.html").display());
-                }
-                let code = gate::verdict(&summary);
-                finished.push((summary, out_dir));
-                code
-            }
-            Err(e) => {
-                eprintln!("error: {}: {e}", plan.name);
-                e.exit_code()
-            }
-        };
+        let (code, runs) = run_repeats(plan, args, &out_dir, interrupt).await;
         worst = worst.worst(code);
+        if runs.is_empty() {
+            continue;
+        }
+        let summaries: Vec<RunSummary> = runs.iter().map(|(s, _)| s.clone()).collect();
+        let comparison = gate_against_baseline(plan, args, &summaries, &out_dir)?;
+        if comparison.as_ref().is_some_and(|c| c.regressed) {
+            worst = worst.worst(ExitCode::ExpectationFailed);
+        }
+        if comparison.is_some() || runs.len() > 1 {
+            let labelled: Vec<(String, &RunSummary)> = summaries
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    (if runs.len() > 1 { format!("{} #{}", s.scenario, i + 1) } else { s.scenario.clone() }, s)
+                })
+                .collect();
+            write_file(&out_dir.join("junit.xml"), &report::junit::junit(&labelled, comparison.as_ref()))?;
+        }
+        if github {
+            let refs: Vec<&RunSummary> = summaries.iter().collect();
+            report::github::append(&report::github::markdown(&refs, comparison.as_ref()))?;
+            for line in report::github::annotations(&refs, comparison.as_ref()) {
+                println!("{line}");
+            }
+        }
+        finished.extend(runs);
     }
     if finished.len() > 1 {
         let runs: Vec<(RunSummary, String)> =
@@ -69,6 +93,109 @@ pub async fn run_files(args: &RunArgs, interrupt: &CancellationToken) -> Result<
         }
     }
     Ok(worst)
+}
+
+/// The metric names a plan's expectations and tolerances may use.
+fn metric_names(plan: &Plan) -> Vec<String> {
+    let classes: Vec<&str> = plan.load.classes.iter().map(|c| c.name.as_str()).collect();
+    let vacuum: Vec<&str> = plan.vacuum.iter().map(|v| v.name.as_str()).collect();
+    let phases: Vec<&str> = plan.load.phases.iter().map(|p| p.name.as_str()).collect();
+    RunSummary::metric_names(&classes, &vacuum, &phases)
+}
+
+/// Runs one plan `--repeat` times (each repeat in `repeat-K/` when more than one) and prints each.
+async fn run_repeats(
+    plan: &Plan,
+    args: &RunArgs,
+    out_dir: &Path,
+    interrupt: &CancellationToken,
+) -> (ExitCode, Vec<(RunSummary, PathBuf)>) {
+    let mut worst = ExitCode::Passed;
+    let mut runs = Vec::new();
+    for k in 1..=args.repeat {
+        if interrupt.is_cancelled() {
+            break;
+        }
+        let dir = if args.repeat > 1 { out_dir.join(format!("repeat-{k}")) } else { out_dir.to_path_buf() };
+        let code = match run_one(plan, args, &dir, interrupt).await {
+            Ok(summary) => {
+                let name = if args.repeat > 1 { format!("{} #{k}", plan.name) } else { plan.name.clone() };
+                if args.quiet {
+                    println!("{name}: {}", if summary.passed { "passed" } else { "FAILED" });
+                    for line in report::terminal::failures(&summary) {
+                        println!("  {line}");
+                    }
+                } else {
+                    print!("{}", report::terminal::render(&summary));
+                    println!("  results        {}", dir.join("report.html").display());
+                }
+                let code = gate::verdict(&summary);
+                runs.push((summary, dir));
+                code
+            }
+            Err(e) => {
+                eprintln!("error: {}: {e}", plan.name);
+                e.exit_code()
+            }
+        };
+        worst = worst.worst(code);
+    }
+    (worst, runs)
+}
+
+/// `--save-baseline` and `--baseline`: stores the runs, compares them, writes compare.md/json.
+fn gate_against_baseline(
+    plan: &Plan,
+    args: &RunArgs,
+    runs: &[RunSummary],
+    out_dir: &Path,
+) -> Result<Option<compare::Comparison>> {
+    let dir = &args.baseline_args.baseline_dir;
+    let comparison = match &args.baseline {
+        Some(name) => {
+            let (label, old) = store::load_named(dir, name, &plan.name)?;
+            let c = compare::compare(&old, runs, &plan.tolerances, (&label, "this run"));
+            write_comparison_files(out_dir, &c)?;
+            if args.quiet {
+                for r in c.regressions() {
+                    println!(
+                        "  baseline {}: {} → {} REGRESSED",
+                        r.metric,
+                        r.old.show(),
+                        r.new.map_or("–".into(), |n| n.show())
+                    );
+                }
+            } else {
+                print!("{}", compare::table(&c));
+            }
+            Some(c)
+        }
+        None => None,
+    };
+    if let Some(name) = &args.save_baseline {
+        if runs.iter().any(|r| r.interrupted || r.timed_out || r.aborted_by.is_some()) {
+            eprintln!("warning: baseline `{name}` not saved: a run was interrupted, timed out or aborted");
+        } else {
+            let file = store::save(dir, name, runs)?;
+            println!(
+                "  baseline       {} ({} run{})",
+                file.display(),
+                runs.len(),
+                if runs.len() == 1 { "" } else { "s" }
+            );
+        }
+    }
+    Ok(comparison)
+}
+
+pub fn write_comparison_files(dir: &Path, c: &compare::Comparison) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::usage(format!("cannot create {}: {e}", dir.display())))?;
+    write_file(&dir.join("compare.md"), &compare::markdown(c))?;
+    write_file(&dir.join("compare.json"), &serde_json::to_string_pretty(c).expect("comparison serialises"))
+}
+
+fn write_file(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).map_err(|e| Error::infra(format!("cannot write {}: {e}", path.display())))
 }
 
 /// `to` relative to `from` when it lies below it, else as given.
@@ -198,9 +325,16 @@ async fn run_on(
     };
     let verification = verify::verify(&evidence);
     let warmup_end = plan.load.warmup_end().as_micros() as u64;
-    let waits = waits::measure(&output.journal, &output.arrivals, plan.load.classes.len(), warmup_end);
+    let windows: Vec<phases::Window> = plan
+        .load
+        .phases
+        .iter()
+        .map(|p| (p.start.as_micros() as u64, (p.start + p.duration).as_micros() as u64))
+        .collect();
+    let waits = waits::measure(&output.journal, &output.arrivals, plan.load.classes.len(), warmup_end, &windows);
+    let phase_stats = phases::measure(&windows, &output.stats, &output.journal);
     let timeseries = timeseries::build(plan, &output.samples, &output.stats, &output.horizon.probes);
-    let summary = build::build(plan, ctx, &output, verification, &waits);
+    let summary = build::build(plan, ctx, &output, verification, &waits, &phase_stats);
     Ok(Finished { summary, output, waits, timeseries })
 }
 

@@ -49,9 +49,13 @@ pub struct RunSummary {
     pub probe: Probe,
     pub wakeup: WakeupStats,
     pub phases: Vec<PhaseInfo>,
+    /// Per-phase numbers by phase name (`[[run.phases]]`; warm-up phases included here).
+    pub by_phase: BTreeMap<String, PhaseNumbers>,
     pub environment: Environment,
     pub checks: Vec<CheckResult>,
     pub expectations: Vec<ExpectationResult>,
+    /// The abort-on-fail expectation that stopped the run early (`"executions.duplicate == 0"`), if any.
+    pub aborted_by: Option<String>,
     pub passed: bool,
 }
 
@@ -358,6 +362,45 @@ pub struct PhaseInfo {
     pub warmup: bool,
 }
 
+/// One load phase's own numbers: what happened between its start and its end.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PhaseNumbers {
+    pub start_s: f64,
+    pub duration_s: f64,
+    pub warmup: bool,
+    pub executions: PhaseExecutions,
+    pub throughput: PhaseThroughput,
+    pub latency_ms: PhaseLatencies,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PhaseExecutions {
+    /// Executions that started their side effect inside the phase.
+    pub total: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PhaseThroughput {
+    /// Executions per second of the phase.
+    pub jobs_per_sec: f64,
+    /// Claim round trips per second of the phase.
+    pub claims_per_sec: f64,
+}
+
+/// Statements timed by when they were sent; waits by the job's intended enqueue time.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PhaseLatencies {
+    pub claim: Percentiles,
+    pub work: Percentiles,
+    pub complete: Percentiles,
+    pub queue_wait: BTreeMap<String, Percentiles>,
+    pub end_to_end: Percentiles,
+}
+
 /// The machine and server, recorded once.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
@@ -429,8 +472,15 @@ impl RunSummary {
     }
 
     /// The metric paths an expectation may name (known before any run).
-    pub fn metric_names(classes: &[&str], vacuum_steps: &[&str]) -> Vec<String> {
+    pub fn metric_names(classes: &[&str], vacuum_steps: &[&str], phases: &[&str]) -> Vec<String> {
         let mut s = RunSummary::default();
+        for p in phases {
+            let mut n = PhaseNumbers::default();
+            for c in std::iter::once("default").chain(classes.iter().copied()) {
+                n.latency_ms.queue_wait.insert(c.to_string(), Percentiles::default());
+            }
+            s.by_phase.insert(p.to_string(), n);
+        }
         for v in vacuum_steps {
             s.vacuum.insert(v.to_string(), VacuumNumbers::default());
         }
@@ -488,7 +538,7 @@ mod tests {
 
     #[test]
     fn metric_names_cover_the_documented_fields() {
-        let names = RunSummary::metric_names(&[], &[]);
+        let names = RunSummary::metric_names(&[], &[], &[]);
         for n in [
             "jobs.lost",
             "executions.duplicate",

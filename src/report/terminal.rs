@@ -7,6 +7,8 @@ pub fn render(s: &RunSummary) -> String {
     let mut o = String::new();
     let status = if s.interrupted {
         "INTERRUPTED"
+    } else if s.aborted_by.is_some() {
+        "ABORTED"
     } else if s.passed {
         "PASSED"
     } else {
@@ -48,7 +50,8 @@ pub fn failures(s: &RunSummary) -> Vec<String> {
         let actual = e.actual.map_or("missing".into(), |a| format!("{a}"));
         format!("expect {} {} (actual {actual})", e.name, e.expression)
     });
-    stopped.chain(expects).collect()
+    let aborted = s.aborted_by.iter().map(|a| format!("aborted by {a}"));
+    aborted.chain(stopped).chain(expects).collect()
 }
 
 /// The labelled lines of a summary, shared by the terminal and report.html.
@@ -141,6 +144,27 @@ pub fn lines(s: &RunSummary) -> Vec<(&'static str, String)> {
             ),
         ));
     }
+    let mut phases: Vec<(&String, &crate::report::summary::PhaseNumbers)> = s.by_phase.iter().collect();
+    phases.sort_by(|a, b| a.1.start_s.total_cmp(&b.1.start_s));
+    for (name, p) in phases {
+        let waits: Vec<String> = p
+            .latency_ms
+            .queue_wait
+            .iter()
+            .filter(|(_, w)| w.count > 0)
+            .map(|(class, w)| format!("{class} {:.1}", w.p95))
+            .collect();
+        rows.push((
+            "phase",
+            format!(
+                "{name}{}: {:.0} jobs/s · claim p99 {:.2} ms · queue wait p95 {} ms",
+                if p.warmup { " (warm-up)" } else { "" },
+                p.throughput.jobs_per_sec,
+                p.latency_ms.claim.p99,
+                if waits.is_empty() { "–".to_string() } else { waits.join(", ") }
+            ),
+        ));
+    }
     let wk = &s.wakeup;
     let pick = &s.latency_ms.pickup;
     if s.producer.planned > 0 || wk.mode == "listen" || wk.idle_seconds > 0.0 {
@@ -209,6 +233,9 @@ pub fn lines(s: &RunSummary) -> Vec<(&'static str, String)> {
                 s.reaper.marked_dead
             ),
         ));
+    }
+    if let Some(a) = &s.aborted_by {
+        rows.insert(0, ("aborted by", a.clone()));
     }
     rows
 }

@@ -6,7 +6,7 @@ use super::faults::{self, Fault, JobType};
 use super::horizon::{self, Blocker, VacuumStep};
 use super::load::Source;
 use super::load_model::{self, DEFAULT_CLASS, LoadModel};
-use super::raw::{Fencing, Mode, RawScenario, Reclaim};
+use super::raw::{Fencing, Mode, RawExpect, RawScenario, Reclaim};
 use super::units::{format_duration, parse_duration};
 use crate::error::{Error, Result};
 use crate::gate::{self, Expectation};
@@ -57,6 +57,8 @@ pub struct Plan {
     pub effects_table: bool,
     pub pg_settings: Vec<(String, String)>,
     pub expectations: Vec<Expectation>,
+    /// `[baseline.tolerance]` on top of the defaults.
+    pub tolerances: crate::compare::Tolerances,
 }
 
 /// Backoff before a failed or reclaimed job runs again: min(cap, base × 2^(attempt-1)),
@@ -245,14 +247,27 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         .collect::<Result<Vec<_>>>()?;
     let class_names: Vec<&str> = raw.jobs.classes.iter().map(|c| c.name.as_str()).collect();
     let vacuum_names: Vec<&str> = raw.vacuum.iter().map(|v| v.name.as_str()).collect();
-    let metric_names = crate::report::summary::RunSummary::metric_names(&class_names, &vacuum_names);
+    let phase_names: Vec<&str> = raw.run.phases.iter().map(|p| p.name.as_str()).collect();
+    let metric_names = crate::report::summary::RunSummary::metric_names(&class_names, &vacuum_names, &phase_names);
     let expectations = raw
         .expect
         .iter()
-        .map(|(metric, expr)| {
-            gate::parse_expectation(metric, expr, &metric_names).map_err(|e| err(&format!("expect.{metric}"), e))
+        .map(|(metric, e)| {
+            let parsed = match e {
+                RawExpect::Expr(expr) => gate::parse_expectation(metric, expr, &metric_names),
+                RawExpect::Table(t) if t.expr.contains("abort") => {
+                    Err("write abort = true beside expr, not inside it".to_string())
+                }
+                RawExpect::Table(t) => {
+                    let expr = if t.abort { format!("{}, abort", t.expr) } else { t.expr.clone() };
+                    gate::parse_expectation(metric, &expr, &metric_names)
+                }
+            };
+            parsed.map_err(|e| err(&format!("expect.{metric}"), e))
         })
         .collect::<Result<Vec<_>>>()?;
+    let tolerances = crate::compare::Tolerances::from_pairs(raw.baseline.tolerance.iter(), &metric_names)
+        .map_err(|(k, e)| err(&format!("baseline.tolerance.{k}"), e))?;
     let heartbeat = match raw.lease.heartbeat.as_str() {
         "off" => None,
         text => Some(duration("lease.heartbeat", text)?),
@@ -374,6 +389,7 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         effects_table: raw.run.effects_table,
         pg_settings,
         expectations,
+        tolerances,
     })
 }
 
