@@ -89,6 +89,12 @@ pub struct RunArgs {
     /// Keep the run's schema (URL mode) or the cluster's data dir (ephemeral) for inspection.
     #[arg(long)]
     pub keep: bool,
+    /// The run's schema (default queuebench_<run id>); an existing one is refused unless --reuse.
+    #[arg(long, value_name = "NAME")]
+    pub schema: Option<String>,
+    /// Run in the existing --schema: replace only queuebench's own tables in it, keep the schema.
+    #[arg(long, requires = "schema")]
+    pub reuse: bool,
     /// Run against a --database-url host that is not local (loopback or a unix socket).
     #[arg(long)]
     pub yes: bool,

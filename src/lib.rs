@@ -90,6 +90,7 @@ fn print_sql(file: &Path, sets: &[String], pgbench: bool) -> Result<ExitCode> {
 
 async fn prepare(file: &Path, sets: &[String], url: &str, schema_name: String) -> Result<ExitCode> {
     let plan = scenario::plan_from_file(file, sets, Some(0))?;
+    db::check_schema_name(&schema_name)?;
     let db = Database::open(Some(url), &[], schema_name, true, true).await?;
     let notify = plan.idle.wakeup == scenario::plan::Wakeup::Listen;
     schema::install(&db, plan.preload, plan.max_attempts, &plan.table_settings, notify).await?;

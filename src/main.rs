@@ -30,7 +30,7 @@ async fn watch_signals(interrupt: CancellationToken) {
             eprintln!("\ninterrupted: stopping workers and writing what was collected (Ctrl-C again to quit at once)");
             interrupt.cancel();
         } else {
-            queuebench::db::ephemeral::emergency_cleanup();
+            queuebench::db::emergency_cleanup();
             std::process::exit(130);
         }
     }

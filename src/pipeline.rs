@@ -22,6 +22,9 @@ pub async fn run_files(args: &RunArgs, interrupt: &CancellationToken) -> Result<
         .iter()
         .map(|f| scenario::plan_from_file(f, &args.overrides.set, args.seed))
         .collect::<Result<Vec<Plan>>>()?;
+    if let Some(name) = &args.schema {
+        crate::db::check_schema_name(name)?;
+    }
     let batch_id = run_id();
     let batch_dir = match &args.out {
         Some(out) => out.clone(),
@@ -82,12 +85,46 @@ pub fn run_id() -> String {
 
 /// One scenario, start to finish. The database is torn down whatever happens.
 pub async fn run_one(plan: &Plan, args: &RunArgs, out_dir: &Path, interrupt: &CancellationToken) -> Result<RunSummary> {
-    std::fs::create_dir_all(out_dir)
-        .map_err(|e| Error::usage(format!("cannot create the results folder {}: {e}", out_dir.display())))?;
+    let fresh = !out_dir.exists();
+    std::fs::create_dir_all(out_dir).map_err(|e| {
+        Error::usage(format!(
+            "cannot create the results folder {}: {e}; pick a writable place with --out DIR",
+            out_dir.display()
+        ))
+    })?;
+    let probe = out_dir.join(".queuebench-write-test");
+    if let Err(e) = std::fs::write(&probe, b"") {
+        if fresh {
+            let _ = std::fs::remove_dir(out_dir);
+        }
+        return Err(Error::usage(format!(
+            "cannot write in the results folder {}: {e}; pick a writable place with --out DIR",
+            out_dir.display()
+        )));
+    }
+    let _ = std::fs::remove_file(&probe);
+    let result = run_in(plan, args, out_dir, interrupt).await;
+    if result.is_err() && fresh {
+        // Nothing was written: leave no empty folder behind (remove_dir only removes an empty one).
+        let _ = std::fs::remove_dir(out_dir);
+    }
+    result
+}
+
+async fn run_in(plan: &Plan, args: &RunArgs, out_dir: &Path, interrupt: &CancellationToken) -> Result<RunSummary> {
     let run_id = run_id();
-    let schema_name = format!("queuebench_{}", run_id.replace(['-', 'T'], "_").to_lowercase());
+    let schema_name = match &args.schema {
+        Some(name) => name.clone(),
+        None => format!("queuebench_{}", run_id.replace(['-', 'T'], "_").to_lowercase()),
+    };
     let started_at = chrono::Utc::now().to_rfc3339();
-    let db = Database::open(args.database_url.as_deref(), &plan.pg_settings, schema_name, args.keep, args.yes).await?;
+    let settings = match args.database_url {
+        None => ephemeral_settings(plan)?,
+        Some(_) => plan.pg_settings.clone(),
+    };
+    let db = Database::open(args.database_url.as_deref(), &settings, schema_name, args.keep, args.yes)
+        .await?
+        .reusing(args.reuse);
     let ctx = Context {
         run_id,
         started_at,
@@ -145,21 +182,25 @@ async fn run_on(
     progress: bool,
 ) -> Result<Finished> {
     let setup = db.connect_admin().await?;
-    let need = i64::from(plan.workers) + plan.load.classes.len() as i64 + 4;
+    let need = connections_needed(plan);
     let slots = schema::connection_slots(&setup).await?;
     if need > slots {
         let fix = match db.kind {
-            Kind::Ephemeral => " or set [postgres.settings] max_connections",
-            Kind::Url => " or raise max_connections",
+            Kind::Ephemeral => "or raise [postgres.settings] max_connections",
+            Kind::Url => "or raise the server's max_connections (or wait for its other clients to finish)",
         };
         return Err(Error::usage(format!(
-            "{} workers (plus producers, sampler, reaper and injector) need {need} connections but {} has only {slots} free; lower workers.count{fix}",
-            plan.workers, db.target
+            "{} workers need {need} connections (with the side connections: producers, sampler, reaper, faults, \
+             blockers, vacuum steps, probe, setup) but {} has only {slots} free (max_connections minus \
+             superuser_reserved_connections minus connections in use); lower workers.count {fix}. Nothing was created",
+            plan.workers,
+            db.shown()
         )));
     }
     ctx.database = DatabaseInfo {
         kind: db.kind.name().into(),
         target: db.target.clone(),
+        url: db.url.clone(),
         schema: db.schema.clone(),
         server_version: schema::server_version(&setup).await,
         settings_applied: match db.kind {
@@ -202,6 +243,42 @@ async fn run_on(
     let timeseries = timeseries::build(plan, &output.samples, &output.stats, &output.horizon.probes);
     let summary = build::build(plan, ctx, &output, verification, &waits);
     Ok(Finished { summary, output, waits, timeseries })
+}
+
+/// Connections a run opens at once: one per worker, plus the setup connection held through
+/// the run, the sampler, one per producer class, fault injector, blocker session and vacuum
+/// step, the reaper and the claim-plan probe, and two for reconnects and the LISTEN probe.
+pub fn connections_needed(plan: &Plan) -> i64 {
+    let faults = plan.faults.iter().filter(|f| !f.per_job()).count();
+    let blockers: u32 = plan.blockers.iter().map(|b| b.sessions).sum();
+    let reaper = usize::from(plan.reclaim == crate::scenario::raw::Reclaim::Reaper);
+    let probe = usize::from(plan.plan_probe.is_some());
+    let side = 2 + plan.load.classes.len() + faults + plan.vacuum.len() + reaper + probe + 2;
+    i64::from(plan.workers) + i64::from(blockers) + side as i64
+}
+
+/// The ephemeral cluster's settings: the scenario's, with max_connections raised to what the
+/// run needs when the scenario leaves it out (refused before starting when it sets too few).
+fn ephemeral_settings(plan: &Plan) -> Result<Vec<(String, String)>> {
+    let mut settings = plan.pg_settings.clone();
+    // Slots a superuser may use, plus the 3 superuser_reserved_connections (the cluster's default).
+    let need = connections_needed(plan) + 3;
+    match settings.iter().find(|(k, _)| k == "max_connections") {
+        Some((_, v)) => match v.parse::<i64>() {
+            Ok(n) if n < need => {
+                return Err(Error::usage(format!(
+                    "{}: [postgres.settings] max_connections = {n} but {} workers need {need} connections with the \
+                     side connections and reserved slots; raise it to at least {need}, leave it out (queuebench \
+                     sizes it), or lower workers.count. Nothing was started",
+                    plan.source.path.display(),
+                    plan.workers
+                )));
+            }
+            _ => {}
+        },
+        None => settings.push(("max_connections".into(), need.max(200).to_string())),
+    }
+    Ok(settings)
 }
 
 /// The scenario as run: the file's text plus the overrides and seed that applied.

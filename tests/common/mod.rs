@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod pg;
 pub mod schema;
 
 use serde_json::Value;
