@@ -152,7 +152,7 @@ mod tests {
         let c: Config = "host=/tmp/sock port=5433 user=postgres password='x y' dbname=postgres".parse().unwrap();
         assert_eq!(display_url(&c), "postgres://postgres:***@/postgres?host=/tmp/sock&port=5433");
         let c: Config = "postgres://127.0.0.1/db".parse().unwrap();
-        assert_eq!(display_url(&c), "postgres://127.0.0.1/db");
+        assert_eq!(display_url(&c), "postgres://127.0.0.1:5432/db");
     }
 
     /// No parse error, connection error text or display form contains the password.
