@@ -50,6 +50,8 @@ pub struct Database {
     keep: bool,
     /// `--reuse`: an existing schema of that name is used, not refused.
     pub reuse: bool,
+    /// Where the password came from (`the URL`, `PGPASSWORD`, the password file), for the auth error.
+    password_from: Option<String>,
     /// This run created the schema (teardown drops it) …
     pub(crate) created: AtomicBool,
     /// … or reused an existing one (teardown drops only queuebench's tables in it).
@@ -100,7 +102,7 @@ impl Database {
                          example: postgres://user@127.0.0.1:5432/dbname"
                     ))
                 })?;
-                password::fill(&mut config);
+                let password_from = password::fill(&mut config);
                 let target = describe(&config);
                 if !remote_ok && !is_local(&config) {
                     return Err(Error::usage(format!(
@@ -109,7 +111,7 @@ impl Database {
                     )));
                 }
                 let url = password::display_url(&config);
-                Ok(Database { kind: Kind::Url, url, cluster: None, ..Database::new(config, target, schema, keep) })
+                Ok(Database { kind: Kind::Url, url, password_from, ..Database::new(config, target, schema, keep) })
             }
             None => {
                 let mut settings = settings.to_vec();
@@ -137,6 +139,7 @@ impl Database {
             cluster: None,
             keep,
             reuse: false,
+            password_from: None,
             created: AtomicBool::new(false),
             reused: AtomicBool::new(false),
         }
@@ -225,10 +228,14 @@ impl Database {
         let code = e.code().map(|c| c.code().to_string());
         let text = error_text(e);
         let hint = match code.as_deref() {
-            Some("28P01") => {
-                "authentication failed: check the user and the password (in the URL, PGPASSWORD, or the \
-                 password file PGPASSFILE / ~/.pgpass)"
-            }
+            Some("28P01") => &format!(
+                "authentication failed: check the user and the password ({}; queuebench looks in the URL, then \
+                 PGPASSWORD, then the password file PGPASSFILE or ~/.pgpass)",
+                match &self.password_from {
+                    Some(from) => format!("the password used came from {from}"),
+                    None => "no password was given".into(),
+                }
+            ),
             Some("28000") => {
                 "the server refused this user, database or host (pg_hba.conf has no matching entry, or the role \
                  cannot log in): ask the server's administrator, or use another user"

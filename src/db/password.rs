@@ -15,14 +15,14 @@ use std::path::PathBuf;
 use tokio_postgres::Config;
 use tokio_postgres::config::Host;
 
-/// Where the password came from (for the report), or None without one.
-pub fn fill(config: &mut Config) -> Option<&'static str> {
+/// Where the password came from (for error messages), or None without one.
+pub fn fill(config: &mut Config) -> Option<String> {
     if config.get_password().is_some() {
-        return Some("url");
+        return Some("the URL".into());
     }
     if let Some(pw) = std::env::var_os("PGPASSWORD").filter(|p| !p.is_empty()) {
         config.password(pw.as_encoded_bytes());
-        return Some("PGPASSWORD");
+        return Some("PGPASSWORD".into());
     }
     let file = std::env::var_os("PGPASSFILE")
         .map(PathBuf::from)
@@ -39,7 +39,7 @@ pub fn fill(config: &mut Config) -> Option<&'static str> {
     let (host, port, db, user) = lookup_key(config);
     let pw = pgpass_lookup(&text, &host, port, &db, &user)?;
     config.password(pw);
-    Some("pgpass")
+    Some(format!("the password file {}", file.display()))
 }
 
 /// Host (sockets match `localhost`), port, database and user as libpq matches them.
