@@ -30,6 +30,7 @@ async fn watch_signals(interrupt: CancellationToken) {
             eprintln!("\ninterrupted: stopping workers and writing what was collected (Ctrl-C again to quit at once)");
             interrupt.cancel();
         } else {
+            eprintln!("interrupted again: stopping the cluster now and exiting; nothing more is written");
             queuebench::db::emergency_cleanup();
             std::process::exit(130);
         }

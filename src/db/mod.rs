@@ -151,6 +151,13 @@ impl Database {
         self
     }
 
+    /// The user and database the connection uses (for messages that suggest a GRANT).
+    pub fn user_and_database(&self) -> (String, String) {
+        let user =
+            self.config.get_user().map(str::to_string).or_else(|| std::env::var("USER").ok()).unwrap_or_default();
+        (user.clone(), self.config.get_dbname().unwrap_or(&user).to_string())
+    }
+
     /// How reports name the server: the URL without its password, or the cluster's socket.
     pub fn shown(&self) -> &str {
         if self.url.is_empty() { &self.target } else { &self.url }
@@ -184,7 +191,14 @@ impl Database {
                 Ok(_) => return Ok(()),
                 Err(e) => {
                     if let Some(why) = self.cluster.as_mut().and_then(Cluster::exited) {
-                        return Err(Error::infra(format!("the ephemeral cluster did not start: {why}")));
+                        return Err(match refused_setting(&why) {
+                            Some(lines) => Error::usage(format!(
+                                "[postgres.settings]: PostgreSQL refused a setting: {lines}. Fix it in the \
+                                 scenario (memory units: B, kB, MB, GB, TB; time units: us, ms, s, min, h, d); the cluster \
+                                 was removed"
+                            )),
+                            None => Error::infra(format!("the ephemeral cluster did not start: {why}")),
+                        });
                     }
                     if Instant::now() > deadline {
                         let tail = self.cluster.as_ref().map(Cluster::log_tail).unwrap_or_default();
@@ -279,6 +293,20 @@ impl Database {
         }
         result
     }
+}
+
+/// The postmaster's complaint about a `-c name=value` from the scenario, if that is why it exited.
+fn refused_setting(log: &str) -> Option<String> {
+    let bad = ["invalid value for parameter", "unrecognized configuration parameter", "is outside the valid range"];
+    let first = log.lines().position(|l| bad.iter().any(|b| l.contains(b)))?;
+    let text: Vec<&str> = log
+        .lines()
+        .skip(first)
+        .take(2)
+        .filter(|l| l.contains("FATAL:") || l.contains("HINT:"))
+        .map(|l| l.split_once(":  ").map_or(l, |(_, msg)| msg).trim_end_matches('.'))
+        .collect();
+    Some(text.join("; "))
 }
 
 /// Does the URL point at this machine (a unix socket or a loopback address)?

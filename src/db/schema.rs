@@ -88,10 +88,14 @@ async fn create_or_reuse(db: &Database, admin: &Client) -> Result<()> {
     let create = format!("CREATE SCHEMA \"{}\"", db.schema);
     admin.batch_execute(&create).await.map_err(|e| {
         let hint = match e.code().map(|c| c.code()) {
-            Some("42501") => "; this user may not create schemas in the database. Grant it (GRANT CREATE ON \
-                 DATABASE … TO …), or have a schema created for it and run with --schema NAME --reuse, or leave out \
-                 --database-url to let queuebench start its own cluster"
-                .to_string(),
+            Some("42501") => {
+                let (user, dbname) = db.user_and_database();
+                format!(
+                    "; this user may not create schemas in the database. Grant it (GRANT CREATE ON DATABASE \
+                     {dbname} TO {user}), or have a schema created for it and run with --schema NAME --reuse, or \
+                     leave out --database-url to let queuebench start its own cluster"
+                )
+            }
             Some("42P06") => "; that schema appeared meanwhile: run again".to_string(),
             _ => String::new(),
         };

@@ -85,8 +85,20 @@ pub fn spawn_watched(mut cmd: Command) -> (Child, Receiver<()>, std::sync::Arc<s
                 let _ = tx.send(());
             }
         }
+        keep.lock().unwrap().push_str(EOF_MARK);
     });
     (child, rx, text)
+}
+
+const EOF_MARK: &str = "\n<end of stderr>";
+
+/// Everything the run printed on stderr, once the process has closed it (waits up to 10 s).
+pub fn all_stderr(stderr: &std::sync::Mutex<String>) -> String {
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while !stderr.lock().unwrap().ends_with(EOF_MARK) && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    stderr.lock().unwrap().clone()
 }
 
 /// Waits for the run's first completed job (panics after 60 s with what it printed).
