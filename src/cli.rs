@@ -48,9 +48,12 @@ pub enum Command {
         overrides: Overrides,
         #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
         database_url: String,
-        /// Schema to create (it must not exist).
+        /// Schema to create (an existing one is refused unless --reuse).
         #[arg(long)]
         schema: String,
+        /// Use the existing schema: replace only queuebench's own tables in it.
+        #[arg(long)]
+        reuse: bool,
     },
     /// Start an ephemeral cluster, run a command with DATABASE_URL pointing at it, then remove the cluster.
     Cluster {
