@@ -80,6 +80,9 @@ async fn create_or_reuse(db: &Database, admin: &Client) -> Result<()> {
             t = db.shown()
         )));
     }
+    if db.kind == super::Kind::Url {
+        note_leftovers(db, admin).await;
+    }
     if exists {
         drop_objects(db, admin).await?;
         db.mark_schema(false);
@@ -103,6 +106,30 @@ async fn create_or_reuse(db: &Database, admin: &Client) -> Result<()> {
     })?;
     db.mark_schema(true);
     Ok(())
+}
+
+/// Schemas of earlier runs that were killed or kept (`--keep`): named, never dropped.
+async fn note_leftovers(db: &Database, admin: &Client) {
+    let Ok(rows) = admin
+        .query(
+            "SELECT nspname FROM pg_namespace WHERE nspname ~ '^queuebench_[0-9]{8}_[0-9]{6}_[0-9a-f]{4}$' \
+             AND nspname <> $1 ORDER BY 1",
+            &[&db.schema],
+        )
+        .await
+    else {
+        return;
+    };
+    let names: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    if !names.is_empty() {
+        eprintln!(
+            "note: {} holds {} schema(s) of earlier queuebench runs (kept with --keep, or the run was killed): {}; \
+             queuebench leaves them alone; drop each with DROP SCHEMA name CASCADE when done",
+            db.shown(),
+            names.len(),
+            names.join(", ")
+        );
+    }
 }
 
 /// Drops queuebench's own tables and function from the schema (`--reuse`); refuses, before
