@@ -30,7 +30,9 @@ async fn watch_signals(interrupt: CancellationToken) {
             eprintln!("\ninterrupted: stopping workers and writing what was collected (Ctrl-C again to quit at once)");
             interrupt.cancel();
         } else {
-            eprintln!("interrupted again: stopping the cluster now and exiting; nothing more is written");
+            eprintln!(
+                "interrupted again: exiting now (an ephemeral cluster is killed and removed); nothing more is written"
+            );
             queuebench::db::emergency_cleanup();
             std::process::exit(130);
         }

@@ -195,14 +195,14 @@ fn no_permission_to_create_a_schema() {
                 .args([
                     "-X",
                     "-q",
-                    &format!("{}/postgres", common::pg::SERVER),
+                    &format!("{}/postgres", common::pg::server()),
                     "-c",
                     &format!("DROP ROLE IF EXISTS {}", self.0),
                 ])
                 .output();
         }
     }
-    let url = format!("postgres://{role}@127.0.0.1:5432/{}", db.name);
+    let url = db.url_as(&role);
     let s = repo("scenarios/skip-locked.toml");
     let r = queuebench(&["run", s.to_str().unwrap(), "--database-url", &url]);
     assert_eq!(r.code, 3, "{}", r.stderr);

@@ -111,6 +111,9 @@ impl Database {
                     )));
                 }
                 let url = password::display_url(&config);
+                if !is_local(&config) {
+                    eprintln!("warning: {url} is not on this machine; running there because of --yes");
+                }
                 Ok(Database { kind: Kind::Url, url, password_from, ..Database::new(config, target, schema, keep) })
             }
             None => {

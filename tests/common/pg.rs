@@ -6,7 +6,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
-pub const SERVER: &str = "postgres://root@127.0.0.1:5432";
+/// The server, as a URL without a database: `QUEUEBENCH_TEST_SERVER`, else the machine's own
+/// (`postgres://root@127.0.0.1:5432`, trust auth; the user must be a superuser).
+pub fn server() -> String {
+    std::env::var("QUEUEBENCH_TEST_SERVER").unwrap_or_else(|_| "postgres://root@127.0.0.1:5432".into())
+}
 
 /// Runs SQL with psql (unaligned, tuples only, stop on the first error); returns stdout.
 pub fn psql(url: &str, sql: &str) -> String {
@@ -28,8 +32,26 @@ pub struct ScratchDb {
 impl ScratchDb {
     pub fn new(tag: &str) -> ScratchDb {
         let name = format!("qb_{tag}_{:08x}", rand_u32());
-        psql(&format!("{SERVER}/postgres"), &format!("CREATE DATABASE {name}"));
-        ScratchDb { url: format!("{SERVER}/{name}"), name }
+        let server = server();
+        let o = Command::new("psql")
+            .args(["-X", "-q", &format!("{server}/postgres"), "-c", &format!("CREATE DATABASE {name}")])
+            .output()
+            .expect("psql is installed");
+        assert!(
+            o.status.success(),
+            "these URL-mode tests need a PostgreSQL server at {server} (trust auth, a superuser; set \
+             QUEUEBENCH_TEST_SERVER to use another): {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        ScratchDb { url: format!("{server}/{name}"), name }
+    }
+
+    /// The database's URL for another user (no password: the server trusts).
+    pub fn url_as(&self, user: &str) -> String {
+        let server = server();
+        let rest = server.split_once("://").map_or(server.as_str(), |(_, r)| r);
+        let host = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+        format!("postgres://{user}@{host}/{}", self.name)
     }
 
     pub fn sql(&self, sql: &str) -> String {
@@ -53,7 +75,7 @@ impl Drop for ScratchDb {
             .args([
                 "-X",
                 "-q",
-                &format!("{SERVER}/postgres"),
+                &format!("{}/postgres", server()),
                 "-c",
                 &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
             ])
