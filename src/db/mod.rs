@@ -96,9 +96,13 @@ impl Database {
     ) -> Result<Database> {
         match url {
             Some(url) => {
-                let mut config: Config = url.parse().map_err(|e| {
+                let mut config: Config = url.parse().map_err(|e: tokio_postgres::Error| {
+                    // The cause names a parameter, never its value; "… but got `x`" quotes one
+                    // character of the input, which could be a password's: cut it.
+                    let cause = std::error::Error::source(&e).map(|c| c.to_string()).unwrap_or_default();
+                    let cause = cause.split(" but got ").next().unwrap_or_default();
                     Error::usage(format!(
-                        "--database-url is not a valid PostgreSQL URL or key=value string ({e}); \
+                        "--database-url is not a valid PostgreSQL URL or key=value string ({e}: {cause}); \
                          example: postgres://user@127.0.0.1:5432/dbname"
                     ))
                 })?;
