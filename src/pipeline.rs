@@ -192,7 +192,8 @@ async fn run_on(
         return Err(Error::usage(format!(
             "{} workers need {need} connections (with the side connections: producers, sampler, reaper, faults, \
              blockers, vacuum steps, probe, setup) but {} has only {slots} free (max_connections minus \
-             superuser_reserved_connections minus connections in use); lower workers.count {fix}. Nothing was created",
+             superuser_reserved_connections minus other clients' connections); lower workers.count {fix}. Nothing was \
+             created",
             plan.workers,
             db.shown()
         )));
@@ -289,4 +290,50 @@ fn resolved_text(plan: &Plan) -> String {
         t.push_str(&format!("# queuebench: --set {o}\n"));
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(text: &str) -> Plan {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        std::fs::write(&path, text).unwrap();
+        scenario::plan_from_file(&path, &[], Some(1)).unwrap()
+    }
+
+    fn max_connections(settings: &[(String, String)]) -> i64 {
+        settings.iter().find(|(k, _)| k == "max_connections").unwrap().1.parse().unwrap()
+    }
+
+    #[test]
+    fn the_ephemeral_cluster_gets_the_connections_the_run_needs() {
+        let small = plan("name = \"x\"\n[jobs]\npreload = 5\n[workers]\ncount = 8\n");
+        assert_eq!(max_connections(&ephemeral_settings(&small).unwrap()), 200, "at least the old default");
+        let big = plan("name = \"x\"\n[jobs]\npreload = 5\n[workers]\ncount = 400\n");
+        let need = connections_needed(&big);
+        assert!(need > 400);
+        assert_eq!(max_connections(&ephemeral_settings(&big).unwrap()), need + 3, "plus the reserved slots");
+        let set = plan(
+            "name = \"x\"\n[jobs]\npreload = 5\n[workers]\ncount = 400\n[postgres.settings]\nmax_connections = 1000\n",
+        );
+        assert_eq!(max_connections(&ephemeral_settings(&set).unwrap()), 1000, "the scenario's own value stays");
+        let low = plan(
+            "name = \"x\"\n[jobs]\npreload = 5\n[workers]\ncount = 400\n[postgres.settings]\nmax_connections = 100\n",
+        );
+        let e = ephemeral_settings(&low).unwrap_err();
+        assert_eq!(e.exit_code(), ExitCode::Usage);
+        assert!(e.to_string().contains(&format!("raise it to at least {}", need + 3)), "{e}");
+    }
+
+    #[test]
+    fn side_connections_are_counted() {
+        let base = connections_needed(&plan("name = \"x\"\n[jobs]\npreload = 5\n[workers]\ncount = 4\n"));
+        let blockers = plan(
+            "name = \"x\"\n[jobs]\npreload = 5\n[workers]\ncount = 4\n\
+             [[blockers]]\nkind = \"idle_in_transaction\"\nat = \"1s\"\nduration = \"1s\"\nsessions = 3\n",
+        );
+        assert_eq!(connections_needed(&blockers), base + 3);
+    }
 }

@@ -266,12 +266,13 @@ pub async fn report_settings(client: &Client, wanted: &[(String, String)]) -> BT
     out
 }
 
-/// The server's max_connections minus superuser-reserved slots.
+/// The server's max_connections minus superuser-reserved slots minus the other clients'
+/// connections (this one is not counted: the run's budget includes it).
 pub async fn connection_slots(client: &Client) -> Result<i64> {
     let row = client
         .query_one(
             "SELECT current_setting('max_connections')::int8 - current_setting('superuser_reserved_connections')::int8 \
-             - (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')",
+             - (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid())",
             &[],
         )
         .await
