@@ -60,9 +60,12 @@ pub enum Command {
         overrides: Overrides,
         #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
         database_url: String,
-        /// Schema to create (it must not exist).
+        /// Schema to create (an existing one is refused unless --reuse).
         #[arg(long)]
         schema: String,
+        /// Use the existing schema: replace only queuebench's own tables in it.
+        #[arg(long)]
+        reuse: bool,
     },
     /// Start an ephemeral cluster, run a command with DATABASE_URL pointing at it, then remove the cluster.
     Cluster {
@@ -101,6 +104,12 @@ pub struct RunArgs {
     /// Keep the run's schema (URL mode) or the cluster's data dir (ephemeral) for inspection.
     #[arg(long)]
     pub keep: bool,
+    /// The run's schema (default queuebench_<run id>); an existing one is refused unless --reuse.
+    #[arg(long, value_name = "NAME")]
+    pub schema: Option<String>,
+    /// Run in the existing --schema: replace only queuebench's own tables in it, keep the schema.
+    #[arg(long, requires = "schema")]
+    pub reuse: bool,
     /// Run against a --database-url host that is not local (loopback or a unix socket).
     #[arg(long)]
     pub yes: bool,

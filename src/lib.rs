@@ -37,8 +37,8 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
         Command::Compare { old, new, baseline, out } => compare_runs(&old, &new, &baseline, out.as_deref()),
         Command::Validate { files, overrides } => validate(&files, &overrides.set),
         Command::Sql { file, overrides, pgbench } => print_sql(&file, &overrides.set, pgbench),
-        Command::Prepare { file, overrides, database_url, schema } => {
-            prepare(&file, &overrides.set, &database_url, schema).await
+        Command::Prepare { file, overrides, database_url, schema, reuse } => {
+            prepare(&file, &overrides.set, &database_url, schema, reuse).await
         }
         Command::Cluster { scenario, command } => cluster(scenario.as_deref(), &command).await,
     };
@@ -130,9 +130,10 @@ fn print_sql(file: &Path, sets: &[String], pgbench: bool) -> Result<ExitCode> {
     Ok(ExitCode::Passed)
 }
 
-async fn prepare(file: &Path, sets: &[String], url: &str, schema_name: String) -> Result<ExitCode> {
+async fn prepare(file: &Path, sets: &[String], url: &str, schema_name: String, reuse: bool) -> Result<ExitCode> {
     let plan = scenario::plan_from_file(file, sets, Some(0))?;
-    let db = Database::open(Some(url), &[], schema_name, true, true).await?;
+    db::check_schema_name(&schema_name)?;
+    let db = Database::open(Some(url), &[], schema_name, true, true).await?.reusing(reuse);
     let notify = plan.idle.wakeup == scenario::plan::Wakeup::Listen;
     schema::install(&db, plan.preload, plan.max_attempts, &plan.table_settings, notify).await?;
     println!("{}: schema {} ready with {} jobs", db.target, db.schema, plan.preload);

@@ -38,6 +38,9 @@ pub async fn run_files(args: &RunArgs, interrupt: &CancellationToken) -> Result<
             store::load_named(&args.baseline_args.baseline_dir, name, &plan.name)?;
         }
     }
+    if let Some(name) = &args.schema {
+        crate::db::check_schema_name(name)?;
+    }
     let batch_id = run_id();
     let batch_dir = match &args.out {
         Some(out) => out.clone(),
@@ -209,12 +212,46 @@ pub fn run_id() -> String {
 
 /// One scenario, start to finish. The database is torn down whatever happens.
 pub async fn run_one(plan: &Plan, args: &RunArgs, out_dir: &Path, interrupt: &CancellationToken) -> Result<RunSummary> {
-    std::fs::create_dir_all(out_dir)
-        .map_err(|e| Error::usage(format!("cannot create the results folder {}: {e}", out_dir.display())))?;
+    let fresh = !out_dir.exists();
+    std::fs::create_dir_all(out_dir).map_err(|e| {
+        Error::usage(format!(
+            "cannot create the results folder {}: {e}; pick a writable place with --out DIR",
+            out_dir.display()
+        ))
+    })?;
+    let probe = out_dir.join(".queuebench-write-test");
+    if let Err(e) = std::fs::write(&probe, b"") {
+        if fresh {
+            let _ = std::fs::remove_dir(out_dir);
+        }
+        return Err(Error::usage(format!(
+            "cannot write in the results folder {}: {e}; pick a writable place with --out DIR",
+            out_dir.display()
+        )));
+    }
+    let _ = std::fs::remove_file(&probe);
+    let result = run_in(plan, args, out_dir, interrupt).await;
+    if result.is_err() && fresh {
+        // Nothing was written: leave no empty folder behind (remove_dir only removes an empty one).
+        let _ = std::fs::remove_dir(out_dir);
+    }
+    result
+}
+
+async fn run_in(plan: &Plan, args: &RunArgs, out_dir: &Path, interrupt: &CancellationToken) -> Result<RunSummary> {
     let run_id = run_id();
-    let schema_name = format!("queuebench_{}", run_id.replace(['-', 'T'], "_").to_lowercase());
+    let schema_name = match &args.schema {
+        Some(name) => name.clone(),
+        None => format!("queuebench_{}", run_id.replace(['-', 'T'], "_").to_lowercase()),
+    };
     let started_at = chrono::Utc::now().to_rfc3339();
-    let db = Database::open(args.database_url.as_deref(), &plan.pg_settings, schema_name, args.keep, args.yes).await?;
+    let settings = match args.database_url {
+        None => ephemeral_settings(plan)?,
+        Some(_) => plan.pg_settings.clone(),
+    };
+    let db = Database::open(args.database_url.as_deref(), &settings, schema_name, args.keep, args.yes)
+        .await?
+        .reusing(args.reuse);
     let ctx = Context {
         run_id,
         started_at,
@@ -272,21 +309,26 @@ async fn run_on(
     progress: bool,
 ) -> Result<Finished> {
     let setup = db.connect_admin().await?;
-    let need = i64::from(plan.workers) + plan.load.classes.len() as i64 + 4;
+    let need = connections_needed(plan);
     let slots = schema::connection_slots(&setup).await?;
     if need > slots {
         let fix = match db.kind {
-            Kind::Ephemeral => " or set [postgres.settings] max_connections",
-            Kind::Url => " or raise max_connections",
+            Kind::Ephemeral => "or raise [postgres.settings] max_connections",
+            Kind::Url => "or raise the server's max_connections (or wait for its other clients to finish)",
         };
         return Err(Error::usage(format!(
-            "{} workers (plus producers, sampler, reaper and injector) need {need} connections but {} has only {slots} free; lower workers.count{fix}",
-            plan.workers, db.target
+            "{} workers need {need} connections (with the side connections: producers, sampler, reaper, faults, \
+             blockers, vacuum steps, probe, setup) but {} has only {slots} free (max_connections minus \
+             superuser_reserved_connections minus other clients' connections); lower workers.count {fix}. Nothing was \
+             created",
+            plan.workers,
+            db.shown()
         )));
     }
     ctx.database = DatabaseInfo {
         kind: db.kind.name().into(),
         target: db.target.clone(),
+        url: db.url.clone(),
         schema: db.schema.clone(),
         server_version: schema::server_version(&setup).await,
         settings_applied: match db.kind {
@@ -338,6 +380,42 @@ async fn run_on(
     Ok(Finished { summary, output, waits, timeseries })
 }
 
+/// Connections a run opens at once: one per worker, plus the setup connection held through
+/// the run, the sampler, one per producer class, fault injector, blocker session and vacuum
+/// step, the reaper and the claim-plan probe, and two for reconnects and the LISTEN probe.
+pub fn connections_needed(plan: &Plan) -> i64 {
+    let faults = plan.faults.iter().filter(|f| !f.per_job()).count();
+    let blockers: u32 = plan.blockers.iter().map(|b| b.sessions).sum();
+    let reaper = usize::from(plan.reclaim == crate::scenario::raw::Reclaim::Reaper);
+    let probe = usize::from(plan.plan_probe.is_some());
+    let side = 2 + plan.load.classes.len() + faults + plan.vacuum.len() + reaper + probe + 2;
+    i64::from(plan.workers) + i64::from(blockers) + side as i64
+}
+
+/// The ephemeral cluster's settings: the scenario's, with max_connections raised to what the
+/// run needs when the scenario leaves it out (refused before starting when it sets too few).
+fn ephemeral_settings(plan: &Plan) -> Result<Vec<(String, String)>> {
+    let mut settings = plan.pg_settings.clone();
+    // Slots a superuser may use, plus the 3 superuser_reserved_connections (the cluster's default).
+    let need = connections_needed(plan) + 3;
+    match settings.iter().find(|(k, _)| k == "max_connections") {
+        Some((_, v)) => match v.parse::<i64>() {
+            Ok(n) if n < need => {
+                return Err(Error::usage(format!(
+                    "{}: [postgres.settings] max_connections = {n} but {} workers need {need} connections with the \
+                     side connections and reserved slots; raise it to at least {need}, leave it out (queuebench \
+                     sizes it), or lower workers.count. Nothing was started",
+                    plan.source.path.display(),
+                    plan.workers
+                )));
+            }
+            _ => {}
+        },
+        None => settings.push(("max_connections".into(), need.max(200).to_string())),
+    }
+    Ok(settings)
+}
+
 /// The scenario as run: the file's text plus the overrides and seed that applied.
 fn resolved_text(plan: &Plan) -> String {
     let mut t = plan.source.text.clone();
@@ -346,4 +424,50 @@ fn resolved_text(plan: &Plan) -> String {
         t.push_str(&format!("# queuebench: --set {o}\n"));
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(text: &str) -> Plan {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        std::fs::write(&path, text).unwrap();
+        scenario::plan_from_file(&path, &[], Some(1)).unwrap()
+    }
+
+    fn max_connections(settings: &[(String, String)]) -> i64 {
+        settings.iter().find(|(k, _)| k == "max_connections").unwrap().1.parse().unwrap()
+    }
+
+    #[test]
+    fn the_ephemeral_cluster_gets_the_connections_the_run_needs() {
+        let small = plan("name = \"x\"\n[jobs]\npreload = 5\n[workers]\ncount = 8\n");
+        assert_eq!(max_connections(&ephemeral_settings(&small).unwrap()), 200, "at least the old default");
+        let big = plan("name = \"x\"\n[jobs]\npreload = 5\n[workers]\ncount = 400\n");
+        let need = connections_needed(&big);
+        assert!(need > 400);
+        assert_eq!(max_connections(&ephemeral_settings(&big).unwrap()), need + 3, "plus the reserved slots");
+        let set = plan(
+            "name = \"x\"\n[jobs]\npreload = 5\n[workers]\ncount = 400\n[postgres.settings]\nmax_connections = 1000\n",
+        );
+        assert_eq!(max_connections(&ephemeral_settings(&set).unwrap()), 1000, "the scenario's own value stays");
+        let low = plan(
+            "name = \"x\"\n[jobs]\npreload = 5\n[workers]\ncount = 400\n[postgres.settings]\nmax_connections = 100\n",
+        );
+        let e = ephemeral_settings(&low).unwrap_err();
+        assert_eq!(e.exit_code(), ExitCode::Usage);
+        assert!(e.to_string().contains(&format!("raise it to at least {}", need + 3)), "{e}");
+    }
+
+    #[test]
+    fn side_connections_are_counted() {
+        let base = connections_needed(&plan("name = \"x\"\n[jobs]\npreload = 5\n[workers]\ncount = 4\n"));
+        let blockers = plan(
+            "name = \"x\"\n[jobs]\npreload = 5\n[workers]\ncount = 4\n\
+             [[blockers]]\nkind = \"idle_in_transaction\"\nat = \"1s\"\nduration = \"1s\"\nsessions = 3\n",
+        );
+        assert_eq!(connections_needed(&blockers), base + 3);
+    }
 }

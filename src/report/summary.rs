@@ -66,12 +66,21 @@ pub struct DatabaseInfo {
     pub kind: String,
     /// Host, port, user and database; never a password.
     pub target: String,
+    /// URL mode: the URL with its password replaced by `***`; empty for an ephemeral cluster.
+    pub url: String,
     pub schema: String,
     pub server_version: String,
     /// Scenario settings passed to the ephemeral cluster.
     pub settings_applied: BTreeMap<String, String>,
     /// In URL mode: each scenario setting and the server's actual value (not changed).
     pub settings_reported: BTreeMap<String, SettingReport>,
+}
+
+impl DatabaseInfo {
+    /// How the terminal and report.html name the server: the redacted URL, else the target.
+    pub fn shown(&self) -> &str {
+        if self.url.is_empty() { &self.target } else { &self.url }
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

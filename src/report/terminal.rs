@@ -21,7 +21,7 @@ pub fn render(s: &RunSummary) -> String {
         s.strategy, s.mode, s.fencing, s.workers, s.batch, s.work, s.stop
     );
     let _ =
-        writeln!(o, "  database {} {} (PostgreSQL {})", s.database.kind, s.database.target, s.database.server_version);
+        writeln!(o, "  database {} {} (PostgreSQL {})", s.database.kind, s.database.shown(), s.database.server_version);
     for (k, v) in lines(s) {
         let _ = writeln!(o, "  {k:<14} {v}");
     }

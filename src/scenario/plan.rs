@@ -272,8 +272,16 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         "off" => None,
         text => Some(duration("lease.heartbeat", text)?),
     };
-    if heartbeat.is_some_and(|h| h.is_zero() || h >= lease) {
-        return Err(err("lease.heartbeat", "must be shorter than lease.duration (and above 0), or \"off\"".into()));
+    if let Some(h) = heartbeat.filter(|h| h.is_zero() || *h >= lease) {
+        return Err(err(
+            "lease.heartbeat",
+            format!(
+                "{} must be above 0 and shorter than lease.duration ({}): a heartbeat extends the lease before it \
+                 runs out (a third of the lease is usual), or \"off\"",
+                format_duration(h),
+                format_duration(lease)
+            ),
+        ));
     }
     if raw.lease.reclaim == Reclaim::Inline
         && raw.workers.strategy != "skip-locked-inline-reclaim"
