@@ -135,7 +135,11 @@ async fn prepare(file: &Path, sets: &[String], url: &str, schema_name: String, r
     db::check_schema_name(&schema_name)?;
     let db = Database::open(Some(url), &[], schema_name, true, true).await?.reusing(reuse);
     let notify = plan.idle.wakeup == scenario::plan::Wakeup::Listen;
-    schema::install(&db, plan.preload, plan.max_attempts, &plan.table_settings, notify).await?;
+    if let Err(e) = schema::install(&db, plan.preload, plan.max_attempts, &plan.table_settings, notify).await {
+        // Nothing half-built stays behind to block the retry.
+        let _ = db.discard().await;
+        return Err(e);
+    }
     println!("{}: schema {} ready with {} jobs", db.target, db.schema, plan.preload);
     Ok(ExitCode::Passed)
 }

@@ -162,10 +162,11 @@ fn gate_against_baseline(
             if args.quiet {
                 for r in c.regressions() {
                     println!(
-                        "  baseline {}: {} → {} REGRESSED",
+                        "  baseline {}: {} → {} {}",
                         r.metric,
                         r.old.show(),
-                        r.new.map_or("–".into(), |n| n.show())
+                        r.new.map_or("–".into(), |n| n.show()),
+                        r.verdict.word()
                     );
                 }
             } else {
@@ -176,7 +177,9 @@ fn gate_against_baseline(
         None => None,
     };
     if let Some(name) = &args.save_baseline {
-        if runs.iter().any(|r| r.interrupted || r.timed_out || r.aborted_by.is_some()) {
+        if runs.len() < args.repeat as usize {
+            eprintln!("warning: baseline `{name}` not saved: only {} of {} repeats finished", runs.len(), args.repeat);
+        } else if runs.iter().any(|r| r.interrupted || r.timed_out || r.aborted_by.is_some()) {
             eprintln!("warning: baseline `{name}` not saved: a run was interrupted, timed out or aborted");
         } else {
             let file = store::save(dir, name, runs)?;

@@ -94,7 +94,7 @@ pub struct Second {
     pub completions: u32,
 }
 
-fn histogram() -> Histogram<u64> {
+pub(crate) fn histogram() -> Histogram<u64> {
     // 1 µs to 1 h at 3 significant digits; values above are clamped.
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
 }

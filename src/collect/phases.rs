@@ -3,6 +3,7 @@
 //! counted there. Queue waits per phase are in `waits` (they follow the
 //! job's intended enqueue time, not the claim's).
 
+use super::histogram;
 use super::{Event, EventKind, WorkerStats};
 use hdrhistogram::Histogram;
 
@@ -15,10 +16,6 @@ pub struct PhaseStats {
     pub complete: Histogram<u64>,
     pub claims: u64,
     pub executions: u64,
-}
-
-fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
 }
 
 /// The index of the window `t_us` falls in.

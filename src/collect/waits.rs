@@ -4,14 +4,11 @@
 //! the run from the producers' and the workers' journals: nothing shared
 //! while the run is hot.
 
+use super::histogram;
 use super::phases::{Window, window_of};
 use super::{Arrival, Event, EventKind};
 use hdrhistogram::Histogram;
 use std::collections::HashMap;
-
-fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
-}
 
 /// Microsecond histograms; `queue_wait[0]` is the preloaded "default" class.
 pub struct Waits {

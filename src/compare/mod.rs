@@ -22,17 +22,23 @@ pub enum Verdict {
     Ok,
     Better,
     Regressed,
-    /// In the old runs only (the new runs do not report it).
+    /// In the old runs only: the new runs did not measure it (a phase that never ran, a class
+    /// without jobs, a checker that is gone). Fails the comparison like a regression.
     Missing,
 }
 
 impl Verdict {
+    /// Whether this row fails the comparison (exit 1).
+    pub fn fails(self) -> bool {
+        matches!(self, Verdict::Regressed | Verdict::Missing)
+    }
+
     pub fn word(self) -> &'static str {
         match self {
             Verdict::Ok => "ok",
             Verdict::Better => "better",
             Verdict::Regressed => "REGRESSED",
-            Verdict::Missing => "missing",
+            Verdict::Missing => "MISSING",
         }
     }
 }
@@ -62,7 +68,7 @@ pub struct Comparison {
 
 impl Comparison {
     pub fn regressions(&self) -> impl Iterator<Item = &Row> {
-        self.rows.iter().filter(|r| r.verdict == Verdict::Regressed)
+        self.rows.iter().filter(|r| r.verdict.fails())
     }
 }
 
@@ -90,7 +96,7 @@ pub fn compare(old: &[RunSummary], new: &[RunSummary], tol: &Tolerances, labels:
         }
         rows.push(judge(metric, k, o, n, allowed));
     }
-    let regressed = rows.iter().any(|r| r.verdict == Verdict::Regressed);
+    let regressed = rows.iter().any(|r| r.verdict.fails());
     Comparison {
         old_label: labels.0.to_string(),
         new_label: labels.1.to_string(),
@@ -154,8 +160,7 @@ pub fn markdown(c: &Comparison) -> String {
     );
     out.push_str("| metric | old | new | change | allowed | verdict |\n|---|---:|---:|---:|---:|---|\n");
     for r in &c.rows {
-        let v =
-            if r.verdict == Verdict::Regressed { "**REGRESSED**".to_string() } else { r.verdict.word().to_string() };
+        let v = if r.verdict.fails() { format!("**{}**", r.verdict.word()) } else { r.verdict.word().to_string() };
         let [metric, old, new, change, allowed, _] = cells(r);
         out.push_str(&format!("| `{metric}` | {old} | {new} | {change} | {allowed} | {v} |\n"));
     }

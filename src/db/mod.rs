@@ -277,6 +277,13 @@ impl Database {
         Error::infra(format!("cannot connect to PostgreSQL at {}: {text}; {hint}", self.target))
     }
 
+    /// Teardown even under --keep: for a run (or `prepare`) that failed half-way, whose schema is
+    /// not worth keeping and would block the retry ("already exists").
+    pub async fn discard(mut self) -> Result<()> {
+        self.keep = false;
+        self.teardown().await
+    }
+
     /// Drops what the run created (URL mode, unless --keep): the schema it created, or only
     /// queuebench's tables in a reused one. Stops an ephemeral cluster.
     pub async fn teardown(mut self) -> Result<()> {

@@ -72,10 +72,16 @@ async fn create_or_reuse(db: &Database, admin: &Client) -> Result<()> {
         .map_err(|e| sql_error("looking up the schema", &e))?
         .get::<_, bool>(0);
     if exists && !db.reuse {
+        // Suggest dropping it only when the name says it is a leftover of ours.
+        let leftover = if db.schema.starts_with("queuebench_") {
+            format!(", drop it if it is left over from an earlier run (DROP SCHEMA {} CASCADE)", db.schema)
+        } else {
+            String::new()
+        };
         return Err(Error::usage(format!(
             "schema {s} already exists in {t}; queuebench never adopts a schema it did not create. Pick another \
-             --schema, drop it if it is left over from an earlier run (DROP SCHEMA {s} CASCADE), or add --reuse to \
-             reinstall only queuebench's tables (jobs, effects, business_rows) in it",
+             --schema{leftover}, or add --reuse to reinstall only queuebench's tables (jobs, effects, business_rows) \
+             in it",
             s = db.schema,
             t = db.shown()
         )));

@@ -11,6 +11,7 @@ use crate::run::RunOutput;
 use crate::scenario::Plan;
 use crate::scenario::load_model::DEFAULT_CLASS;
 use crate::verify::Verification;
+use std::time::Duration;
 
 pub struct Context {
     pub run_id: String,
@@ -112,7 +113,7 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
                 warmup: p.warmup,
             })
             .collect(),
-        by_phase: by_phase(plan, w, ph),
+        by_phase: by_phase(plan, w, ph, out.duration),
         environment: ctx.environment,
         horizon: v.horizon,
         vacuum: out
@@ -150,12 +151,20 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
 }
 
 /// Each phase's own numbers, keyed by its name (a repeated name gets `#2`, `#3`, …).
-fn by_phase(plan: &Plan, w: &Waits, ph: &[PhaseStats]) -> std::collections::BTreeMap<String, PhaseNumbers> {
+/// Rates divide by the time the run spent in the phase (a run that ended early did not run the
+/// rest of its last phase).
+fn by_phase(
+    plan: &Plan,
+    w: &Waits,
+    ph: &[PhaseStats],
+    elapsed: Duration,
+) -> std::collections::BTreeMap<String, PhaseNumbers> {
     let classes: Vec<&str> =
         std::iter::once(DEFAULT_CLASS).chain(plan.load.classes.iter().map(|c| c.name.as_str())).collect();
     let mut out = std::collections::BTreeMap::new();
     for ((phase, stats), waits) in plan.load.phases.iter().zip(ph).zip(&w.by_phase) {
-        let secs = phase.duration.as_secs_f64().max(1e-9);
+        let ran = elapsed.saturating_sub(phase.start).min(phase.duration);
+        let secs = ran.as_secs_f64().max(1e-9);
         let numbers = PhaseNumbers {
             start_s: phase.start.as_secs_f64(),
             duration_s: phase.duration.as_secs_f64(),

@@ -90,8 +90,9 @@ pub fn annotations(runs: &[&RunSummary], comparison: Option<&Comparison>) -> Vec
     if let Some(c) = comparison {
         for r in c.regressions() {
             out.push(format!(
-                "::error title=queuebench baseline::{} regressed: {} → {} (allowed {})",
+                "::error title=queuebench baseline::{} {}: {} → {} (allowed {})",
                 r.metric,
+                r.verdict.word().to_lowercase(),
                 r.old.show(),
                 r.new.map_or("–".into(), |n| n.show()),
                 r.allowed

@@ -82,6 +82,7 @@ fn baseline_suite(c: &Comparison) -> TestSuite {
         let text = format!("{}: old {} → new {new}{change}, allowed {}", r.metric, r.old.show(), r.allowed);
         let status = match r.verdict {
             Verdict::Regressed => failure(format!("regression: {text}"), "baseline"),
+            Verdict::Missing => failure(format!("not measured in the new run: {text}"), "baseline"),
             _ => TestCaseStatus::success(),
         };
         suite.add_test_case(case(format!("baseline {}", r.metric), "queuebench.baseline".into(), status, Some(text)));

@@ -78,9 +78,10 @@ pub fn render(dir: &Path, summary: &RunSummary, ts: &Timeseries, scenario_text: 
     write(&dir.join("report.html"), html::report(summary, &charts, scenario_text).as_bytes())
 }
 
-/// One row per run; the columns are the run's identity and every numeric metric, sorted.
+/// One row per run; the columns are the run's identity and every numeric metric, sorted (a
+/// latency a run did not measure is an empty cell, not 0).
 pub fn summary_csv(runs: &[RunSummary]) -> String {
-    let mut cols: Vec<String> = runs.iter().flat_map(|r| r.metrics().into_keys()).collect();
+    let mut cols: Vec<String> = runs.iter().flat_map(RunSummary::metric_paths).collect();
     cols.sort();
     cols.dedup();
     let mut w = csv::Writer::from_writer(Vec::new());

@@ -469,11 +469,23 @@ pub const CHECK_NAMES: [&str; 9] = [
 ];
 
 impl RunSummary {
-    /// Every numeric field by dotted path, plus `checks.<name>` (violations).
+    /// Every numeric field by dotted path, plus `checks.<name>` (violations). The percentiles of a
+    /// latency nothing was measured for (`count` 0: a phase that never ran, a class with no jobs)
+    /// are left out rather than read as 0 ms, so an upper bound on them fails as missing and a
+    /// baseline comparison does not judge them.
     pub fn metrics(&self) -> BTreeMap<String, f64> {
+        self.flat(true)
+    }
+
+    /// Every metric path of this summary, measured or not (stable columns for CSV files).
+    pub fn metric_paths(&self) -> Vec<String> {
+        self.flat(false).into_keys().collect()
+    }
+
+    fn flat(&self, measured_only: bool) -> BTreeMap<String, f64> {
         let mut out = BTreeMap::new();
         let value = serde_json::to_value(self).expect("summary serialises");
-        flatten("", &value, &mut out);
+        flatten("", &value, measured_only, &mut out);
         for c in &self.checks {
             out.insert(format!("checks.{}", c.name), c.violations as f64);
         }
@@ -506,17 +518,23 @@ impl RunSummary {
             s.faults.by_kind.insert(k.into(), 0);
         }
         s.checks = CHECK_NAMES.iter().map(|n| CheckResult { name: n.to_string(), ..Default::default() }).collect();
-        s.metrics().into_keys().collect()
+        s.metric_paths()
     }
 }
 
-fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, f64>) {
+fn flatten(prefix: &str, v: &serde_json::Value, measured_only: bool, out: &mut BTreeMap<String, f64>) {
     use serde_json::Value;
+    let unmeasured = |map: &serde_json::Map<String, Value>| {
+        measured_only && map.contains_key("p50") && map.get("count").and_then(Value::as_u64) == Some(0)
+    };
     match v {
         Value::Number(n) => {
             if let Some(f) = n.as_f64() {
                 out.insert(prefix.to_string(), f);
             }
+        }
+        Value::Object(map) if unmeasured(map) => {
+            out.insert(format!("{prefix}.count"), 0.0);
         }
         Value::Object(map) => {
             for (k, v) in map {
@@ -534,7 +552,7 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, f64>)
                     continue;
                 }
                 let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
-                flatten(&key, v, out);
+                flatten(&key, v, measured_only, out);
             }
         }
         _ => {}
@@ -571,5 +589,15 @@ mod tests {
             assert!(names.iter().any(|m| m == n), "{n} missing from {names:?}");
         }
         assert!(!names.iter().any(|m| m == "schema_version"));
+    }
+
+    #[test]
+    fn unmeasured_percentiles_are_missing_not_zero() {
+        let mut s = RunSummary::default();
+        s.latency_ms.work = Percentiles { count: 3, p99: 7.0, ..Default::default() };
+        let m = s.metrics();
+        assert_eq!(m.get("latency_ms.work.p99"), Some(&7.0));
+        assert_eq!(m.get("latency_ms.claim.count"), Some(&0.0));
+        assert_eq!(m.get("latency_ms.claim.p99"), None, "nothing measured is not 0 ms");
     }
 }

@@ -7,7 +7,6 @@
 use crate::collect::{Event, EventKind};
 use crate::gate::live::{LiveValues, watches_claims};
 use crate::scenario::Plan;
-use hdrhistogram::Histogram;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,21 +28,25 @@ pub struct Live {
     jobs_duplicated: AtomicU64,
     stale_accepted: AtomicU64,
     lost: AtomicU64,
-    claim: Option<Mutex<Histogram<u64>>>,
+    /// The slowest claim so far in µs (only when an abort expectation watches it).
+    claim_max_us: Option<AtomicU64>,
 }
 
 impl Live {
     /// Some when the plan has an abort expectation.
     pub fn for_plan(plan: &Plan) -> Option<Live> {
-        plan.expectations.iter().any(|e| e.abort).then(|| Live {
+        plan.expectations.iter().any(|e| e.abort).then(|| Live::new(watches_claims(&plan.expectations)))
+    }
+
+    fn new(watch_claims: bool) -> Live {
+        Live {
             jobs: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             duplicates: AtomicU64::new(0),
             jobs_duplicated: AtomicU64::new(0),
             stale_accepted: AtomicU64::new(0),
             lost: AtomicU64::new(0),
-            claim: watches_claims(&plan.expectations)
-                .then(|| Mutex::new(Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds"))),
-        })
+            claim_max_us: watch_claims.then(|| AtomicU64::new(0)),
+        }
     }
 
     /// A staleness witness taken before a completion is sent: the job's newest claim then.
@@ -57,6 +60,9 @@ impl Live {
 
     /// One journal event; `before_send` is `latest_claim` taken when an Accepted completion was sent.
     pub fn observe(&self, e: &Event, before_send: Option<(i32, u32, u32)>) {
+        if !matches!(e.kind, EventKind::Claimed | EventKind::Executed | EventKind::Accepted) {
+            return;
+        }
         let mut shard = self.shard(e.job);
         let seen = shard.entry(e.job).or_default();
         match e.kind {
@@ -85,8 +91,8 @@ impl Live {
     }
 
     pub fn record_claim(&self, micros: u64) {
-        if let Some(h) = &self.claim {
-            h.lock().unwrap_or_else(|p| p.into_inner()).saturating_record(micros.max(1));
+        if let Some(max) = &self.claim_max_us {
+            max.fetch_max(micros, Ordering::Relaxed);
         }
     }
 
@@ -97,10 +103,7 @@ impl Live {
             stale_accepted: self.stale_accepted.load(Ordering::Relaxed),
             lost: self.lost.load(Ordering::Relaxed),
             errors,
-            claim: self
-                .claim
-                .as_ref()
-                .map(|h| crate::report::percentiles(&h.lock().unwrap_or_else(|p| p.into_inner()))),
+            claim_max: self.claim_max_us.as_ref().map(|m| m.load(Ordering::Relaxed) as f64 / 1000.0),
         }
     }
 }
@@ -138,14 +141,7 @@ mod tests {
 
     #[test]
     fn counts_duplicates_stale_and_lost_completions() {
-        let live = Live {
-            jobs: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
-            duplicates: AtomicU64::new(0),
-            jobs_duplicated: AtomicU64::new(0),
-            stale_accepted: AtomicU64::new(0),
-            lost: AtomicU64::new(0),
-            claim: None,
-        };
+        let live = Live::new(false);
         live.observe(&ev(1, 1, 1, 1, EventKind::Claimed), None);
         live.observe(&ev(1, 1, 1, 1, EventKind::Executed), None);
         live.observe(&ev(1, 2, 1, 2, EventKind::Claimed), None);
@@ -159,6 +155,6 @@ mod tests {
         live.observe(&ev(7, 3, 1, 1, EventKind::Accepted), None);
         let s = live.snapshot(4);
         assert_eq!((s.duplicates, s.jobs_duplicated, s.stale_accepted, s.lost, s.errors), (1, 1, 1, 1, 4));
-        assert!(s.claim.is_none());
+        assert!(s.claim_max.is_none());
     }
 }

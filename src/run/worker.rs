@@ -520,7 +520,7 @@ impl Worker {
                 (&conn.complete, &self.sh.plan.strategy.complete.params)
             };
             let v = self.values(Some(job), backoff, code);
-            let witness = self.sh.live.as_ref().and_then(|l| l.latest_claim(job.id));
+            let witness = self.sh.live.as_ref().filter(|_| !fail).and_then(|l| l.latest_claim(job.id));
             let sent = Instant::now();
             match conn.client.execute(stmt, &v.bind(params)).await {
                 Ok(rows) => {
