@@ -7,6 +7,7 @@
 pub mod build;
 pub mod charts;
 pub mod html;
+pub mod scale;
 pub mod summary;
 pub mod terminal;
 pub mod timeseries;

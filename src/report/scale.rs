@@ -1,0 +1,58 @@
+//! Reports in the scenario's own time units: a run with `run.time_scale`
+//! measured scaled times; this divides them by the scale again, in one place,
+//! before the expectations are evaluated (so `[expect]` lines use the
+//! scenario's units too).
+//!
+//! Divided by the scale: work, queue wait, end-to-end and pickup latencies,
+//! the run's duration, fault recovery times, starvation ages and threshold,
+//! phases, blocker hold and catch-up times, vacuum step times. Multiplied:
+//! jobs/s and claims/s. Left in wall-clock time: the database round trips
+//! (claim, claim_tx, complete, producer lag and enqueue), the idle-wakeup
+//! figures, the claim-plan probe and the time series (the database does not
+//! run slower at a scale).
+
+use super::summary::{Percentiles, RunSummary};
+use crate::scenario::plan::Stop;
+use crate::scenario::units::format_duration;
+use crate::scenario::{Plan, scale};
+
+pub fn unscale(s: &mut RunSummary, plan: &Plan) {
+    let k = plan.time_scale;
+    s.time_scale = k;
+    if k == 1.0 {
+        return;
+    }
+    let t = |v: &mut f64| *v /= k;
+    let p = |p: &mut Percentiles| {
+        for v in [&mut p.p50, &mut p.p90, &mut p.p95, &mut p.p99, &mut p.p999, &mut p.max] {
+            *v /= k;
+        }
+    };
+    s.work = scale::work(plan.work, 1.0 / k).describe();
+    if let Stop::After(d) = plan.stop {
+        s.stop = format_duration(d.div_f64(k));
+    }
+    s.throughput.jobs_per_sec *= k;
+    s.throughput.claims_per_sec *= k;
+    t(&mut s.throughput.duration_s);
+    let l = &mut s.latency_ms;
+    for q in [&mut l.work, &mut l.end_to_end, &mut l.pickup].into_iter().chain(l.queue_wait.values_mut()) {
+        p(q);
+    }
+    t(&mut s.faults.recovery_ms_max);
+    t(&mut s.faults.recovery_ms_mean);
+    t(&mut s.faults.recovery_ms_total);
+    let st = &mut s.starvation;
+    t(&mut st.threshold_s);
+    t(&mut st.worst_age_s);
+    st.max_oldest_ready_age_s.values_mut().for_each(t);
+    for ph in &mut s.phases {
+        t(&mut ph.start_s);
+        t(&mut ph.duration_s);
+    }
+    t(&mut s.horizon.held_s);
+    if s.horizon.catch_up_s >= 0.0 {
+        t(&mut s.horizon.catch_up_s);
+    }
+    s.vacuum.values_mut().for_each(|v| t(&mut v.at_s));
+}
