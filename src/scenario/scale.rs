@@ -106,3 +106,87 @@ pub fn work(m: WorkModel, k: f64) -> WorkModel {
         WorkModel::Quantiles { p50, p95, p99 } => WorkModel::Quantiles { p50: s(p50), p95: s(p95), p99: s(p99) },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::load::{Source, parse_text};
+    use super::super::plan::validate;
+    use super::*;
+
+    const SCENARIO: &str = r#"
+name = "x"
+[jobs]
+preload = 10
+[[jobs.classes]]
+name = "high"
+rate = 2.0
+work = "10s"
+[workers]
+work = { p50 = "8s", p95 = "35s", p99 = "70s" }
+idle_backoff = ["10ms", "2s"]
+[lease]
+duration = "90s"
+heartbeat = "30s"
+reaper_interval = "50ms"
+[retry]
+base = "5s"
+cap = "15m"
+[run]
+timeout = "2m"
+stop = "10m"
+[[run.phases]]
+name = "steady"
+duration = "60s"
+[[faults]]
+kind = "pause"
+at = "20s"
+duration = "100s"
+[[faults]]
+kind = "kill_backend"
+rate = 0.5
+"#;
+
+    fn plan(scale: &str) -> Result<Plan, String> {
+        let text = SCENARIO.replace("[run]\n", &format!("[run]\ntime_scale = {scale}\n"));
+        let raw = parse_text(&text)?;
+        validate(raw, Source { path: "t.toml".into(), text, overrides: vec![] }, Some(1)).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn every_duration_of_the_time_model_is_scaled_and_rates_divided() {
+        let (one, p) = (plan("1.0").unwrap(), plan("0.01").unwrap());
+        let ms = Duration::from_millis;
+        assert_eq!(p.time_scale, 0.01);
+        assert_eq!(p.work, WorkModel::Quantiles { p50: ms(80), p95: ms(350), p99: ms(700) });
+        assert_eq!((p.lease, p.heartbeat), (ms(900), Some(ms(300))));
+        assert_eq!((p.retry.base, p.retry.cap), (ms(50), ms(9000)));
+        assert_eq!(p.stop, Stop::After(ms(6000)));
+        assert_eq!(p.idle.backoff, [ms(1), ms(20)], "loop intervals floor at 1 ms");
+        assert_eq!(p.reaper_interval, ms(1));
+        assert_eq!(p.load.classes[0].rate, 200.0);
+        assert_eq!(p.load.classes[0].work, Some(WorkModel::Fixed(ms(100))));
+        assert_eq!(p.load.phases[0].duration, ms(600));
+        assert_eq!(p.faults[0].trigger, Trigger::At(ms(200)));
+        assert!(matches!(p.faults[0].kind, Kind::Pause { duration, .. } if duration == ms(1000)));
+        assert_eq!(p.faults[1].trigger, Trigger::Rate(50.0));
+        // Wall-clock tools keep their values.
+        assert_eq!((p.timeout, p.sample_interval), (one.timeout, one.sample_interval));
+        // Scale 1 changes nothing.
+        assert_eq!((one.lease, one.work), (Duration::from_secs(90), plan("1").unwrap().work));
+    }
+
+    #[test]
+    fn a_lease_scaled_below_1ms_or_a_bad_scale_is_an_error_naming_the_key() {
+        let e = plan("0.00001").unwrap_err();
+        assert!(e.contains("run.time_scale"), "{e}");
+        let e = SCENARIO.replace("duration = \"90s\"", "duration = \"50ms\"").replace("heartbeat = \"30s\"", "");
+        let text = e.replace("[run]\n", "[run]\ntime_scale = 0.01\n");
+        let err = validate(parse_text(&text).unwrap(), Source { path: "t.toml".into(), text, overrides: vec![] }, None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("t.toml") && err.contains("lease.duration 50ms") && err.contains("at least 1ms"), "{err}");
+        for bad in ["0", "-1", "2000", "nan"] {
+            assert!(plan(bad).is_err_and(|e| e.contains("run.time_scale")), "{bad}");
+        }
+    }
+}

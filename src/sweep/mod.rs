@@ -151,8 +151,8 @@ fn progress_line(r: &CellResult, total: usize) -> String {
     let head = format!("cell {:02}/{total:02} {}", r.cell.index + 1, r.cell.label());
     match r.measured() {
         Some(m) => format!(
-            "{head}: {:.0} jobs/s · claim p99 {:.2} ms · work p99 {} · expired {} · duplicates {}{}",
-            m.jobs_per_sec,
+            "{head}: {} jobs/s · claim p99 {:.2} ms · work p99 {} · expired {} · duplicates {}{}",
+            recommend::num(m.jobs_per_sec),
             m.claim_p99_ms,
             recommend::secs(m.work_p99_s),
             recommend::pct(m.expired_rate),
@@ -190,4 +190,63 @@ fn finish(args: &SweepArgs, grid: &Grid, first: &Plan, done: &[CellResult], dir:
     }
     println!("  results       {}", dir.join("sweep.html").display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(file: &Path, sets: &[&str]) -> SweepArgs {
+        SweepArgs {
+            file: file.to_path_buf(),
+            set: sets.iter().map(|s| s.to_string()).collect(),
+            repeat: 1,
+            time_scale: None,
+            database_url: None,
+            out: None,
+            seed: None,
+            yes: false,
+            quiet: true,
+        }
+    }
+
+    fn scenario() -> tempfile::NamedTempFile {
+        let f = tempfile::Builder::new().suffix(".toml").tempfile().unwrap();
+        std::fs::write(f.path(), "name = \"g\"\n[jobs]\npreload = 10\n[workers]\ncount = 2\n").unwrap();
+        f
+    }
+
+    #[test]
+    fn every_cell_is_a_validated_plan_with_one_seed() {
+        let f = scenario();
+        let (grid, plans) = plan_cells(&args(f.path(), &["workers.batch=1,10", "lease.duration=30s,90s"])).unwrap();
+        assert_eq!(grid.axes.len(), 2);
+        assert_eq!(plans.len(), 4);
+        let got: Vec<(u32, u64)> = plans.iter().map(|(_, p)| (p.batch, p.lease.as_secs())).collect();
+        assert_eq!(got, [(1, 30), (1, 90), (10, 30), (10, 90)]);
+        assert!(plans.iter().all(|(_, p)| p.seed == plans[0].1.seed));
+        let mut a = args(f.path(), &["workers.batch=1,2"]);
+        a.time_scale = Some(0.5);
+        let (_, plans) = plan_cells(&a).unwrap();
+        assert!(plans.iter().all(|(_, p)| p.time_scale == 0.5 && p.lease.as_secs() == 45));
+    }
+
+    #[test]
+    fn a_bad_value_or_key_is_a_usage_error_naming_it() {
+        let f = scenario();
+        for (sets, want) in [
+            (&["workers.batch=1,x"][..], "workers.batch"),
+            (&["workers.batch=1,0"][..], "workers.batch"),
+            (&["workers.bacth=1,2"][..], "did you mean `batch`"),
+            (&["lease.duration=30s,9"][..], "lease.duration"),
+            (&["a=1,2", "a=3"][..], "given twice"),
+        ] {
+            let e = plan_cells(&args(f.path(), sets)).unwrap_err();
+            assert_eq!(e.exit_code(), ExitCode::Usage, "{sets:?}");
+            assert!(e.to_string().contains(want), "{sets:?}: {e}");
+        }
+        let mut a = args(f.path(), &["run.time_scale=0.1"]);
+        a.time_scale = Some(0.1);
+        assert!(plan_cells(&a).unwrap_err().to_string().contains("once"));
+    }
 }

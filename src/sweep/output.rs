@@ -58,7 +58,7 @@ fn table_rows(grid: &Grid, cells: &[CellResult]) -> (Vec<String>, Vec<Vec<String
             r.extend(c.cell.params.iter().map(|(_, v)| v.clone()));
             match c.measured() {
                 Some(m) => r.extend([
-                    format!("{:.0}", m.jobs_per_sec),
+                    super::recommend::num(m.jobs_per_sec),
                     format!("{:.2}", m.claim_p99_ms),
                     format!("{:.1}", m.work_p99_s),
                     pct(m.expired_rate),

@@ -57,6 +57,12 @@ pub fn pct(f: f64) -> String {
     format!("{:.2} %", f * 100.0)
 }
 
+/// Three significant digits at most: 1234 → "1234", 12.34 → "12.3", 0.0123 → "0.0123".
+pub fn num(v: f64) -> String {
+    let digits = if v.abs() >= 100.0 || v == 0.0 { 0 } else { (2.0 - v.abs().log10().floor()).max(0.0) as usize };
+    format!("{v:.digits$}")
+}
+
 pub fn secs(s: f64) -> String {
     if s >= 100.0 || s.fract() == 0.0 { format!("{s:.0} s") } else { format!("{s:.1} s") }
 }
@@ -227,14 +233,14 @@ fn batch(cells: &[Measured]) -> Line {
         value: Some(pick.batch.to_string()),
         rule,
         evidence: format!(
-            "{} of {} cells qualify ({slow} too slow to claim, {expiring} expiring); best {:.0} jobs/s at [{}]; \
-             batch {} reached {:.0} jobs/s (claim p99 {:.1} ms, {} expired) at [{}]",
+            "{} of {} cells qualify ({slow} too slow to claim, {expiring} expiring); best {} jobs/s at [{}]; \
+             batch {} reached {} jobs/s (claim p99 {:.1} ms, {} expired) at [{}]",
             ok.len(),
             cells.len(),
-            best.jobs_per_sec,
+            num(best.jobs_per_sec),
             best.label,
             pick.batch,
-            pick.jobs_per_sec,
+            num(pick.jobs_per_sec),
             pick.claim_p99_ms,
             pct(pick.expired_rate),
             pick.label
@@ -266,6 +272,14 @@ mod tests {
 
     fn line<'a>(lines: &'a [Line], topic: &str) -> &'a Line {
         lines.iter().find(|l| l.topic == topic).unwrap()
+    }
+
+    #[test]
+    fn numbers_keep_three_significant_digits() {
+        assert_eq!(
+            [num(1234.4), num(12.34), num(1.234), num(0.01234), num(0.0)],
+            ["1234", "12.3", "1.23", "0.0123", "0"]
+        );
     }
 
     #[test]
