@@ -88,7 +88,7 @@ pub fn terminal(grid: &Grid, cells: &[CellResult], lines: &[Line]) -> String {
     }
     o.push_str("\nrecommendation\n");
     for l in lines {
-        let _ = writeln!(o, "  {:<13} {}", l.topic, l.value.as_deref().unwrap_or("none: no cell qualifies"));
+        let _ = writeln!(o, "  {:<13} {}", l.topic, l.value.as_deref().unwrap_or("no recommendation"));
         let _ = writeln!(o, "  {:<13}   rule: {}", "", l.rule);
         let _ = writeln!(o, "  {:<13}   measured: {}", "", l.evidence);
     }
@@ -117,7 +117,7 @@ pub fn html(
             o,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(l.topic),
-            escape(l.value.as_deref().unwrap_or("none: no cell qualifies")),
+            escape(l.value.as_deref().unwrap_or("no recommendation")),
             escape(&l.rule),
             escape(&l.evidence)
         );

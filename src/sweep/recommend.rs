@@ -111,6 +111,18 @@ fn lease(cells: &[Measured]) -> (Line, f64) {
     let value = match chosen {
         Some(l) => {
             evidence.push_str(&format!("; {} is the shortest in range under {}", secs(l), pct(MAX_EXPIRED)));
+            let shorter: Vec<String> = leases
+                .iter()
+                .map(|(ms, (e, _))| (*ms as f64 / 1000.0, *e))
+                .filter(|(x, e)| *x < lo - 0.5 && *e < MAX_EXPIRED)
+                .map(|(x, _)| secs(x))
+                .collect();
+            if !shorter.is_empty() {
+                evidence.push_str(&format!(
+                    " ({} also stayed under it, with less than 2 × p99 of headroom for slower days)",
+                    shorter.join(", ")
+                ));
+            }
             l
         }
         None => {
@@ -173,10 +185,11 @@ fn max_attempts(cells: &[Measured], lease: f64) -> Line {
                2 retries for transient errors, at least 3"
             .into(),
         evidence: format!(
-            "at lease {} ({} cells): at most {most} executions for one job, expired-lease rate {}, {dead} dead; an \
-             honest job ends dead by expiries alone with chance ≈ {:.1e}",
+            "at lease {} ({} cell{}): at most {most} executions for one job, expired-lease rate {}, {dead} dead; \
+             an honest job ends dead by expiries alone with chance ≈ {:.1e} (seed 000's table defaults to 8)",
             secs(these[0].lease_s),
             these.len(),
+            if these.len() == 1 { "" } else { "s" },
             pct(expired),
             expired.powi(n as i32)
         ),
@@ -291,6 +304,14 @@ mod tests {
         assert_eq!(line(&l, "lease").value.as_deref(), Some("180 s"));
         assert!(line(&l, "lease").evidence.contains("range 140 s–210 s"), "{:?}", l[0]);
         assert_eq!(line(&l, "heartbeat").value.as_deref().unwrap().split(' ').nth(1), Some("60"));
+    }
+
+    #[test]
+    fn a_shorter_lease_under_the_limit_is_mentioned_not_chosen() {
+        let cells = [cell(1, 90.0, 100.0, 5.0, 0.002), cell(1, 140.0, 100.0, 5.0, 0.001)];
+        let lease = line(&recommend(&cells), "lease").clone();
+        assert_eq!(lease.value.as_deref(), Some("140 s"));
+        assert!(lease.evidence.contains("(90 s also stayed under it"), "{lease:?}");
     }
 
     #[test]
