@@ -127,7 +127,7 @@ fn heatmap<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, h: &Heatmap) -> Dra
         .margin(14)
         .x_label_area_size(48)
         .y_label_area_size(110)
-        .build_cartesian_2d((0..nx).into_segmented(), (0..ny).into_segmented())
+        .build_cartesian_2d((0..nx - 1).into_segmented(), (0..ny - 1).into_segmented())
         .map_err(e)?;
     let label = |names: &[String], v: &SegmentValue<i32>| match v {
         SegmentValue::CenterOf(i) => names.get(*i as usize).cloned().unwrap_or_default(),

@@ -64,7 +64,13 @@ pub fn num(v: f64) -> String {
 }
 
 pub fn secs(s: f64) -> String {
-    if s >= 100.0 || s.fract() == 0.0 { format!("{s:.0} s") } else { format!("{s:.1} s") }
+    if s >= 100.0 || s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else if s >= 10.0 {
+        format!("{s:.1} s")
+    } else {
+        format!("{} s", num(s))
+    }
 }
 
 /// Cells grouped by lease (seconds, as the key in ms): the worst expired and duplicate rates at each.
