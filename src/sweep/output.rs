@@ -60,7 +60,7 @@ fn table_rows(grid: &Grid, cells: &[CellResult]) -> (Vec<String>, Vec<Vec<String
                 Some(m) => r.extend([
                     super::recommend::num(m.jobs_per_sec),
                     format!("{:.2}", m.claim_p99_ms),
-                    format!("{:.1}", m.work_p99_s),
+                    super::recommend::num(m.work_p99_s),
                     pct(m.expired_rate),
                     pct(m.duplicate_rate),
                     if c.passed() { "passed".into() } else { "FAILED".into() },
