@@ -15,6 +15,7 @@ use super::summary::{Percentiles, RunSummary};
 use crate::scenario::plan::Stop;
 use crate::scenario::units::format_duration;
 use crate::scenario::{Plan, scale};
+use std::time::Duration;
 
 pub fn unscale(s: &mut RunSummary, plan: &Plan) {
     let k = plan.time_scale;
@@ -28,9 +29,11 @@ pub fn unscale(s: &mut RunSummary, plan: &Plan) {
             *v /= k;
         }
     };
-    s.work = scale::work(plan.work, 1.0 / k).describe();
+    // Back to the scenario's durations, rounded to the microsecond they were written in.
+    let back = |d: Duration| Duration::from_micros((d.as_secs_f64() / k * 1e6).round() as u64);
+    s.work = scale::map_work(plan.work, back).describe();
     if let Stop::After(d) = plan.stop {
-        s.stop = format_duration(d.div_f64(k));
+        s.stop = format_duration(back(d));
     }
     s.throughput.jobs_per_sec *= k;
     s.throughput.claims_per_sec *= k;
@@ -55,4 +58,37 @@ pub fn unscale(s: &mut RunSummary, plan: &Plan) {
         t(&mut s.horizon.catch_up_s);
     }
     s.vacuum.values_mut().for_each(|v| t(&mut v.at_s));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::load::{Source, parse_text};
+    use crate::scenario::plan::validate;
+
+    #[test]
+    fn scaled_times_are_reported_in_the_scenario_units_and_db_latencies_stay() {
+        let text =
+            "name = \"x\"\n[jobs]\npreload = 1\n[workers]\nwork = \"8s\"\n[run]\nstop = \"10m\"\ntime_scale = 0.01\n";
+        let plan = validate(
+            parse_text(text).unwrap(),
+            Source { path: "t".into(), text: text.into(), overrides: vec![] },
+            None,
+        )
+        .unwrap();
+        let mut s = RunSummary::default();
+        s.throughput.jobs_per_sec = 100.0;
+        s.throughput.duration_s = 6.0;
+        s.latency_ms.work.p99 = 80.0;
+        s.latency_ms.claim.p99 = 2.0;
+        s.latency_ms.queue_wait.insert("default".into(), Percentiles { p50: 10.0, ..Default::default() });
+        unscale(&mut s, &plan);
+        assert_eq!((s.time_scale, s.work.as_str(), s.stop.as_str()), (0.01, "8s", "600s"));
+        assert!((s.throughput.jobs_per_sec - 1.0).abs() < 1e-9 && (s.throughput.duration_s - 600.0).abs() < 1e-6);
+        assert!(
+            (s.latency_ms.work.p99 - 8000.0).abs() < 1e-6
+                && (s.latency_ms.queue_wait["default"].p50 - 1000.0).abs() < 1e-6
+        );
+        assert_eq!(s.latency_ms.claim.p99, 2.0, "a database round trip is not scaled");
+    }
 }

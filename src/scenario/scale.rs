@@ -98,7 +98,11 @@ fn at_least_1ms(key: &str, d: Duration, k: f64) -> Result<Duration, String> {
 
 /// A work model with every duration multiplied by `k`.
 pub fn work(m: WorkModel, k: f64) -> WorkModel {
-    let s = |d: Duration| d.mul_f64(k);
+    map_work(m, |d| d.mul_f64(k))
+}
+
+/// A work model with `s` applied to every duration.
+pub fn map_work(m: WorkModel, s: impl Fn(Duration) -> Duration) -> WorkModel {
     match m {
         WorkModel::Fixed(d) => WorkModel::Fixed(s(d)),
         WorkModel::Uniform { min, max } => WorkModel::Uniform { min: s(min), max: s(max) },
