@@ -42,3 +42,8 @@ CREATE TABLE business_rows (
   payload    jsonb       NOT NULL,
   created_at timestamptz NOT NULL DEFAULT now()
 );
+
+-- The mark `--reuse` looks for: only tables carrying it are ever dropped from an existing schema.
+COMMENT ON TABLE jobs IS 'queuebench';
+COMMENT ON TABLE effects IS 'queuebench';
+COMMENT ON TABLE business_rows IS 'queuebench';

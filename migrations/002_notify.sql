@@ -12,3 +12,5 @@ END
 $$;
 
 CREATE TRIGGER jobs_notify AFTER INSERT ON jobs FOR EACH STATEMENT EXECUTE FUNCTION jobs_notify();
+
+COMMENT ON FUNCTION jobs_notify() IS 'queuebench';

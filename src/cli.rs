@@ -27,6 +27,18 @@ pub enum Command {
         /// A run folder (holding summary.json and timeseries.csv).
         dir: PathBuf,
     },
+    /// Compare two runs (or a run and a baseline) metric by metric; exit 1 on a regression.
+    Compare {
+        /// The reference: a summary.json, a run folder, a baseline file or a baseline name.
+        old: String,
+        /// The candidate, in the same forms.
+        new: String,
+        #[command(flatten)]
+        baseline: BaselineArgs,
+        /// Also write compare.md and compare.json into this folder.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Check scenario files without running them.
     Validate {
         #[arg(required = true)]
@@ -50,9 +62,12 @@ pub enum Command {
         overrides: Overrides,
         #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
         database_url: String,
-        /// Schema to create (it must not exist).
+        /// Schema to create (an existing one is refused unless --reuse).
         #[arg(long)]
         schema: String,
+        /// Use the existing schema: replace only queuebench's own tables in it.
+        #[arg(long)]
+        reuse: bool,
     },
     /// Start an ephemeral cluster, run a command with DATABASE_URL pointing at it, then remove the cluster.
     Cluster {
@@ -91,12 +106,46 @@ pub struct RunArgs {
     /// Keep the run's schema (URL mode) or the cluster's data dir (ephemeral) for inspection.
     #[arg(long)]
     pub keep: bool,
+    /// The run's schema (default queuebench_<run id>); an existing one is refused unless --reuse.
+    #[arg(long, value_name = "NAME")]
+    pub schema: Option<String>,
+    /// Run in the existing --schema: replace only queuebench's own tables in it, keep the schema.
+    #[arg(long, requires = "schema")]
+    pub reuse: bool,
     /// Run against a --database-url host that is not local (loopback or a unix socket).
     #[arg(long)]
     pub yes: bool,
     /// Print only the verdict line.
     #[arg(long, short)]
     pub quiet: bool,
+    /// An expectation on top of the scenario's, e.g. --expect 'latency_ms.claim.p99 < 100' (repeatable;
+    /// `, abort` at the end stops the run as soon as it fails).
+    #[arg(long = "expect", value_name = "METRIC OP NUMBER")]
+    pub expect: Vec<String>,
+    /// Run each scenario N times; baselines and comparisons use the medians (counters: the worst run).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
+    /// Store the runs' summaries as baseline NAME (<baseline-dir>/NAME/<scenario>.json).
+    #[arg(long, value_name = "NAME")]
+    pub save_baseline: Option<String>,
+    /// Compare the runs with baseline NAME after they finish; a regression exits 1.
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
+    #[command(flatten)]
+    pub baseline_args: BaselineArgs,
+    /// Append a Markdown summary to $GITHUB_STEP_SUMMARY (automatic when GITHUB_ACTIONS=true and it is set).
+    #[arg(long)]
+    pub github: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BaselineArgs {
+    /// Where baselines are kept.
+    #[arg(long, default_value = "baselines", value_name = "DIR")]
+    pub baseline_dir: PathBuf,
+    /// Override a comparison tolerance, e.g. --tolerance throughput.jobs_per_sec=5% (or =0, =off; repeatable).
+    #[arg(long = "tolerance", value_name = "METRIC=VALUE")]
+    pub tolerance: Vec<String>,
 }
 
 #[derive(Debug, Clone, Args)]

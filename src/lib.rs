@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod collect;
+pub mod compare;
 pub mod db;
 pub mod error;
 pub mod gate;
@@ -35,10 +36,11 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
         Command::Run(args) => pipeline::run_files(&args, &interrupt).await,
         Command::Sweep(args) => sweep::sweep(&args, &interrupt).await,
         Command::Report { dir } => rebuild_report(&dir),
+        Command::Compare { old, new, baseline, out } => compare_runs(&old, &new, &baseline, out.as_deref()),
         Command::Validate { files, overrides } => validate(&files, &overrides.set),
         Command::Sql { file, overrides, pgbench } => print_sql(&file, &overrides.set, pgbench),
-        Command::Prepare { file, overrides, database_url, schema } => {
-            prepare(&file, &overrides.set, &database_url, schema).await
+        Command::Prepare { file, overrides, database_url, schema, reuse } => {
+            prepare(&file, &overrides.set, &database_url, schema, reuse).await
         }
         Command::Cluster { scenario, command } => cluster(scenario.as_deref(), &command).await,
     };
@@ -60,6 +62,46 @@ fn rebuild_report(dir: &Path) -> Result<ExitCode> {
     report::render(dir, &summary, &ts, &read("scenario.toml").unwrap_or_default())?;
     println!("rebuilt {}", dir.join("report.html").display());
     Ok(ExitCode::Passed)
+}
+
+/// `queuebench compare OLD NEW`: the baseline table for two sets of summaries.
+fn compare_runs(old: &str, new: &str, args: &cli::BaselineArgs, out: Option<&Path>) -> Result<ExitCode> {
+    let (old_label, old_runs) = compare::store::load_any(old, &args.baseline_dir)?;
+    let (new_label, new_runs) = compare::store::load_any(new, &args.baseline_dir)?;
+    let (o, n) = (&old_runs[0].scenario, &new_runs[0].scenario);
+    if o != n {
+        eprintln!("warning: comparing different scenarios: `{o}` and `{n}`");
+    }
+    let names: Vec<String> = new_runs.iter().chain(&old_runs).flat_map(|r| r.metrics().into_keys()).collect();
+    let mut tol = scenario_tolerances(Path::new(new), &names)?;
+    for t in &args.tolerance {
+        tol.set_cli(t, &names).map_err(Error::usage)?;
+    }
+    let c = compare::compare(&old_runs, &new_runs, &tol, (&old_label, &new_label));
+    print!("{}", compare::table(&c));
+    if let Some(dir) = out {
+        pipeline::write_comparison_files(dir, &c)?;
+    }
+    Ok(if c.regressed { ExitCode::ExpectationFailed } else { ExitCode::Passed })
+}
+
+/// `[baseline.tolerance]` of the scenario a run folder saved (`scenario.toml`, or a repeat's).
+fn scenario_tolerances(run: &Path, names: &[String]) -> Result<compare::Tolerances> {
+    let Some(file) =
+        [run.join("scenario.toml"), run.join("repeat-1").join("scenario.toml")].into_iter().find(|f| f.is_file())
+    else {
+        return Ok(compare::Tolerances::default());
+    };
+    let text = std::fs::read_to_string(&file).map_err(|e| Error::usage(format!("{}: {e}", file.display())))?;
+    let table: toml::Table = toml::from_str(&text).map_err(|e| Error::usage(format!("{}: {e}", file.display())))?;
+    let tolerance = table.get("baseline").and_then(|b| b.get("tolerance")).and_then(|t| t.as_table());
+    let pairs: Vec<(String, String)> = tolerance
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), String::from)))
+        .collect();
+    compare::Tolerances::from_pairs(pairs.iter().map(|(k, v)| (k, v)), names)
+        .map_err(|(k, e)| Error::usage(format!("{}: baseline.tolerance.{k}: {e}", file.display())))
 }
 
 fn validate(files: &[PathBuf], sets: &[String]) -> Result<ExitCode> {
@@ -90,9 +132,10 @@ fn print_sql(file: &Path, sets: &[String], pgbench: bool) -> Result<ExitCode> {
     Ok(ExitCode::Passed)
 }
 
-async fn prepare(file: &Path, sets: &[String], url: &str, schema_name: String) -> Result<ExitCode> {
+async fn prepare(file: &Path, sets: &[String], url: &str, schema_name: String, reuse: bool) -> Result<ExitCode> {
     let plan = scenario::plan_from_file(file, sets, Some(0))?;
-    let db = Database::open(Some(url), &[], schema_name, true, true).await?;
+    db::check_schema_name(&schema_name)?;
+    let db = Database::open(Some(url), &[], schema_name, true, true).await?.reusing(reuse);
     let notify = plan.idle.wakeup == scenario::plan::Wakeup::Listen;
     schema::install(&db, plan.preload, plan.max_attempts, &plan.table_settings, notify).await?;
     println!("{}: schema {} ready with {} jobs", db.target, db.schema, plan.preload);

@@ -30,7 +30,10 @@ async fn watch_signals(interrupt: CancellationToken) {
             eprintln!("\ninterrupted: stopping workers and writing what was collected (Ctrl-C again to quit at once)");
             interrupt.cancel();
         } else {
-            queuebench::db::ephemeral::emergency_cleanup();
+            eprintln!(
+                "interrupted again: exiting now (an ephemeral cluster is killed and removed); nothing more is written"
+            );
+            queuebench::db::emergency_cleanup();
             std::process::exit(130);
         }
     }

@@ -3,6 +3,7 @@
 //! latency. Nothing here is shared while the run is hot; the runner merges
 //! the workers' parts with `+=` at the end.
 
+pub mod phases;
 pub mod waits;
 
 use hdrhistogram::Histogram;

@@ -4,6 +4,7 @@
 //! the run from the producers' and the workers' journals: nothing shared
 //! while the run is hot.
 
+use super::phases::{Window, window_of};
 use super::{Arrival, Event, EventKind};
 use hdrhistogram::Histogram;
 use std::collections::HashMap;
@@ -27,10 +28,24 @@ pub struct Waits {
     /// the interval logs.
     pub queue_wait_samples: Vec<Vec<(u32, u32)>>,
     pub end_to_end_samples: Vec<(u32, u32)>,
+    /// Per load phase (by the job's intended enqueue time): queue wait per class and end to end.
+    pub by_phase: Vec<PhaseWaits>,
 }
 
-/// `classes` counts the open-model classes (the default class comes on top).
-pub fn measure(journal: &[Event], arrivals: &[Arrival], classes: usize, warmup_end_us: u64) -> Waits {
+pub struct PhaseWaits {
+    pub queue_wait: Vec<Histogram<u64>>,
+    pub end_to_end: Histogram<u64>,
+}
+
+/// `classes` counts the open-model classes (the default class comes on top); `phases` are the load
+/// phases' windows (µs since the start). Warm-up jobs stay out of the totals but count in their phase.
+pub fn measure(
+    journal: &[Event],
+    arrivals: &[Arrival],
+    classes: usize,
+    warmup_end_us: u64,
+    phases: &[Window],
+) -> Waits {
     let mut w = Waits {
         queue_wait: (0..=classes).map(|_| histogram()).collect(),
         end_to_end: histogram(),
@@ -40,6 +55,10 @@ pub fn measure(journal: &[Event], arrivals: &[Arrival], classes: usize, warmup_e
         excluded_warmup: 0,
         queue_wait_samples: vec![Vec::new(); classes + 1],
         end_to_end_samples: Vec::new(),
+        by_phase: phases
+            .iter()
+            .map(|_| PhaseWaits { queue_wait: (0..=classes).map(|_| histogram()).collect(), end_to_end: histogram() })
+            .collect(),
     };
     let mut intended: HashMap<i64, (u16, u64, Option<u64>)> = HashMap::with_capacity(arrivals.len());
     for a in arrivals {
@@ -61,6 +80,14 @@ pub fn measure(journal: &[Event], arrivals: &[Arrival], classes: usize, warmup_e
     }
     for (job, (claimed, done)) in first {
         let (class, at, committed) = intended.get(&job).copied().unwrap_or((0, 0, None));
+        if let Some(p) = window_of(phases, at).map(|i| &mut w.by_phase[i]) {
+            if let Some(c) = claimed {
+                p.queue_wait[class as usize].saturating_record(c.saturating_sub(at).max(1));
+            }
+            if let Some(d) = done {
+                p.end_to_end.saturating_record(d.saturating_sub(at).max(1));
+            }
+        }
         if at < warmup_end_us {
             w.excluded_warmup += 1;
             continue;
@@ -94,7 +121,7 @@ mod tests {
         // Job 9 was meant to arrive at 1 s, sent late at 3 s, claimed at 3.5 s.
         let arrivals = [Arrival { job: 9, class: 1, intended_us: 1_000_000, sent_us: 3_000_000, enqueue_us: 500 }];
         let journal = [ev(3_500_000, 9, EventKind::Claimed), ev(3_600_000, 9, EventKind::Accepted)];
-        let w = measure(&journal, &arrivals, 1, 0);
+        let w = measure(&journal, &arrivals, 1, 0, &[]);
         assert!((2_490_000..=2_510_000).contains(&w.queue_wait[1].max()), "{}", w.queue_wait[1].max());
         assert!(w.end_to_end.max() >= 2_590_000);
         assert!(w.producer_lag.max() >= 1_990_000, "the producer's lag is reported too");
@@ -106,10 +133,13 @@ mod tests {
     fn preloaded_jobs_wait_from_the_start_and_warmup_is_excluded() {
         let arrivals = [Arrival { job: 2, class: 1, intended_us: 100, sent_us: 100, enqueue_us: 500 }];
         let journal = [ev(5_000, 1, EventKind::Claimed), ev(6_000, 2, EventKind::Claimed)];
-        let w = measure(&journal, &arrivals, 1, 1_000);
+        let w = measure(&journal, &arrivals, 1, 1_000, &[(0, 1_000), (1_000, 10_000_000)]);
         assert_eq!(w.queue_wait[0].len(), 0, "job 1 (intended at 0) is in the warm-up");
         assert_eq!(w.excluded_warmup, 2);
-        let w = measure(&journal, &arrivals, 1, 0);
+        assert_eq!(w.by_phase[0].queue_wait[0].len(), 1, "the warm-up phase still has its own numbers");
+        assert_eq!(w.by_phase[0].queue_wait[1].len(), 1);
+        assert_eq!(w.by_phase[1].queue_wait[1].len(), 0);
+        let w = measure(&journal, &arrivals, 1, 0, &[]);
         assert_eq!(w.queue_wait[0].len(), 1);
         assert_eq!(w.queue_wait[1].len(), 1);
         assert_eq!(w.pickup.len(), 1, "preloaded jobs have no enqueue commit: no pickup latency");

@@ -164,13 +164,25 @@ impl Drop for Cluster {
     }
 }
 
-/// Second Ctrl-C: no time for order. Kill every cluster of this process, remove its dir.
+/// Second Ctrl-C: no time for order. Kill every cluster of this process (immediate
+/// shutdown, SIGKILL after 2 s), wait for it to exit, remove its dir.
 pub fn emergency_cleanup() {
     let live = std::mem::take(&mut *LIVE.lock().unwrap_or_else(|e| e.into_inner()));
     for (pid, dir) in live {
         // SAFETY: kill(2) on a child we started.
         unsafe { libc::kill(pid, libc::SIGQUIT) };
-        std::thread::sleep(Duration::from_millis(100));
+        let until = Instant::now() + Duration::from_secs(2);
+        // SAFETY: waitpid on our own child; WNOHANG never blocks.
+        while unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) } == 0 {
+            if Instant::now() > until {
+                // SAFETY: as above.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                // SAFETY: as above; the process is being killed, so this returns soon.
+                unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let _ = std::fs::remove_dir_all(dir);
     }
 }
@@ -271,10 +283,23 @@ fn remove_stale_dirs() {
     }
 }
 
-/// Finds the directory holding `initdb` and `postgres`: `pg_config --bindir`,
-/// then `PATH`, then the newest `/usr/lib/postgresql/*/bin`.
+/// Finds the directory holding `initdb` and `postgres`: `QUEUEBENCH_PG_BINDIR` when set
+/// (and only there), else `pg_config --bindir`, then `PATH`, then the newest
+/// `/usr/lib/postgresql/*/bin`.
 pub fn find_bindir() -> Result<PathBuf> {
     let has_both = |d: &Path| d.join("initdb").is_file() && d.join("postgres").is_file();
+    if let Some(dir) = std::env::var_os("QUEUEBENCH_PG_BINDIR").map(PathBuf::from) {
+        return if has_both(&dir) {
+            Ok(dir)
+        } else {
+            Err(Error::infra(format!(
+                "QUEUEBENCH_PG_BINDIR={} has no initdb and postgres: point it at PostgreSQL's bin directory \
+                 (`pg_config --bindir` prints it), unset it to search PATH, or pass --database-url \
+                 postgres://user@host/db to use a running server",
+                dir.display()
+            )))
+        };
+    }
     let mut candidates: Vec<PathBuf> = Vec::new();
     if let Ok(out) = Command::new("pg_config").arg("--bindir").output()
         && out.status.success()
@@ -295,8 +320,9 @@ pub fn find_bindir() -> Result<PathBuf> {
     candidates.into_iter().find(|d| has_both(d)).ok_or_else(|| {
         Error::infra(
             "no PostgreSQL server binaries (initdb and postgres) found via pg_config --bindir, PATH or \
-             /usr/lib/postgresql/*/bin. Either install PostgreSQL (Debian/Ubuntu: apt-get install postgresql) \
-             or point queuebench at a running server with --database-url postgres://user@host/db",
+             /usr/lib/postgresql/*/bin, so queuebench cannot start its own cluster. Install the server \
+             (Debian/Ubuntu: apt-get install postgresql), set QUEUEBENCH_PG_BINDIR to the directory holding \
+             initdb, or point queuebench at a running server with --database-url postgres://user@host/db",
         )
     })
 }

@@ -4,13 +4,21 @@
 //! an existing server from `--database-url` / `DATABASE_URL`. Either way the
 //! run lives in one schema created for it (`queuebench_<run id>`), every
 //! connection's `search_path` points there, and at the end only that schema
-//! is dropped. Nothing outside it is touched.
+//! is dropped, and only if this run created it. Nothing outside it is touched.
+//!
+//! `--schema NAME --reuse` runs in an existing schema instead: queuebench's
+//! own tables there (marked with the comment `queuebench`) are dropped and
+//! reinstalled, anything else in the schema is left alone, and at the end
+//! only those tables go; the schema stays.
 
 pub mod ephemeral;
+pub mod password;
 pub mod schema;
 
 use crate::error::{Error, Result};
 use ephemeral::Cluster;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tokio_postgres::config::Host;
 use tokio_postgres::{Client, Config, NoTls};
@@ -35,9 +43,45 @@ pub struct Database {
     config: Config,
     /// Host, port, user and database, for messages; never the password.
     pub target: String,
+    /// URL mode: the URL with the password replaced by `***` (empty for an ephemeral cluster).
+    pub url: String,
     pub schema: String,
     cluster: Option<Cluster>,
     keep: bool,
+    /// `--reuse`: an existing schema of that name is used, not refused.
+    pub reuse: bool,
+    /// Where the password came from (`the URL`, `PGPASSWORD`, the password file), for the auth error.
+    password_from: Option<String>,
+    /// This run created the schema (teardown drops it) …
+    pub(crate) created: AtomicBool,
+    /// … or reused an existing one (teardown drops only queuebench's tables in it).
+    pub(crate) reused: AtomicBool,
+}
+
+/// URL-mode schemas of runs in progress, for the message of a second Ctrl-C.
+static LIVE_SCHEMAS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Second Ctrl-C: stop the ephemeral clusters at once and say which URL-mode schemas stay behind.
+pub fn emergency_cleanup() {
+    ephemeral::emergency_cleanup();
+    for note in LIVE_SCHEMAS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        eprintln!("left behind: {note}");
+    }
+}
+
+/// A schema name queuebench accepts from the command line: lower-case letters, digits and _.
+pub fn check_schema_name(name: &str) -> Result<()> {
+    let ok = name.len() <= 63
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !name.starts_with("pg_");
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::usage(format!(
+            "--schema `{name}`: use lower-case letters, digits and _ (at most 63, not starting with a digit or pg_)"
+        )))
+    }
 }
 
 impl Database {
@@ -52,12 +96,17 @@ impl Database {
     ) -> Result<Database> {
         match url {
             Some(url) => {
-                let config: Config = url.parse().map_err(|e| {
+                let mut config: Config = url.parse().map_err(|e: tokio_postgres::Error| {
+                    // The cause names a parameter, never its value; "… but got `x`" quotes one
+                    // character of the input, which could be a password's: cut it.
+                    let cause = std::error::Error::source(&e).map(|c| c.to_string()).unwrap_or_default();
+                    let cause = cause.split(" but got ").next().unwrap_or_default();
                     Error::usage(format!(
-                        "--database-url is not a valid PostgreSQL URL or key=value string ({e}); \
+                        "--database-url is not a valid PostgreSQL URL or key=value string ({e}: {cause}); \
                          example: postgres://user@127.0.0.1:5432/dbname"
                     ))
                 })?;
+                let password_from = password::fill(&mut config);
                 let target = describe(&config);
                 if !remote_ok && !is_local(&config) {
                     return Err(Error::usage(format!(
@@ -65,7 +114,11 @@ impl Database {
                          it hard. If that is what you want, add --yes"
                     )));
                 }
-                Ok(Database { kind: Kind::Url, config, target, schema, cluster: None, keep })
+                let url = password::display_url(&config);
+                if !is_local(&config) {
+                    eprintln!("warning: {url} is not on this machine; running there because of --yes");
+                }
+                Ok(Database { kind: Kind::Url, url, password_from, ..Database::new(config, target, schema, keep) })
             }
             None => {
                 let mut settings = settings.to_vec();
@@ -76,10 +129,59 @@ impl Database {
                 let mut config = Config::new();
                 config.host_path(cluster.socket_dir()).port(ephemeral::PORT).user("postgres").dbname("postgres");
                 let target = describe(&config);
-                let mut db = Database { kind: Kind::Ephemeral, config, target, schema, cluster: Some(cluster), keep };
+                let mut db = Database { cluster: Some(cluster), ..Database::new(config, target, schema, keep) };
                 db.wait_ready().await?;
                 Ok(db)
             }
+        }
+    }
+
+    fn new(config: Config, target: String, schema: String, keep: bool) -> Database {
+        Database {
+            kind: Kind::Ephemeral,
+            config,
+            target,
+            url: String::new(),
+            schema,
+            cluster: None,
+            keep,
+            reuse: false,
+            password_from: None,
+            created: AtomicBool::new(false),
+            reused: AtomicBool::new(false),
+        }
+    }
+
+    /// `--reuse`: run in the schema even if it exists (see the module docs).
+    pub fn reusing(mut self, reuse: bool) -> Database {
+        self.reuse = reuse;
+        self
+    }
+
+    /// The user and database the connection uses (for messages that suggest a GRANT).
+    pub fn user_and_database(&self) -> (String, String) {
+        let user =
+            self.config.get_user().map(str::to_string).or_else(|| std::env::var("USER").ok()).unwrap_or_default();
+        (user.clone(), self.config.get_dbname().unwrap_or(&user).to_string())
+    }
+
+    /// How reports name the server: the URL without its password, or the cluster's socket.
+    pub fn shown(&self) -> &str {
+        if self.url.is_empty() { &self.target } else { &self.url }
+    }
+
+    /// Called once the run's schema exists (created or reused): teardown will clean it up.
+    pub(crate) fn mark_schema(&self, created: bool) {
+        let flag = if created { &self.created } else { &self.reused };
+        flag.store(true, Ordering::Relaxed);
+        if self.kind == Kind::Url {
+            let what = if created { "schema" } else { "queuebench's tables in schema" };
+            LIVE_SCHEMAS.lock().unwrap_or_else(|e| e.into_inner()).push(format!(
+                "{what} {s} in {t} (remove it with: DROP SCHEMA {s} CASCADE{only})",
+                s = self.schema,
+                t = self.url,
+                only = if created { "" } else { ", or reinstall with --reuse" }
+            ));
         }
     }
 
@@ -96,7 +198,14 @@ impl Database {
                 Ok(_) => return Ok(()),
                 Err(e) => {
                     if let Some(why) = self.cluster.as_mut().and_then(Cluster::exited) {
-                        return Err(Error::infra(format!("the ephemeral cluster did not start: {why}")));
+                        return Err(match refused_setting(&why) {
+                            Some(lines) => Error::usage(format!(
+                                "[postgres.settings]: PostgreSQL refused a setting: {lines}. Fix it in the \
+                                 scenario (memory units: B, kB, MB, GB, TB; time units: us, ms, s, min, h, d); the cluster \
+                                 was removed"
+                            )),
+                            None => Error::infra(format!("the ephemeral cluster did not start: {why}")),
+                        });
                     }
                     if Instant::now() > deadline {
                         let tail = self.cluster.as_ref().map(Cluster::log_tail).unwrap_or_default();
@@ -138,34 +247,73 @@ impl Database {
 
     fn connect_error(&self, e: &tokio_postgres::Error) -> Error {
         let code = e.code().map(|c| c.code().to_string());
+        let text = error_text(e);
         let hint = match code.as_deref() {
-            Some("28P01") | Some("28000") => {
-                "authentication failed: check the user and password (in the URL, PGPASSWORD or ~/.pgpass)"
+            Some("28P01") => &format!(
+                "authentication failed: check the user and the password ({}; queuebench looks in the URL, then \
+                 PGPASSWORD, then the password file PGPASSFILE or ~/.pgpass)",
+                match &self.password_from {
+                    Some(from) => format!("the password used came from {from}"),
+                    None => "no password was given".into(),
+                }
+            ),
+            Some("28000") => {
+                "the server refused this user, database or host (pg_hba.conf has no matching entry, or the role \
+                 cannot log in): ask the server's administrator, or use another user"
             }
-            Some("3D000") => "the database does not exist: create it or name another in the URL",
+            Some("3D000") => "the database does not exist: create it (createdb NAME) or name another in the URL",
             Some("53300") => "the server has no free connection slots: lower workers.count or raise max_connections",
+            Some("57P03") => "the server is starting up or shutting down: try again in a moment",
+            _ if text.contains("password missing") => {
+                "the server asks for a password and none was given: put it in the URL \
+                 (postgres://USER:PASSWORD@HOST/DB), in PGPASSWORD, or in the password file (PGPASSFILE or ~/.pgpass)"
+            }
             _ if self.kind == Kind::Url => {
-                "is the server running and reachable? Check host and port in --database-url (or DATABASE_URL), \
-                 or leave it out to let queuebench start its own cluster"
+                "is the server running and listening there? Check the host and port in --database-url (or \
+                 DATABASE_URL; `pg_isready -h HOST -p PORT` tells), or leave it out to let queuebench start its own cluster"
             }
             _ => "the ephemeral cluster stopped accepting connections",
         };
-        Error::infra(format!("cannot connect to PostgreSQL at {}: {}; {hint}", self.target, error_text(e)))
+        Error::infra(format!("cannot connect to PostgreSQL at {}: {text}; {hint}", self.target))
     }
 
-    /// Drops the run's schema (URL mode, unless --keep) and stops an ephemeral cluster.
+    /// Drops what the run created (URL mode, unless --keep): the schema it created, or only
+    /// queuebench's tables in a reused one. Stops an ephemeral cluster.
     pub async fn teardown(mut self) -> Result<()> {
         let mut result = Ok(());
-        if self.kind == Kind::Url && !self.keep {
+        let (created, reused) = (self.created.load(Ordering::Relaxed), self.reused.load(Ordering::Relaxed));
+        if self.kind == Kind::Url && self.keep && (created || reused) {
+            eprintln!("kept schema {} in {}", self.schema, self.url);
+        } else if self.kind == Kind::Url && created {
             result = schema::drop_schema(&self).await;
-        } else if self.kind == Kind::Url {
-            eprintln!("kept schema {} in {}", self.schema, self.target);
+        } else if self.kind == Kind::Url && reused {
+            result = schema::drop_own_objects(&self).await;
+        }
+        if result.is_ok() {
+            LIVE_SCHEMAS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|n| !n.contains(&format!(" {} ", self.schema)));
         }
         if let Some(mut c) = self.cluster.take() {
             c.stop();
         }
         result
     }
+}
+
+/// The postmaster's complaint about a `-c name=value` from the scenario, if that is why it exited.
+fn refused_setting(log: &str) -> Option<String> {
+    let bad = ["invalid value for parameter", "unrecognized configuration parameter", "is outside the valid range"];
+    let first = log.lines().position(|l| bad.iter().any(|b| l.contains(b)))?;
+    let text: Vec<&str> = log
+        .lines()
+        .skip(first)
+        .take(2)
+        .filter(|l| l.contains("FATAL:") || l.contains("HINT:"))
+        .map(|l| l.split_once(":  ").map_or(l, |(_, msg)| msg).trim_end_matches('.'))
+        .collect();
+    Some(text.join("; "))
 }
 
 /// Does the URL point at this machine (a unix socket or a loopback address)?

@@ -24,8 +24,9 @@ fn sql_error(what: &str, e: &tokio_postgres::Error) -> Error {
     Error::infra(format!("{what} failed: {}", error_text(e)))
 }
 
-/// `CREATE SCHEMA` (fails if it exists: never adopt someone else's) and the migration inside it;
-/// with `notify`, the NOTIFY trigger too (installed before the preload, so it wakes listeners once).
+/// The run's schema, then the migration inside it; with `notify`, the NOTIFY trigger too
+/// (installed before the preload, so it wakes listeners once). An existing schema is refused
+/// unless `--reuse`; then only queuebench's own tables in it are replaced.
 pub async fn install(
     db: &Database,
     preload: u64,
@@ -34,15 +35,7 @@ pub async fn install(
     notify: bool,
 ) -> Result<Client> {
     let admin = db.connect_admin().await?;
-    let create = format!("CREATE SCHEMA \"{}\"", db.schema);
-    admin.batch_execute(&create).await.map_err(|e| {
-        let hint = match e.code().map(|c| c.code()) {
-            Some("42501") => "; the user needs CREATE on the database (GRANT CREATE ON DATABASE … TO …)",
-            Some("42P06") => "; that schema already exists and queuebench never reuses one",
-            _ => "",
-        };
-        Error::infra(format!("{create} in {} failed: {}{hint}", db.target, error_text(&e)))
-    })?;
+    create_or_reuse(db, &admin).await?;
     drop(admin);
     let client = db.connect().await?;
     client.batch_execute(MIGRATION).await.map_err(|e| sql_error("installing migrations/001_queue.sql", &e))?;
@@ -68,6 +61,129 @@ pub async fn install(
     Ok(client)
 }
 
+/// The tables and function queuebench installs; each carries the comment [`MARK`].
+pub const OWN_TABLES: [&str; 3] = ["jobs", "effects", "business_rows"];
+pub const MARK: &str = "queuebench";
+
+async fn create_or_reuse(db: &Database, admin: &Client) -> Result<()> {
+    let exists = admin
+        .query_one("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", &[&db.schema])
+        .await
+        .map_err(|e| sql_error("looking up the schema", &e))?
+        .get::<_, bool>(0);
+    if exists && !db.reuse {
+        return Err(Error::usage(format!(
+            "schema {s} already exists in {t}; queuebench never adopts a schema it did not create. Pick another \
+             --schema, drop it if it is left over from an earlier run (DROP SCHEMA {s} CASCADE), or add --reuse to \
+             reinstall only queuebench's tables (jobs, effects, business_rows) in it",
+            s = db.schema,
+            t = db.shown()
+        )));
+    }
+    if db.kind == super::Kind::Url {
+        note_leftovers(db, admin).await;
+    }
+    if exists {
+        drop_objects(db, admin).await?;
+        db.mark_schema(false);
+        return Ok(());
+    }
+    let create = format!("CREATE SCHEMA \"{}\"", db.schema);
+    admin.batch_execute(&create).await.map_err(|e| {
+        let hint = match e.code().map(|c| c.code()) {
+            Some("42501") => {
+                let (user, dbname) = db.user_and_database();
+                format!(
+                    "; this user may not create schemas in the database. Grant it (GRANT CREATE ON DATABASE \
+                     {dbname} TO {user}), or have a schema created for it and run with --schema NAME --reuse, or \
+                     leave out --database-url to let queuebench start its own cluster"
+                )
+            }
+            Some("42P06") => "; that schema appeared meanwhile: run again".to_string(),
+            _ => String::new(),
+        };
+        Error::infra(format!("{create} in {} failed: {}{hint}", db.shown(), error_text(&e)))
+    })?;
+    db.mark_schema(true);
+    Ok(())
+}
+
+/// Schemas of earlier runs that were killed or kept (`--keep`): named, never dropped.
+async fn note_leftovers(db: &Database, admin: &Client) {
+    let Ok(rows) = admin
+        .query(
+            "SELECT nspname FROM pg_namespace WHERE nspname ~ '^queuebench_[0-9]{8}_[0-9]{6}_[0-9a-f]{4}$' \
+             AND nspname <> $1 ORDER BY 1",
+            &[&db.schema],
+        )
+        .await
+    else {
+        return;
+    };
+    let names: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    if !names.is_empty() {
+        eprintln!(
+            "note: {} holds {} schema(s) of earlier queuebench runs (kept with --keep, or the run was killed): {}; \
+             queuebench leaves them alone; drop each with DROP SCHEMA name CASCADE when done",
+            db.shown(),
+            names.len(),
+            names.join(", ")
+        );
+    }
+}
+
+/// Drops queuebench's own tables and function from the schema (`--reuse`); refuses, before
+/// dropping anything, when one of those names belongs to an object without queuebench's mark.
+async fn drop_objects(db: &Database, client: &Client) -> Result<()> {
+    let rows = client
+        .query(
+            "SELECT c.relname, coalesce(obj_description(c.oid, 'pg_class'), '') = $3 FROM pg_class c \
+             JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = ANY($2) \
+             UNION ALL SELECT p.proname, coalesce(obj_description(p.oid, 'pg_proc'), '') = $3 FROM pg_proc p \
+             JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 AND p.proname = 'jobs_notify'",
+            &[&db.schema, &OWN_TABLES.to_vec(), &MARK],
+        )
+        .await
+        .map_err(|e| sql_error(&format!("listing queuebench's tables in schema {}", db.schema), &e))?;
+    if let Some(foreign) = rows.iter().find(|r| !r.get::<_, bool>(1)) {
+        return Err(Error::usage(format!(
+            "--reuse: schema {} has an object named {} that queuebench did not create; it is left alone and \
+             nothing was changed. Use another --schema",
+            db.schema,
+            foreign.get::<_, String>(0)
+        )));
+    }
+    let s = &db.schema;
+    let tables: Vec<String> = rows
+        .iter()
+        .map(|r| r.get::<_, String>(0))
+        .filter(|n| n != "jobs_notify")
+        .map(|n| format!("\"{s}\".\"{n}\""))
+        .collect();
+    let mut sql = String::new();
+    if !tables.is_empty() {
+        sql.push_str(&format!("DROP TABLE {};", tables.join(", ")));
+    }
+    if rows.iter().any(|r| r.get::<_, String>(0) == "jobs_notify") {
+        sql.push_str(&format!("DROP FUNCTION \"{s}\".jobs_notify();"));
+    }
+    client.batch_execute(&sql).await.map_err(|e| {
+        let hint = if e.code().map(|c| c.code()) == Some("2BP01") {
+            "; something else in the database depends on them (a view, a foreign key): drop that first or use another --schema"
+        } else {
+            ""
+        };
+        Error::infra(format!("{sql} failed: {}{hint}", error_text(&e)))
+    })
+}
+
+/// The end of a `--reuse` run: queuebench's tables go, the schema stays.
+pub async fn drop_own_objects(db: &Database) -> Result<()> {
+    let admin = db.connect_admin().await?;
+    drop_objects(db, &admin).await
+}
+
+/// The end of a run that created its schema.
 pub async fn drop_schema(db: &Database) -> Result<()> {
     let admin = db.connect_admin().await?;
     admin
@@ -150,12 +266,13 @@ pub async fn report_settings(client: &Client, wanted: &[(String, String)]) -> BT
     out
 }
 
-/// The server's max_connections minus superuser-reserved slots.
+/// The server's max_connections minus superuser-reserved slots minus the other clients'
+/// connections (this one is not counted: the run's budget includes it).
 pub async fn connection_slots(client: &Client) -> Result<i64> {
     let row = client
         .query_one(
             "SELECT current_setting('max_connections')::int8 - current_setting('superuser_reserved_connections')::int8 \
-             - (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')",
+             - (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid())",
             &[],
         )
         .await

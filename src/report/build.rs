@@ -4,6 +4,7 @@
 use super::percentiles;
 use super::summary::*;
 use crate::collect::Second;
+use crate::collect::phases::PhaseStats;
 use crate::collect::waits::Waits;
 use crate::gate;
 use crate::run::RunOutput;
@@ -19,7 +20,7 @@ pub struct Context {
     pub environment: Environment,
 }
 
-pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Waits) -> RunSummary {
+pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Waits, ph: &[PhaseStats]) -> RunSummary {
     let probes = &out.horizon.probes;
     let secs = out.duration.as_secs_f64().max(1e-9);
     let st = &out.stats;
@@ -112,6 +113,7 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
                 warmup: p.warmup,
             })
             .collect(),
+        by_phase: by_phase(plan, w, ph),
         environment: ctx.environment,
         horizon: v.horizon,
         vacuum: out
@@ -139,13 +141,53 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
         probe: probe(&out.horizon.probes),
         checks: v.checks,
         expectations: Vec::new(),
+        aborted_by: out.aborted.clone(),
         passed: false,
     };
     s.effects.journal = s.executions.total;
     super::scale::unscale(&mut s, plan);
     s.expectations = gate::evaluate(&plan.expectations, &s);
-    s.passed = !s.interrupted && !s.timed_out && s.expectations.iter().all(|e| e.passed);
+    s.passed = !s.interrupted && !s.timed_out && s.aborted_by.is_none() && s.expectations.iter().all(|e| e.passed);
     s
+}
+
+/// Each phase's own numbers, keyed by its name (a repeated name gets `#2`, `#3`, …).
+fn by_phase(plan: &Plan, w: &Waits, ph: &[PhaseStats]) -> std::collections::BTreeMap<String, PhaseNumbers> {
+    let classes: Vec<&str> =
+        std::iter::once(DEFAULT_CLASS).chain(plan.load.classes.iter().map(|c| c.name.as_str())).collect();
+    let mut out = std::collections::BTreeMap::new();
+    for ((phase, stats), waits) in plan.load.phases.iter().zip(ph).zip(&w.by_phase) {
+        let secs = phase.duration.as_secs_f64().max(1e-9);
+        let numbers = PhaseNumbers {
+            start_s: phase.start.as_secs_f64(),
+            duration_s: phase.duration.as_secs_f64(),
+            warmup: phase.warmup,
+            executions: PhaseExecutions { total: stats.executions },
+            throughput: PhaseThroughput {
+                jobs_per_sec: stats.executions as f64 / secs,
+                claims_per_sec: stats.claims as f64 / secs,
+            },
+            latency_ms: PhaseLatencies {
+                claim: percentiles(&stats.claim),
+                work: percentiles(&stats.work),
+                complete: percentiles(&stats.complete),
+                queue_wait: classes
+                    .iter()
+                    .zip(&waits.queue_wait)
+                    .map(|(c, h)| (c.to_string(), percentiles(h)))
+                    .collect(),
+                end_to_end: percentiles(&waits.end_to_end),
+            },
+        };
+        let mut name = phase.name.clone();
+        let mut n = 1;
+        while out.contains_key(&name) {
+            n += 1;
+            name = format!("{}#{n}", phase.name);
+        }
+        out.insert(name, numbers);
+    }
+    out
 }
 
 fn probe(samples: &[crate::run::horizon::ProbeSample]) -> Probe {

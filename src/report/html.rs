@@ -74,7 +74,10 @@ pub fn report(s: &RunSummary, charts: &[(String, String)], scenario_text: &str) 
                 "database",
                 format!(
                     "{} {} · PostgreSQL {} · schema {}",
-                    s.database.kind, s.database.target, s.database.server_version, s.database.schema
+                    s.database.kind,
+                    s.database.shown(),
+                    s.database.server_version,
+                    s.database.schema
                 ),
             ),
             (

@@ -1,12 +1,14 @@
 //! Exporters: the terminal table and the run folder (`summary.json`,
 //! `summary.csv`, `timeseries.csv`, HdrHistogram files, `charts/`,
-//! `report.html`). They read the `RunSummary` and the `Timeseries` and never
+//! `report.html`, `junit.xml`). They read the `RunSummary` and the `Timeseries` and never
 //! recompute a statistic; `queuebench report DIR` runs the same code on the
 //! files a run saved.
 
 pub mod build;
 pub mod charts;
+pub mod github;
 pub mod html;
+pub mod junit;
 pub mod scale;
 pub mod summary;
 pub mod terminal;
@@ -72,6 +74,7 @@ pub fn write_run_folder(dir: &Path, summary: &RunSummary, files: &RunFiles) -> R
 pub fn render(dir: &Path, summary: &RunSummary, ts: &Timeseries, scenario_text: &str) -> Result<()> {
     write(&dir.join("summary.json"), &serde_json::to_vec_pretty(summary).expect("summary serialises"))?;
     write(&dir.join("summary.csv"), summary_csv(std::slice::from_ref(summary)).as_bytes())?;
+    write(&dir.join("junit.xml"), junit::junit(&[(summary.scenario.clone(), summary)], None).as_bytes())?;
     let charts = run_charts(summary, ts, &dir.join("charts"))?;
     write(&dir.join("report.html"), html::report(summary, &charts, scenario_text).as_bytes())
 }

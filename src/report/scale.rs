@@ -5,11 +5,12 @@
 //!
 //! Divided by the scale: work, queue wait, end-to-end and pickup latencies,
 //! the run's duration, fault recovery times, starvation ages and threshold,
-//! phases, blocker hold and catch-up times, vacuum step times. Multiplied:
-//! jobs/s and claims/s. Left in wall-clock time: the database round trips
-//! (claim, claim_tx, complete, producer lag and enqueue), the idle-wakeup
-//! figures, the claim-plan probe and the time series (the database does not
-//! run slower at a scale).
+//! phases (and each phase's own numbers), blocker hold and catch-up times,
+//! vacuum step times. Multiplied: jobs/s and claims/s (also per phase).
+//! Left in wall-clock time: the database round trips (claim, claim_tx,
+//! complete, producer lag and enqueue), the idle-wakeup figures, the
+//! claim-plan probe and the time series (the database does not run slower
+//! at a scale).
 
 use super::summary::{Percentiles, RunSummary};
 use crate::scenario::plan::Stop;
@@ -52,6 +53,16 @@ pub fn unscale(s: &mut RunSummary, plan: &Plan) {
     for ph in &mut s.phases {
         t(&mut ph.start_s);
         t(&mut ph.duration_s);
+    }
+    for ph in s.by_phase.values_mut() {
+        t(&mut ph.start_s);
+        t(&mut ph.duration_s);
+        ph.throughput.jobs_per_sec *= k;
+        ph.throughput.claims_per_sec *= k;
+        let l = &mut ph.latency_ms;
+        for q in [&mut l.work, &mut l.end_to_end].into_iter().chain(l.queue_wait.values_mut()) {
+            p(q);
+        }
     }
     t(&mut s.horizon.held_s);
     if s.horizon.catch_up_s >= 0.0 {

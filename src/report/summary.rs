@@ -52,9 +52,13 @@ pub struct RunSummary {
     pub probe: Probe,
     pub wakeup: WakeupStats,
     pub phases: Vec<PhaseInfo>,
+    /// Per-phase numbers by phase name (`[[run.phases]]`; warm-up phases included here).
+    pub by_phase: BTreeMap<String, PhaseNumbers>,
     pub environment: Environment,
     pub checks: Vec<CheckResult>,
     pub expectations: Vec<ExpectationResult>,
+    /// The abort-on-fail expectation that stopped the run early (`"executions.duplicate == 0"`), if any.
+    pub aborted_by: Option<String>,
     pub passed: bool,
 }
 
@@ -65,12 +69,21 @@ pub struct DatabaseInfo {
     pub kind: String,
     /// Host, port, user and database; never a password.
     pub target: String,
+    /// URL mode: the URL with its password replaced by `***`; empty for an ephemeral cluster.
+    pub url: String,
     pub schema: String,
     pub server_version: String,
     /// Scenario settings passed to the ephemeral cluster.
     pub settings_applied: BTreeMap<String, String>,
     /// In URL mode: each scenario setting and the server's actual value (not changed).
     pub settings_reported: BTreeMap<String, SettingReport>,
+}
+
+impl DatabaseInfo {
+    /// How the terminal and report.html name the server: the redacted URL, else the target.
+    pub fn shown(&self) -> &str {
+        if self.url.is_empty() { &self.target } else { &self.url }
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -361,6 +374,45 @@ pub struct PhaseInfo {
     pub warmup: bool,
 }
 
+/// One load phase's own numbers: what happened between its start and its end.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PhaseNumbers {
+    pub start_s: f64,
+    pub duration_s: f64,
+    pub warmup: bool,
+    pub executions: PhaseExecutions,
+    pub throughput: PhaseThroughput,
+    pub latency_ms: PhaseLatencies,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PhaseExecutions {
+    /// Executions that started their side effect inside the phase.
+    pub total: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PhaseThroughput {
+    /// Executions per second of the phase.
+    pub jobs_per_sec: f64,
+    /// Claim round trips per second of the phase.
+    pub claims_per_sec: f64,
+}
+
+/// Statements timed by when they were sent; waits by the job's intended enqueue time.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PhaseLatencies {
+    pub claim: Percentiles,
+    pub work: Percentiles,
+    pub complete: Percentiles,
+    pub queue_wait: BTreeMap<String, Percentiles>,
+    pub end_to_end: Percentiles,
+}
+
 /// The machine and server, recorded once.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
@@ -432,8 +484,15 @@ impl RunSummary {
     }
 
     /// The metric paths an expectation may name (known before any run).
-    pub fn metric_names(classes: &[&str], vacuum_steps: &[&str]) -> Vec<String> {
+    pub fn metric_names(classes: &[&str], vacuum_steps: &[&str], phases: &[&str]) -> Vec<String> {
         let mut s = RunSummary::default();
+        for p in phases {
+            let mut n = PhaseNumbers::default();
+            for c in std::iter::once("default").chain(classes.iter().copied()) {
+                n.latency_ms.queue_wait.insert(c.to_string(), Percentiles::default());
+            }
+            s.by_phase.insert(p.to_string(), n);
+        }
         for v in vacuum_steps {
             s.vacuum.insert(v.to_string(), VacuumNumbers::default());
         }
@@ -491,7 +550,7 @@ mod tests {
 
     #[test]
     fn metric_names_cover_the_documented_fields() {
-        let names = RunSummary::metric_names(&[], &[]);
+        let names = RunSummary::metric_names(&[], &[], &[]);
         for n in [
             "jobs.lost",
             "executions.duplicate",

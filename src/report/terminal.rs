@@ -7,6 +7,8 @@ pub fn render(s: &RunSummary) -> String {
     let mut o = String::new();
     let status = if s.interrupted {
         "INTERRUPTED"
+    } else if s.aborted_by.is_some() {
+        "ABORTED"
     } else if s.passed {
         "PASSED"
     } else {
@@ -19,7 +21,7 @@ pub fn render(s: &RunSummary) -> String {
         s.strategy, s.mode, s.fencing, s.workers, s.batch, s.work, s.stop
     );
     let _ =
-        writeln!(o, "  database {} {} (PostgreSQL {})", s.database.kind, s.database.target, s.database.server_version);
+        writeln!(o, "  database {} {} (PostgreSQL {})", s.database.kind, s.database.shown(), s.database.server_version);
     for (k, v) in lines(s) {
         let _ = writeln!(o, "  {k:<14} {v}");
     }
@@ -38,14 +40,18 @@ pub fn render(s: &RunSummary) -> String {
     o
 }
 
-/// One line per failed check or expectation: what `--quiet` prints under a FAILED run.
+/// Why a run failed, one line per reason: what `--quiet` prints under FAILED. The verdict comes
+/// from the expectations (a failing check the scenario expects, as in naive-duplicates, is not a
+/// reason), a timeout or an interruption.
 pub fn failures(s: &RunSummary) -> Vec<String> {
-    let checks = s.checks.iter().filter(|c| !c.passed).map(|c| format!("check {}: {}", c.name, c.detail));
+    let stopped = [(s.timed_out, "timed out before the stop condition"), (s.interrupted, "interrupted")];
+    let stopped = stopped.into_iter().filter(|(hit, _)| *hit).map(|(_, why)| why.to_string());
     let expects = s.expectations.iter().filter(|e| !e.passed).map(|e| {
         let actual = e.actual.map_or("missing".into(), |a| format!("{a}"));
         format!("expect {} {} (actual {actual})", e.name, e.expression)
     });
-    checks.chain(expects).collect()
+    let aborted = s.aborted_by.iter().map(|a| format!("aborted by {a}"));
+    aborted.chain(stopped).chain(expects).collect()
 }
 
 /// The labelled lines of a summary, shared by the terminal and report.html.
@@ -149,6 +155,27 @@ pub fn lines(s: &RunSummary) -> Vec<(&'static str, String)> {
             ),
         ));
     }
+    let mut phases: Vec<(&String, &crate::report::summary::PhaseNumbers)> = s.by_phase.iter().collect();
+    phases.sort_by(|a, b| a.1.start_s.total_cmp(&b.1.start_s));
+    for (name, p) in phases {
+        let waits: Vec<String> = p
+            .latency_ms
+            .queue_wait
+            .iter()
+            .filter(|(_, w)| w.count > 0)
+            .map(|(class, w)| format!("{class} {:.1}", w.p95))
+            .collect();
+        rows.push((
+            "phase",
+            format!(
+                "{name}{}: {:.0} jobs/s · claim p99 {:.2} ms · queue wait p95 {} ms",
+                if p.warmup { " (warm-up)" } else { "" },
+                p.throughput.jobs_per_sec,
+                p.latency_ms.claim.p99,
+                if waits.is_empty() { "–".to_string() } else { waits.join(", ") }
+            ),
+        ));
+    }
     let wk = &s.wakeup;
     let pick = &s.latency_ms.pickup;
     if s.producer.planned > 0 || wk.mode == "listen" || wk.idle_seconds > 0.0 {
@@ -217,6 +244,9 @@ pub fn lines(s: &RunSummary) -> Vec<(&'static str, String)> {
                 s.reaper.marked_dead
             ),
         ));
+    }
+    if let Some(a) = &s.aborted_by {
+        rows.insert(0, ("aborted by", a.clone()));
     }
     rows
 }

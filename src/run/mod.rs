@@ -7,6 +7,7 @@ pub mod conn;
 pub mod faults;
 pub mod horizon;
 pub mod idle;
+pub mod live;
 pub mod producer;
 pub mod reaper;
 pub mod sampler;
@@ -62,6 +63,8 @@ pub struct RunOutput {
     pub failures: Vec<String>,
     /// The rollback probe of a listen run (None when polling).
     pub probe: Option<idle::Probe>,
+    /// The abort-on-fail expectation that stopped the run, with its live value.
+    pub aborted: Option<String>,
 }
 
 /// Runs the plan's workers against `db`. `interrupt` is cancelled by Ctrl-C/SIGTERM.
@@ -107,7 +110,12 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         stop: stop.clone(),
         producers_done: Arc::new(AtomicBool::new(!plan.load.is_open())),
         progress: Arc::new(Progress::default()),
+        live: live::Live::for_plan(plan).map(Arc::new),
         channel,
+    });
+    let watcher = shared.live.clone().map(|l| {
+        let (sh, stop) = (shared.clone(), stop.clone());
+        tokio::spawn(async move { live::watch(&l, &sh.plan, &sh.progress.errors, start, &stop).await })
     });
     let actors = {
         let (sh, stop, config) = (shared.clone(), stop.clone(), config.clone());
@@ -154,6 +162,13 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         failures.extend(failure);
     }
     let duration = start.elapsed();
+    let aborted = match watcher {
+        Some(w) => {
+            w.abort();
+            w.await.ok().flatten()
+        }
+        None => None,
+    };
     // Blockers and vacuum steps finish their schedule even when the workers are done early.
     let mut horizon =
         actors.await.map_err(|e| Error::infra(format!("a horizon blocker or vacuum step panicked: {e}")))?;
@@ -179,5 +194,6 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         timed_out: timed_out.load(Ordering::Relaxed),
         failures,
         probe,
+        aborted,
     })
 }

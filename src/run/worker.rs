@@ -71,6 +71,8 @@ pub struct Shared {
     /// Set once the producers have sent their last arrival (true without producers).
     pub producers_done: Arc<AtomicBool>,
     pub progress: Arc<Progress>,
+    /// Live counters for abort-on-fail expectations (None without any).
+    pub live: Option<Arc<super::live::Live>>,
     /// The channel every connection LISTENs on (wakeup = "listen").
     pub channel: Option<String>,
 }
@@ -123,7 +125,16 @@ impl Worker {
     }
 
     fn log_at(&mut self, t_us: u64, job: &Claimed, kind: EventKind) {
-        self.journal.push(Event { t_us, job: job.id, attempt: job.attempt, worker: self.id, claim: job.seq, kind });
+        self.log_witnessed(t_us, job, kind, None);
+    }
+
+    /// `witness`: for a completion, the job's newest claim when it was sent (live staleness).
+    fn log_witnessed(&mut self, t_us: u64, job: &Claimed, kind: EventKind, witness: Option<(i32, u32, u32)>) {
+        let e = Event { t_us, job: job.id, attempt: job.attempt, worker: self.id, claim: job.seq, kind };
+        if let Some(live) = &self.sh.live {
+            live.observe(&e, witness);
+        }
+        self.journal.push(e);
     }
 
     fn log(&mut self, job: &Claimed, kind: EventKind) {
@@ -271,6 +282,9 @@ impl Worker {
         let jobs = self.claim().await?;
         let claim_us = t0.elapsed().as_micros() as u64;
         self.stats.record(Latency::Claim, t0_us, claim_us);
+        if let Some(live) = &self.sh.live {
+            live.record_claim(claim_us);
+        }
         self.stats.claims += 1;
         self.stats.second(t0_us).claims += 1;
         self.sh.progress.claims.fetch_add(1, Ordering::Relaxed);
@@ -506,11 +520,12 @@ impl Worker {
                 (&conn.complete, &self.sh.plan.strategy.complete.params)
             };
             let v = self.values(Some(job), backoff, code);
+            let witness = self.sh.live.as_ref().and_then(|l| l.latest_claim(job.id));
             let sent = Instant::now();
             match conn.client.execute(stmt, &v.bind(params)).await {
                 Ok(rows) => {
                     self.stats.record(Latency::Complete, t, sent.elapsed().as_micros() as u64);
-                    self.log_at(t, job, if rows > 0 { kinds.0 } else { kinds.1 });
+                    self.log_witnessed(t, job, if rows > 0 { kinds.0 } else { kinds.1 }, witness);
                     if rows > 0 && !fail {
                         self.stats.second(t).completions += 1;
                         self.sh.progress.completed.fetch_add(1, Ordering::Relaxed);

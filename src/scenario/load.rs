@@ -62,8 +62,26 @@ pub fn parse_text(text: &str) -> std::result::Result<RawScenario, String> {
     toml::from_str::<RawScenario>(text).map_err(|e| with_hint(e.to_string()))
 }
 
-/// Adds "did you mean `count`?" to serde's "unknown field `coutn`, expected one of …".
+/// Adds "did you mean `count`?" to serde's "unknown field `coutn`, expected one of …",
+/// and what to add to "missing field `complete`".
 fn with_hint(message: String) -> String {
+    // serde names Rust types; a scenario author thinks in TOML values.
+    let message = [
+        ("expected i64", "expected a whole number"),
+        ("expected u64", "expected a whole number"),
+        ("expected u32", "expected a whole number"),
+        ("expected f64", "expected a number"),
+        ("expected a sequence", "expected a list [ … ]"),
+        ("expected a map", "expected a table { … }"),
+    ]
+    .iter()
+    .fold(message, |m, (from, to)| m.replace(from, to));
+    if let Some(field) = message.split("missing field `").nth(1).and_then(|r| r.split('`').next()) {
+        return format!(
+            "{}\nadd `{field} = …` to the table shown above (README, \"Scenario files\", lists every key)",
+            message.trim_end()
+        );
+    }
     let Some(pos) = message.find("unknown field `").or_else(|| message.find("unknown variant `")) else {
         return message;
     };

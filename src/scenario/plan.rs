@@ -6,7 +6,7 @@ use super::faults::{self, Fault, JobType};
 use super::horizon::{self, Blocker, VacuumStep};
 use super::load::Source;
 use super::load_model::{self, DEFAULT_CLASS, LoadModel};
-use super::raw::{Fencing, Mode, RawScenario, Reclaim};
+use super::raw::{Fencing, Mode, RawExpect, RawScenario, Reclaim};
 use super::units::{format_duration, parse_duration};
 use crate::error::{Error, Result};
 use crate::gate::{self, Expectation};
@@ -57,6 +57,8 @@ pub struct Plan {
     pub effects_table: bool,
     pub pg_settings: Vec<(String, String)>,
     pub expectations: Vec<Expectation>,
+    /// `[baseline.tolerance]` on top of the defaults.
+    pub tolerances: crate::compare::Tolerances,
     /// `run.time_scale`: every duration above is already multiplied by it
     /// (`scale.rs`); reports divide measured times by it again.
     pub time_scale: f64,
@@ -265,20 +267,41 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         .collect::<Result<Vec<_>>>()?;
     let class_names: Vec<&str> = raw.jobs.classes.iter().map(|c| c.name.as_str()).collect();
     let vacuum_names: Vec<&str> = raw.vacuum.iter().map(|v| v.name.as_str()).collect();
-    let metric_names = crate::report::summary::RunSummary::metric_names(&class_names, &vacuum_names);
+    let phase_names: Vec<&str> = raw.run.phases.iter().map(|p| p.name.as_str()).collect();
+    let metric_names = crate::report::summary::RunSummary::metric_names(&class_names, &vacuum_names, &phase_names);
     let expectations = raw
         .expect
         .iter()
-        .map(|(metric, expr)| {
-            gate::parse_expectation(metric, expr, &metric_names).map_err(|e| err(&format!("expect.{metric}"), e))
+        .map(|(metric, e)| {
+            let parsed = match e {
+                RawExpect::Expr(expr) => gate::parse_expectation(metric, expr, &metric_names),
+                RawExpect::Table(t) if t.expr.contains("abort") => {
+                    Err("write abort = true beside expr, not inside it".to_string())
+                }
+                RawExpect::Table(t) => {
+                    let expr = if t.abort { format!("{}, abort", t.expr) } else { t.expr.clone() };
+                    gate::parse_expectation(metric, &expr, &metric_names)
+                }
+            };
+            parsed.map_err(|e| err(&format!("expect.{metric}"), e))
         })
         .collect::<Result<Vec<_>>>()?;
+    let tolerances = crate::compare::Tolerances::from_pairs(raw.baseline.tolerance.iter(), &metric_names)
+        .map_err(|(k, e)| err(&format!("baseline.tolerance.{k}"), e))?;
     let heartbeat = match raw.lease.heartbeat.as_str() {
         "off" => None,
         text => Some(duration("lease.heartbeat", text)?),
     };
-    if heartbeat.is_some_and(|h| h.is_zero() || h >= lease) {
-        return Err(err("lease.heartbeat", "must be shorter than lease.duration (and above 0), or \"off\"".into()));
+    if let Some(h) = heartbeat.filter(|h| h.is_zero() || *h >= lease) {
+        return Err(err(
+            "lease.heartbeat",
+            format!(
+                "{} must be above 0 and shorter than lease.duration ({}): a heartbeat extends the lease before it \
+                 runs out (a third of the lease is usual), or \"off\"",
+                format_duration(h),
+                format_duration(lease)
+            ),
+        ));
     }
     if raw.lease.reclaim == Reclaim::Inline
         && raw.workers.strategy != "skip-locked-inline-reclaim"
@@ -394,6 +417,7 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         effects_table: raw.run.effects_table,
         pg_settings,
         expectations,
+        tolerances,
         time_scale,
     };
     if let Err(e) = super::scale::apply(&mut plan) {

@@ -9,12 +9,11 @@
 
 pub mod charts;
 pub mod grid;
-pub mod median;
 pub mod output;
 pub mod recommend;
 pub mod results;
 
-use crate::cli::{Overrides, RunArgs, SweepArgs};
+use crate::cli::{BaselineArgs, Overrides, RunArgs, SweepArgs};
 use crate::error::{Error, ExitCode, Result};
 use crate::pipeline::{run_id, run_one};
 use crate::report;
@@ -44,8 +43,16 @@ pub async fn sweep(args: &SweepArgs, interrupt: &CancellationToken) -> Result<Ex
         out: None,
         seed: Some(first.seed),
         keep: false,
+        schema: None,
+        reuse: false,
         yes: args.yes,
         quiet: true,
+        expect: Vec::new(),
+        repeat: 1,
+        save_baseline: None,
+        baseline: None,
+        baseline_args: BaselineArgs { baseline_dir: PathBuf::from("baselines"), tolerance: Vec::new() },
+        github: false,
     };
     let total = plans.len();
     println!("{}: sweeping {total} cells × {} repeat(s) into {}", first.name, args.repeat, dir.display());

@@ -15,8 +15,8 @@
 //! - batch: among cells whose claim p99 < 100 ms and expired-lease rate
 //!   < 0.5 %, the smallest batch within 5 % of the best of their throughputs.
 
-use super::median::median;
 use super::results::Measured;
+use crate::compare::stats::median;
 use std::collections::BTreeMap;
 
 pub const MIN_LEASE_S: f64 = 30.0;

@@ -2,7 +2,7 @@
 //! the few numbers the recommendation rules read (`Measured`).
 
 use super::grid::Cell;
-use super::median::median;
+use crate::compare::stats::median;
 use crate::report::summary::RunSummary;
 use std::collections::BTreeMap;
 use std::path::PathBuf;

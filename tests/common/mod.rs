@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod pg;
 pub mod schema;
 
 use serde_json::Value;
@@ -63,11 +64,16 @@ pub fn repo(path: &str) -> PathBuf {
 /// `queuebench ARGS --out <tmp>` with a private TMPDIR; DATABASE_URL is removed
 /// unless the test passes --database-url itself.
 pub fn queuebench(args: &[&str]) -> Run {
+    queuebench_env(args, &[])
+}
+
+/// [`queuebench`] with extra environment variables.
+pub fn queuebench_env(args: &[&str], env: &[(&str, &str)]) -> Run {
     let tmp = tempfile::Builder::new().prefix("qbt").tempdir_in("/tmp").unwrap();
     let outdir = tempfile::tempdir().unwrap();
     let out = outdir.path().join("run");
     let mut cmd = bin();
-    cmd.args(args).env("TMPDIR", tmp.path()).env_remove("DATABASE_URL");
+    cmd.args(args).env("TMPDIR", tmp.path()).env_remove("DATABASE_URL").envs(env.iter().copied());
     if args.first() == Some(&"run") {
         cmd.arg("--out").arg(&out);
     }

@@ -1,0 +1,276 @@
+//! Baseline comparison: two sets of runs of one scenario (a saved baseline
+//! and the run just made, or any two summaries), metric by metric, with the
+//! tolerances of `tolerance.rs`. Throughput and latency compare medians over
+//! the repeats; correctness counters compare the worst repeat, so one
+//! duplicate in any repeat fails. The result is a table (terminal,
+//! compare.md, compare.json) and a verdict: exit 1 on any regression.
+
+pub mod stats;
+pub mod store;
+pub mod tolerance;
+
+use crate::report::summary::RunSummary;
+use serde::Serialize;
+use stats::{Spread, num};
+use std::collections::{BTreeMap, BTreeSet};
+pub use tolerance::Tolerances;
+use tolerance::{Kind, LATENCY_SLACK_MS, Rule, kind};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Ok,
+    Better,
+    Regressed,
+    /// In the old runs only (the new runs do not report it).
+    Missing,
+}
+
+impl Verdict {
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::Better => "better",
+            Verdict::Regressed => "REGRESSED",
+            Verdict::Missing => "missing",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub metric: String,
+    pub kind: Kind,
+    pub old: Spread,
+    pub new: Option<Spread>,
+    /// Relative change of the judged value (median, or max for counters); None when old is 0.
+    pub change: Option<f64>,
+    /// What was allowed, in words ("-10%", "+20%", "no rise").
+    pub allowed: String,
+    pub verdict: Verdict,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub old_label: String,
+    pub new_label: String,
+    pub old_runs: usize,
+    pub new_runs: usize,
+    pub rows: Vec<Row>,
+    pub regressed: bool,
+}
+
+impl Comparison {
+    pub fn regressions(&self) -> impl Iterator<Item = &Row> {
+        self.rows.iter().filter(|r| r.verdict == Verdict::Regressed)
+    }
+}
+
+fn values(runs: &[RunSummary]) -> Vec<BTreeMap<String, f64>> {
+    runs.iter().map(RunSummary::metrics).collect()
+}
+
+fn spread(metrics: &[BTreeMap<String, f64>], metric: &str) -> Option<Spread> {
+    let v: Vec<f64> = metrics.iter().filter_map(|m| m.get(metric).copied()).collect();
+    Spread::of(&v)
+}
+
+/// Compares `new` runs with `old` runs of the same scenario.
+pub fn compare(old: &[RunSummary], new: &[RunSummary], tol: &Tolerances, labels: (&str, &str)) -> Comparison {
+    let (om, nm) = (values(old), values(new));
+    let names: BTreeSet<&String> = om.iter().chain(&nm).flat_map(|m| m.keys()).collect();
+    let mut rows = Vec::new();
+    for metric in names {
+        let Some(Rule::Relative(allowed)) = tol.rule(metric) else { continue };
+        let Some(o) = spread(&om, metric) else { continue };
+        let n = spread(&nm, metric);
+        let k = kind(metric);
+        if k != Kind::Counter && o.median == 0.0 && n.is_none_or(|n| n.median == 0.0) {
+            continue; // a latency or rate neither side measured
+        }
+        rows.push(judge(metric, k, o, n, allowed));
+    }
+    let regressed = rows.iter().any(|r| r.verdict == Verdict::Regressed);
+    Comparison {
+        old_label: labels.0.to_string(),
+        new_label: labels.1.to_string(),
+        old_runs: old.len(),
+        new_runs: new.len(),
+        rows,
+        regressed,
+    }
+}
+
+fn judge(metric: &str, k: Kind, o: Spread, n: Option<Spread>, allowed: f64) -> Row {
+    let pick = |s: &Spread| if k == Kind::Counter { s.max } else { s.median };
+    let allowed_text = match (k, allowed) {
+        (Kind::Counter, 0.0) => "no rise".to_string(),
+        (Kind::Higher, a) => format!("-{}%", num(a * 100.0)),
+        (_, a) => format!("+{}%", num(a * 100.0)),
+    };
+    let mut row = Row {
+        metric: metric.to_string(),
+        kind: k,
+        old: o,
+        new: n,
+        change: None,
+        allowed: allowed_text,
+        verdict: Verdict::Ok,
+    };
+    let Some(n) = n else {
+        row.verdict = Verdict::Missing;
+        return row;
+    };
+    let (ov, nv) = (pick(&o), pick(&n));
+    row.change = (ov != 0.0).then(|| (nv - ov) / ov.abs());
+    // How much worse the new value is, as a fraction of the old (positive = worse).
+    let worse = match k {
+        Kind::Higher => ov - nv,
+        Kind::Lower | Kind::Counter => nv - ov,
+    };
+    let limit = ov.abs() * allowed;
+    let slack =
+        if metric.starts_with("latency_ms.") || metric.contains(".latency_ms.") { LATENCY_SLACK_MS } else { 0.0 };
+    row.verdict = if worse > limit && worse > slack {
+        Verdict::Regressed
+    } else if -worse > limit.max(slack) && -worse > 0.0 {
+        Verdict::Better
+    } else {
+        Verdict::Ok
+    };
+    row
+}
+
+/// The comparison as a Markdown table (compare.md, the GitHub step summary).
+pub fn markdown(c: &Comparison) -> String {
+    let mut out = format!(
+        "Baseline comparison: {} ({} run{}) → {} ({} run{}). Values: median (min–max) over runs; correctness counters are judged on their worst run.\n\n",
+        c.old_label,
+        c.old_runs,
+        if c.old_runs == 1 { "" } else { "s" },
+        c.new_label,
+        c.new_runs,
+        if c.new_runs == 1 { "" } else { "s" }
+    );
+    out.push_str("| metric | old | new | change | allowed | verdict |\n|---|---:|---:|---:|---:|---|\n");
+    for r in &c.rows {
+        let v =
+            if r.verdict == Verdict::Regressed { "**REGRESSED**".to_string() } else { r.verdict.word().to_string() };
+        let [metric, old, new, change, allowed, _] = cells(r);
+        out.push_str(&format!("| `{metric}` | {old} | {new} | {change} | {allowed} | {v} |\n"));
+    }
+    out.push_str(&format!("\n{}\n", if c.regressed { "**Regression**: exit 1." } else { "No regression." }));
+    out
+}
+
+fn cells(r: &Row) -> [String; 6] {
+    let change = match r.change {
+        Some(c) => format!("{:+.1}%", c * 100.0),
+        None if r.kind == Kind::Counter && r.new.is_some_and(|n| n.max != 0.0) => {
+            format!("+{}", num(r.new.map_or(0.0, |n| n.max)))
+        }
+        None if r.new.is_some_and(|n| n.max != 0.0) => "new".into(),
+        None => "–".into(),
+    };
+    [
+        r.metric.clone(),
+        r.old.show(),
+        r.new.map_or("–".into(), |n| n.show()),
+        change,
+        r.allowed.clone(),
+        r.verdict.word().to_string(),
+    ]
+}
+
+/// The comparison as an aligned terminal table.
+pub fn table(c: &Comparison) -> String {
+    let head = ["metric", "old", "new", "change", "allowed", "verdict"].map(String::from);
+    let rows: Vec<[String; 6]> = std::iter::once(head).chain(c.rows.iter().map(cells)).collect();
+    let width: Vec<usize> = (0..6).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = format!("  baseline {} → {}\n", c.old_label, c.new_label);
+    for r in &rows {
+        let line: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, cell)| {
+                let pad = width[i] - cell.chars().count();
+                if i == 0 || i == 5 {
+                    format!("{cell}{}", " ".repeat(pad))
+                } else {
+                    format!("{}{cell}", " ".repeat(pad))
+                }
+            })
+            .collect();
+        out.push_str(&format!("  {}\n", line.join("  ").trim_end()));
+    }
+    out.push_str(&format!(
+        "  {}\n",
+        if c.regressed { "REGRESSION against the baseline" } else { "no regression against the baseline" }
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(jobs_per_sec: f64, claim_p99: f64, duplicates: u64) -> RunSummary {
+        let mut s = RunSummary::default();
+        s.throughput.jobs_per_sec = jobs_per_sec;
+        s.latency_ms.claim.p99 = claim_p99;
+        s.latency_ms.claim.count = 100;
+        s.executions.duplicate = duplicates;
+        s
+    }
+
+    fn verdict(c: &Comparison, metric: &str) -> Verdict {
+        c.rows.iter().find(|r| r.metric == metric).unwrap_or_else(|| panic!("no row {metric}")).verdict
+    }
+
+    #[test]
+    fn a_synthetic_regression_fails() {
+        let t = Tolerances::default();
+        let c = compare(&[run(1000.0, 10.0, 0)], &[run(850.0, 10.0, 0)], &t, ("old", "new"));
+        assert!(c.regressed);
+        assert_eq!(verdict(&c, "throughput.jobs_per_sec"), Verdict::Regressed);
+        let c = compare(&[run(1000.0, 10.0, 0)], &[run(1000.0, 13.0, 0)], &t, ("old", "new"));
+        assert_eq!(verdict(&c, "latency_ms.claim.p99"), Verdict::Regressed);
+        assert!(table(&c).contains("REGRESSED") && markdown(&c).contains("**REGRESSED**"));
+    }
+
+    #[test]
+    fn noise_within_tolerance_passes() {
+        let t = Tolerances::default();
+        let old = [run(1000.0, 10.0, 0), run(1040.0, 11.0, 0), run(960.0, 9.0, 0)];
+        let new = [run(930.0, 11.5, 0), run(980.0, 12.0, 0), run(700.0, 30.0, 0)];
+        let c = compare(&old, &new, &t, ("old", "new"));
+        assert!(!c.regressed, "{}", table(&c));
+        assert_eq!(verdict(&c, "throughput.jobs_per_sec"), Verdict::Ok, "median 930 vs 1000 is a 7% drop");
+        let r = c.rows.iter().find(|r| r.metric == "throughput.jobs_per_sec").unwrap();
+        assert_eq!((r.new.unwrap().min, r.new.unwrap().max), (700.0, 980.0), "min and max are shown too");
+        // A sub-millisecond rise is never a regression even when it is +100 %.
+        let c = compare(&[run(1000.0, 0.3, 0)], &[run(1000.0, 0.6, 0)], &t, ("old", "new"));
+        assert_eq!(verdict(&c, "latency_ms.claim.p99"), Verdict::Ok);
+        assert_eq!(
+            verdict(
+                &compare(&[run(1000.0, 10.0, 0)], &[run(1300.0, 5.0, 0)], &t, ("o", "n")),
+                "throughput.jobs_per_sec"
+            ),
+            Verdict::Better
+        );
+    }
+
+    #[test]
+    fn one_duplicate_in_any_repeat_fails() {
+        let t = Tolerances::default();
+        let old = [run(1000.0, 10.0, 0), run(1000.0, 10.0, 0), run(1000.0, 10.0, 0)];
+        let new = [run(1000.0, 10.0, 0), run(1000.0, 10.0, 1), run(1000.0, 10.0, 0)];
+        let c = compare(&old, &new, &t, ("old", "new"));
+        assert_eq!(verdict(&c, "executions.duplicate"), Verdict::Regressed, "the median is 0 but one repeat had one");
+        assert!(c.regressed);
+        // Turned off, it is not compared.
+        let mut off = Tolerances::default();
+        off.rules.insert("executions.duplicate".into(), Rule::Off);
+        assert!(!compare(&old, &new, &off, ("old", "new")).rows.iter().any(|r| r.metric == "executions.duplicate"));
+    }
+}

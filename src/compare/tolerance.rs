@@ -1,0 +1,151 @@
+//! Which metrics a baseline comparison judges, in which direction, and how
+//! much change it forgives. Defaults: throughput may drop 10 %, latency p99
+//! may rise 20 % (and never fails on a rise under 1 ms), correctness
+//! counters may not rise at all and are judged on their worst repeat.
+//! `[baseline.tolerance]` and `--tolerance METRIC=VALUE` override them.
+
+use crate::gate::expect::resolve;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Latency rises smaller than this never count as a regression (sub-millisecond jitter).
+pub const LATENCY_SLACK_MS: f64 = 1.0;
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub enum Rule {
+    /// May get worse by at most this fraction (0.1 = 10 %).
+    Relative(f64),
+    /// Not compared.
+    Off,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Kind {
+    /// Higher is better (throughput); judged on the median.
+    Higher,
+    /// Lower is better (latency); judged on the median.
+    Lower,
+    /// A correctness counter: judged on the worst repeat (max), never averaged.
+    Counter,
+}
+
+/// The correctness counters compared by default (besides every `checks.<name>`).
+pub const COUNTERS: &[&str] = &[
+    "executions.duplicate",
+    "jobs.lost",
+    "completions.stale_accepted",
+    "ownership.overlapping_jobs",
+    "jobs.attempts_exceeded",
+    "jobs.stuck_running",
+];
+
+pub fn kind(metric: &str) -> Kind {
+    if metric.starts_with("checks.") || COUNTERS.contains(&metric) {
+        Kind::Counter
+    } else if metric.contains("throughput.") || metric.ends_with("_per_sec") {
+        Kind::Higher
+    } else {
+        Kind::Lower
+    }
+}
+
+/// The default rule for a metric, None when it is not compared by default.
+pub fn default_rule(metric: &str) -> Option<Rule> {
+    let p99_latency = metric.starts_with("latency_ms.")
+        && metric.ends_with(".p99")
+        && ["claim.", "complete.", "end_to_end.", "queue_wait."].iter().any(|m| metric[11..].starts_with(m));
+    match kind(metric) {
+        Kind::Counter => Some(Rule::Relative(0.0)),
+        Kind::Higher if metric == "throughput.jobs_per_sec" || metric == "throughput.claims_per_sec" => {
+            Some(Rule::Relative(0.10))
+        }
+        Kind::Lower if p99_latency => Some(Rule::Relative(0.20)),
+        _ => None,
+    }
+}
+
+/// Overrides on top of the defaults, by flat metric path.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tolerances {
+    pub rules: BTreeMap<String, Rule>,
+}
+
+impl Tolerances {
+    /// From `("metric", "10%")` pairs; an error names the key and says what is accepted.
+    pub fn from_pairs<'a>(
+        pairs: impl Iterator<Item = (&'a String, &'a String)>,
+        names: &[String],
+    ) -> Result<Tolerances, (String, String)> {
+        let mut t = Tolerances::default();
+        for (k, v) in pairs {
+            t.set(k, v, names).map_err(|e| (k.clone(), e))?;
+        }
+        Ok(t)
+    }
+
+    /// `--tolerance METRIC=VALUE`.
+    pub fn set_cli(&mut self, text: &str, names: &[String]) -> Result<(), String> {
+        let (k, v) = text
+            .rsplit_once('=')
+            .ok_or_else(|| format!("--tolerance `{text}`: write METRIC=VALUE, e.g. throughput.jobs_per_sec=5%"))?;
+        self.set(k.trim(), v.trim(), names).map_err(|e| format!("--tolerance: {e}"))
+    }
+
+    fn set(&mut self, name: &str, value: &str, names: &[String]) -> Result<(), String> {
+        let metric = resolve(name)?;
+        if !names.contains(&metric) {
+            return Err(crate::gate::expect::unknown_metric(name, &metric, names));
+        }
+        let rule = parse_rule(value)?;
+        self.rules.insert(metric, rule);
+        Ok(())
+    }
+
+    pub fn rule(&self, metric: &str) -> Option<Rule> {
+        self.rules.get(metric).copied().or_else(|| default_rule(metric))
+    }
+
+    pub fn merge(&mut self, other: &Tolerances) {
+        self.rules.extend(other.rules.iter().map(|(k, v)| (k.clone(), *v)));
+    }
+}
+
+/// `"10%"`, `"0"`, `"0.5%"` or `"off"`.
+pub fn parse_rule(value: &str) -> Result<Rule, String> {
+    let v = value.trim();
+    if v == "off" {
+        return Ok(Rule::Off);
+    }
+    let n = v.strip_suffix('%').unwrap_or(v).trim();
+    match n.parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 && (v.ends_with('%') || x == 0.0) => Ok(Rule::Relative(x / 100.0)),
+        _ => Err(format!("`{value}`: accepted: a percentage like \"10%\", \"0\" (no change allowed) or \"off\"")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::summary::RunSummary;
+
+    #[test]
+    fn defaults_and_overrides() {
+        assert_eq!(default_rule("throughput.jobs_per_sec"), Some(Rule::Relative(0.10)));
+        assert_eq!(default_rule("latency_ms.claim.p99"), Some(Rule::Relative(0.20)));
+        assert_eq!(default_rule("latency_ms.queue_wait.low.p99"), Some(Rule::Relative(0.20)));
+        assert_eq!(default_rule("latency_ms.claim.p50"), None);
+        assert_eq!(default_rule("checks.exactly_once"), Some(Rule::Relative(0.0)));
+        assert_eq!(kind("by_phase.steady.throughput.jobs_per_sec"), Kind::Higher);
+        let names = RunSummary::metric_names(&["low"], &[], &["steady"]);
+        let mut t = Tolerances::default();
+        t.set_cli("latency_ms.claim.p99=50%", &names).unwrap();
+        t.set_cli("latency_ms.queue_wait{class=low}.p95 = 5%", &names).unwrap();
+        t.set_cli("executions.duplicate=off", &names).unwrap();
+        assert_eq!(t.rule("latency_ms.claim.p99"), Some(Rule::Relative(0.5)));
+        assert_eq!(t.rule("latency_ms.queue_wait.low.p95"), Some(Rule::Relative(0.05)));
+        assert_eq!(t.rule("executions.duplicate"), Some(Rule::Off));
+        assert!(t.set_cli("latency_ms.clam.p99=5%", &names).unwrap_err().contains("not a summary metric"));
+        assert!(t.set_cli("latency_ms.claim.p99=5", &names).unwrap_err().contains("accepted"));
+        assert!(t.set_cli("latency_ms.claim.p99", &names).unwrap_err().contains("METRIC=VALUE"));
+    }
+}

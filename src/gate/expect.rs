@@ -1,0 +1,235 @@
+//! Expectations: `"metric" = "op number"` in `[expect]`, or `--expect 'metric op number'`.
+//!
+//! A metric is a summary field by its dotted path (`latency_ms.claim.p99`), a checker by
+//! `checks.<name>` (its violation count), and may select a class or a phase with braces after
+//! the per-class or per-phase field: `latency_ms.queue_wait{class=low}.p95` is the flat
+//! `latency_ms.queue_wait.low.p95`; `throughput.jobs_per_sec{phase=overload}` is
+//! `by_phase.overload.throughput.jobs_per_sec`; both together select a class inside a phase.
+//! A metric that is not in the summary is an error naming the nearest ones, never a silent pass.
+//! `, abort` after the expression (or `{ expr = "== 0", abort = true }`) watches it while the
+//! run goes and stops the run the moment it fails (see `gate::live`).
+
+use super::live;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Op {
+    #[serde(rename = "==")]
+    Eq,
+    #[serde(rename = "!=")]
+    Ne,
+    #[serde(rename = "<")]
+    Lt,
+    #[serde(rename = "<=")]
+    Le,
+    #[serde(rename = ">")]
+    Gt,
+    #[serde(rename = ">=")]
+    Ge,
+}
+
+impl Op {
+    pub fn holds(self, actual: f64, expected: f64) -> bool {
+        match self {
+            Op::Eq => actual == expected,
+            Op::Ne => actual != expected,
+            Op::Lt => actual < expected,
+            Op::Le => actual <= expected,
+            Op::Gt => actual > expected,
+            Op::Ge => actual >= expected,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expectation {
+    /// The metric as written (`latency_ms.queue_wait{class=low}.p95`).
+    pub name: String,
+    /// Its flat path in the summary's metrics (`latency_ms.queue_wait.low.p95`).
+    pub metric: String,
+    pub op: Op,
+    pub value: f64,
+    /// The comparison as written (`"> 0"`), without `, abort`.
+    pub expr: String,
+    /// Stop the run as soon as the live value breaks it.
+    pub abort: bool,
+}
+
+impl Expectation {
+    /// `name expr` as shown in reports (`executions.duplicate == 0`).
+    pub fn label(&self) -> String {
+        format!("{} {}", self.name, self.expr)
+    }
+}
+
+/// The flat metric path of a name with `{class=…,phase=…}` selectors.
+pub fn resolve(name: &str) -> Result<String, String> {
+    let Some(open) = name.find('{') else { return Ok(name.to_string()) };
+    let close = name[open..].find('}').map(|i| open + i).ok_or_else(|| format!("`{name}`: `{{` without `}}`"))?;
+    let (base, inner, rest) = (&name[..open], &name[open + 1..close], &name[close + 1..]);
+    if base.is_empty() || (!rest.is_empty() && !rest.starts_with('.')) || rest.contains(['{', '}']) {
+        return Err(format!(
+            "`{name}`: write selectors right after a field, e.g. latency_ms.queue_wait{{class=low}}.p95"
+        ));
+    }
+    let (mut class, mut phase) = (None, None);
+    for part in inner.split(',') {
+        let (k, v) = part.split_once('=').map(|(k, v)| (k.trim(), v.trim())).unwrap_or((part.trim(), ""));
+        let slot = match k {
+            "class" => &mut class,
+            "phase" => &mut phase,
+            _ => return Err(format!("`{name}`: unknown selector `{k}`; accepted: class=NAME, phase=NAME")),
+        };
+        if v.is_empty() || slot.is_some() {
+            return Err(format!("`{name}`: `{k}` needs one value, e.g. {k}=NAME"));
+        }
+        *slot = Some(v);
+    }
+    let mut flat = String::new();
+    if let Some(p) = phase {
+        flat.push_str(&format!("by_phase.{p}."));
+    }
+    flat.push_str(base);
+    if let Some(c) = class {
+        flat.push_str(&format!(".{c}"));
+    }
+    flat.push_str(rest);
+    Ok(flat)
+}
+
+/// Parses `"> 0"`, `"== 10000"`, `"<= 2.5, abort"` for `name`, checking that it names one of
+/// `names` (from `RunSummary::metric_names` for the scenario's classes, phases and vacuum steps).
+pub fn parse_expectation(name: &str, expr: &str, names: &[String]) -> Result<Expectation, String> {
+    let (expr, abort) = match expr.trim().strip_suffix("abort").map(str::trim_end) {
+        Some(e) if e.ends_with(',') => (e.trim_end_matches(',').trim(), true),
+        _ => (expr.trim(), false),
+    };
+    build(name, expr, abort, names)
+}
+
+/// `--expect 'latency_ms.claim.p99 < 100'` (optionally `, abort` at the end).
+pub fn parse_cli(text: &str, names: &[String]) -> Result<Expectation, String> {
+    let mut depth = 0;
+    let split = text.char_indices().find(|&(_, c)| {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            _ => {}
+        }
+        depth == 0 && matches!(c, '<' | '>' | '=' | '!')
+    });
+    let Some((i, _)) = split else {
+        return Err(format!("--expect `{text}`: write METRIC OP NUMBER, e.g. --expect 'latency_ms.claim.p99 < 100'"));
+    };
+    parse_expectation(text[..i].trim(), &text[i..], names).map_err(|e| format!("--expect: {e}"))
+}
+
+fn build(name: &str, expr: &str, abort: bool, names: &[String]) -> Result<Expectation, String> {
+    let metric = resolve(name)?;
+    if !names.contains(&metric) {
+        return Err(unknown_metric(name, &metric, names));
+    }
+    let (op, rest) = [("==", Op::Eq), ("!=", Op::Ne), ("<=", Op::Le), (">=", Op::Ge), ("<", Op::Lt), (">", Op::Gt)]
+        .into_iter()
+        .find_map(|(tok, op)| expr.strip_prefix(tok).map(|r| (op, r)))
+        .ok_or_else(|| format!("`{expr}` must start with ==, !=, <, <=, > or >=, e.g. \"> 0\""))?;
+    let value: f64 =
+        rest.trim().replace('_', "").parse().map_err(|_| format!("`{expr}`: `{}` is not a number", rest.trim()))?;
+    if !value.is_finite() {
+        return Err(format!("`{expr}`: the number must be finite"));
+    }
+    if abort {
+        live::check_abortable(&metric, op).map_err(|e| format!("`{name}` with abort: {e}"))?;
+    }
+    Ok(Expectation { name: name.to_string(), metric, op, value, expr: expr.to_string(), abort })
+}
+
+/// "`name` is not a summary metric (did you mean …?)" with the three nearest names.
+pub fn unknown_metric(name: &str, metric: &str, names: &[String]) -> String {
+    let mut near: Vec<&String> = names.iter().collect();
+    near.sort_by_key(|n| strsim::levenshtein(n, metric));
+    let near: Vec<String> = near.iter().take(3).map(|n| format!("`{n}`")).collect();
+    let shown = if name == metric { format!("`{name}`") } else { format!("`{name}` (= `{metric}`)") };
+    format!(
+        "{shown} is not a summary metric (did you mean {}?); the metrics are listed in the README under \"summary.json\"",
+        near.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::summary::RunSummary;
+
+    fn names() -> Vec<String> {
+        RunSummary::metric_names(&["low", "high"], &[], &["steady", "overload"])
+    }
+
+    #[test]
+    fn parses_operators() {
+        for (expr, op, v) in
+            [("> 0", Op::Gt, 0.0), ("==10_000", Op::Eq, 10000.0), ("<= 2.5", Op::Le, 2.5), ("!= 1", Op::Ne, 1.0)]
+        {
+            let e = parse_expectation("jobs.lost", expr, &names()).unwrap();
+            assert_eq!((e.op, e.value, e.abort), (op, v, false), "{expr}");
+        }
+    }
+
+    #[test]
+    fn rejects_bad_expressions_and_metrics() {
+        assert!(parse_expectation("jobs.lost", "about 0", &names()).unwrap_err().contains("must start with"));
+        assert!(parse_expectation("jobs.lost", "> zero", &names()).unwrap_err().contains("not a number"));
+        assert!(parse_expectation("jobs.lost", "> inf", &names()).is_err());
+        assert!(parse_expectation("jobs.lots", "== 0", &names()).unwrap_err().contains("did you mean `jobs.lost`"));
+    }
+
+    #[test]
+    fn selectors_name_the_flat_metrics() {
+        let cases = [
+            ("latency_ms.queue_wait{class=low}.p95", "latency_ms.queue_wait.low.p95"),
+            ("throughput.jobs_per_sec{phase=overload}", "by_phase.overload.throughput.jobs_per_sec"),
+            ("latency_ms.claim{phase=steady}.p99", "by_phase.steady.latency_ms.claim.p99"),
+            ("latency_ms.queue_wait{class=low, phase=overload}.p95", "by_phase.overload.latency_ms.queue_wait.low.p95"),
+            (
+                "latency_ms.queue_wait{phase=overload,class=high}.p95",
+                "by_phase.overload.latency_ms.queue_wait.high.p95",
+            ),
+            ("jobs.completed_by_class{class=low}", "jobs.completed_by_class.low"),
+        ];
+        for (name, flat) in cases {
+            let e = parse_expectation(name, "< 2000", &names()).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(e.metric, flat);
+            assert_eq!(e.name, name);
+        }
+        // The flat form still works.
+        assert_eq!(parse_expectation("latency_ms.queue_wait.low.p95", "< 1", &names()).unwrap().metric, cases[0].1);
+    }
+
+    #[test]
+    fn bad_selectors_are_errors_naming_the_fix() {
+        let n = names();
+        let err = |name: &str| parse_expectation(name, "< 1", &n).unwrap_err();
+        assert!(err("latency_ms.queue_wait{class=nobody}.p95").contains("did you mean"));
+        assert!(err("latency_ms.queue_wait{colour=low}.p95").contains("unknown selector `colour`"));
+        assert!(err("latency_ms.queue_wait{class=}.p95").contains("needs one value"));
+        assert!(err("latency_ms.queue_wait{class=low,class=high}.p95").contains("needs one value"));
+        assert!(err("latency_ms.queue_wait{class=low").contains("without"));
+        assert!(err("latency_ms.queue_wait{class=low}p95").contains("right after a field"));
+        assert!(err("throughput.jobs_per_sec{phase=warmup}").contains("did you mean"));
+    }
+
+    #[test]
+    fn command_line_form_and_abort() {
+        let e = parse_cli("latency_ms.claim.p99 < 100", &names()).unwrap();
+        assert_eq!((e.metric.as_str(), e.op, e.value, e.abort), ("latency_ms.claim.p99", Op::Lt, 100.0, false));
+        let e = parse_cli("latency_ms.queue_wait{class=low,phase=steady}.p95<=5", &names()).unwrap();
+        assert_eq!(e.metric, "by_phase.steady.latency_ms.queue_wait.low.p95");
+        let e = parse_cli("executions.duplicate == 0, abort", &names()).unwrap();
+        assert!(e.abort && e.expr == "== 0");
+        assert!(parse_cli("latency_ms.claim.p99", &names()).unwrap_err().contains("METRIC OP NUMBER"));
+        assert!(parse_cli("latency_ms.clam.p99 < 1", &names()).unwrap_err().contains("latency_ms.claim.p99"));
+        // Abort needs an upper bound on a metric that can be watched live.
+        assert!(parse_cli("executions.duplicate > 0, abort", &names()).unwrap_err().contains("upper bound"));
+        assert!(parse_cli("fifo.inverted_pairs == 0, abort", &names()).unwrap_err().contains("watched live"));
+    }
+}

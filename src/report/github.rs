@@ -1,0 +1,133 @@
+//! GitHub Actions: a Markdown summary appended to `$GITHUB_STEP_SUMMARY`
+//! (with `--github`, or automatically when `GITHUB_ACTIONS=true` and the
+//! variable is set) and `::error` annotations for what failed.
+
+use super::summary::RunSummary;
+use crate::compare::stats::num;
+use crate::compare::{Comparison, markdown as compare_markdown};
+use crate::error::{Error, Result};
+use std::io::Write;
+
+/// Should the run write the GitHub summary? `--github`, or running inside GitHub Actions.
+pub fn enabled(flag: bool) -> bool {
+    detect(flag, std::env::var("GITHUB_ACTIONS").ok().as_deref(), std::env::var_os("GITHUB_STEP_SUMMARY").is_some())
+}
+
+fn detect(flag: bool, actions: Option<&str>, has_summary: bool) -> bool {
+    flag || (actions == Some("true") && has_summary)
+}
+
+/// The Markdown for one scenario's runs and comparison.
+pub fn markdown(runs: &[&RunSummary], comparison: Option<&Comparison>) -> String {
+    let Some(first) = runs.first() else { return String::new() };
+    let passed = runs.iter().all(|r| r.passed) && !comparison.is_some_and(|c| c.regressed);
+    let mut out = format!(
+        "### queuebench: `{}` {}\n\n{} run{} · strategy `{}` · {} workers\n\n",
+        first.scenario,
+        if passed { "✅ passed" } else { "❌ FAILED" },
+        runs.len(),
+        if runs.len() == 1 { "" } else { "s" },
+        first.strategy,
+        first.workers
+    );
+    for (i, r) in runs.iter().enumerate() {
+        if let Some(a) = &r.aborted_by {
+            out.push_str(&format!("- run {}: **aborted** by `{a}`\n", i + 1));
+        }
+    }
+    if !first.expectations.is_empty() {
+        out.push_str("| expectation | actual | verdict |\n|---|---:|---|\n");
+        for (k, e) in first.expectations.iter().enumerate() {
+            let actual: Vec<String> =
+                runs.iter().map(|r| r.expectations.get(k).and_then(|e| e.actual).map_or("–".into(), num)).collect();
+            let ok = runs.iter().all(|r| r.expectations.get(k).is_some_and(|e| e.passed));
+            out.push_str(&format!(
+                "| `{} {}` | {} | {} |\n",
+                e.name,
+                e.expression,
+                actual.join(", "),
+                if ok { "ok" } else { "**FAILED**" }
+            ));
+        }
+        out.push('\n');
+    }
+    if let Some(c) = comparison {
+        out.push_str(&compare_markdown(c));
+    }
+    out.push('\n');
+    out
+}
+
+/// Appends to `$GITHUB_STEP_SUMMARY`, or prints to stdout when it is not set.
+pub fn append(text: &str) -> Result<()> {
+    match std::env::var_os("GITHUB_STEP_SUMMARY") {
+        Some(path) => {
+            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| {
+                Error::infra(format!("cannot open $GITHUB_STEP_SUMMARY ({}): {e}", path.to_string_lossy()))
+            })?;
+            f.write_all(text.as_bytes()).map_err(|e| Error::infra(format!("cannot write $GITHUB_STEP_SUMMARY: {e}")))
+        }
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
+/// `::error` workflow commands, one per failed expectation, abort and regression.
+pub fn annotations(runs: &[&RunSummary], comparison: Option<&Comparison>) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in runs {
+        let title = format!("queuebench {}", r.scenario);
+        if let Some(a) = &r.aborted_by {
+            out.push(format!("::error title={title}::aborted by {a}"));
+        }
+        for e in r.expectations.iter().filter(|e| !e.passed) {
+            let actual = e.actual.map_or("missing".into(), num);
+            out.push(format!("::error title={title}::expectation {} {} failed: actual {actual}", e.name, e.expression));
+        }
+    }
+    if let Some(c) = comparison {
+        for r in c.regressions() {
+            out.push(format!(
+                "::error title=queuebench baseline::{} regressed: {} → {} (allowed {})",
+                r.metric,
+                r.old.show(),
+                r.new.map_or("–".into(), |n| n.show()),
+                r.allowed
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::summary::ExpectationResult;
+
+    #[test]
+    fn detection_needs_both_variables_or_the_flag() {
+        assert!(detect(true, None, false));
+        assert!(detect(false, Some("true"), true));
+        assert!(!detect(false, Some("true"), false));
+        assert!(!detect(false, Some("false"), true));
+        assert!(!detect(false, None, true));
+    }
+
+    #[test]
+    fn markdown_and_annotations_name_the_failure_with_its_value() {
+        let mut s = RunSummary { scenario: "smoke".into(), strategy: "naive".into(), workers: 8, ..Default::default() };
+        s.expectations = vec![ExpectationResult {
+            name: "executions.duplicate".into(),
+            expression: "== 0".into(),
+            actual: Some(37.0),
+            passed: false,
+        }];
+        let md = markdown(&[&s], None);
+        assert!(md.starts_with("### queuebench: `smoke` ❌ FAILED"), "{md}");
+        assert!(md.contains("| `executions.duplicate == 0` | 37 | **FAILED** |"), "{md}");
+        let a = annotations(&[&s], None);
+        assert_eq!(a, ["::error title=queuebench smoke::expectation executions.duplicate == 0 failed: actual 37"]);
+    }
+}

@@ -1,0 +1,188 @@
+//! `junit.xml`: one test suite per run, one test case per expectation, per
+//! checker and for the run itself (timed out, interrupted or aborted), and a
+//! `baseline` suite with one case per compared metric. Failure messages
+//! carry the actual value. JUnit failures match exit code 1: a checker that
+//! is violated but not gated by any expectation is reported as *skipped*
+//! with its count (some scenarios exist to show a bug), never as a pass.
+
+use super::summary::RunSummary;
+use crate::compare::stats::num;
+use crate::compare::{Comparison, Verdict};
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+
+fn failure(message: String, ty: &str) -> TestCaseStatus {
+    let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+    s.set_message(message).set_type(ty);
+    s
+}
+
+fn case(name: String, class: String, status: TestCaseStatus, out: Option<String>) -> TestCase {
+    let mut c = TestCase::new(name, status);
+    c.set_classname(class);
+    if let Some(o) = out {
+        c.set_system_out(o);
+    }
+    c
+}
+
+fn run_suite(label: &str, s: &RunSummary) -> TestSuite {
+    let mut suite = TestSuite::new(label.to_string());
+    let class = |part: &str| format!("queuebench.{}.{part}", s.scenario);
+    let stopped = if let Some(a) = &s.aborted_by {
+        Some(format!("aborted by {a}"))
+    } else if s.interrupted {
+        Some("interrupted (Ctrl-C / SIGTERM)".to_string())
+    } else if s.timed_out {
+        Some("hit run.timeout before its stop condition".to_string())
+    } else {
+        None
+    };
+    let status = match &stopped {
+        Some(why) => failure(format!("the run did not finish: {why}"), "run"),
+        None => TestCaseStatus::success(),
+    };
+    suite.add_test_case(case("run finished".into(), class("run"), status, None));
+    for e in &s.expectations {
+        let actual = e.actual.map_or("not in this run's summary".to_string(), num);
+        let status = if e.passed {
+            TestCaseStatus::success()
+        } else {
+            failure(format!("{} {}: actual {actual}", e.name, e.expression), "expectation")
+        };
+        let out = Some(format!("{} {} (actual {actual})", e.name, e.expression));
+        suite.add_test_case(case(format!("expect {} {}", e.name, e.expression), class("expectations"), status, out));
+    }
+    for c in &s.checks {
+        let gate = s.expectations.iter().find(|e| e.name == format!("checks.{}", c.name));
+        let examples = if c.examples.is_empty() { String::new() } else { format!("; example jobs {:?}", c.examples) };
+        let text = format!("{}: {} violation(s): {}{examples}", c.name, c.violations, c.detail);
+        let status = match (c.passed, gate) {
+            (true, _) => TestCaseStatus::success(),
+            (false, Some(g)) if g.passed => TestCaseStatus::success(),
+            (false, Some(_)) => failure(text.clone(), "check"),
+            (false, None) => {
+                let mut st = TestCaseStatus::skipped();
+                st.set_message(format!(
+                    "violated ({} violation(s)) but not gated: add \"checks.{}\" = \"== 0\" to [expect] to fail on it",
+                    c.violations, c.name
+                ));
+                st
+            }
+        };
+        suite.add_test_case(case(format!("check {}", c.name), class("checks"), status, Some(text)));
+    }
+    suite
+}
+
+fn baseline_suite(c: &Comparison) -> TestSuite {
+    let mut suite = TestSuite::new(format!("baseline: {} → {}", c.old_label, c.new_label));
+    for r in &c.rows {
+        let new = r.new.map_or("–".to_string(), |n| n.show());
+        let change = r.change.map_or(String::new(), |x| format!(" ({:+.1}%)", x * 100.0));
+        let text = format!("{}: old {} → new {new}{change}, allowed {}", r.metric, r.old.show(), r.allowed);
+        let status = match r.verdict {
+            Verdict::Regressed => failure(format!("regression: {text}"), "baseline"),
+            _ => TestCaseStatus::success(),
+        };
+        suite.add_test_case(case(format!("baseline {}", r.metric), "queuebench.baseline".into(), status, Some(text)));
+    }
+    suite
+}
+
+/// The XML text for `runs` (label, summary) and an optional baseline comparison.
+pub fn junit(runs: &[(String, &RunSummary)], comparison: Option<&Comparison>) -> String {
+    let mut report = Report::new("queuebench");
+    for (label, s) in runs {
+        report.add_test_suite(run_suite(label, s));
+    }
+    if let Some(c) = comparison {
+        report.add_test_suite(baseline_suite(c));
+    }
+    report.to_string().expect("JUnit XML serialises")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::{Tolerances, compare};
+    use crate::report::summary::{CheckResult, ExpectationResult};
+
+    fn summary() -> RunSummary {
+        let mut s = RunSummary { scenario: "smoke".into(), ..Default::default() };
+        s.expectations = vec![
+            ExpectationResult {
+                name: "executions.duplicate".into(),
+                expression: "== 0".into(),
+                actual: Some(37.0),
+                passed: false,
+            },
+            ExpectationResult { name: "jobs.lost".into(), expression: "== 0".into(), actual: Some(0.0), passed: true },
+        ];
+        s.checks = vec![
+            CheckResult {
+                name: "exactly_once".into(),
+                passed: false,
+                violations: 12,
+                detail: "12 jobs ran twice".into(),
+                examples: vec![4, 9],
+            },
+            CheckResult { name: "no_lost_jobs".into(), passed: true, ..Default::default() },
+        ];
+        s
+    }
+
+    #[test]
+    fn junit_parses_back_with_the_actual_values_in_the_failures() {
+        let s = summary();
+        let mut better = s.clone();
+        better.throughput.jobs_per_sec = 1000.0;
+        let mut worse = s.clone();
+        worse.throughput.jobs_per_sec = 500.0;
+        let cmp = compare(&[better], &[worse], &Tolerances::default(), ("baseline main", "this run"));
+        let xml = junit(&[("smoke".into(), &s)], Some(&cmp));
+        let doc = roxmltree::Document::parse(&xml).expect("junit.xml is well-formed XML");
+        let root = doc.root_element();
+        assert_eq!(root.tag_name().name(), "testsuites");
+        let suites: Vec<_> = root.children().filter(|n| n.has_tag_name("testsuite")).collect();
+        assert_eq!(suites.len(), 2);
+        let cases: Vec<_> = suites[0].children().filter(|n| n.has_tag_name("testcase")).collect();
+        assert_eq!(cases.len(), 1 + 2 + 2, "run + two expectations + two checks");
+        let failure_of = |name: &str| {
+            let c = doc.descendants().find(|n| n.has_tag_name("testcase") && n.attribute("name") == Some(name));
+            let c = c.unwrap_or_else(|| panic!("no testcase {name} in\n{xml}"));
+            c.children().find(|n| n.has_tag_name("failure")).and_then(|f| f.attribute("message")).map(String::from)
+        };
+        assert_eq!(
+            failure_of("expect executions.duplicate == 0").as_deref(),
+            Some("executions.duplicate == 0: actual 37")
+        );
+        assert_eq!(failure_of("expect jobs.lost == 0"), None);
+        assert_eq!(failure_of("run finished"), None);
+        let skipped = doc.descendants().find(|n| n.attribute("name") == Some("check exactly_once")).unwrap();
+        assert!(skipped.children().any(|n| n.has_tag_name("skipped")), "an ungated violation is skipped, not passed");
+        let msg = failure_of("baseline throughput.jobs_per_sec").expect("the throughput drop is a failure");
+        assert!(msg.contains("old 1000 → new 500") && msg.contains("-50.0%"), "{msg}");
+        assert_eq!(suites[0].attribute("failures"), Some("1"));
+    }
+
+    #[test]
+    fn gated_checks_and_aborted_runs_fail() {
+        let mut s = summary();
+        s.expectations.push(ExpectationResult {
+            name: "checks.exactly_once".into(),
+            expression: "== 0".into(),
+            actual: Some(12.0),
+            passed: false,
+        });
+        s.aborted_by = Some("executions.duplicate == 0, abort (live value 3 at 0.4 s)".into());
+        let xml = junit(&[("smoke".into(), &s)], None);
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let failed: Vec<&str> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("testcase") && n.children().any(|c| c.has_tag_name("failure")))
+            .filter_map(|n| n.attribute("name"))
+            .collect();
+        assert!(failed.contains(&"check exactly_once") && failed.contains(&"run finished"), "{failed:?}");
+        assert!(xml.contains("aborted by executions.duplicate == 0"));
+    }
+}

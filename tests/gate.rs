@@ -1,0 +1,155 @@
+//! The CI gate end to end against real ephemeral clusters: save a baseline,
+//! pass against it, then fail it with exit 1 and a readable JUnit failure
+//! when a change makes duplicates appear (strategy naive) or throughput drop
+//! (200 ms of work per job). Directions only, with wide margins: a 0 ms job
+//! burn-down runs at hundreds of jobs/s here, 8 workers × 200 ms cap at 40.
+
+mod common;
+
+use common::{Run, queuebench, repo};
+
+/// skip-locked, 200 jobs, the scenario's own expectations replaced by a gate on exactly-once.
+fn gate_run(baseline_dir: &str, extra: &[&str]) -> Run {
+    let scenario = repo("scenarios/skip-locked.toml");
+    let mut args = vec![
+        "run",
+        scenario.to_str().unwrap(),
+        "--set",
+        "jobs.preload=200",
+        "--set",
+        "expect={}",
+        "--expect",
+        "checks.exactly_once == 0",
+        "--expect",
+        "jobs.lost == 0",
+        "--baseline-dir",
+        baseline_dir,
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    queuebench(&args)
+}
+
+/// (testcase name, failure message) of every failed test case in the run's junit.xml.
+fn junit_failures(run: &Run) -> Vec<(String, String)> {
+    let xml = std::fs::read_to_string(run.out.join("junit.xml")).expect("junit.xml in the run folder");
+    let doc = roxmltree::Document::parse(&xml).expect("junit.xml parses");
+    doc.descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .filter_map(|c| {
+            let f = c.children().find(|n| n.has_tag_name("failure"))?;
+            Some((c.attribute("name")?.to_string(), f.attribute("message").unwrap_or_default().to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn baseline_gate_passes_unchanged_and_fails_on_duplicates_or_a_throughput_drop() {
+    let dir = tempfile::tempdir().unwrap();
+    let bdir = dir.path().to_str().unwrap();
+
+    let saved = gate_run(bdir, &["--save-baseline", "main", "--repeat", "2"]);
+    assert_eq!(saved.code, 0, "{}\n{}", saved.stdout, saved.stderr);
+    let baseline: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("main/skip-locked.json")).unwrap()).unwrap();
+    assert_eq!(baseline["runs"].as_array().map(Vec::len), Some(2), "one summary per repeat");
+    for k in ["repeat-1", "repeat-2"] {
+        assert!(saved.out.join(k).join("summary.json").is_file(), "{k} missing");
+    }
+    let xml = std::fs::read_to_string(saved.out.join("junit.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    assert_eq!(doc.descendants().filter(|n| n.has_tag_name("testsuite")).count(), 2, "a suite per repeat");
+    assert_eq!(junit_failures(&saved), [], "a passing run has no JUnit failure");
+
+    // The same code again passes. Timing metrics get wide tolerances here (a shared 2-core
+    // machine); the correctness counters keep their default: no rise at all.
+    let loose = ["throughput.jobs_per_sec=90%", "throughput.claims_per_sec=90%"];
+    let mut args = vec!["--baseline", "main"];
+    for t in &loose {
+        args.extend(["--tolerance", t]);
+    }
+    for m in ["claim", "complete", "end_to_end", "queue_wait{class=default}"] {
+        args.extend(["--tolerance", Box::leak(format!("latency_ms.{m}.p99=off").into_boxed_str())]);
+    }
+    let same = gate_run(bdir, &args);
+    assert_eq!(same.code, 0, "{}\n{}", same.stdout, same.stderr);
+    assert!(same.out.join("compare.md").is_file() && same.out.join("compare.json").is_file());
+    assert!(std::fs::read_to_string(same.out.join("compare.md")).unwrap().contains("No regression"));
+
+    // A change that makes duplicates appear.
+    let dup = gate_run(bdir, &["--baseline", "main", "--set", "workers.strategy=naive", "--github"]);
+    assert_eq!(dup.code, 1, "{}\n{}", dup.stdout, dup.stderr);
+    let failures = junit_failures(&dup);
+    let expect = failures.iter().find(|(n, _)| n == "expect checks.exactly_once == 0");
+    let (_, msg) = expect.unwrap_or_else(|| panic!("no failed exactly-once expectation in {failures:?}"));
+    let actual: f64 = msg.rsplit("actual ").next().unwrap().parse().unwrap();
+    assert!(actual > 0.0 && actual == dup.check("exactly_once") as f64, "{msg}");
+    let regression = failures.iter().find(|(n, _)| n == "baseline executions.duplicate");
+    let (_, msg) = regression.unwrap_or_else(|| panic!("no duplicate regression in {failures:?}"));
+    assert!(msg.starts_with("regression: executions.duplicate: old 0 → new "), "{msg}");
+    assert!(dup.stdout.contains("baseline executions.duplicate"), "--quiet names the regression:\n{}", dup.stdout);
+    // --github without $GITHUB_STEP_SUMMARY prints the Markdown and the annotations.
+    assert!(dup.stdout.contains("### queuebench: `skip-locked` ❌ FAILED"), "{}", dup.stdout);
+    assert!(dup.stdout.contains("::error title=queuebench baseline::executions.duplicate regressed"), "{}", dup.stdout);
+
+    // `compare` reads the same folders: the saved repeats against the duplicating run.
+    let old = saved.out.to_str().unwrap();
+    let c = common::bin().args(["compare", old, dup.out.to_str().unwrap()]).output().unwrap();
+    let text = String::from_utf8_lossy(&c.stdout);
+    assert_eq!(c.status.code(), Some(1), "{text}");
+    assert!(text.contains("executions.duplicate") && text.contains("REGRESSED"), "{text}");
+    let c = common::bin().args(["compare", old, old]).output().unwrap();
+    assert_eq!(c.status.code(), Some(0), "a run set against itself: {}", String::from_utf8_lossy(&c.stdout));
+
+    // A change that makes throughput drop far beyond 10 %.
+    let slow = gate_run(bdir, &["--baseline", "main", "--set", "workers.work=200ms"]);
+    assert_eq!(slow.code, 1, "{}\n{}", slow.stdout, slow.stderr);
+    let failures = junit_failures(&slow);
+    assert!(failures.iter().all(|(n, _)| n.starts_with("baseline ")), "only the baseline fails: {failures:?}");
+    let (_, msg) =
+        failures.iter().find(|(n, _)| n == "baseline throughput.jobs_per_sec").expect("throughput regressed");
+    assert!(msg.contains("allowed -10%"), "{msg}");
+    assert!(slow.num("throughput.jobs_per_sec") < 45.0, "8 workers × 200 ms cannot exceed 40 jobs/s");
+}
+
+#[test]
+fn an_abort_expectation_stops_a_duplicating_run_early() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = gate_run(
+        dir.path().to_str().unwrap(),
+        &[
+            "--set",
+            "jobs.preload=5000",
+            "--set",
+            "workers.strategy=naive",
+            "--expect",
+            "executions.duplicate == 0, abort",
+        ],
+    );
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    let s = run.summary();
+    let by = s["aborted_by"].as_str().expect("aborted_by is set");
+    assert!(by.starts_with("executions.duplicate == 0 (live value "), "{by}");
+    assert!(run.num("jobs.completed") < 5000.0, "the run stopped before the 5000 jobs were done");
+    assert!(run.stdout.contains("aborted by executions.duplicate == 0"), "{}", run.stdout);
+    let failures = junit_failures(&run);
+    assert!(failures.iter().any(|(n, m)| n == "run finished" && m.contains("aborted by")), "{failures:?}");
+    run.assert_clean();
+}
+
+#[test]
+fn unknown_metrics_in_expect_and_tolerance_exit_2_before_anything_starts() {
+    let scenario = repo("scenarios/skip-locked.toml");
+    let f = scenario.to_str().unwrap();
+    let r = queuebench(&["run", f, "--expect", "latency_ms.queue_wait{class=nobody}.p95 < 5"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("latency_ms.queue_wait.nobody.p95") && r.stderr.contains("did you mean"), "{}", r.stderr);
+    assert!(!r.out.exists(), "nothing was created");
+    let r = queuebench(&["run", f, "--tolerance", "throughput.jobs_per_sec=fast"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("accepted"), "{}", r.stderr);
+    let dir = tempfile::tempdir().unwrap();
+    let r = queuebench(&["run", f, "--baseline", "nope", "--baseline-dir", dir.path().to_str().unwrap()]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--save-baseline nope") && !r.out.exists(), "{}", r.stderr);
+}
