@@ -133,6 +133,9 @@ pub struct RunArgs {
     pub baseline: Option<String>,
     #[command(flatten)]
     pub baseline_args: BaselineArgs,
+    /// Multiply every duration of the scenarios (same as --set run.time_scale=X); reports stay in scenario time.
+    #[arg(long, value_name = "X")]
+    pub time_scale: Option<f64>,
     /// Append a Markdown summary to $GITHUB_STEP_SUMMARY (automatic when GITHUB_ACTIONS=true and it is set).
     #[arg(long)]
     pub github: bool,

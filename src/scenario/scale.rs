@@ -82,6 +82,18 @@ pub fn apply(plan: &mut Plan) -> Result<(), String> {
     Ok(())
 }
 
+/// `--set` overrides plus `--time-scale X` as one more (`run.time_scale=X`); both at once is an error.
+pub fn with_flag(sets: &[String], scale: Option<f64>) -> Result<Vec<String>, String> {
+    let mut out = sets.to_vec();
+    if let Some(k) = scale {
+        if sets.iter().any(|s| s.split('=').next().map(str::trim) == Some("run.time_scale")) {
+            return Err("give the time scale once: --time-scale or --set run.time_scale, not both".into());
+        }
+        out.push(format!("run.time_scale={k}"));
+    }
+    Ok(out)
+}
+
 fn at_least_1ms(key: &str, d: Duration, k: f64) -> Result<Duration, String> {
     let scaled = d.mul_f64(k);
     if scaled < MIN {
@@ -177,6 +189,14 @@ rate = 0.5
         assert_eq!((p.timeout, p.sample_interval), (one.timeout, one.sample_interval));
         // Scale 1 changes nothing.
         assert_eq!((one.lease, one.work), (Duration::from_secs(90), plan("1").unwrap().work));
+    }
+
+    #[test]
+    fn the_flag_is_one_more_override_and_not_twice() {
+        let sets = vec!["workers.count=2".to_string()];
+        assert_eq!(with_flag(&sets, None).unwrap(), sets);
+        assert_eq!(with_flag(&sets, Some(0.01)).unwrap(), ["workers.count=2", "run.time_scale=0.01"]);
+        assert!(with_flag(&["run.time_scale=1".into()], Some(0.5)).unwrap_err().contains("once"));
     }
 
     #[test]

@@ -53,6 +53,7 @@ pub async fn sweep(args: &SweepArgs, interrupt: &CancellationToken) -> Result<Ex
         baseline: None,
         baseline_args: BaselineArgs { baseline_dir: PathBuf::from("baselines"), tolerance: Vec::new() },
         github: false,
+        time_scale: None,
     };
     let total = plans.len();
     println!("{}: sweeping {total} cells × {} repeat(s) into {}", first.name, args.repeat, dir.display());
@@ -87,13 +88,7 @@ fn plan_cells(args: &SweepArgs) -> Result<(Grid, Vec<(Cell, Plan)>)> {
         return Err(Error::usage("--repeat must be at least 1"));
     }
     let grid = grid::parse(&args.set).map_err(Error::usage)?;
-    let mut fixed = grid.fixed.clone();
-    if let Some(k) = args.time_scale {
-        if args.set.iter().any(|s| s.split('=').next().map(str::trim) == Some("run.time_scale")) {
-            return Err(Error::usage("give the time scale once: --time-scale or --set run.time_scale, not both"));
-        }
-        fixed.push(format!("run.time_scale={k}"));
-    }
+    let fixed = scenario::scale::with_flag(&grid.fixed, args.time_scale).map_err(Error::usage)?;
     let cells = grid.cells();
     if cells.len() > MAX_CELLS {
         return Err(Error::usage(format!(
