@@ -20,6 +20,8 @@ pub struct Cli {
 pub enum Command {
     /// Run scenarios against a real PostgreSQL and check what happened.
     Run(RunArgs),
+    /// Run a scenario over a grid of --set values; recommend lease, heartbeat, max attempts and batch.
+    Sweep(SweepArgs),
     /// Rebuild summary.csv, charts/ and report.html of a finished run from its files (no database).
     Report {
         /// A run folder (holding summary.json and timeseries.csv).
@@ -131,6 +133,9 @@ pub struct RunArgs {
     pub baseline: Option<String>,
     #[command(flatten)]
     pub baseline_args: BaselineArgs,
+    /// Multiply every duration of the scenarios (same as --set run.time_scale=X); reports stay in scenario time.
+    #[arg(long, value_name = "X")]
+    pub time_scale: Option<f64>,
     /// Append a Markdown summary to $GITHUB_STEP_SUMMARY (automatic when GITHUB_ACTIONS=true and it is set).
     #[arg(long)]
     pub github: bool,
@@ -144,4 +149,34 @@ pub struct BaselineArgs {
     /// Override a comparison tolerance, e.g. --tolerance throughput.jobs_per_sec=5% (or =0, =off; repeatable).
     #[arg(long = "tolerance", value_name = "METRIC=VALUE")]
     pub tolerance: Vec<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SweepArgs {
+    /// One scenario file.
+    pub file: PathBuf,
+    /// A key and its values, e.g. --set workers.batch=1,10,20,100 (repeatable); one value applies to every cell.
+    #[arg(long = "set", value_name = "KEY=V1,V2,…")]
+    pub set: Vec<String>,
+    /// Run each cell N times and report medians (correctness rates: the worst repeat).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub repeat: u32,
+    /// Multiply every duration of the scenario (same as --set run.time_scale=X).
+    #[arg(long, value_name = "X")]
+    pub time_scale: Option<f64>,
+    /// An existing server instead of an ephemeral cluster per cell (each cell gets its own schema).
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// The sweep's folder (default results/<scenario>/sweep-<id>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Seed for every cell (repeat r uses seed + r).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Run against a --database-url host that is not local.
+    #[arg(long)]
+    pub yes: bool,
+    /// Print only one line per cell and the results path.
+    #[arg(long, short)]
+    pub quiet: bool,
 }

@@ -16,6 +16,7 @@ pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod strategy;
+pub mod sweep;
 pub mod verify;
 
 #[cfg(test)]
@@ -33,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => pipeline::run_files(&args, &interrupt).await,
+        Command::Sweep(args) => sweep::sweep(&args, &interrupt).await,
         Command::Report { dir } => rebuild_report(&dir),
         Command::Compare { old, new, baseline, out } => compare_runs(&old, &new, &baseline, out.as_deref()),
         Command::Validate { files, overrides } => validate(&files, &overrides.set),

@@ -19,8 +19,9 @@ use tokio_util::sync::CancellationToken;
 pub async fn run_files(args: &RunArgs, interrupt: &CancellationToken) -> Result<ExitCode> {
     // Validate every file, --expect and --tolerance before running any: a typo should not cost a run.
     let mut plans = Vec::new();
+    let sets = scenario::scale::with_flag(&args.overrides.set, args.time_scale).map_err(Error::usage)?;
     for f in &args.files {
-        let mut plan = scenario::plan_from_file(f, &args.overrides.set, args.seed)?;
+        let mut plan = scenario::plan_from_file(f, &sets, args.seed)?;
         let names = metric_names(&plan);
         for text in &args.expect {
             plan.expectations.push(gate::parse_cli(text, &names).map_err(Error::usage)?);

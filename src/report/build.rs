@@ -40,6 +40,7 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
         batch: plan.batch,
         work: plan.work.describe(),
         stop: plan.stop.describe(),
+        time_scale: 1.0,
         database: ctx.database,
         interrupted: out.interrupted,
         timed_out: out.timed_out,
@@ -145,6 +146,7 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
         passed: false,
     };
     s.effects.journal = s.executions.total;
+    super::scale::unscale(&mut s, plan);
     s.expectations = gate::evaluate(&plan.expectations, &s);
     s.passed = !s.interrupted && !s.timed_out && s.aborted_by.is_none() && s.expectations.iter().all(|e| e.passed);
     s

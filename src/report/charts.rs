@@ -8,8 +8,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
 use std::sync::Once;
 
-const SIZE: (u32, u32) = (960, 480);
-const FONT: &str = "sans-serif";
+pub(crate) const SIZE: (u32, u32) = (960, 480);
+pub(crate) const FONT: &str = "sans-serif";
 const COLORS: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
     RGBColor(214, 39, 40),
@@ -57,9 +57,10 @@ pub fn bars(chart: &BarChart, dir: &Path, name: &str) -> Result<String> {
     render(dir, name, |area| draw_bars(area, chart), |area| draw_bars(area, chart))
 }
 
-type Drawn = std::result::Result<(), String>;
+pub(crate) type Drawn = std::result::Result<(), String>;
 
-fn render(
+/// Draws one chart into `<dir>/<name>.svg` and `.png` (the same drawing twice); returns the SVG text.
+pub(crate) fn render(
     dir: &Path,
     name: &str,
     svg: impl FnOnce(DrawingArea<SVGBackend, Shift>) -> Drawn,

@@ -19,7 +19,7 @@ fn verdict(ok: bool) -> &'static str {
     if ok { "<span class=ok>ok</span>" } else { "<span class=fail>FAIL</span>" }
 }
 
-fn page(title: &str, body: &str) -> String {
+pub(crate) fn page(title: &str, body: &str) -> String {
     format!(
         "<!doctype html><html lang=en><head><meta charset=utf-8><title>{}</title><style>{STYLE}</style></head><body>{body}</body></html>\n",
         escape(title)

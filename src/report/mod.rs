@@ -9,6 +9,7 @@ pub mod charts;
 pub mod github;
 pub mod html;
 pub mod junit;
+pub mod scale;
 pub mod summary;
 pub mod terminal;
 pub mod timeseries;

@@ -24,6 +24,9 @@ pub struct RunSummary {
     pub batch: u32,
     pub work: String,
     pub stop: String,
+    /// `run.time_scale` (0 in summaries written before it existed: unscaled).
+    /// Times and rates are in the scenario's units; see `report::scale`.
+    pub time_scale: f64,
     pub database: DatabaseInfo,
     /// True when Ctrl-C, SIGTERM or the run timeout stopped the workers early.
     pub interrupted: bool,

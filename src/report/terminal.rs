@@ -62,7 +62,18 @@ pub fn lines(s: &RunSummary) -> Vec<(&'static str, String)> {
     let l = &s.latency_ms.claim;
     let st = &s.stale;
     let f = &s.faults;
-    let mut rows: Vec<(&'static str, String)> = vec![
+    let mut rows: Vec<(&'static str, String)> = Vec::new();
+    if s.time_scale > 0.0 && s.time_scale != 1.0 {
+        rows.push((
+            "time scale",
+            format!(
+                "{} · every duration ran × {0}; times and rates below are in the scenario's units, \
+                 claim/complete latencies in real ms",
+                s.time_scale
+            ),
+        ));
+    }
+    rows.extend([
         (
             "jobs",
             format!(
@@ -109,7 +120,7 @@ pub fn lines(s: &RunSummary) -> Vec<(&'static str, String)> {
             "errors",
             if s.errors.total == 0 { "none".into() } else { format!("{} {:?}", s.errors.total, s.errors.by_code) },
         ),
-    ];
+    ]);
     if st.fails_accepted + st.fails_rejected + st.heartbeats_accepted + st.heartbeats_rejected > 0 {
         rows.push((
             "fail/heartbeat",

@@ -8,6 +8,7 @@ pub mod load;
 pub mod load_model;
 pub mod plan;
 pub mod raw;
+pub mod scale;
 pub mod units;
 
 pub use plan::{Plan, Stop, WorkModel};

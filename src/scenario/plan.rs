@@ -59,6 +59,9 @@ pub struct Plan {
     pub expectations: Vec<Expectation>,
     /// `[baseline.tolerance]` on top of the defaults.
     pub tolerances: crate::compare::Tolerances,
+    /// `run.time_scale`: every duration above is already multiplied by it
+    /// (`scale.rs`); reports divide measured times by it again.
+    pub time_scale: f64,
 }
 
 /// Backoff before a failed or reclaimed job runs again: min(cap, base × 2^(attempt-1)),
@@ -153,6 +156,13 @@ pub enum WorkModel {
         p50: Duration,
         p99: Duration,
     },
+    /// Hits three measured percentiles exactly: log-normal pieces joined at
+    /// p50, p95 and p99 (the tails continue the outer pieces' slopes).
+    Quantiles {
+        p50: Duration,
+        p95: Duration,
+        p99: Duration,
+    },
 }
 
 impl WorkModel {
@@ -162,6 +172,9 @@ impl WorkModel {
             WorkModel::Uniform { min, max } => format!("uniform {}..{}", format_duration(*min), format_duration(*max)),
             WorkModel::LogNormal { p50, p99 } => {
                 format!("lognormal p50 {} p99 {}", format_duration(*p50), format_duration(*p99))
+            }
+            WorkModel::Quantiles { p50, p95, p99 } => {
+                format!("p50 {} p95 {} p99 {}", format_duration(*p50), format_duration(*p95), format_duration(*p99))
             }
         }
     }
@@ -189,6 +202,13 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         }
         Ok(v as u32)
     };
+    let time_scale = raw.run.time_scale;
+    if !(time_scale.is_finite() && super::scale::RANGE.contains(&time_scale)) {
+        return Err(err(
+            "run.time_scale",
+            format!("must be between 0.0001 and 1000 (0.01 runs 70 s of work in 0.7 s), got {time_scale}"),
+        ));
+    }
     let workers = positive("workers.count", raw.workers.count)?;
     let batch = positive("workers.batch", raw.workers.batch)?;
     let max_attempts = positive("jobs.max_attempts", raw.jobs.max_attempts)? as i32;
@@ -360,7 +380,7 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         "off" => None,
         text => Some(duration("run.plan_probe", text)?.max(Duration::from_millis(100))),
     };
-    Ok(Plan {
+    let mut plan = Plan {
         blockers,
         vacuum,
         table_settings,
@@ -398,7 +418,12 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         pg_settings,
         expectations,
         tolerances,
-    })
+        time_scale,
+    };
+    if let Err(e) = super::scale::apply(&mut plan) {
+        return Err(Error::usage(format!("{}: {e}", plan.source.locate("run.time_scale"))));
+    }
+    Ok(plan)
 }
 
 /// `[workers] idle_backoff / idle_jitter / wakeup / fallback_poll`; an error names its key.
@@ -509,7 +534,7 @@ fn idle(w: &super::raw::RawWorkers) -> std::result::Result<Idle, (String, String
 }
 
 fn work_model(value: &toml::Value) -> std::result::Result<WorkModel, String> {
-    const ACCEPTED: &str = "accepted: \"5ms\", { p50 = \"8ms\", p99 = \"70ms\" } or { min = \"1ms\", max = \"5ms\" }";
+    const ACCEPTED: &str = "accepted: \"5ms\", { p50 = \"8ms\", p99 = \"70ms\" }, { p50 = \"8s\", p95 = \"35s\", p99 = \"70s\" } or { min = \"1ms\", max = \"5ms\" }";
     let dur = |v: Option<&toml::Value>, key: &str| -> std::result::Result<Duration, String> {
         let text =
             v.and_then(|v| v.as_str()).ok_or_else(|| format!("`{key}` must be a duration string; {ACCEPTED}"))?;
@@ -518,16 +543,25 @@ fn work_model(value: &toml::Value) -> std::result::Result<WorkModel, String> {
     match value {
         toml::Value::String(s) => parse_duration(s).map(WorkModel::Fixed),
         toml::Value::Table(t) => {
-            let keys: Vec<&str> = t.keys().map(String::as_str).collect();
+            let mut keys: Vec<&str> = t.keys().map(String::as_str).collect();
+            keys.sort_unstable();
             match keys.as_slice() {
-                ["p50", "p99"] | ["p99", "p50"] => {
+                ["p50", "p95", "p99"] => {
+                    let (p50, p95, p99) =
+                        (dur(t.get("p50"), "p50")?, dur(t.get("p95"), "p95")?, dur(t.get("p99"), "p99")?);
+                    if p50.is_zero() || p95 <= p50 || p99 <= p95 {
+                        return Err("needs 0 < p50 < p95 < p99".into());
+                    }
+                    Ok(WorkModel::Quantiles { p50, p95, p99 })
+                }
+                ["p50", "p99"] => {
                     let (p50, p99) = (dur(t.get("p50"), "p50")?, dur(t.get("p99"), "p99")?);
                     if p50.is_zero() || p99 <= p50 {
                         return Err("needs 0 < p50 < p99".into());
                     }
                     Ok(WorkModel::LogNormal { p50, p99 })
                 }
-                ["max", "min"] | ["min", "max"] => {
+                ["max", "min"] => {
                     let (min, max) = (dur(t.get("min"), "min")?, dur(t.get("max"), "max")?);
                     if max < min {
                         return Err("needs min <= max".into());

@@ -419,6 +419,11 @@ pub struct RawRun {
     /// A class whose oldest ready job waits longer than this is starving.
     #[serde(default = "default_starvation_threshold")]
     pub starvation_threshold: String,
+    /// Multiplies every duration of the time model (work, lease, heartbeat,
+    /// backoff, phases, faults, blockers) and divides rates; reports show the
+    /// scenario's own time units. See `scale.rs`.
+    #[serde(default = "one_f")]
+    pub time_scale: f64,
 }
 
 fn default_starvation_threshold() -> String {
@@ -456,6 +461,7 @@ impl Default for RawRun {
             plan_probe: off(),
             phases: Vec::new(),
             starvation_threshold: default_starvation_threshold(),
+            time_scale: 1.0,
         }
     }
 }

@@ -1,0 +1,216 @@
+//! Time scaling (`run.time_scale`): one pass over the validated `Plan` that
+//! multiplies every duration of the scenario's time model by the scale and
+//! divides every rate by it, so the load keeps its shape (the same number of
+//! jobs per phase, the same lease ÷ work ratio) and a production-shaped
+//! scenario (work p99 70 s, lease 3 min) runs in seconds at 0.01.
+//!
+//! Scaled: work models (also per class), lease, heartbeat, reaper interval,
+//! retry backoff, idle backoff and fallback poll, aging step and deadline,
+//! `run.stop` as a duration, the starvation threshold, phases (rates ÷ scale),
+//! fault times, durations, respawn delays and kill rates (÷ scale), blockers
+//! and vacuum steps.
+//! Not scaled (they are wall-clock tools, not part of the modelled system):
+//! `run.timeout`, `run.sample_interval`, `run.plan_probe`, and the database
+//! itself (claim and complete round trips stay real milliseconds).
+//!
+//! Minimum durations: PostgreSQL keeps intervals to the microsecond and the
+//! loops sleep on a millisecond timer, so a scaled lease or heartbeat below
+//! 1 ms is an error, and loop intervals (reaper, idle backoff, fallback poll,
+//! aging step) are floored at 1 ms.
+
+use super::faults::{Kind, Trigger};
+use super::plan::{Plan, Stop, WorkModel};
+use super::units::format_duration;
+use std::time::Duration;
+
+/// Scales accepted by `run.time_scale` / `--time-scale`.
+pub const RANGE: std::ops::RangeInclusive<f64> = 0.0001..=1000.0;
+
+const MIN: Duration = Duration::from_millis(1);
+
+/// Applies `plan.time_scale` to every duration and rate of the plan (once: the scale stays recorded).
+pub fn apply(plan: &mut Plan) -> Result<(), String> {
+    let k = plan.time_scale;
+    if k == 1.0 {
+        return Ok(());
+    }
+    let s = |d: Duration| d.mul_f64(k);
+    // Loop intervals: scaled, but never below 1 ms (a zero stays zero).
+    let floored = |d: Duration| if d.is_zero() { d } else { s(d).max(MIN) };
+    plan.work = work(plan.work, k);
+    plan.lease = at_least_1ms("lease.duration", plan.lease, k)?;
+    plan.heartbeat = plan.heartbeat.map(|h| at_least_1ms("lease.heartbeat", h, k)).transpose()?;
+    plan.reaper_interval = floored(plan.reaper_interval);
+    plan.retry.base = s(plan.retry.base);
+    plan.retry.cap = s(plan.retry.cap);
+    plan.idle.backoff = plan.idle.backoff.iter().map(|d| floored(*d)).collect();
+    plan.idle.fallback_poll = floored(plan.idle.fallback_poll);
+    plan.ordering.aging_step = floored(plan.ordering.aging_step);
+    plan.ordering.deadline = s(plan.ordering.deadline);
+    if let Stop::After(d) = plan.stop {
+        plan.stop = Stop::After(s(d));
+    }
+    plan.starvation_threshold = s(plan.starvation_threshold).max(MIN);
+    for f in &mut plan.faults {
+        match &mut f.kind {
+            Kind::Crash { respawn_after, .. } => *respawn_after = s(*respawn_after),
+            Kind::Pause { duration, .. } | Kind::LockHold { duration, .. } => *duration = s(*duration),
+            Kind::KillBackend | Kind::Cancel { .. } => {}
+        }
+        match &mut f.trigger {
+            Trigger::At(d) => *d = s(*d),
+            Trigger::Rate(r) => *r /= k,
+            Trigger::Probability(_) | Trigger::Every(_) => {}
+        }
+    }
+    for c in &mut plan.load.classes {
+        c.rate /= k;
+        c.work = c.work.map(|w| work(w, k));
+    }
+    for p in &mut plan.load.phases {
+        p.start = s(p.start);
+        p.duration = s(p.duration).max(Duration::from_micros(1));
+    }
+    for b in &mut plan.blockers {
+        b.at = s(b.at);
+        b.duration = s(b.duration).max(MIN);
+        b.scan_every = s(b.scan_every).max(Duration::from_millis(10));
+    }
+    for v in &mut plan.vacuum {
+        v.at = s(v.at);
+    }
+    Ok(())
+}
+
+/// `--set` overrides plus `--time-scale X` as one more (`run.time_scale=X`); both at once is an error.
+pub fn with_flag(sets: &[String], scale: Option<f64>) -> Result<Vec<String>, String> {
+    let mut out = sets.to_vec();
+    if let Some(k) = scale {
+        if sets.iter().any(|s| s.split('=').next().map(str::trim) == Some("run.time_scale")) {
+            return Err("give the time scale once: --time-scale or --set run.time_scale, not both".into());
+        }
+        out.push(format!("run.time_scale={k}"));
+    }
+    Ok(out)
+}
+
+fn at_least_1ms(key: &str, d: Duration, k: f64) -> Result<Duration, String> {
+    let scaled = d.mul_f64(k);
+    if scaled < MIN {
+        return Err(format!(
+            "{key} {} × time_scale {k} is {}µs; it must stay at least 1ms (PostgreSQL keeps microseconds, the \
+             workers' timers milliseconds): raise run.time_scale to at least {}",
+            format_duration(d),
+            scaled.as_micros(),
+            MIN.as_secs_f64() / d.as_secs_f64().max(1e-9)
+        ));
+    }
+    Ok(scaled)
+}
+
+/// A work model with every duration multiplied by `k`.
+pub fn work(m: WorkModel, k: f64) -> WorkModel {
+    map_work(m, |d| d.mul_f64(k))
+}
+
+/// A work model with `s` applied to every duration.
+pub fn map_work(m: WorkModel, s: impl Fn(Duration) -> Duration) -> WorkModel {
+    match m {
+        WorkModel::Fixed(d) => WorkModel::Fixed(s(d)),
+        WorkModel::Uniform { min, max } => WorkModel::Uniform { min: s(min), max: s(max) },
+        WorkModel::LogNormal { p50, p99 } => WorkModel::LogNormal { p50: s(p50), p99: s(p99) },
+        WorkModel::Quantiles { p50, p95, p99 } => WorkModel::Quantiles { p50: s(p50), p95: s(p95), p99: s(p99) },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::load::{Source, parse_text};
+    use super::super::plan::validate;
+    use super::*;
+
+    const SCENARIO: &str = r#"
+name = "x"
+[jobs]
+preload = 10
+[[jobs.classes]]
+name = "high"
+rate = 2.0
+work = "10s"
+[workers]
+work = { p50 = "8s", p95 = "35s", p99 = "70s" }
+idle_backoff = ["10ms", "2s"]
+[lease]
+duration = "90s"
+heartbeat = "30s"
+reaper_interval = "50ms"
+[retry]
+base = "5s"
+cap = "15m"
+[run]
+timeout = "2m"
+stop = "10m"
+[[run.phases]]
+name = "steady"
+duration = "60s"
+[[faults]]
+kind = "pause"
+at = "20s"
+duration = "100s"
+[[faults]]
+kind = "kill_backend"
+rate = 0.5
+"#;
+
+    fn plan(scale: &str) -> Result<Plan, String> {
+        let text = SCENARIO.replace("[run]\n", &format!("[run]\ntime_scale = {scale}\n"));
+        let raw = parse_text(&text)?;
+        validate(raw, Source { path: "t.toml".into(), text, overrides: vec![] }, Some(1)).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn every_duration_of_the_time_model_is_scaled_and_rates_divided() {
+        let (one, p) = (plan("1.0").unwrap(), plan("0.01").unwrap());
+        let ms = Duration::from_millis;
+        assert_eq!(p.time_scale, 0.01);
+        assert_eq!(p.work, WorkModel::Quantiles { p50: ms(80), p95: ms(350), p99: ms(700) });
+        assert_eq!((p.lease, p.heartbeat), (ms(900), Some(ms(300))));
+        assert_eq!((p.retry.base, p.retry.cap), (ms(50), ms(9000)));
+        assert_eq!(p.stop, Stop::After(ms(6000)));
+        assert_eq!(p.idle.backoff, [ms(1), ms(20)], "loop intervals floor at 1 ms");
+        assert_eq!(p.reaper_interval, ms(1));
+        assert_eq!(p.load.classes[0].rate, 200.0);
+        assert_eq!(p.load.classes[0].work, Some(WorkModel::Fixed(ms(100))));
+        assert_eq!(p.load.phases[0].duration, ms(600));
+        assert_eq!(p.faults[0].trigger, Trigger::At(ms(200)));
+        assert!(matches!(p.faults[0].kind, Kind::Pause { duration, .. } if duration == ms(1000)));
+        assert_eq!(p.faults[1].trigger, Trigger::Rate(50.0));
+        // Wall-clock tools keep their values.
+        assert_eq!((p.timeout, p.sample_interval), (one.timeout, one.sample_interval));
+        // Scale 1 changes nothing.
+        assert_eq!((one.lease, one.work), (Duration::from_secs(90), plan("1").unwrap().work));
+    }
+
+    #[test]
+    fn the_flag_is_one_more_override_and_not_twice() {
+        let sets = vec!["workers.count=2".to_string()];
+        assert_eq!(with_flag(&sets, None).unwrap(), sets);
+        assert_eq!(with_flag(&sets, Some(0.01)).unwrap(), ["workers.count=2", "run.time_scale=0.01"]);
+        assert!(with_flag(&["run.time_scale=1".into()], Some(0.5)).unwrap_err().contains("once"));
+    }
+
+    #[test]
+    fn a_lease_scaled_below_1ms_or_a_bad_scale_is_an_error_naming_the_key() {
+        let e = plan("0.00001").unwrap_err();
+        assert!(e.contains("run.time_scale"), "{e}");
+        let e = SCENARIO.replace("duration = \"90s\"", "duration = \"50ms\"").replace("heartbeat = \"30s\"", "");
+        let text = e.replace("[run]\n", "[run]\ntime_scale = 0.01\n");
+        let err = validate(parse_text(&text).unwrap(), Source { path: "t.toml".into(), text, overrides: vec![] }, None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("t.toml") && err.contains("lease.duration 50ms") && err.contains("at least 1ms"), "{err}");
+        for bad in ["0", "-1", "2000", "nan"] {
+            assert!(plan(bad).is_err_and(|e| e.contains("run.time_scale")), "{bad}");
+        }
+    }
+}
