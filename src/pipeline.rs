@@ -1,7 +1,7 @@
 //! `queuebench run`: scenario → plan → database → run → evidence → checks
 //! → summary → exporters → exit code, one scenario after another.
 
-use crate::cli::RunArgs;
+use crate::cli::{PostgresMode, RunArgs};
 use crate::collect::waits;
 use crate::db::{Database, Kind, schema};
 use crate::error::{Error, ExitCode, Result};
@@ -22,6 +22,9 @@ pub async fn run_files(args: &RunArgs, interrupt: &CancellationToken) -> Result<
         .iter()
         .map(|f| scenario::plan_from_file(f, &args.overrides.set, args.seed))
         .collect::<Result<Vec<Plan>>>()?;
+    for plan in &plans {
+        check_target(plan, args)?;
+    }
     let batch_id = run_id();
     let batch_dir = match &args.out {
         Some(out) => out.clone(),
@@ -71,6 +74,46 @@ pub async fn run_files(args: &RunArgs, interrupt: &CancellationToken) -> Result<
     Ok(worst)
 }
 
+/// Where PostgreSQL comes from: `--postgres`, else url when a URL is given, else ephemeral.
+fn postgres_mode(args: &RunArgs) -> Result<PostgresMode> {
+    match (args.postgres, &args.database_url) {
+        (Some(PostgresMode::Url), None) => {
+            Err(Error::usage("--postgres url needs --database-url URL (or DATABASE_URL)".to_string()))
+        }
+        (Some(mode), _) => Ok(mode),
+        (None, Some(_)) => Ok(PostgresMode::Url),
+        (None, None) => Ok(PostgresMode::Ephemeral),
+    }
+}
+
+/// Faults the chosen database cannot take: a `postgres_restart` stops and starts the server,
+/// which queuebench does only to its own ephemeral cluster.
+fn check_target(plan: &Plan, args: &RunArgs) -> Result<()> {
+    let mode = postgres_mode(args)?;
+    if plan.restarts_server() && mode != PostgresMode::Ephemeral {
+        let given = match mode {
+            PostgresMode::Docker => "--postgres docker",
+            _ => "--database-url (or DATABASE_URL)",
+        };
+        return Err(Error::usage(format!(
+            "{}: [[faults]] kind = \"postgres_restart\" stops and starts the server, which queuebench does only to \
+             its own ephemeral cluster, never to a server given by {given}. Run it with --postgres ephemeral \
+             (the default without --database-url), or remove the fault",
+            plan.source.path.display()
+        )));
+    }
+    Ok(())
+}
+
+async fn open_database(plan: &Plan, args: &RunArgs, schema: String) -> Result<Database> {
+    let settings = &plan.pg_settings;
+    match postgres_mode(args)? {
+        PostgresMode::Url => Database::open(args.database_url.as_deref(), settings, schema, args.keep, args.yes).await,
+        PostgresMode::Ephemeral => Database::open(None, settings, schema, args.keep, args.yes).await,
+        PostgresMode::Docker => Database::open_docker(&args.postgres_image, settings, schema, args.keep).await,
+    }
+}
+
 /// `to` relative to `from` when it lies below it, else as given.
 fn relative(from: &Path, to: &Path) -> String {
     to.strip_prefix(from).unwrap_or(to).display().to_string()
@@ -87,7 +130,7 @@ pub async fn run_one(plan: &Plan, args: &RunArgs, out_dir: &Path, interrupt: &Ca
     let run_id = run_id();
     let schema_name = format!("queuebench_{}", run_id.replace(['-', 'T'], "_").to_lowercase());
     let started_at = chrono::Utc::now().to_rfc3339();
-    let db = Database::open(args.database_url.as_deref(), &plan.pg_settings, schema_name, args.keep, args.yes).await?;
+    let db = open_database(plan, args, schema_name).await?;
     let ctx = Context {
         run_id,
         started_at,
@@ -149,7 +192,7 @@ async fn run_on(
     let slots = schema::connection_slots(&setup).await?;
     if need > slots {
         let fix = match db.kind {
-            Kind::Ephemeral => " or set [postgres.settings] max_connections",
+            Kind::Ephemeral | Kind::Docker => " or set [postgres.settings] max_connections",
             Kind::Url => " or raise max_connections",
         };
         return Err(Error::usage(format!(
@@ -163,12 +206,12 @@ async fn run_on(
         schema: db.schema.clone(),
         server_version: schema::server_version(&setup).await,
         settings_applied: match db.kind {
-            Kind::Ephemeral => plan.pg_settings.iter().cloned().collect(),
+            Kind::Ephemeral | Kind::Docker => plan.pg_settings.iter().cloned().collect(),
             Kind::Url => Default::default(),
         },
         settings_reported: match db.kind {
             Kind::Url => schema::report_settings(&setup, &plan.pg_settings).await,
-            Kind::Ephemeral => Default::default(),
+            Kind::Ephemeral | Kind::Docker => Default::default(),
         },
     };
     ctx.environment = schema::environment(&setup).await;
@@ -179,8 +222,22 @@ async fn run_on(
     for f in &output.failures {
         eprintln!("warning: {f}");
     }
-    let final_jobs = schema::final_state(&client).await?;
-    ctx.effects_rows = if plan.effects_table { Some(schema::effects_rows(&client).await?) } else { None };
+    // After a server restart the setup connection is gone: read the final state on a new one.
+    // If the database was lost, there is no final state: the report is partial.
+    let client = match output.database_lost {
+        Some(_) => None,
+        None if client.is_closed() => Some(db.connect().await?),
+        None => Some(client),
+    };
+    let final_jobs = match &client {
+        Some(c) => schema::final_state(c).await?,
+        None => Vec::new(),
+    };
+    ctx.effects_rows = match &client {
+        Some(c) if plan.effects_table => Some(schema::effects_rows(c).await?),
+        _ => None,
+    };
+    let restarts: Vec<u64> = output.restarts.iter().map(|r| r.down_us).collect();
     let classes: Vec<String> =
         std::iter::once(DEFAULT_CLASS.to_string()).chain(plan.load.classes.iter().map(|c| c.name.clone())).collect();
     let evidence = verify::Evidence {
@@ -195,8 +252,14 @@ async fn run_on(
         samples: &output.samples,
         blockers: &output.horizon.blockers,
         starvation: verify::starvation::Rule { threshold: plan.starvation_threshold, load_end: plan.load.duration() },
+        restarts: &restarts,
+        durability_untestable: plan.durability_untestable(),
     };
-    let verification = verify::verify(&evidence);
+    let mut verification = verify::verify(&evidence);
+    if client.is_none() {
+        verification.checks.retain(|c| !verify::NEEDS_FINAL_TABLE.contains(&c.name.as_str()));
+        verification.jobs = report::summary::Jobs { enqueued: evidence.enqueued, ..Default::default() };
+    }
     let warmup_end = plan.load.warmup_end().as_micros() as u64;
     let waits = waits::measure(&output.journal, &output.arrivals, plan.load.classes.len(), warmup_end);
     let timeseries = timeseries::build(plan, &output.samples, &output.stats, &output.horizon.probes);

@@ -105,6 +105,11 @@ pub struct WorkerStats {
     pub empty_claims: u64,
     pub claimed_jobs: u64,
     pub reconnects: u64,
+    /// Connection attempts made while reconnecting (successful or not).
+    pub reconnect_attempts: u64,
+    /// (lost, restored) µs after the start, one per reconnect; restored = when the worker gave up
+    /// if it never got a connection back.
+    pub outages: Vec<(u64, u64)>,
     pub heartbeats: u64,
     /// `stop = "drained"` checks sent after an empty claim.
     pub drained_checks: u64,
@@ -131,6 +136,8 @@ impl Default for WorkerStats {
             empty_claims: 0,
             claimed_jobs: 0,
             reconnects: 0,
+            reconnect_attempts: 0,
+            outages: Vec::new(),
             heartbeats: 0,
             drained_checks: 0,
             notifications: 0,
@@ -183,6 +190,8 @@ impl AddAssign<&WorkerStats> for WorkerStats {
         self.empty_claims += other.empty_claims;
         self.claimed_jobs += other.claimed_jobs;
         self.reconnects += other.reconnects;
+        self.reconnect_attempts += other.reconnect_attempts;
+        self.outages.extend_from_slice(&other.outages);
         self.heartbeats += other.heartbeats;
         self.drained_checks += other.drained_checks;
         self.notifications += other.notifications;

@@ -6,6 +6,7 @@
 //! connection's `search_path` points there, and at the end only that schema
 //! is dropped. Nothing outside it is touched.
 
+pub mod docker;
 pub mod ephemeral;
 pub mod schema;
 
@@ -19,6 +20,8 @@ use tokio_postgres::{Client, Config, NoTls};
 pub enum Kind {
     Ephemeral,
     Url,
+    /// A container started for the run (`--postgres docker`, cargo feature `docker`).
+    Docker,
 }
 
 impl Kind {
@@ -26,7 +29,13 @@ impl Kind {
         match self {
             Kind::Ephemeral => "ephemeral",
             Kind::Url => "url",
+            Kind::Docker => "docker",
         }
+    }
+
+    /// A server started for this run (ephemeral or docker): settings are applied, extensions created.
+    pub fn owned(self) -> bool {
+        self != Kind::Url
     }
 }
 
@@ -37,6 +46,7 @@ pub struct Database {
     pub target: String,
     pub schema: String,
     cluster: Option<Cluster>,
+    container: Option<docker::Container>,
     keep: bool,
 }
 
@@ -65,7 +75,7 @@ impl Database {
                          it hard. If that is what you want, add --yes"
                     )));
                 }
-                Ok(Database { kind: Kind::Url, config, target, schema, cluster: None, keep })
+                Ok(Database { kind: Kind::Url, config, target, schema, cluster: None, container: None, keep })
             }
             None => {
                 let mut settings = settings.to_vec();
@@ -76,11 +86,17 @@ impl Database {
                 let mut config = Config::new();
                 config.host_path(cluster.socket_dir()).port(ephemeral::PORT).user("postgres").dbname("postgres");
                 let target = describe(&config);
-                let mut db = Database { kind: Kind::Ephemeral, config, target, schema, cluster: Some(cluster), keep };
+                let cluster = Some(cluster);
+                let mut db = Database { kind: Kind::Ephemeral, config, target, schema, cluster, container: None, keep };
                 db.wait_ready().await?;
                 Ok(db)
             }
         }
+    }
+
+    /// The ephemeral server process (None for other targets): the `postgres_restart` fault stops and starts it.
+    pub fn postmaster(&self) -> Option<std::sync::Arc<ephemeral::Postmaster>> {
+        self.cluster.as_ref().map(Cluster::postmaster)
     }
 
     /// A URL for other tools (pgbench, psql) to reach the same server.
@@ -163,6 +179,9 @@ impl Database {
         }
         if let Some(mut c) = self.cluster.take() {
             c.stop();
+        }
+        if let Some(c) = self.container.take() {
+            c.remove().await;
         }
         result
     }

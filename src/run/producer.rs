@@ -14,7 +14,7 @@ use crate::scenario::load_model::{Arrivals, Class};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use std::time::{Duration, Instant};
-use tokio_postgres::Config;
+use tokio_postgres::{Config, Statement};
 use tokio_util::sync::CancellationToken;
 
 pub const ENQUEUE: &str = "INSERT INTO jobs (class, priority, payload, max_attempts) \
@@ -78,13 +78,9 @@ async fn one(
 ) -> ProducerOutput {
     let times = schedule(plan, index);
     let mut out = ProducerOutput { arrivals: Vec::with_capacity(times.len()), unsent: times.len() as u64, errors: 0 };
-    let Some(client) = super::side_connection(config, &format!("producer {}", class.name)).await else { return out };
-    let (Ok(enqueue), Ok(business)) = (client.prepare(ENQUEUE).await, client.prepare(BUSINESS_ROW).await) else {
-        eprintln!("warning: producer {} could not prepare its statements", class.name);
-        return out;
-    };
+    let Some(mut side) = super::Side::connect(config, &format!("producer {}", class.name)).await else { return out };
     let pad = "x".repeat(class.payload_bytes);
-    let max_attempts = plan.max_attempts;
+    let mut prepared: Option<(u64, Statement, Statement)> = None;
     for (n, t) in times.iter().enumerate() {
         let now = start.elapsed();
         if *t > now {
@@ -96,36 +92,73 @@ async fn one(
             out.unsent = (times.len() - n) as u64;
             return out;
         }
-        let sent = start.elapsed();
-        let began = Instant::now();
-        let row = if plan.load.business_row {
-            let tx = async {
-                client.batch_execute("BEGIN").await?;
-                client.execute(&business, &[&pad]).await?;
-                let row = client.query_one(&enqueue, &[&class.name, &class.priority, &pad, &max_attempts]).await?;
-                client.batch_execute("COMMIT").await?;
-                Ok::<_, tokio_postgres::Error>(row)
+        // While the server is away the arrival waits (sent late, never skipped): its lag shows it.
+        loop {
+            if stop.is_cancelled() {
+                out.unsent = (times.len() - n) as u64;
+                return out;
+            }
+            let Some((client, generation)) = side.client().await else {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
             };
-            tx.await
-        } else {
-            client.query_one(&enqueue, &[&class.name, &class.priority, &pad, &max_attempts]).await
-        };
-        match row {
-            Ok(row) => out.arrivals.push(Arrival {
-                job: row.get(0),
-                class: index as u16 + 1,
-                intended_us: t.as_micros() as u64,
-                sent_us: sent.as_micros() as u64,
-                enqueue_us: began.elapsed().as_micros().min(u128::from(u32::MAX)) as u32,
-            }),
-            Err(_) => {
-                out.errors += 1;
-                let _ = client.batch_execute("ROLLBACK").await;
+            if prepared.as_ref().is_none_or(|(g, ..)| *g != generation) {
+                match (client.prepare(ENQUEUE).await, client.prepare(BUSINESS_ROW).await) {
+                    (Ok(e), Ok(b)) => prepared = Some((generation, e, b)),
+                    _ if client.is_closed() => continue,
+                    _ => {
+                        eprintln!("warning: producer {} could not prepare its statements", class.name);
+                        return out;
+                    }
+                }
+            }
+            let (_, enqueue, business) = prepared.as_ref().expect("prepared above");
+            let sent = start.elapsed();
+            let began = Instant::now();
+            match send(client, plan, class, enqueue, business, &pad).await {
+                Ok(row) => {
+                    out.arrivals.push(Arrival {
+                        job: row.get(0),
+                        class: index as u16 + 1,
+                        intended_us: t.as_micros() as u64,
+                        sent_us: sent.as_micros() as u64,
+                        enqueue_us: began.elapsed().as_micros().min(u128::from(u32::MAX)) as u32,
+                    });
+                    break;
+                }
+                // The connection went: send the same arrival again on the next one.
+                Err(e) if super::connection_lost(&e, client) => tokio::time::sleep(Duration::from_millis(10)).await,
+                Err(_) => {
+                    out.errors += 1;
+                    let _ = client.batch_execute("ROLLBACK").await;
+                    break;
+                }
             }
         }
         out.unsent = (times.len() - n - 1) as u64;
     }
     out
+}
+
+/// One enqueue (with its business row, in one transaction, if the scenario says so).
+async fn send(
+    client: &tokio_postgres::Client,
+    plan: &Plan,
+    class: &Class,
+    enqueue: &Statement,
+    business: &Statement,
+    pad: &String,
+) -> Result<tokio_postgres::Row, tokio_postgres::Error> {
+    let max_attempts = plan.max_attempts;
+    if plan.load.business_row {
+        client.batch_execute("BEGIN").await?;
+        client.execute(business, &[pad]).await?;
+        let row = client.query_one(enqueue, &[&class.name, &class.priority, pad, &max_attempts]).await?;
+        client.batch_execute("COMMIT").await?;
+        Ok(row)
+    } else {
+        client.query_one(enqueue, &[&class.name, &class.priority, pad, &max_attempts]).await
+    }
 }
 
 #[cfg(test)]

@@ -138,7 +138,7 @@ fn default_retry_cap() -> String {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawFault {
-    /// crash | pause | kill_backend | lock_hold | cancel
+    /// crash | pause | kill_backend | lock_hold | cancel | postgres_restart
     pub kind: String,
     /// crash / pause: after_claim | mid_work | after_effect | before_complete
     pub point: Option<String>,
@@ -163,6 +163,8 @@ pub struct RawFault {
     /// lock_hold: lock this many of the oldest queued rows (default: the whole table).
     /// cancel: cancel this many of the newest queued jobs (default 1).
     pub rows: Option<i64>,
+    /// postgres_restart: "immediate" (default, a crash: SIGQUIT) or "fast" (SIGINT, a clean shutdown).
+    pub mode: Option<String>,
 }
 
 fn default_max_attempts() -> i64 {
@@ -372,6 +374,13 @@ pub struct RawRun {
     /// A class whose oldest ready job waits longer than this is starving.
     #[serde(default = "default_starvation_threshold")]
     pub starvation_threshold: String,
+    /// How long the harness waits for a lost server to come back before it ends the run (exit 3).
+    #[serde(default = "default_reconnect_timeout")]
+    pub reconnect_timeout: String,
+}
+
+fn default_reconnect_timeout() -> String {
+    "30s".into()
 }
 
 fn default_starvation_threshold() -> String {
@@ -409,6 +418,7 @@ impl Default for RawRun {
             plan_probe: off(),
             phases: Vec::new(),
             starvation_threshold: default_starvation_threshold(),
+            reconnect_timeout: default_reconnect_timeout(),
         }
     }
 }

@@ -3,6 +3,7 @@
 //! numbers for the summary and a named `CheckResult` with example job ids.
 
 mod claims;
+mod durability;
 mod exactly_once;
 mod fifo;
 mod horizon;
@@ -16,7 +17,7 @@ pub mod starvation;
 use crate::collect::{Arrival, Event, EventKind, FaultEvent};
 use crate::db::schema::{JobRow, Status};
 use crate::report::summary::{
-    CheckResult, Completions, Executions, Faults, Fifo, Horizon, Jobs, Ownership, Stale, Starvation,
+    CheckResult, Completions, Durability, Executions, Faults, Fifo, Horizon, Jobs, Ownership, Stale, Starvation,
 };
 use crate::run::horizon::BlockerSpan;
 use crate::run::sampler::PgSample;
@@ -40,6 +41,10 @@ pub struct Evidence<'a> {
     pub samples: &'a [PgSample],
     pub starvation: starvation::Rule,
     pub blockers: &'a [BlockerSpan],
+    /// When the server went down for each restart (`postgres_restart`), µs after the start.
+    pub restarts: &'a [u64],
+    /// Why those restarts cannot test durability (`fsync = off`), if so.
+    pub durability_untestable: Option<String>,
 }
 
 pub struct Verification {
@@ -52,8 +57,13 @@ pub struct Verification {
     pub horizon: Horizon,
     pub starvation: Starvation,
     pub fifo: Fifo,
+    pub durability: Durability,
     pub checks: Vec<CheckResult>,
 }
+
+/// Checks that read the final job table: left out of a partial report (the database was lost).
+pub const NEEDS_FINAL_TABLE: [&str; 4] =
+    ["no_lost_jobs", "attempts_within_budget", "effects_ledger_agrees", "durability"];
 
 /// How many example job ids a check keeps.
 const EXAMPLES: usize = 10;
@@ -77,6 +87,8 @@ pub fn verify(e: &Evidence) -> Verification {
     let (horizon, vacuum) = horizon::check(e.samples, e.blockers);
     checks.extend(vacuum);
     checks.extend(ledger::check(e, executions.total));
+    let (durability, lasting) = durability::check(e, &per_job);
+    checks.extend(lasting);
     let starvation = match starving {
         Some((summary, check)) => {
             checks.push(check);
@@ -84,7 +96,19 @@ pub fn verify(e: &Evidence) -> Verification {
         }
         None => Starvation::default(),
     };
-    Verification { jobs, executions, completions, stale, ownership, faults, horizon, starvation, fifo, checks }
+    Verification {
+        jobs,
+        executions,
+        completions,
+        stale,
+        ownership,
+        faults,
+        horizon,
+        starvation,
+        fifo,
+        durability,
+        checks,
+    }
 }
 
 /// `done` jobs per class; `class_of` maps a produced job to its class index
@@ -137,7 +161,7 @@ mod tests {
         JobRow { id, status, attempts: 1, max_attempts: 5, lease_expired: false }
     }
 
-    fn evidence<'a>(journal: &'a [Event], jobs: &'a [JobRow], enqueued: u64, effects: Option<u64>) -> Evidence<'a> {
+    pub fn evidence<'a>(journal: &'a [Event], jobs: &'a [JobRow], enqueued: u64, effects: Option<u64>) -> Evidence<'a> {
         Evidence {
             journal,
             final_jobs: jobs,
@@ -150,6 +174,8 @@ mod tests {
             arrivals: &[],
             classes: &[],
             starvation: starvation::Rule { threshold: Duration::from_secs(10), load_end: Duration::ZERO },
+            restarts: &[],
+            durability_untestable: None,
         }
     }
 
