@@ -145,10 +145,10 @@ pub async fn run_one(plan: &Plan, args: &RunArgs, out_dir: &Path, interrupt: &Ca
     let s = &done.output.stats;
     let (w, none): (&waits::Waits, &[(u32, u32)]) = (&done.waits, &[]);
     let mut histograms = vec![
-        ("claim".to_string(), &s.claim_latency, s.claim_samples.as_slice()),
-        ("claim-tx".into(), &s.claim_tx_latency, &s.tx_samples),
-        ("work".into(), &s.work_latency, &s.work_samples),
-        ("complete".into(), &s.complete_latency, &s.complete_samples),
+        ("claim".to_string(), &s.claim_latency, done.output.latency.claim.as_slice()),
+        ("claim-tx".into(), &s.claim_tx_latency, &done.output.latency.tx),
+        ("work".into(), &s.work_latency, &done.output.latency.work),
+        ("complete".into(), &s.complete_latency, &done.output.latency.complete),
         ("end-to-end".into(), &w.end_to_end, &w.end_to_end_samples),
         ("producer-lag".into(), &w.producer_lag, none),
         ("enqueue".into(), &w.enqueue, none),
@@ -262,7 +262,7 @@ async fn run_on(
     }
     let warmup_end = plan.load.warmup_end().as_micros() as u64;
     let waits = waits::measure(&output.journal, &output.arrivals, plan.load.classes.len(), warmup_end);
-    let timeseries = timeseries::build(plan, &output.samples, &output.stats, &output.horizon.probes);
+    let timeseries = timeseries::build(plan, &output.samples, &output.stats, &output.latency.claim, &output.horizon.probes);
     let summary = build::build(plan, ctx, &output, verification, &waits);
     Ok(Finished { summary, output, waits, timeseries })
 }

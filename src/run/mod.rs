@@ -13,7 +13,7 @@ pub mod sampler;
 pub mod work;
 pub mod worker;
 
-use crate::collect::{Arrival, Event, FaultEvent, WorkerStats};
+use crate::collect::{Arrival, Event, FaultEvent, Samples, WorkerStats};
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::scenario::plan::Wakeup;
@@ -103,6 +103,8 @@ pub fn connection_lost(e: &tokio_postgres::Error, client: &tokio_postgres::Clien
 /// Everything the run produced, merged.
 pub struct RunOutput {
     pub stats: WorkerStats,
+    /// Every worker's latency samples (the time series and interval logs).
+    pub latency: Samples,
     pub journal: Vec<Event>,
     pub faults: Vec<FaultEvent>,
     pub reaper: ReaperStats,
@@ -209,10 +211,12 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
     let mut journal = Vec::new();
     let mut fault_events = Vec::new();
     let mut failures = Vec::new();
+    let mut latency = Samples::default();
     for task in join_all(tasks).await {
-        let (w, failure) = task.map_err(|e| Error::infra(format!("a worker task panicked: {e}")))?;
+        let (mut w, failure) = task.map_err(|e| Error::infra(format!("a worker task panicked: {e}")))?;
         stats += &w.stats;
-        journal.extend_from_slice(&w.journal);
+        w.stats.take_samples(&mut latency);
+        journal.extend(std::mem::take(&mut w.journal).into_vec());
         fault_events.extend(w.faults);
         failures.extend(failure);
     }
@@ -229,6 +233,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
     fault_events.sort_by_key(|f| f.t_us);
     Ok(RunOutput {
         stats,
+        latency,
         journal,
         faults: fault_events,
         reaper,

@@ -9,6 +9,7 @@
 //! counted as unsent.
 
 use crate::collect::Arrival;
+use crate::collect::spill::Spill;
 use crate::scenario::Plan;
 use crate::scenario::load_model::{Arrivals, Class};
 use rand::rngs::StdRng;
@@ -29,12 +30,20 @@ pub struct ProducerOutput {
     pub errors: u64,
 }
 
+/// One class's producer: its arrivals spill to disk as they grow (see `collect::spill`).
+#[derive(Default)]
+struct ClassOutput {
+    arrivals: Spill<Arrival>,
+    unsent: u64,
+    errors: u64,
+}
+
 /// Runs every class's producer until the phases end; merges their journals.
 pub async fn run(plan: &Plan, config: &Config, start: Instant, stop: &CancellationToken) -> ProducerOutput {
     let tasks = plan.load.classes.iter().enumerate().map(|(i, c)| one(plan, i, c, config, start, stop));
     let mut out = ProducerOutput::default();
     for o in futures_util::future::join_all(tasks).await {
-        out.arrivals.extend(o.arrivals);
+        out.arrivals.extend(o.arrivals.into_vec());
         out.unsent += o.unsent;
         out.errors += o.errors;
     }
@@ -75,9 +84,9 @@ async fn one(
     config: &Config,
     start: Instant,
     stop: &CancellationToken,
-) -> ProducerOutput {
+) -> ClassOutput {
     let times = schedule(plan, index);
-    let mut out = ProducerOutput { arrivals: Vec::with_capacity(times.len()), unsent: times.len() as u64, errors: 0 };
+    let mut out = ClassOutput { arrivals: Spill::new(), unsent: times.len() as u64, errors: 0 };
     let Some(mut side) = super::Side::connect(config, &format!("producer {}", class.name)).await else { return out };
     let pad = "x".repeat(class.payload_bytes);
     let mut prepared: Option<(u64, Statement, Statement)> = None;

@@ -11,6 +11,7 @@ use super::conn::Conn;
 use super::faults::FaultState;
 use super::idle::{self, Backoff, Woken};
 use super::work;
+use crate::collect::spill::Spill;
 use crate::collect::{Event, EventKind, FaultEvent, Latency, WorkerStats};
 use crate::scenario::faults::{Kind, Point};
 use crate::scenario::raw::Mode;
@@ -91,7 +92,8 @@ pub struct Worker {
     seq: u32,
     nth_job: u64,
     pub stats: WorkerStats,
-    pub journal: Vec<Event>,
+    /// Spilled to disk as it grows (see `collect::spill`).
+    pub journal: Spill<Event>,
     pub faults: Vec<FaultEvent>,
     effects_pending: (Vec<i64>, Vec<i32>),
 }
@@ -115,7 +117,7 @@ impl Worker {
             seq: 0,
             nth_job: 0,
             stats: WorkerStats::default(),
-            journal: Vec::with_capacity(1024),
+            journal: Spill::new(),
             faults: Vec::new(),
             effects_pending: (Vec::with_capacity(EFFECT_BATCH), Vec::with_capacity(EFFECT_BATCH)),
         }
