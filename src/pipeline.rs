@@ -262,7 +262,8 @@ async fn run_on(
     }
     let warmup_end = plan.load.warmup_end().as_micros() as u64;
     let waits = waits::measure(&output.journal, &output.arrivals, plan.load.classes.len(), warmup_end);
-    let timeseries = timeseries::build(plan, &output.samples, &output.stats, &output.latency.claim, &output.horizon.probes);
+    let timeseries =
+        timeseries::build(plan, &output.samples, &output.stats, &output.latency.claim, &output.horizon.probes);
     let summary = build::build(plan, ctx, &output, verification, &waits);
     Ok(Finished { summary, output, waits, timeseries })
 }

@@ -317,7 +317,8 @@ mod tests {
     #[test]
     fn events_and_arrivals_survive_their_binary_form() {
         for (i, kind) in EventKind::ALL.into_iter().enumerate() {
-            let e = Event { t_us: u64::MAX - i as u64, job: -7 - i as i64, attempt: -1, worker: 9, claim: 1 << 31, kind };
+            let e =
+                Event { t_us: u64::MAX - i as u64, job: -7 - i as i64, attempt: -1, worker: 9, claim: 1 << 31, kind };
             let mut b = Vec::new();
             e.encode(&mut b);
             assert_eq!((b.len(), Event::decode(&b)), (Event::SIZE, e));

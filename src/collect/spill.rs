@@ -13,7 +13,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 
 /// Items kept in memory before a write.
-const CHUNK: usize = 8192;
+const CHUNK: usize = 1024;
 
 /// A fixed-size binary form for a record.
 pub trait Record: Sized {
