@@ -247,6 +247,7 @@ async fn run_on(
         effects_rows: ctx.effects_rows,
         faults: &output.faults,
         lease: plan.lease,
+        hold_transaction: plan.mode == crate::scenario::raw::Mode::HoldTransaction,
         arrivals: &output.arrivals,
         classes: &classes,
         samples: &output.samples,

@@ -221,6 +221,8 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         failures.extend(failure);
     }
     let duration = start.elapsed();
+    // In the checkers' order, so they need no second copy of a long run's journal.
+    journal.sort_unstable_by_key(Event::order);
     // Blockers and vacuum steps finish their schedule even when the workers are done early.
     let mut horizon =
         actors.await.map_err(|e| Error::infra(format!("a horizon blocker or vacuum step panicked: {e}")))?;

@@ -21,6 +21,7 @@ use crate::report::summary::{
 };
 use crate::run::horizon::BlockerSpan;
 use crate::run::sampler::PgSample;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
@@ -33,6 +34,8 @@ pub struct Evidence<'a> {
     pub effects_rows: Option<u64>,
     pub faults: &'a [FaultEvent],
     pub lease: Duration,
+    /// hold-transaction mode: a claim ends with its transaction, not at the lease.
+    pub hold_transaction: bool,
     /// The open-model arrivals: each job's class and intended enqueue time.
     pub arrivals: &'a [Arrival],
     /// Class names in the samples' order, "default" (preloaded) first.
@@ -69,10 +72,16 @@ pub const NEEDS_FINAL_TABLE: [&str; 4] =
 const EXAMPLES: usize = 10;
 
 pub fn verify(e: &Evidence) -> Verification {
-    let mut events: Vec<Event> = e.journal.to_vec();
-    events.sort_unstable_by_key(|ev| (ev.job, ev.t_us, ev.kind));
+    // The runner hands the journal over sorted (no second copy of a long run's journal); sort if not.
+    let events: Cow<[Event]> = if e.journal.is_sorted_by_key(Event::order) {
+        Cow::Borrowed(e.journal)
+    } else {
+        let mut v = e.journal.to_vec();
+        v.sort_unstable_by_key(Event::order);
+        Cow::Owned(v)
+    };
     let per_job: Vec<&[Event]> = events.chunk_by(|a, b| a.job == b.job).collect();
-    let (executions, executed, once) = exactly_once::check(&per_job, e.lease);
+    let (executions, executed, once) = exactly_once::check(&per_job, e.lease, e.hold_transaction);
     let (mut jobs, lost, budget) = lost::check(e, &executed);
     let class_of: HashMap<i64, u16> = e.arrivals.iter().map(|a| (a.job, a.class)).collect();
     jobs.completed_by_class = completed_by_class(e, &class_of);
@@ -169,6 +178,7 @@ mod tests {
             effects_rows: effects,
             faults: &[],
             lease: Duration::from_secs(1),
+            hold_transaction: false,
             samples: &[],
             blockers: &[],
             arrivals: &[],
@@ -232,6 +242,26 @@ mod tests {
         assert_eq!((v.executions.duplicate_race, v.executions.duplicate_lease_expired), (0, 1));
         assert_eq!((v.completions.stale_accepted, v.completions.stale_rejected), (0, 1));
         assert_eq!(v.ownership.overlapping_jobs, 1, "w1 still believed it owned the job");
+    }
+
+    #[test]
+    fn in_hold_transaction_mode_a_rerun_after_a_rolled_back_round_is_no_race() {
+        // w1's round failed (its COMMIT did not return: rolled back) at 5 µs; w2 claimed the job at 6 µs.
+        let journal = [
+            ev(1, 4, 1, 1, Claimed),
+            ev(2, 4, 1, 1, Executed),
+            ev(3, 4, 1, 1, Accepted),
+            ev(5, 4, 1, 1, Abandoned),
+            ev(100_000, 4, 2, 2, Claimed),
+            ev(100_001, 4, 2, 2, Executed),
+            ev(100_002, 4, 2, 2, Accepted),
+        ];
+        let jobs = [row(4, Status::Done)];
+        let mut e = evidence(&journal, &jobs, 1, None);
+        assert_eq!(verify(&e).executions.duplicate_race, 1, "in lease mode the lease still ran");
+        e.hold_transaction = true;
+        let x = verify(&e).executions;
+        assert_eq!((x.duplicate_race, x.duplicate_lease_expired), (0, 1));
     }
 
     #[test]
