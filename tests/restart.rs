@@ -58,6 +58,8 @@ fn a_server_down_past_the_reconnect_timeout_ends_with_exit_3_and_a_partial_repor
     let why = s["partial_reason"].as_str().unwrap();
     assert!(why.contains("run.reconnect_timeout"), "{why}");
     assert!(r.stdout.contains("PARTIAL"), "{}", r.stdout);
+    let html = std::fs::read_to_string(r.out.join("report.html")).unwrap();
+    assert!(html.contains("PARTIAL REPORT"), "report.html marks it too");
     // The checks that read the final table were not run, rather than reported as passing or failing.
     let names: Vec<&str> = s["checks"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert!(!names.contains(&"no_lost_jobs") && !names.contains(&"durability"), "{names:?}");

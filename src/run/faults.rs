@@ -141,58 +141,69 @@ async fn one(
         if !state.fire(f) {
             return events;
         }
-        let t_us = state.now_us();
-        if let Kind::PostgresRestart { immediate, down } = f.kind {
-            events.extend(restart(state, server, config, immediate, down, stop).await);
-            return events;
-        }
-        let Some((admin, _)) = side.client().await else {
-            eprintln!("warning: fault #{} ({}) skipped: the server is unreachable", f.index + 1, f.kind.name());
-            match f.trigger {
-                Trigger::Rate(r) => {
-                    next += exp_interval(r, &mut rng);
-                    continue;
-                }
-                _ => return events,
-            }
-        };
         match &f.kind {
+            Kind::PostgresRestart { immediate, down } => {
+                events.extend(restart(state, server, config, *immediate, *down, stop).await);
+                return events;
+            }
             Kind::Pause { duration, .. } => {
                 for &slot in &f.workers {
                     state.pause(slot, *duration);
                 }
-                events.push(FaultEvent { t_us, kind: "pause", worker: None, job: None });
+                events.push(FaultEvent { t_us: state.now_us(), kind: "pause", worker: None, job: None });
             }
-            Kind::KillBackend => {
-                let slot = f.workers[rng.random_range(0..f.workers.len())];
-                let pid = state.pids[slot as usize].load(Ordering::Relaxed);
-                if pid != 0 && admin.execute("SELECT pg_terminate_backend($1)", &[&pid]).await.is_ok() {
-                    events.push(FaultEvent { t_us, kind: "kill_backend", worker: Some(slot), job: None });
+            _ => match side.client().await {
+                Some((admin, _)) => events.extend(on_database(plan, state, f, admin, &mut rng, stop).await),
+                None => {
+                    eprintln!("warning: fault #{} ({}) skipped: the server is unreachable", f.index + 1, f.kind.name())
                 }
-            }
-            Kind::LockHold { duration, rows } => {
-                if let Some(job) = hold_locks(admin, *rows, *duration, stop).await {
-                    events.push(FaultEvent { t_us, kind: "lock_hold", worker: None, job });
-                }
-            }
-            Kind::Cancel { rows } => {
-                let pick = format!("SELECT id FROM jobs WHERE status = 'queued' ORDER BY run_at DESC LIMIT {rows}");
-                let ids: Vec<i64> =
-                    admin.query(&pick, &[]).await.map(|r| r.iter().map(|r| r.get(0)).collect()).unwrap_or_default();
-                for id in ids {
-                    let t_us = state.now_us();
-                    if let Ok(1) = admin.execute(&plan.strategy.cancel.sql, &[&id]).await {
-                        events.push(FaultEvent { t_us, kind: "cancel", worker: None, job: Some(id) });
-                    }
-                }
-            }
-            Kind::Crash { .. } | Kind::PostgresRestart { .. } => {}
+            },
         }
         match f.trigger {
             Trigger::Rate(r) => next += exp_interval(r, &mut rng),
             _ => return events,
         }
     }
+}
+
+/// The faults that act through a database session: a killed backend, held locks, cancelled jobs.
+async fn on_database(
+    plan: &Plan,
+    state: &FaultState,
+    f: &Fault,
+    admin: &tokio_postgres::Client,
+    rng: &mut StdRng,
+    stop: &CancellationToken,
+) -> Vec<FaultEvent> {
+    let t_us = state.now_us();
+    let mut events = Vec::new();
+    match &f.kind {
+        Kind::KillBackend => {
+            let slot = f.workers[rng.random_range(0..f.workers.len())];
+            let pid = state.pids[slot as usize].load(Ordering::Relaxed);
+            if pid != 0 && admin.execute("SELECT pg_terminate_backend($1)", &[&pid]).await.is_ok() {
+                events.push(FaultEvent { t_us, kind: "kill_backend", worker: Some(slot), job: None });
+            }
+        }
+        Kind::LockHold { duration, rows } => {
+            if let Some(job) = hold_locks(admin, *rows, *duration, stop).await {
+                events.push(FaultEvent { t_us, kind: "lock_hold", worker: None, job });
+            }
+        }
+        Kind::Cancel { rows } => {
+            let pick = format!("SELECT id FROM jobs WHERE status = 'queued' ORDER BY run_at DESC LIMIT {rows}");
+            let ids: Vec<i64> =
+                admin.query(&pick, &[]).await.map(|r| r.iter().map(|r| r.get(0)).collect()).unwrap_or_default();
+            for id in ids {
+                let t_us = state.now_us();
+                if let Ok(1) = admin.execute(&plan.strategy.cancel.sql, &[&id]).await {
+                    events.push(FaultEvent { t_us, kind: "cancel", worker: None, job: Some(id) });
+                }
+            }
+        }
+        Kind::Crash { .. } | Kind::Pause { .. } | Kind::PostgresRestart { .. } => {}
+    }
+    events
 }
 
 /// Stops the ephemeral server (`immediate`: as a crash), leaves it down for `down`, starts it

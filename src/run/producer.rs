@@ -87,9 +87,8 @@ async fn one(
 ) -> ClassOutput {
     let times = schedule(plan, index);
     let mut out = ClassOutput { arrivals: Spill::new(), unsent: times.len() as u64, errors: 0 };
-    let Some(mut side) = super::Side::connect(config, &format!("producer {}", class.name)).await else { return out };
-    let pad = "x".repeat(class.payload_bytes);
-    let mut prepared: Option<(u64, Statement, Statement)> = None;
+    let Some(side) = super::Side::connect(config, &format!("producer {}", class.name)).await else { return out };
+    let mut enq = Enqueuer { side, prepared: None, pad: "x".repeat(class.payload_bytes), plan, class };
     for (n, t) in times.iter().enumerate() {
         let now = start.elapsed();
         if *t > now {
@@ -97,56 +96,81 @@ async fn one(
                 _ = tokio::time::sleep(*t - now) => {}
                 _ = stop.cancelled() => { out.unsent = (times.len() - n) as u64; return out; }
             }
-        } else if stop.is_cancelled() {
-            out.unsent = (times.len() - n) as u64;
-            return out;
         }
-        // While the server is away the arrival waits (sent late, never skipped): its lag shows it.
-        loop {
-            if stop.is_cancelled() {
+        match enq.deliver(start, stop).await {
+            Delivery::Sent { job, sent, took } => out.arrivals.push(Arrival {
+                job,
+                class: index as u16 + 1,
+                intended_us: t.as_micros() as u64,
+                sent_us: sent.as_micros() as u64,
+                enqueue_us: took.as_micros().min(u128::from(u32::MAX)) as u32,
+            }),
+            Delivery::Failed => out.errors += 1,
+            Delivery::Stopped => {
                 out.unsent = (times.len() - n) as u64;
                 return out;
-            }
-            let Some((client, generation)) = side.client().await else {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                continue;
-            };
-            if prepared.as_ref().is_none_or(|(g, ..)| *g != generation) {
-                match (client.prepare(ENQUEUE).await, client.prepare(BUSINESS_ROW).await) {
-                    (Ok(e), Ok(b)) => prepared = Some((generation, e, b)),
-                    _ if client.is_closed() => continue,
-                    _ => {
-                        eprintln!("warning: producer {} could not prepare its statements", class.name);
-                        return out;
-                    }
-                }
-            }
-            let (_, enqueue, business) = prepared.as_ref().expect("prepared above");
-            let sent = start.elapsed();
-            let began = Instant::now();
-            match send(client, plan, class, enqueue, business, &pad).await {
-                Ok(row) => {
-                    out.arrivals.push(Arrival {
-                        job: row.get(0),
-                        class: index as u16 + 1,
-                        intended_us: t.as_micros() as u64,
-                        sent_us: sent.as_micros() as u64,
-                        enqueue_us: began.elapsed().as_micros().min(u128::from(u32::MAX)) as u32,
-                    });
-                    break;
-                }
-                // The connection went: send the same arrival again on the next one.
-                Err(e) if super::connection_lost(&e, client) => tokio::time::sleep(Duration::from_millis(10)).await,
-                Err(_) => {
-                    out.errors += 1;
-                    let _ = client.batch_execute("ROLLBACK").await;
-                    break;
-                }
             }
         }
         out.unsent = (times.len() - n - 1) as u64;
     }
     out
+}
+
+/// What became of one arrival.
+enum Delivery {
+    /// Enqueued: the new job's id, when the send that worked began (since the start), how long it took.
+    Sent { job: i64, sent: Duration, took: Duration },
+    /// The INSERT failed (not for a lost connection): counted as a producer error.
+    Failed,
+    /// The run stopped (or the statements cannot be prepared) before it was sent.
+    Stopped,
+}
+
+/// A producer's connection and statements, prepared again after a reconnect.
+struct Enqueuer<'a> {
+    side: super::Side,
+    /// (connection generation, enqueue, business row)
+    prepared: Option<(u64, Statement, Statement)>,
+    pad: String,
+    plan: &'a Plan,
+    class: &'a Class,
+}
+
+impl Enqueuer<'_> {
+    /// Sends one arrival. While the server is away the arrival waits and is sent late
+    /// (never skipped), so its lag shows the outage; a send cut off by a lost connection
+    /// is sent again on the next one.
+    async fn deliver(&mut self, start: Instant, stop: &CancellationToken) -> Delivery {
+        loop {
+            if stop.is_cancelled() {
+                return Delivery::Stopped;
+            }
+            let Some((client, generation)) = self.side.client().await else {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            };
+            if self.prepared.as_ref().is_none_or(|(g, ..)| *g != generation) {
+                match (client.prepare(ENQUEUE).await, client.prepare(BUSINESS_ROW).await) {
+                    (Ok(e), Ok(b)) => self.prepared = Some((generation, e, b)),
+                    _ if client.is_closed() => continue,
+                    _ => {
+                        eprintln!("warning: producer {} could not prepare its statements", self.class.name);
+                        return Delivery::Stopped;
+                    }
+                }
+            }
+            let (_, enqueue, business) = self.prepared.as_ref().expect("prepared above");
+            let (sent, began) = (start.elapsed(), Instant::now());
+            match send(client, self.plan, self.class, enqueue, business, &self.pad).await {
+                Ok(row) => return Delivery::Sent { job: row.get(0), sent, took: began.elapsed() },
+                Err(e) if super::connection_lost(&e, client) => tokio::time::sleep(Duration::from_millis(10)).await,
+                Err(_) => {
+                    let _ = client.batch_execute("ROLLBACK").await;
+                    return Delivery::Failed;
+                }
+            }
+        }
+    }
 }
 
 /// One enqueue (with its business row, in one transaction, if the scenario says so).
