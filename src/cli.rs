@@ -87,6 +87,14 @@ pub struct Overrides {
     pub set: Vec<String>,
 }
 
+/// `--postgres`: where the run's PostgreSQL comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PostgresMode {
+    Ephemeral,
+    Docker,
+    Url,
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// Scenario files; several run one after another.
@@ -97,6 +105,14 @@ pub struct RunArgs {
     /// An existing server instead of an ephemeral cluster (the run gets its own schema there).
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
+    /// Where PostgreSQL comes from: ephemeral (a throwaway cluster from this machine's binaries;
+    /// the default), docker (a throwaway container; needs the `docker` build feature and a Docker
+    /// engine) or url (--database-url; implied by it).
+    #[arg(long, value_enum)]
+    pub postgres: Option<PostgresMode>,
+    /// The image for --postgres docker, NAME:TAG.
+    #[arg(long, default_value = crate::db::docker::DEFAULT_IMAGE)]
+    pub postgres_image: String,
     /// The run's output folder (with several files: one subfolder per scenario).
     #[arg(long)]
     pub out: Option<PathBuf>,

@@ -1,7 +1,7 @@
 //! `queuebench run`: scenario → plan → database → run → evidence → checks
 //! → summary → exporters → exit code, one scenario after another.
 
-use crate::cli::RunArgs;
+use crate::cli::{PostgresMode, RunArgs};
 use crate::collect::{phases, waits};
 use crate::compare::{self, store};
 use crate::db::{Database, Kind, schema};
@@ -41,6 +41,9 @@ pub async fn run_files(args: &RunArgs, interrupt: &CancellationToken) -> Result<
     }
     if let Some(name) = &args.schema {
         crate::db::check_schema_name(name)?;
+    }
+    for plan in &plans {
+        check_target(plan, args)?;
     }
     let batch_id = run_id();
     let batch_dir = match &args.out {
@@ -205,6 +208,46 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).map_err(|e| Error::infra(format!("cannot write {}: {e}", path.display())))
 }
 
+/// Where PostgreSQL comes from: `--postgres`, else url when a URL is given, else ephemeral.
+fn postgres_mode(args: &RunArgs) -> Result<PostgresMode> {
+    match (args.postgres, &args.database_url) {
+        (Some(PostgresMode::Url), None) => {
+            Err(Error::usage("--postgres url needs --database-url URL (or DATABASE_URL)".to_string()))
+        }
+        (Some(mode), _) => Ok(mode),
+        (None, Some(_)) => Ok(PostgresMode::Url),
+        (None, None) => Ok(PostgresMode::Ephemeral),
+    }
+}
+
+/// Faults the chosen database cannot take: a `postgres_restart` stops and starts the server,
+/// which queuebench does only to its own ephemeral cluster.
+fn check_target(plan: &Plan, args: &RunArgs) -> Result<()> {
+    let mode = postgres_mode(args)?;
+    if plan.restarts_server() && mode != PostgresMode::Ephemeral {
+        let given = match mode {
+            PostgresMode::Docker => "--postgres docker",
+            _ => "--database-url (or DATABASE_URL)",
+        };
+        return Err(Error::usage(format!(
+            "{}: [[faults]] kind = \"postgres_restart\" stops and starts the server, which queuebench does only to \
+             its own ephemeral cluster, never to a server given by {given}. Run it with --postgres ephemeral \
+             (the default without --database-url), or remove the fault",
+            plan.source.path.display()
+        )));
+    }
+    Ok(())
+}
+
+async fn open_database(plan: &Plan, args: &RunArgs, schema: String) -> Result<Database> {
+    let settings = &plan.pg_settings;
+    match postgres_mode(args)? {
+        PostgresMode::Url => Database::open(args.database_url.as_deref(), settings, schema, args.keep, args.yes).await,
+        PostgresMode::Ephemeral => Database::open(None, &ephemeral_settings(plan)?, schema, args.keep, args.yes).await,
+        PostgresMode::Docker => Database::open_docker(&args.postgres_image, settings, schema, args.keep).await,
+    }
+}
+
 /// `to` relative to `from` when it lies below it, else as given.
 fn relative(from: &Path, to: &Path) -> String {
     to.strip_prefix(from).unwrap_or(to).display().to_string()
@@ -249,13 +292,7 @@ async fn run_in(plan: &Plan, args: &RunArgs, out_dir: &Path, interrupt: &Cancell
         None => format!("queuebench_{}", run_id.replace(['-', 'T'], "_").to_lowercase()),
     };
     let started_at = chrono::Utc::now().to_rfc3339();
-    let settings = match args.database_url {
-        None => ephemeral_settings(plan)?,
-        Some(_) => plan.pg_settings.clone(),
-    };
-    let db = Database::open(args.database_url.as_deref(), &settings, schema_name, args.keep, args.yes)
-        .await?
-        .reusing(args.reuse);
+    let db = open_database(plan, args, schema_name).await?.reusing(args.reuse);
     let ctx = Context {
         run_id,
         started_at,
@@ -270,10 +307,10 @@ async fn run_in(plan: &Plan, args: &RunArgs, out_dir: &Path, interrupt: &Cancell
     let s = &done.output.stats;
     let (w, none): (&waits::Waits, &[(u32, u32)]) = (&done.waits, &[]);
     let mut histograms = vec![
-        ("claim".to_string(), &s.claim_latency, s.claim_samples.as_slice()),
-        ("claim-tx".into(), &s.claim_tx_latency, &s.tx_samples),
-        ("work".into(), &s.work_latency, &s.work_samples),
-        ("complete".into(), &s.complete_latency, &s.complete_samples),
+        ("claim".to_string(), &s.claim_latency, done.output.latency.claim.as_slice()),
+        ("claim-tx".into(), &s.claim_tx_latency, &done.output.latency.tx),
+        ("work".into(), &s.work_latency, &done.output.latency.work),
+        ("complete".into(), &s.complete_latency, &done.output.latency.complete),
         ("end-to-end".into(), &w.end_to_end, &w.end_to_end_samples),
         ("producer-lag".into(), &w.producer_lag, none),
         ("enqueue".into(), &w.enqueue, none),
@@ -317,7 +354,7 @@ async fn run_on(
     let slots = schema::connection_slots(&setup).await?;
     if need > slots {
         let fix = match db.kind {
-            Kind::Ephemeral => "or raise [postgres.settings] max_connections",
+            Kind::Ephemeral | Kind::Docker => "or raise [postgres.settings] max_connections",
             Kind::Url => "or raise the server's max_connections (or wait for its other clients to finish)",
         };
         return Err(Error::usage(format!(
@@ -336,12 +373,12 @@ async fn run_on(
         schema: db.schema.clone(),
         server_version: schema::server_version(&setup).await,
         settings_applied: match db.kind {
-            Kind::Ephemeral => plan.pg_settings.iter().cloned().collect(),
+            Kind::Ephemeral | Kind::Docker => plan.pg_settings.iter().cloned().collect(),
             Kind::Url => Default::default(),
         },
         settings_reported: match db.kind {
             Kind::Url => schema::report_settings(&setup, &plan.pg_settings).await,
-            Kind::Ephemeral => Default::default(),
+            Kind::Ephemeral | Kind::Docker => Default::default(),
         },
     };
     ctx.environment = schema::environment(&setup).await;
@@ -352,8 +389,22 @@ async fn run_on(
     for f in &output.failures {
         eprintln!("warning: {f}");
     }
-    let final_jobs = schema::final_state(&client).await?;
-    ctx.effects_rows = if plan.effects_table { Some(schema::effects_rows(&client).await?) } else { None };
+    // After a server restart the setup connection is gone: read the final state on a new one.
+    // If the database was lost, there is no final state: the report is partial.
+    let client = match output.database_lost {
+        Some(_) => None,
+        None if client.is_closed() => Some(db.connect().await?),
+        None => Some(client),
+    };
+    let final_jobs = match &client {
+        Some(c) => schema::final_state(c).await?,
+        None => Vec::new(),
+    };
+    ctx.effects_rows = match &client {
+        Some(c) if plan.effects_table => Some(schema::effects_rows(c).await?),
+        _ => None,
+    };
+    let restarts: Vec<u64> = output.restarts.iter().map(|r| r.down_us).collect();
     let classes: Vec<String> =
         std::iter::once(DEFAULT_CLASS.to_string()).chain(plan.load.classes.iter().map(|c| c.name.clone())).collect();
     let evidence = verify::Evidence {
@@ -363,13 +414,20 @@ async fn run_on(
         effects_rows: ctx.effects_rows,
         faults: &output.faults,
         lease: plan.lease,
+        hold_transaction: plan.mode == crate::scenario::raw::Mode::HoldTransaction,
         arrivals: &output.arrivals,
         classes: &classes,
         samples: &output.samples,
         blockers: &output.horizon.blockers,
         starvation: verify::starvation::Rule { threshold: plan.starvation_threshold, load_end: plan.load.duration() },
+        restarts: &restarts,
+        durability_untestable: plan.durability_untestable(),
     };
-    let verification = verify::verify(&evidence);
+    let mut verification = verify::verify(&evidence);
+    if client.is_none() {
+        verification.checks.retain(|c| !verify::NEEDS_FINAL_TABLE.contains(&c.name.as_str()));
+        verification.jobs = report::summary::Jobs { enqueued: evidence.enqueued, ..Default::default() };
+    }
     let warmup_end = plan.load.warmup_end().as_micros() as u64;
     let windows: Vec<phases::Window> = plan
         .load
@@ -378,8 +436,9 @@ async fn run_on(
         .map(|p| (p.start.as_micros() as u64, (p.start + p.duration).as_micros() as u64))
         .collect();
     let waits = waits::measure(&output.journal, &output.arrivals, plan.load.classes.len(), warmup_end, &windows);
-    let phase_stats = phases::measure(&windows, &output.stats, &output.journal);
-    let timeseries = timeseries::build(plan, &output.samples, &output.stats, &output.horizon.probes);
+    let phase_stats = phases::measure(&windows, &output.latency, &output.journal);
+    let timeseries =
+        timeseries::build(plan, &output.samples, &output.stats, &output.latency.claim, &output.horizon.probes);
     let summary = build::build(plan, ctx, &output, verification, &waits, &phase_stats);
     Ok(Finished { summary, output, waits, timeseries })
 }

@@ -4,9 +4,11 @@
 //! the workers' parts with `+=` at the end.
 
 pub mod phases;
+pub mod spill;
 pub mod waits;
 
 use hdrhistogram::Histogram;
+use spill::{Record, Spill};
 use std::collections::BTreeMap;
 use std::ops::AddAssign;
 
@@ -33,6 +35,18 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    const ALL: [EventKind; 9] = [
+        EventKind::Claimed,
+        EventKind::HeartbeatOk,
+        EventKind::HeartbeatRejected,
+        EventKind::Executed,
+        EventKind::Accepted,
+        EventKind::Rejected,
+        EventKind::FailAccepted,
+        EventKind::FailRejected,
+        EventKind::Abandoned,
+    ];
+
     /// Does this event end the worker's belief that it owns the job?
     pub fn ends_ownership(self) -> bool {
         matches!(
@@ -99,13 +113,56 @@ pub(crate) fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
 }
 
+impl Event {
+    /// The order the checkers read the journal in: by job, then time, then kind.
+    pub fn order(&self) -> (i64, u64, EventKind) {
+        (self.job, self.t_us, self.kind)
+    }
+}
+
+impl Record for Event {
+    const SIZE: usize = 29;
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.t_us.to_le_bytes());
+        out.extend_from_slice(&self.job.to_le_bytes());
+        out.extend_from_slice(&self.attempt.to_le_bytes());
+        out.extend_from_slice(&self.worker.to_le_bytes());
+        out.extend_from_slice(&self.claim.to_le_bytes());
+        out.push(EventKind::ALL.iter().position(|k| *k == self.kind).expect("listed") as u8);
+    }
+    fn decode(b: &[u8]) -> Self {
+        Event {
+            t_us: u64::from_le_bytes(b[0..8].try_into().unwrap()),
+            job: i64::from_le_bytes(b[8..16].try_into().unwrap()),
+            attempt: i32::from_le_bytes(b[16..20].try_into().unwrap()),
+            worker: u32::from_le_bytes(b[20..24].try_into().unwrap()),
+            claim: u32::from_le_bytes(b[24..28].try_into().unwrap()),
+            kind: EventKind::ALL[b[28] as usize],
+        }
+    }
+}
+
+/// Latency samples, (ms since start, µs), one list per measured latency.
+#[derive(Debug, Default)]
+pub struct Samples {
+    pub claim: Vec<(u32, u32)>,
+    pub tx: Vec<(u32, u32)>,
+    pub work: Vec<(u32, u32)>,
+    pub complete: Vec<(u32, u32)>,
+}
+
 /// Counters and latency histograms of one worker (or, merged, of all).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct WorkerStats {
     pub claims: u64,
     pub empty_claims: u64,
     pub claimed_jobs: u64,
     pub reconnects: u64,
+    /// Connection attempts made while reconnecting (successful or not).
+    pub reconnect_attempts: u64,
+    /// (lost, restored) µs after the start, one per reconnect; restored = when the worker gave up
+    /// if it never got a connection back.
+    pub outages: Vec<(u64, u64)>,
     pub heartbeats: u64,
     /// `stop = "drained"` checks sent after an empty claim.
     pub drained_checks: u64,
@@ -117,11 +174,12 @@ pub struct WorkerStats {
     pub work_latency: Histogram<u64>,
     pub complete_latency: Histogram<u64>,
     /// (ms since start, µs) of every claim statement: the claim-latency time series and interval log.
-    pub claim_samples: Vec<(u32, u32)>,
+    /// Spilled to disk as they grow; `take_samples` reads them back.
+    pub claim_samples: Spill<(u32, u32)>,
     /// The same for claim transactions, work and completions (their interval logs).
-    pub tx_samples: Vec<(u32, u32)>,
-    pub work_samples: Vec<(u32, u32)>,
-    pub complete_samples: Vec<(u32, u32)>,
+    pub tx_samples: Spill<(u32, u32)>,
+    pub work_samples: Spill<(u32, u32)>,
+    pub complete_samples: Spill<(u32, u32)>,
     pub per_second: Vec<Second>,
 }
 
@@ -132,6 +190,8 @@ impl Default for WorkerStats {
             empty_claims: 0,
             claimed_jobs: 0,
             reconnects: 0,
+            reconnect_attempts: 0,
+            outages: Vec::new(),
             heartbeats: 0,
             drained_checks: 0,
             notifications: 0,
@@ -140,10 +200,10 @@ impl Default for WorkerStats {
             claim_tx_latency: histogram(),
             work_latency: histogram(),
             complete_latency: histogram(),
-            claim_samples: Vec::new(),
-            tx_samples: Vec::new(),
-            work_samples: Vec::new(),
-            complete_samples: Vec::new(),
+            claim_samples: Spill::new(),
+            tx_samples: Spill::new(),
+            work_samples: Spill::new(),
+            complete_samples: Spill::new(),
             per_second: Vec::new(),
         }
     }
@@ -176,14 +236,29 @@ impl WorkerStats {
     pub fn record_error(&mut self, code: &str) {
         *self.errors.entry(code.to_string()).or_default() += 1;
     }
+
+    /// Moves this worker's latency samples (read back from disk) onto the end of `all`.
+    pub fn take_samples(&mut self, all: &mut Samples) {
+        for (mine, to) in [
+            (&mut self.claim_samples, &mut all.claim),
+            (&mut self.tx_samples, &mut all.tx),
+            (&mut self.work_samples, &mut all.work),
+            (&mut self.complete_samples, &mut all.complete),
+        ] {
+            to.extend(std::mem::take(mine).into_vec());
+        }
+    }
 }
 
+/// Counters, histograms and per-second counts add up; samples move with `take_samples`.
 impl AddAssign<&WorkerStats> for WorkerStats {
     fn add_assign(&mut self, other: &WorkerStats) {
         self.claims += other.claims;
         self.empty_claims += other.empty_claims;
         self.claimed_jobs += other.claimed_jobs;
         self.reconnects += other.reconnects;
+        self.reconnect_attempts += other.reconnect_attempts;
+        self.outages.extend_from_slice(&other.outages);
         self.heartbeats += other.heartbeats;
         self.drained_checks += other.drained_checks;
         self.notifications += other.notifications;
@@ -198,10 +273,6 @@ impl AddAssign<&WorkerStats> for WorkerStats {
         ] {
             mine.add(theirs).expect("histograms share bounds");
         }
-        self.claim_samples.extend_from_slice(&other.claim_samples);
-        self.tx_samples.extend_from_slice(&other.tx_samples);
-        self.work_samples.extend_from_slice(&other.work_samples);
-        self.complete_samples.extend_from_slice(&other.complete_samples);
         if self.per_second.len() < other.per_second.len() {
             self.per_second.resize(other.per_second.len(), Second::default());
         }
@@ -211,6 +282,26 @@ impl AddAssign<&WorkerStats> for WorkerStats {
             a.drained_checks += b.drained_checks;
             a.executions += b.executions;
             a.completions += b.completions;
+        }
+    }
+}
+
+impl Record for Arrival {
+    const SIZE: usize = 30;
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.job.to_le_bytes());
+        out.extend_from_slice(&self.class.to_le_bytes());
+        out.extend_from_slice(&self.intended_us.to_le_bytes());
+        out.extend_from_slice(&self.sent_us.to_le_bytes());
+        out.extend_from_slice(&self.enqueue_us.to_le_bytes());
+    }
+    fn decode(b: &[u8]) -> Self {
+        Arrival {
+            job: i64::from_le_bytes(b[0..8].try_into().unwrap()),
+            class: u16::from_le_bytes(b[8..10].try_into().unwrap()),
+            intended_us: u64::from_le_bytes(b[10..18].try_into().unwrap()),
+            sent_us: u64::from_le_bytes(b[18..26].try_into().unwrap()),
+            enqueue_us: u32::from_le_bytes(b[26..30].try_into().unwrap()),
         }
     }
 }
@@ -232,6 +323,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn events_and_arrivals_survive_their_binary_form() {
+        for (i, kind) in EventKind::ALL.into_iter().enumerate() {
+            let e =
+                Event { t_us: u64::MAX - i as u64, job: -7 - i as i64, attempt: -1, worker: 9, claim: 1 << 31, kind };
+            let mut b = Vec::new();
+            e.encode(&mut b);
+            assert_eq!((b.len(), Event::decode(&b)), (Event::SIZE, e));
+        }
+        let a = Arrival { job: 1 << 40, class: 3, intended_us: 5, sent_us: 6, enqueue_us: u32::MAX };
+        let mut b = Vec::new();
+        a.encode(&mut b);
+        assert_eq!((b.len(), Arrival::decode(&b)), (Arrival::SIZE, a));
+    }
+
+    #[test]
     fn merging_adds_counts_and_histograms() {
         let mut a = WorkerStats::default();
         let mut b = WorkerStats::default();
@@ -247,7 +353,11 @@ mod tests {
         assert_eq!(a.claim_latency.len(), 2);
         assert_eq!(a.errors["40P01"], 1);
         assert!(a.claim_latency.max() >= 300);
-        assert_eq!(a.claim_samples.len(), 2);
+        assert_eq!(a.claim_samples.len(), 1, "samples are not merged by +=");
+        let mut all = Samples::default();
+        a.take_samples(&mut all);
+        b.take_samples(&mut all);
+        assert_eq!(all.claim.len(), 2);
         assert_eq!(a.per_second.iter().map(|s| s.claims).collect::<Vec<_>>(), [2, 0, 1]);
     }
 }

@@ -4,7 +4,7 @@
 //! job's intended enqueue time, not the claim's).
 
 use super::histogram;
-use super::{Event, EventKind, WorkerStats};
+use super::{Event, EventKind, Samples};
 use hdrhistogram::Histogram;
 
 /// One phase's window in µs since the start: `[start, end)`.
@@ -23,7 +23,7 @@ pub fn window_of(windows: &[Window], t_us: u64) -> Option<usize> {
     windows.iter().position(|(s, e)| (*s..*e).contains(&t_us))
 }
 
-pub fn measure(windows: &[Window], stats: &WorkerStats, journal: &[Event]) -> Vec<PhaseStats> {
+pub fn measure(windows: &[Window], samples: &Samples, journal: &[Event]) -> Vec<PhaseStats> {
     let mut out: Vec<PhaseStats> = windows
         .iter()
         .map(|_| PhaseStats { claim: histogram(), work: histogram(), complete: histogram(), claims: 0, executions: 0 })
@@ -31,8 +31,7 @@ pub fn measure(windows: &[Window], stats: &WorkerStats, journal: &[Event]) -> Ve
     if out.is_empty() {
         return out;
     }
-    let samples = [(&stats.claim_samples, 0), (&stats.work_samples, 1), (&stats.complete_samples, 2)];
-    for (list, which) in samples {
+    for (list, which) in [(&samples.claim, 0), (&samples.work, 1), (&samples.complete, 2)] {
         for &(ms, us) in list {
             let Some(i) = window_of(windows, u64::from(ms) * 1000) else { continue };
             let p = &mut out[i];
@@ -57,7 +56,7 @@ pub fn measure(windows: &[Window], stats: &WorkerStats, journal: &[Event]) -> Ve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collect::Latency;
+    use crate::collect::{Latency, WorkerStats};
 
     #[test]
     fn samples_and_executions_fall_in_their_phase() {
@@ -68,7 +67,9 @@ mod tests {
         st.record(Latency::Claim, 9_000_000, 1);
         let ev = |t_us| Event { t_us, job: 1, attempt: 1, worker: 1, claim: 1, kind: EventKind::Executed };
         let journal = [ev(100), ev(1_200_000), ev(1_300_000), ev(1_999_999)];
-        let p = measure(&[(0, 1_000_000), (1_000_000, 2_000_000)], &st, &journal);
+        let mut samples = Samples::default();
+        st.take_samples(&mut samples);
+        let p = measure(&[(0, 1_000_000), (1_000_000, 2_000_000)], &samples, &journal);
         assert_eq!((p[0].claims, p[1].claims), (1, 2), "the sample at 9 s is after every phase");
         assert_eq!((p[0].executions, p[1].executions), (1, 3));
         assert!(p[1].claim.min() >= 7_990 && p[0].claim.max() <= 101);

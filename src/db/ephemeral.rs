@@ -15,7 +15,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The port in the socket's name; nothing listens on TCP.
@@ -27,8 +27,18 @@ static LIVE: Mutex<Vec<(i32, PathBuf)>> = Mutex::new(Vec::new());
 pub struct Cluster {
     pub dir: PathBuf,
     pub bindir: PathBuf,
-    child: Option<Child>,
+    postmaster: Arc<Postmaster>,
     keep: bool,
+}
+
+/// The running server process and what it takes to start it again: shared
+/// with the `postgres_restart` fault, which stops it and starts it mid-run.
+pub struct Postmaster {
+    dir: PathBuf,
+    bindir: PathBuf,
+    settings: Vec<(String, String)>,
+    owner: Option<(u32, u32)>,
+    child: Mutex<Option<Child>>,
 }
 
 impl Cluster {
@@ -47,10 +57,22 @@ impl Cluster {
         let bindir = find_bindir()?;
         let owner = cluster_owner()?;
         let dir = make_dir(owner)?;
-        let mut cluster = Cluster { dir, bindir, child: None, keep };
+        let postmaster = Arc::new(Postmaster {
+            dir: dir.clone(),
+            bindir: bindir.clone(),
+            settings: settings.to_vec(),
+            owner,
+            child: Mutex::new(None),
+        });
+        let cluster = Cluster { dir, bindir, postmaster, keep };
         cluster.initdb(owner)?;
-        cluster.spawn(settings, owner)?;
+        cluster.postmaster.spawn()?;
         Ok(cluster)
+    }
+
+    /// The server process, for the `postgres_restart` fault.
+    pub fn postmaster(&self) -> Arc<Postmaster> {
+        self.postmaster.clone()
     }
 
     fn initdb(&self, owner: Option<(u32, u32)>) -> Result<()> {
@@ -73,43 +95,10 @@ impl Cluster {
         Ok(())
     }
 
-    fn spawn(&mut self, settings: &[(String, String)], owner: Option<(u32, u32)>) -> Result<()> {
-        let log = std::fs::File::create(self.dir.join("postgres.log"))
-            .map_err(|e| Error::infra(format!("cannot create {}: {e}", self.dir.join("postgres.log").display())))?;
-        if let Some((uid, gid)) = owner {
-            let _ = std::os::unix::fs::chown(self.dir.join("postgres.log"), Some(uid), Some(gid));
-        }
-        let mut cmd = Command::new(self.bindir.join("postgres"));
-        cmd.arg("-D").arg(self.data_dir()).arg("-k").arg(&self.dir);
-        cmd.args(["-p", &PORT.to_string(), "-c", "listen_addresses="]);
-        for (k, v) in settings {
-            cmd.arg("-c").arg(format!("{k}={v}"));
-        }
-        cmd.current_dir(&self.dir).stdin(Stdio::null()).stdout(log.try_clone().map_err(io_infra)?).stderr(log);
-        // Own process group: a terminal's Ctrl-C reaches only the harness,
-        // which then stops the cluster in order.
-        cmd.process_group(0);
-        as_owner(&mut cmd, owner);
-        // SAFETY: prctl is async-signal-safe; nothing else runs in the child.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGQUIT) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = cmd
-            .spawn()
-            .map_err(|e| Error::infra(format!("cannot start {}: {e}", self.bindir.join("postgres").display())))?;
-        LIVE.lock().unwrap().push((child.id() as i32, self.dir.clone()));
-        self.child = Some(child);
-        Ok(())
-    }
-
     /// If the postmaster has exited, its log tail says why.
     pub fn exited(&mut self) -> Option<String> {
-        let child = self.child.as_mut()?;
+        let mut guard = self.postmaster.child.lock().unwrap();
+        let child = guard.as_mut()?;
         match child.try_wait() {
             Ok(Some(status)) => Some(format!("postgres exited ({status}); its log ends with:\n{}", self.log_tail())),
             _ => None,
@@ -117,14 +106,13 @@ impl Cluster {
     }
 
     pub fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(self.dir.join("postgres.log")).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(15)..].join("\n")
+        log_tail(&self.dir)
     }
 
     /// Fast shutdown, escalating to immediate, then SIGKILL; then the dir goes.
     pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
+        let child = self.postmaster.child.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(mut child) = child {
             let pid = child.id() as i32;
             for (signal, wait) in [(libc::SIGINT, 10), (libc::SIGQUIT, 5), (libc::SIGKILL, 5)] {
                 // SAFETY: plain kill(2) on our own child.
@@ -158,10 +146,99 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        if self.child.is_some() || (!self.keep && self.dir.exists()) {
+        let running = self.postmaster.child.lock().is_ok_and(|c| c.is_some());
+        if running || (!self.keep && self.dir.exists()) {
             self.stop();
         }
     }
+}
+
+impl Postmaster {
+    fn spawn(&self) -> Result<()> {
+        let owner = self.owner;
+        // Appended to, so the log of a restarted server keeps what came before.
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("postgres.log"))
+            .map_err(|e| Error::infra(format!("cannot create {}: {e}", self.dir.join("postgres.log").display())))?;
+        if let Some((uid, gid)) = owner {
+            let _ = std::os::unix::fs::chown(self.dir.join("postgres.log"), Some(uid), Some(gid));
+        }
+        let mut cmd = Command::new(self.bindir.join("postgres"));
+        cmd.arg("-D").arg(self.dir.join("data")).arg("-k").arg(&self.dir);
+        cmd.args(["-p", &PORT.to_string(), "-c", "listen_addresses="]);
+        for (k, v) in &self.settings {
+            cmd.arg("-c").arg(format!("{k}={v}"));
+        }
+        cmd.current_dir(&self.dir).stdin(Stdio::null()).stdout(log.try_clone().map_err(io_infra)?).stderr(log);
+        // Own process group: a terminal's Ctrl-C reaches only the harness,
+        // which then stops the cluster in order.
+        cmd.process_group(0);
+        as_owner(&mut cmd, owner);
+        // SAFETY: prctl is async-signal-safe; nothing else runs in the child.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGQUIT) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| Error::infra(format!("cannot start {}: {e}", self.bindir.join("postgres").display())))?;
+        LIVE.lock().unwrap().push((child.id() as i32, self.dir.clone()));
+        *self.child.lock().unwrap() = Some(child);
+        Ok(())
+    }
+
+    /// Stops the server as `pg_ctl stop -m immediate` (SIGQUIT: no checkpoint, crash recovery on
+    /// the next start) or `-m fast` (SIGINT) would, and waits for it to exit. Returns its pid.
+    pub async fn stop(&self, immediate: bool) -> std::result::Result<i32, String> {
+        let signal = if immediate { libc::SIGQUIT } else { libc::SIGINT };
+        let pid = match self.child.lock().unwrap().as_ref() {
+            Some(c) => c.id() as i32,
+            None => return Err("the server is not running".into()),
+        };
+        // SAFETY: plain kill(2) on our own child.
+        unsafe { libc::kill(pid, signal) };
+        let until = Instant::now() + Duration::from_secs(30);
+        loop {
+            let exited = self.child.lock().unwrap().as_mut().is_none_or(|c| matches!(c.try_wait(), Ok(Some(_))));
+            if exited {
+                self.child.lock().unwrap().take();
+                LIVE.lock().unwrap().retain(|(p, _)| *p != pid);
+                return Ok(pid);
+            }
+            if Instant::now() > until {
+                return Err(format!("postgres (pid {pid}) did not exit within 30 s of signal {signal}"));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Starts the server again on the same data directory (crash recovery replays the WAL).
+    /// Call it from a thread that lives as long as the run (a runtime worker, not a blocking
+    /// thread): `PR_SET_PDEATHSIG` fires when the spawning thread exits.
+    pub fn start(&self) -> std::result::Result<(), String> {
+        self.spawn().map_err(|e| e.to_string())
+    }
+
+    /// Is the server process running (started and not yet exited)?
+    pub fn running(&self) -> bool {
+        self.child.lock().unwrap().as_mut().is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    pub fn log_tail(&self) -> String {
+        log_tail(&self.dir)
+    }
+}
+
+fn log_tail(dir: &Path) -> String {
+    let text = std::fs::read_to_string(dir.join("postgres.log")).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(15)..].join("\n")
 }
 
 /// Second Ctrl-C: no time for order. Kill every cluster of this process (immediate

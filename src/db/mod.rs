@@ -11,6 +11,7 @@
 //! reinstalled, anything else in the schema is left alone, and at the end
 //! only those tables go; the schema stays.
 
+pub mod docker;
 pub mod ephemeral;
 pub mod password;
 pub mod schema;
@@ -27,6 +28,8 @@ use tokio_postgres::{Client, Config, NoTls};
 pub enum Kind {
     Ephemeral,
     Url,
+    /// A container started for the run (`--postgres docker`, cargo feature `docker`).
+    Docker,
 }
 
 impl Kind {
@@ -34,7 +37,13 @@ impl Kind {
         match self {
             Kind::Ephemeral => "ephemeral",
             Kind::Url => "url",
+            Kind::Docker => "docker",
         }
+    }
+
+    /// A server started for this run (ephemeral or docker): settings are applied, extensions created.
+    pub fn owned(self) -> bool {
+        self != Kind::Url
     }
 }
 
@@ -47,6 +56,7 @@ pub struct Database {
     pub url: String,
     pub schema: String,
     cluster: Option<Cluster>,
+    container: Option<docker::Container>,
     keep: bool,
     /// `--reuse`: an existing schema of that name is used, not refused.
     pub reuse: bool,
@@ -136,7 +146,7 @@ impl Database {
         }
     }
 
-    fn new(config: Config, target: String, schema: String, keep: bool) -> Database {
+    pub(super) fn new(config: Config, target: String, schema: String, keep: bool) -> Database {
         Database {
             kind: Kind::Ephemeral,
             config,
@@ -144,6 +154,7 @@ impl Database {
             url: String::new(),
             schema,
             cluster: None,
+            container: None,
             keep,
             reuse: false,
             password_from: None,
@@ -183,6 +194,11 @@ impl Database {
                 only = if created { "" } else { ", or reinstall with --reuse" }
             ));
         }
+    }
+
+    /// The ephemeral server process (None for other targets): the `postgres_restart` fault stops and starts it.
+    pub fn postmaster(&self) -> Option<std::sync::Arc<ephemeral::Postmaster>> {
+        self.cluster.as_ref().map(Cluster::postmaster)
     }
 
     /// A URL for other tools (pgbench, psql) to reach the same server.
@@ -304,6 +320,9 @@ impl Database {
         }
         if let Some(mut c) = self.cluster.take() {
             c.stop();
+        }
+        if let Some(c) = self.container.take() {
+            c.remove().await;
         }
         result
     }

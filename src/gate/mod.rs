@@ -32,6 +32,8 @@ pub fn evaluate(expectations: &[Expectation], summary: &RunSummary) -> Vec<Expec
 pub fn verdict(summary: &RunSummary) -> ExitCode {
     if summary.interrupted {
         ExitCode::Interrupted
+    } else if summary.partial {
+        ExitCode::Infrastructure
     } else if summary.passed {
         ExitCode::Passed
     } else {

@@ -44,6 +44,10 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
         database: ctx.database,
         interrupted: out.interrupted,
         timed_out: out.timed_out,
+        partial: out.database_lost.is_some(),
+        partial_reason: out.database_lost.as_ref().map(|w| format!("database lost: {w}")).unwrap_or_default(),
+        outage: outage(plan, out),
+        durability: v.durability,
         throughput: Throughput {
             jobs_per_sec: v.executions.total as f64 / secs,
             claims_per_sec: st.claims as f64 / secs,
@@ -148,7 +152,11 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
     s.effects.journal = s.executions.total;
     super::scale::unscale(&mut s, plan);
     s.expectations = gate::evaluate(&plan.expectations, &s);
-    s.passed = !s.interrupted && !s.timed_out && s.aborted_by.is_none() && s.expectations.iter().all(|e| e.passed);
+    s.passed = !s.interrupted
+        && !s.timed_out
+        && !s.partial
+        && s.aborted_by.is_none()
+        && s.expectations.iter().all(|e| e.passed);
     s
 }
 
@@ -197,6 +205,23 @@ fn by_phase(
         out.insert(name, numbers);
     }
     out
+}
+
+/// The server's restarts and the workers' lost connections.
+fn outage(plan: &Plan, out: &RunOutput) -> Outage {
+    let end_us = out.duration.as_micros() as u64;
+    let st = &out.stats;
+    let ms = |us: u64| us as f64 / 1000.0;
+    Outage {
+        server_restarts: out.restarts.len() as u64,
+        server_down_ms: ms(out.restarts.iter().map(|r| r.up_us.unwrap_or(end_us).saturating_sub(r.down_us)).sum()),
+        worker_reconnects: st.reconnects,
+        reconnect_attempts: st.reconnect_attempts,
+        longest_worker_outage_ms: ms(st.outages.iter().map(|(a, b)| b.saturating_sub(*a)).max().unwrap_or(0)),
+        window_start_s: st.outages.iter().map(|o| o.0).min().unwrap_or(0) as f64 / 1e6,
+        window_end_s: st.outages.iter().map(|o| o.1).max().unwrap_or(0) as f64 / 1e6,
+        reconnect_timeout_s: plan.reconnect_timeout.as_secs_f64(),
+    }
 }
 
 fn probe(samples: &[crate::run::horizon::ProbeSample]) -> Probe {

@@ -47,6 +47,8 @@ pub fn report(s: &RunSummary, charts: &[(String, String)], scenario_text: &str) 
     let mut o = String::new();
     let status = if s.interrupted {
         "INTERRUPTED"
+    } else if s.partial {
+        "PARTIAL"
     } else if s.passed {
         "PASSED"
     } else {
@@ -59,6 +61,10 @@ pub fn report(s: &RunSummary, charts: &[(String, String)], scenario_text: &str) 
         verdict_word(status),
         escape(&s.description)
     );
+    if s.partial {
+        let why = escape(&s.partial_reason);
+        let _ = write!(o, "<p class=fail>PARTIAL REPORT: {why}; the checks on the final table were not run</p>");
+    }
     rows(
         &mut o,
         &[

@@ -31,6 +31,14 @@ pub struct RunSummary {
     /// True when Ctrl-C, SIGTERM or the run timeout stopped the workers early.
     pub interrupted: bool,
     pub timed_out: bool,
+    /// The database was lost mid-run (no worker could reconnect within
+    /// `run.reconnect_timeout`): the numbers cover the run up to then, and the checks that
+    /// need the final table were not run. Exit code 3.
+    pub partial: bool,
+    /// Why the report is partial (empty when it is not).
+    pub partial_reason: String,
+    pub outage: Outage,
+    pub durability: Durability,
     pub jobs: Jobs,
     pub executions: Executions,
     pub completions: Completions,
@@ -181,6 +189,50 @@ pub struct Faults {
     pub recovery_ms_mean: f64,
     #[serde(skip)]
     pub recovery_ms_total: f64,
+}
+
+/// The server going away mid-run and the workers finding it again.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Outage {
+    /// Times a `postgres_restart` fault stopped the server.
+    pub server_restarts: u64,
+    /// Time the server was down, from the stop signal to accepting connections again (to the end
+    /// of the run if never), ms.
+    pub server_down_ms: f64,
+    /// Connections the workers re-opened after losing one (a restart, a killed backend, a crash).
+    pub worker_reconnects: u64,
+    /// Connection attempts made while reconnecting, failed ones included.
+    pub reconnect_attempts: u64,
+    /// The longest time one worker went without a connection, ms.
+    pub longest_worker_outage_ms: f64,
+    /// From the first lost worker connection to the last restored one, s after the start (0 if none).
+    pub window_start_s: f64,
+    pub window_end_s: f64,
+    /// `run.reconnect_timeout`, s.
+    pub reconnect_timeout_s: f64,
+}
+
+/// Did what the server acknowledged survive its restart? (only with `postgres_restart`)
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Durability {
+    /// A restart happened with fsync and synchronous_commit on (else `note` says why not).
+    pub tested: bool,
+    pub note: String,
+    /// Jobs whose completion the server acknowledged (the worker saw the statement or COMMIT return).
+    pub acknowledged_completions: u64,
+    /// Of those, acknowledged before the first restart (the ones the restart put to the test).
+    pub acknowledged_before_restart: u64,
+    /// Of those, jobs not `done` at the end: acknowledged work the server forgot.
+    pub lost_completions: u64,
+    /// Jobs `done` whose last completion was sent but never acknowledged (the ack died with the
+    /// connection) and whose retry found nothing to do: the first commit had landed.
+    pub unacknowledged_done: u64,
+    /// Open-model jobs whose INSERT the server acknowledged.
+    pub acknowledged_enqueues: u64,
+    /// Of those, jobs missing from the table at the end.
+    pub lost_enqueues: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -459,7 +511,7 @@ pub struct ExpectationResult {
 }
 
 /// The checks every run reports; `checks.<name>` is its violation count.
-pub const CHECK_NAMES: [&str; 9] = [
+pub const CHECK_NAMES: [&str; 10] = [
     "vacuum_caught_up",
     "exactly_once",
     "no_lost_jobs",
@@ -469,6 +521,7 @@ pub const CHECK_NAMES: [&str; 9] = [
     "cancelled_jobs_not_run",
     "effects_ledger_agrees",
     "starvation",
+    "durability",
 ];
 
 impl RunSummary {
@@ -517,7 +570,7 @@ impl RunSummary {
         s.effects.table_rows = Some(0);
         s.wakeup.rolled_back_notify_delivered = Some(0);
         s.wakeup.committed_notify_delivered = Some(0);
-        for k in ["crash", "pause", "kill_backend", "lock_hold", "poison", "cancel"] {
+        for k in ["crash", "pause", "kill_backend", "lock_hold", "poison", "cancel", "postgres_restart"] {
             s.faults.by_kind.insert(k.into(), 0);
         }
         s.checks = CHECK_NAMES.iter().map(|n| CheckResult { name: n.to_string(), ..Default::default() }).collect();
@@ -582,6 +635,9 @@ mod tests {
             "wakeup.rolled_back_notify_delivered",
             "checks.exactly_once",
             "checks.starvation",
+            "checks.durability",
+            "durability.lost_completions",
+            "outage.reconnect_attempts",
             "effects.table_rows",
             "jobs.completed_by_class.default",
             "starvation.max_oldest_ready_age_s.default",

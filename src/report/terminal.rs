@@ -7,6 +7,8 @@ pub fn render(s: &RunSummary) -> String {
     let mut o = String::new();
     let status = if s.interrupted {
         "INTERRUPTED"
+    } else if s.partial {
+        "PARTIAL"
     } else if s.aborted_by.is_some() {
         "ABORTED"
     } else if s.passed {
@@ -22,6 +24,9 @@ pub fn render(s: &RunSummary) -> String {
     );
     let _ =
         writeln!(o, "  database {} {} (PostgreSQL {})", s.database.kind, s.database.shown(), s.database.server_version);
+    if s.partial {
+        let _ = writeln!(o, "  PARTIAL REPORT {}; checks on the final table were not run", s.partial_reason);
+    }
     for (k, v) in lines(s) {
         let _ = writeln!(o, "  {k:<14} {v}");
     }
@@ -46,12 +51,13 @@ pub fn render(s: &RunSummary) -> String {
 pub fn failures(s: &RunSummary) -> Vec<String> {
     let stopped = [(s.timed_out, "timed out before the stop condition"), (s.interrupted, "interrupted")];
     let stopped = stopped.into_iter().filter(|(hit, _)| *hit).map(|(_, why)| why.to_string());
+    let partial = s.partial.then(|| format!("PARTIAL REPORT {}", s.partial_reason));
     let expects = s.expectations.iter().filter(|e| !e.passed).map(|e| {
         let actual = e.actual.map_or("missing".into(), |a| format!("{a}"));
         format!("expect {} {} (actual {actual})", e.name, e.expression)
     });
     let aborted = s.aborted_by.iter().map(|a| format!("aborted by {a}"));
-    aborted.chain(stopped).chain(expects).collect()
+    partial.into_iter().chain(aborted).chain(stopped).chain(expects).collect()
 }
 
 /// The labelled lines of a summary, shared by the terminal and report.html.
@@ -247,6 +253,33 @@ pub fn lines(s: &RunSummary) -> Vec<(&'static str, String)> {
     }
     if let Some(a) = &s.aborted_by {
         rows.insert(0, ("aborted by", a.clone()));
+    }
+    let o = &s.outage;
+    if o.server_restarts > 0 || o.reconnect_attempts > o.worker_reconnects {
+        rows.push((
+            "outage",
+            format!(
+                "{} server restart(s), down {:.0} ms · {} reconnects in {} attempts · longest worker outage {:.0} ms \
+                 ({:.1}–{:.1} s) · timeout {:.0} s",
+                o.server_restarts,
+                o.server_down_ms,
+                o.worker_reconnects,
+                o.reconnect_attempts,
+                o.longest_worker_outage_ms,
+                o.window_start_s,
+                o.window_end_s,
+                o.reconnect_timeout_s
+            ),
+        ));
+    }
+    if s.outage.server_restarts > 0 {
+        let d = &s.durability;
+        let line = if d.tested {
+            format!("{} · {} done though their ack was lost", d.note, d.unacknowledged_done)
+        } else {
+            d.note.clone()
+        };
+        rows.push(("durability", line));
     }
     rows
 }

@@ -81,7 +81,14 @@ pub const COLUMNS: [&str; 24] = [
     "probe_exec_ms",
 ];
 
-pub fn build(plan: &Plan, samples: &[PgSample], stats: &WorkerStats, probes: &[ProbeSample]) -> Timeseries {
+/// `claim_samples`: (ms since start, µs) of every claim statement.
+pub fn build(
+    plan: &Plan,
+    samples: &[PgSample],
+    stats: &WorkerStats,
+    claim_samples: &[(u32, u32)],
+    probes: &[ProbeSample],
+) -> Timeseries {
     let classes: Vec<&str> =
         std::iter::once(DEFAULT_CLASS).chain(plan.load.classes.iter().map(|c| c.name.as_str())).collect();
     let mut header: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
@@ -91,7 +98,7 @@ pub fn build(plan: &Plan, samples: &[PgSample], stats: &WorkerStats, probes: &[P
     for c in &classes {
         header.push(format!("oldest_ready_s_{c}"));
     }
-    let mut claims: Vec<(u32, u32)> = stats.claim_samples.clone();
+    let mut claims: Vec<(u32, u32)> = claim_samples.to_vec();
     claims.sort_unstable();
     let interval_ms = plan.sample_interval.as_millis() as u64;
     let mut rows = Vec::with_capacity(samples.len());

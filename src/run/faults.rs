@@ -4,10 +4,12 @@
 //! Every random choice comes from a generator seeded from the scenario seed.
 
 use crate::collect::FaultEvent;
+use crate::db::ephemeral::Postmaster;
 use crate::scenario::Plan;
 use crate::scenario::faults::{Fault, Kind, Point, Trigger};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio_postgres::Config;
@@ -22,6 +24,16 @@ pub struct FaultState {
     paused_until: Vec<AtomicU64>,
     /// Per worker slot: the backend pid of its current connection (0 = none).
     pub pids: Vec<AtomicI32>,
+    /// Server restarts (`postgres_restart`), as they happened.
+    pub restarts: Mutex<Vec<Restart>>,
+}
+
+/// One `postgres_restart`: when the server process was gone (after it exited) and when it
+/// was started again (None: it never was).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Restart {
+    pub down_us: u64,
+    pub up_us: Option<u64>,
 }
 
 impl FaultState {
@@ -33,6 +45,7 @@ impl FaultState {
             fired: plan.faults.iter().map(|_| AtomicU64::new(0)).collect(),
             paused_until: (0..n).map(|_| AtomicU64::new(0)).collect(),
             pids: (0..n).map(|_| AtomicI32::new(0)).collect(),
+            restarts: Mutex::new(Vec::new()),
         }
     }
 
@@ -89,15 +102,29 @@ impl FaultState {
 }
 
 /// Runs the faults that fire at a time or a rate until `stop`; returns what fired.
-pub async fn inject(plan: &Plan, state: &FaultState, config: &Config, stop: &CancellationToken) -> Vec<FaultEvent> {
-    let tasks = state.faults.iter().filter(|f| !f.per_job()).map(|f| one(plan, state, f, config, stop));
+/// `server` is the ephemeral server process (`postgres_restart` needs it).
+pub async fn inject(
+    plan: &Plan,
+    state: &FaultState,
+    config: &Config,
+    server: Option<&Postmaster>,
+    stop: &CancellationToken,
+) -> Vec<FaultEvent> {
+    let tasks = state.faults.iter().filter(|f| !f.per_job()).map(|f| one(plan, state, f, config, server, stop));
     futures_util::future::join_all(tasks).await.into_iter().flatten().collect()
 }
 
-async fn one(plan: &Plan, state: &FaultState, f: &Fault, config: &Config, stop: &CancellationToken) -> Vec<FaultEvent> {
+async fn one(
+    plan: &Plan,
+    state: &FaultState,
+    f: &Fault,
+    config: &Config,
+    server: Option<&Postmaster>,
+    stop: &CancellationToken,
+) -> Vec<FaultEvent> {
     let mut rng = StdRng::seed_from_u64(plan.seed ^ (0xFA17 + f.index as u64));
     let mut events = Vec::new();
-    let Some(admin) = super::side_connection(config, &format!("fault #{}", f.index + 1)).await else { return events };
+    let Some(mut side) = super::Side::connect(config, &format!("fault #{}", f.index + 1)).await else { return events };
     let mut next = match f.trigger {
         Trigger::At(t) => t,
         Trigger::Rate(r) => exp_interval(r, &mut rng),
@@ -114,44 +141,121 @@ async fn one(plan: &Plan, state: &FaultState, f: &Fault, config: &Config, stop: 
         if !state.fire(f) {
             return events;
         }
-        let t_us = state.now_us();
         match &f.kind {
+            Kind::PostgresRestart { immediate, down } => {
+                events.extend(restart(state, server, config, *immediate, *down, stop).await);
+                return events;
+            }
             Kind::Pause { duration, .. } => {
                 for &slot in &f.workers {
                     state.pause(slot, *duration);
                 }
-                events.push(FaultEvent { t_us, kind: "pause", worker: None, job: None });
+                events.push(FaultEvent { t_us: state.now_us(), kind: "pause", worker: None, job: None });
             }
-            Kind::KillBackend => {
-                let slot = f.workers[rng.random_range(0..f.workers.len())];
-                let pid = state.pids[slot as usize].load(Ordering::Relaxed);
-                if pid != 0 && admin.execute("SELECT pg_terminate_backend($1)", &[&pid]).await.is_ok() {
-                    events.push(FaultEvent { t_us, kind: "kill_backend", worker: Some(slot), job: None });
+            _ => match side.client().await {
+                Some((admin, _)) => events.extend(on_database(plan, state, f, admin, &mut rng, stop).await),
+                None => {
+                    eprintln!("warning: fault #{} ({}) skipped: the server is unreachable", f.index + 1, f.kind.name())
                 }
-            }
-            Kind::LockHold { duration, rows } => {
-                if let Some(job) = hold_locks(&admin, *rows, *duration, stop).await {
-                    events.push(FaultEvent { t_us, kind: "lock_hold", worker: None, job });
-                }
-            }
-            Kind::Cancel { rows } => {
-                let pick = format!("SELECT id FROM jobs WHERE status = 'queued' ORDER BY run_at DESC LIMIT {rows}");
-                let ids: Vec<i64> =
-                    admin.query(&pick, &[]).await.map(|r| r.iter().map(|r| r.get(0)).collect()).unwrap_or_default();
-                for id in ids {
-                    let t_us = state.now_us();
-                    if let Ok(1) = admin.execute(&plan.strategy.cancel.sql, &[&id]).await {
-                        events.push(FaultEvent { t_us, kind: "cancel", worker: None, job: Some(id) });
-                    }
-                }
-            }
-            Kind::Crash { .. } => {}
+            },
         }
         match f.trigger {
             Trigger::Rate(r) => next += exp_interval(r, &mut rng),
             _ => return events,
         }
     }
+}
+
+/// The faults that act through a database session: a killed backend, held locks, cancelled jobs.
+async fn on_database(
+    plan: &Plan,
+    state: &FaultState,
+    f: &Fault,
+    admin: &tokio_postgres::Client,
+    rng: &mut StdRng,
+    stop: &CancellationToken,
+) -> Vec<FaultEvent> {
+    let t_us = state.now_us();
+    let mut events = Vec::new();
+    match &f.kind {
+        Kind::KillBackend => {
+            let slot = f.workers[rng.random_range(0..f.workers.len())];
+            let pid = state.pids[slot as usize].load(Ordering::Relaxed);
+            if pid != 0 && admin.execute("SELECT pg_terminate_backend($1)", &[&pid]).await.is_ok() {
+                events.push(FaultEvent { t_us, kind: "kill_backend", worker: Some(slot), job: None });
+            }
+        }
+        Kind::LockHold { duration, rows } => {
+            if let Some(job) = hold_locks(admin, *rows, *duration, stop).await {
+                events.push(FaultEvent { t_us, kind: "lock_hold", worker: None, job });
+            }
+        }
+        Kind::Cancel { rows } => {
+            let pick = format!("SELECT id FROM jobs WHERE status = 'queued' ORDER BY run_at DESC LIMIT {rows}");
+            let ids: Vec<i64> =
+                admin.query(&pick, &[]).await.map(|r| r.iter().map(|r| r.get(0)).collect()).unwrap_or_default();
+            for id in ids {
+                let t_us = state.now_us();
+                if let Ok(1) = admin.execute(&plan.strategy.cancel.sql, &[&id]).await {
+                    events.push(FaultEvent { t_us, kind: "cancel", worker: None, job: Some(id) });
+                }
+            }
+        }
+        Kind::Crash { .. } | Kind::Pause { .. } | Kind::PostgresRestart { .. } => {}
+    }
+    events
+}
+
+/// Stops the ephemeral server (`immediate`: as a crash), leaves it down for `down`, starts it
+/// again and waits until it accepts connections. One `postgres_restart` event when it was
+/// signalled (none if there is no server of ours to restart); the down (signal) and up
+/// (first connection accepted) times go to `state.restarts`. If the run stops while the
+/// server is down, it stays down (teardown removes it).
+async fn restart(
+    state: &FaultState,
+    server: Option<&Postmaster>,
+    config: &Config,
+    immediate: bool,
+    down: Duration,
+    stop: &CancellationToken,
+) -> Vec<FaultEvent> {
+    let Some(server) = server else {
+        eprintln!("warning: postgres_restart needs the ephemeral cluster; skipped");
+        return Vec::new();
+    };
+    let t_us = state.now_us();
+    if let Err(e) = server.stop(immediate).await {
+        eprintln!("warning: postgres_restart: {e}");
+        return Vec::new();
+    }
+    let events = vec![FaultEvent { t_us, kind: "postgres_restart", worker: None, job: None }];
+    let slot = {
+        let mut r = state.restarts.lock().unwrap();
+        r.push(Restart { down_us: t_us, up_us: None });
+        r.len() - 1
+    };
+    tokio::select! {
+        _ = tokio::time::sleep(down) => {}
+        _ = stop.cancelled() => return events,
+    }
+    if let Err(e) = server.start() {
+        eprintln!("warning: postgres_restart: could not start the server again: {e}\n{}", server.log_tail());
+        return events;
+    }
+    // Up means accepting connections again (crash recovery done), not just a process.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !stop.is_cancelled() && Instant::now() < deadline {
+        if config.connect(tokio_postgres::NoTls).await.is_ok() {
+            state.restarts.lock().unwrap()[slot].up_us = Some(state.now_us());
+            break;
+        }
+        if !server.running() {
+            eprintln!("warning: postgres_restart: the server exited during recovery:\n{}", server.log_tail());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    events
 }
 
 /// Hold row locks (the `rows` oldest waiting jobs) or a table lock for `duration`, as a

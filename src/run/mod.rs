@@ -14,7 +14,7 @@ pub mod sampler;
 pub mod work;
 pub mod worker;
 
-use crate::collect::{Arrival, Event, FaultEvent, WorkerStats};
+use crate::collect::{Arrival, Event, FaultEvent, Samples, WorkerStats};
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::scenario::plan::Wakeup;
@@ -26,29 +26,86 @@ use futures_util::future::join_all;
 use reaper::ReaperStats;
 use sampler::PgSample;
 use std::sync::Arc;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use worker::{Progress, Shared, Worker};
 
-/// A connection for a side task (reaper, sampler, injector, producer); on
-/// failure a warning naming `who` and None, so the run goes on without it.
-pub async fn side_connection(config: &tokio_postgres::Config, who: &str) -> Option<tokio_postgres::Client> {
-    match config.connect(tokio_postgres::NoTls).await {
-        Ok((client, conn)) => {
-            tokio::spawn(conn);
-            Some(client)
-        }
-        Err(e) => {
-            eprintln!("warning: {who} could not connect: {}", crate::db::error_text(&e));
-            None
+/// The connection of a side task (reaper, sampler, injector, producer). It
+/// connects once at the start (on failure a warning naming `who`, and the run
+/// goes on without the task). If the server goes away mid-run, `client()`
+/// reconnects on the next call, so the task carries on after a restart; it
+/// warns once when the connection is lost and once when it is back.
+pub struct Side {
+    config: tokio_postgres::Config,
+    who: String,
+    client: Option<tokio_postgres::Client>,
+    /// Bumped on every new connection, so a task knows to prepare its statements again.
+    generation: u64,
+    lost_since: Option<Instant>,
+    next_try: Option<Instant>,
+}
+
+impl Side {
+    pub async fn connect(config: &tokio_postgres::Config, who: &str) -> Option<Side> {
+        let mut side = Side {
+            config: config.clone(),
+            who: who.into(),
+            client: None,
+            generation: 0,
+            lost_since: None,
+            next_try: None,
+        };
+        match side.open().await {
+            Ok(()) => Some(side),
+            Err(e) => {
+                eprintln!("warning: {who} could not connect: {e}");
+                None
+            }
         }
     }
+
+    async fn open(&mut self) -> std::result::Result<(), String> {
+        let (client, conn) = self.config.connect(tokio_postgres::NoTls).await.map_err(|e| crate::db::error_text(&e))?;
+        tokio::spawn(conn);
+        self.client = Some(client);
+        self.generation += 1;
+        Ok(())
+    }
+
+    /// The connection and its generation, re-opened first if it was lost (at most one try
+    /// per 100 ms); None while the server is unreachable.
+    pub async fn client(&mut self) -> Option<(&tokio_postgres::Client, u64)> {
+        if self.client.as_ref().is_some_and(|c| c.is_closed()) {
+            self.client = None;
+            self.lost_since = Some(Instant::now());
+            eprintln!("warning: {} lost its connection; reconnecting", self.who);
+        }
+        if self.client.is_none() && self.next_try.is_none_or(|t| Instant::now() >= t) {
+            self.next_try = Some(Instant::now() + Duration::from_millis(100));
+            if self.open().await.is_ok() {
+                let after = self.lost_since.take().map_or(0.0, |t| t.elapsed().as_secs_f64());
+                eprintln!("warning: {} reconnected after {after:.1} s", self.who);
+            }
+        }
+        self.client.as_ref().map(|c| (c, self.generation))
+    }
+}
+
+/// Did this error cut the connection: the server went away, is shutting down or
+/// restarting (57P01-57P03), or the socket failed? Then reconnecting is the fix.
+pub fn connection_lost(e: &tokio_postgres::Error, client: &tokio_postgres::Client) -> bool {
+    client.is_closed()
+        || e.is_closed()
+        || e.code().is_some_and(|c| matches!(c.code(), "57P01" | "57P02" | "57P03") || c.code().starts_with("08"))
 }
 
 /// Everything the run produced, merged.
 pub struct RunOutput {
     pub stats: WorkerStats,
+    /// Every worker's latency samples (the time series and interval logs).
+    pub latency: Samples,
     pub journal: Vec<Event>,
     pub faults: Vec<FaultEvent>,
     pub reaper: ReaperStats,
@@ -65,12 +122,17 @@ pub struct RunOutput {
     pub probe: Option<idle::Probe>,
     /// The abort-on-fail expectation that stopped the run, with its live value.
     pub aborted: Option<String>,
+    /// Why the run gave up on the database (a worker could not reconnect within
+    /// `run.reconnect_timeout`); the report is then partial.
+    pub database_lost: Option<String>,
+    /// Server restarts by the `postgres_restart` fault.
+    pub restarts: Vec<faults::Restart>,
 }
 
 /// Runs the plan's workers against `db`. `interrupt` is cancelled by Ctrl-C/SIGTERM.
 pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show_progress: bool) -> Result<RunOutput> {
     // Extensions (pgstattuple) are created only in a cluster of our own.
-    let extensions = db.kind == crate::db::Kind::Ephemeral;
+    let extensions = db.kind.owned();
     let config = db.worker_config();
     let channel = (plan.idle.wakeup == Wakeup::Listen).then(|| db.schema.clone());
     let probe = match &channel {
@@ -112,11 +174,13 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         progress: Arc::new(Progress::default()),
         live: live::Live::for_plan(plan).map(Arc::new),
         channel,
+        lost: Arc::new(OnceLock::new()),
     });
     let watcher = shared.live.clone().map(|l| {
         let (sh, stop) = (shared.clone(), stop.clone());
         tokio::spawn(async move { live::watch(&l, &sh.plan, &sh.progress.errors, start, &stop).await })
     });
+    let server = db.postmaster();
     let actors = {
         let (sh, stop, config) = (shared.clone(), stop.clone(), config.clone());
         tokio::spawn(async move { horizon::actors(&sh.plan, &config, start, extensions, &stop).await })
@@ -130,6 +194,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
     let side_stop = stop.child_token();
     let side = {
         let (sh, side_stop, config) = (shared.clone(), side_stop.clone(), config.clone());
+        let server = server.clone();
         tokio::spawn(async move {
             let reap = async {
                 match sh.plan.reclaim {
@@ -137,7 +202,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
                     _ => ReaperStats::default(),
                 }
             };
-            let inject = faults::inject(&sh.plan, &sh.faults, &config, &side_stop);
+            let inject = faults::inject(&sh.plan, &sh.faults, &config, server.as_deref(), &side_stop);
             let opts = sampler::SamplerOptions { progress: show_progress };
             let sample = sampler::run(&sh.plan, &config, start, &sh.progress, opts, &side_stop);
             let produce = async {
@@ -154,10 +219,12 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
     let mut journal = Vec::new();
     let mut fault_events = Vec::new();
     let mut failures = Vec::new();
+    let mut latency = Samples::default();
     for task in join_all(tasks).await {
-        let (w, failure) = task.map_err(|e| Error::infra(format!("a worker task panicked: {e}")))?;
+        let (mut w, failure) = task.map_err(|e| Error::infra(format!("a worker task panicked: {e}")))?;
         stats += &w.stats;
-        journal.extend_from_slice(&w.journal);
+        w.stats.take_samples(&mut latency);
+        journal.extend(std::mem::take(&mut w.journal).into_vec());
         fault_events.extend(w.faults);
         failures.extend(failure);
     }
@@ -169,6 +236,8 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         }
         None => None,
     };
+    // In the checkers' order, so they need no second copy of a long run's journal.
+    journal.sort_unstable_by_key(Event::order);
     // Blockers and vacuum steps finish their schedule even when the workers are done early.
     let mut horizon =
         actors.await.map_err(|e| Error::infra(format!("a horizon blocker or vacuum step panicked: {e}")))?;
@@ -181,6 +250,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
     fault_events.sort_by_key(|f| f.t_us);
     Ok(RunOutput {
         stats,
+        latency,
         journal,
         faults: fault_events,
         reaper,
@@ -195,5 +265,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         failures,
         probe,
         aborted,
+        database_lost: shared.lost.get().cloned(),
+        restarts: shared.faults.restarts.lock().unwrap().clone(),
     })
 }

@@ -9,12 +9,13 @@
 //! counted as unsent.
 
 use crate::collect::Arrival;
+use crate::collect::spill::Spill;
 use crate::scenario::Plan;
 use crate::scenario::load_model::{Arrivals, Class};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use std::time::{Duration, Instant};
-use tokio_postgres::Config;
+use tokio_postgres::{Config, Statement};
 use tokio_util::sync::CancellationToken;
 
 pub const ENQUEUE: &str = "INSERT INTO jobs (class, priority, payload, max_attempts) \
@@ -29,12 +30,20 @@ pub struct ProducerOutput {
     pub errors: u64,
 }
 
+/// One class's producer: its arrivals spill to disk as they grow (see `collect::spill`).
+#[derive(Default)]
+struct ClassOutput {
+    arrivals: Spill<Arrival>,
+    unsent: u64,
+    errors: u64,
+}
+
 /// Runs every class's producer until the phases end; merges their journals.
 pub async fn run(plan: &Plan, config: &Config, start: Instant, stop: &CancellationToken) -> ProducerOutput {
     let tasks = plan.load.classes.iter().enumerate().map(|(i, c)| one(plan, i, c, config, start, stop));
     let mut out = ProducerOutput::default();
     for o in futures_util::future::join_all(tasks).await {
-        out.arrivals.extend(o.arrivals);
+        out.arrivals.extend(o.arrivals.into_vec());
         out.unsent += o.unsent;
         out.errors += o.errors;
     }
@@ -75,16 +84,11 @@ async fn one(
     config: &Config,
     start: Instant,
     stop: &CancellationToken,
-) -> ProducerOutput {
+) -> ClassOutput {
     let times = schedule(plan, index);
-    let mut out = ProducerOutput { arrivals: Vec::with_capacity(times.len()), unsent: times.len() as u64, errors: 0 };
-    let Some(client) = super::side_connection(config, &format!("producer {}", class.name)).await else { return out };
-    let (Ok(enqueue), Ok(business)) = (client.prepare(ENQUEUE).await, client.prepare(BUSINESS_ROW).await) else {
-        eprintln!("warning: producer {} could not prepare its statements", class.name);
-        return out;
-    };
-    let pad = "x".repeat(class.payload_bytes);
-    let max_attempts = plan.max_attempts;
+    let mut out = ClassOutput { arrivals: Spill::new(), unsent: times.len() as u64, errors: 0 };
+    let Some(side) = super::Side::connect(config, &format!("producer {}", class.name)).await else { return out };
+    let mut enq = Enqueuer { side, prepared: None, pad: "x".repeat(class.payload_bytes), plan, class };
     for (n, t) in times.iter().enumerate() {
         let now = start.elapsed();
         if *t > now {
@@ -92,40 +96,102 @@ async fn one(
                 _ = tokio::time::sleep(*t - now) => {}
                 _ = stop.cancelled() => { out.unsent = (times.len() - n) as u64; return out; }
             }
-        } else if stop.is_cancelled() {
-            out.unsent = (times.len() - n) as u64;
-            return out;
         }
-        let sent = start.elapsed();
-        let began = Instant::now();
-        let row = if plan.load.business_row {
-            let tx = async {
-                client.batch_execute("BEGIN").await?;
-                client.execute(&business, &[&pad]).await?;
-                let row = client.query_one(&enqueue, &[&class.name, &class.priority, &pad, &max_attempts]).await?;
-                client.batch_execute("COMMIT").await?;
-                Ok::<_, tokio_postgres::Error>(row)
-            };
-            tx.await
-        } else {
-            client.query_one(&enqueue, &[&class.name, &class.priority, &pad, &max_attempts]).await
-        };
-        match row {
-            Ok(row) => out.arrivals.push(Arrival {
-                job: row.get(0),
+        match enq.deliver(start, stop).await {
+            Delivery::Sent { job, sent, took } => out.arrivals.push(Arrival {
+                job,
                 class: index as u16 + 1,
                 intended_us: t.as_micros() as u64,
                 sent_us: sent.as_micros() as u64,
-                enqueue_us: began.elapsed().as_micros().min(u128::from(u32::MAX)) as u32,
+                enqueue_us: took.as_micros().min(u128::from(u32::MAX)) as u32,
             }),
-            Err(_) => {
-                out.errors += 1;
-                let _ = client.batch_execute("ROLLBACK").await;
+            Delivery::Failed => out.errors += 1,
+            Delivery::Stopped => {
+                out.unsent = (times.len() - n) as u64;
+                return out;
             }
         }
         out.unsent = (times.len() - n - 1) as u64;
     }
     out
+}
+
+/// What became of one arrival.
+enum Delivery {
+    /// Enqueued: the new job's id, when the send that worked began (since the start), how long it took.
+    Sent { job: i64, sent: Duration, took: Duration },
+    /// The INSERT failed (not for a lost connection): counted as a producer error.
+    Failed,
+    /// The run stopped (or the statements cannot be prepared) before it was sent.
+    Stopped,
+}
+
+/// A producer's connection and statements, prepared again after a reconnect.
+struct Enqueuer<'a> {
+    side: super::Side,
+    /// (connection generation, enqueue, business row)
+    prepared: Option<(u64, Statement, Statement)>,
+    pad: String,
+    plan: &'a Plan,
+    class: &'a Class,
+}
+
+impl Enqueuer<'_> {
+    /// Sends one arrival. While the server is away the arrival waits and is sent late
+    /// (never skipped), so its lag shows the outage; a send cut off by a lost connection
+    /// is sent again on the next one.
+    async fn deliver(&mut self, start: Instant, stop: &CancellationToken) -> Delivery {
+        loop {
+            if stop.is_cancelled() {
+                return Delivery::Stopped;
+            }
+            let Some((client, generation)) = self.side.client().await else {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            };
+            if self.prepared.as_ref().is_none_or(|(g, ..)| *g != generation) {
+                match (client.prepare(ENQUEUE).await, client.prepare(BUSINESS_ROW).await) {
+                    (Ok(e), Ok(b)) => self.prepared = Some((generation, e, b)),
+                    _ if client.is_closed() => continue,
+                    _ => {
+                        eprintln!("warning: producer {} could not prepare its statements", self.class.name);
+                        return Delivery::Stopped;
+                    }
+                }
+            }
+            let (_, enqueue, business) = self.prepared.as_ref().expect("prepared above");
+            let (sent, began) = (start.elapsed(), Instant::now());
+            match send(client, self.plan, self.class, enqueue, business, &self.pad).await {
+                Ok(row) => return Delivery::Sent { job: row.get(0), sent, took: began.elapsed() },
+                Err(e) if super::connection_lost(&e, client) => tokio::time::sleep(Duration::from_millis(10)).await,
+                Err(_) => {
+                    let _ = client.batch_execute("ROLLBACK").await;
+                    return Delivery::Failed;
+                }
+            }
+        }
+    }
+}
+
+/// One enqueue (with its business row, in one transaction, if the scenario says so).
+async fn send(
+    client: &tokio_postgres::Client,
+    plan: &Plan,
+    class: &Class,
+    enqueue: &Statement,
+    business: &Statement,
+    pad: &String,
+) -> Result<tokio_postgres::Row, tokio_postgres::Error> {
+    let max_attempts = plan.max_attempts;
+    if plan.load.business_row {
+        client.batch_execute("BEGIN").await?;
+        client.execute(business, &[pad]).await?;
+        let row = client.query_one(enqueue, &[&class.name, &class.priority, pad, &max_attempts]).await?;
+        client.batch_execute("COMMIT").await?;
+        Ok(row)
+    } else {
+        client.query_one(enqueue, &[&class.name, &class.priority, pad, &max_attempts]).await
+    }
 }
 
 #[cfg(test)]

@@ -5,8 +5,8 @@
 use crate::db::error_text;
 use crate::scenario::Plan;
 use crate::strategy::Param;
-use tokio_postgres::Config;
 use tokio_postgres::types::ToSql;
+use tokio_postgres::{Config, Statement};
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -18,14 +18,7 @@ pub struct ReaperStats {
 
 pub async fn run(plan: &Plan, config: &Config, stop: &CancellationToken) -> ReaperStats {
     let mut stats = ReaperStats::default();
-    let Some(client) = super::side_connection(config, "the reaper").await else { return stats };
-    let stmt = match client.prepare(&plan.strategy.reclaim.sql).await {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("warning: the reclaim statement failed to prepare: {}", error_text(&e));
-            return stats;
-        }
-    };
+    let Some(mut side) = super::Side::connect(config, "the reaper").await else { return stats };
     let (base, cap) = (plan.retry.base.as_secs_f64(), plan.retry.cap.as_secs_f64());
     let params: Vec<&(dyn ToSql + Sync)> = plan
         .strategy
@@ -36,13 +29,30 @@ pub async fn run(plan: &Plan, config: &Config, stop: &CancellationToken) -> Reap
             if *p == Param::RetryBaseSecs { &base } else { &cap }
         })
         .collect();
+    // (connection generation, statement): prepared again after a reconnect.
+    let mut prepared: Option<(u64, Statement)> = None;
     loop {
         tokio::select! {
             _ = tokio::time::sleep(plan.reaper_interval) => {}
             _ = stop.cancelled() => return stats,
         }
+        let Some((client, generation)) = side.client().await else { continue };
+        if prepared.as_ref().is_none_or(|(g, _)| *g != generation) {
+            match client.prepare(&plan.strategy.reclaim.sql).await {
+                Ok(s) => prepared = Some((generation, s)),
+                Err(e) if client.is_closed() => {
+                    eprintln!("warning: reaper: {}", error_text(&e));
+                    continue;
+                }
+                Err(e) => {
+                    eprintln!("warning: the reclaim statement failed to prepare: {}", error_text(&e));
+                    return stats;
+                }
+            }
+        }
+        let stmt = &prepared.as_ref().expect("prepared above").1;
         stats.runs += 1;
-        match client.query(&stmt, &params).await {
+        match client.query(stmt, &params).await {
             Ok(rows) => {
                 for r in rows {
                     let status: Option<String> = r.try_get("status").ok();

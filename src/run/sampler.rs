@@ -66,7 +66,7 @@ pub async fn run(
     stop: &CancellationToken,
 ) -> Vec<PgSample> {
     let mut out = Vec::new();
-    let Some(client) = super::side_connection(config, "the sampler").await else { return out };
+    let Some(mut side) = super::Side::connect(config, "the sampler").await else { return out };
     let bar = opts.progress.then(|| live_line(std::io::stderr().is_terminal()));
     let classes: Vec<&str> =
         std::iter::once(DEFAULT_CLASS).chain(plan.load.classes.iter().map(|c| c.name.as_str())).collect();
@@ -80,7 +80,9 @@ pub async fn run(
             _ = stop.cancelled() => last = true,
         }
         let t_ms = start.elapsed().as_millis() as u64;
-        match sample(&client, &classes, t_ms).await {
+        // While the server is down there is nothing to sample: a gap in the series.
+        let Some((client, _)) = side.client().await else { continue };
+        match sample(client, &classes, t_ms).await {
             Ok(s) => {
                 if let Some(bar) = &bar {
                     let done = progress.completed.load(Ordering::Relaxed);

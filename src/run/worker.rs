@@ -11,6 +11,7 @@ use super::conn::Conn;
 use super::faults::FaultState;
 use super::idle::{self, Backoff, Woken};
 use super::work;
+use crate::collect::spill::Spill;
 use crate::collect::{Event, EventKind, FaultEvent, Latency, WorkerStats};
 use crate::scenario::faults::{Kind, Point};
 use crate::scenario::raw::Mode;
@@ -18,8 +19,8 @@ use crate::scenario::{Plan, Stop};
 use crate::strategy::Param;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tokio_postgres::Config;
 use tokio_postgres::types::ToSql;
@@ -75,6 +76,9 @@ pub struct Shared {
     pub live: Option<Arc<super::live::Live>>,
     /// The channel every connection LISTENs on (wakeup = "listen").
     pub channel: Option<String>,
+    /// Set (once) when a worker could not reconnect within `run.reconnect_timeout`: the
+    /// database is lost, the run stops and its report is partial.
+    pub lost: Arc<OnceLock<String>>,
 }
 
 pub struct Worker {
@@ -90,7 +94,8 @@ pub struct Worker {
     seq: u32,
     nth_job: u64,
     pub stats: WorkerStats,
-    pub journal: Vec<Event>,
+    /// Spilled to disk as it grows (see `collect::spill`).
+    pub journal: Spill<Event>,
     pub faults: Vec<FaultEvent>,
     effects_pending: (Vec<i64>, Vec<i32>),
 }
@@ -114,7 +119,7 @@ impl Worker {
             seq: 0,
             nth_job: 0,
             stats: WorkerStats::default(),
-            journal: Vec::with_capacity(1024),
+            journal: Spill::new(),
             faults: Vec::new(),
             effects_pending: (Vec::with_capacity(EFFECT_BATCH), Vec::with_capacity(EFFECT_BATCH)),
         }
@@ -199,7 +204,7 @@ impl Worker {
     async fn recover(&mut self, e: &tokio_postgres::Error) -> Result<(), WorkerFailure> {
         self.stats.record_error(&error_code(e));
         self.sh.progress.errors.fetch_add(1, Ordering::Relaxed);
-        if self.conn().client.is_closed() {
+        if super::connection_lost(e, &self.conn().client) {
             return self.reconnect().await;
         }
         if self.hold() {
@@ -208,28 +213,50 @@ impl Worker {
         Ok(())
     }
 
+    /// Opens a new connection, retrying with a growing pause (20 ms to 500 ms) for up to
+    /// `run.reconnect_timeout`. Past that the database is lost: the run stops (exit 3).
     async fn reconnect(&mut self) -> Result<(), WorkerFailure> {
         if let Some(old) = self.conn.take() {
             old.abort();
         }
         self.sh.faults.pids[self.slot as usize].store(0, Ordering::Relaxed);
-        let mut last = String::new();
-        for _ in 0..100 {
+        let (lost_at, began) = (self.now_us(), Instant::now());
+        let timeout = self.sh.plan.reconnect_timeout;
+        let mut pause = Duration::from_millis(20);
+        loop {
             if self.sh.stop.is_cancelled() {
                 return Err(format!("worker {}: stopped while reconnecting", self.name));
             }
-            match Conn::open(&self.sh.config, &self.sh.plan.strategy, self.sh.channel.as_deref()).await {
+            self.stats.reconnect_attempts += 1;
+            let last = match Conn::open(&self.sh.config, &self.sh.plan.strategy, self.sh.channel.as_deref()).await {
                 Ok(c) => {
                     self.sh.faults.pids[self.slot as usize].store(c.pid, Ordering::Relaxed);
                     self.conn = Some(c);
                     self.stats.reconnects += 1;
+                    self.stats.outages.push((lost_at, self.now_us()));
                     return Ok(());
                 }
-                Err(e) => last = e,
+                Err(e) => e,
+            };
+            let left = timeout.saturating_sub(began.elapsed());
+            if left.is_zero() {
+                let why = format!(
+                    "worker {} could not reconnect for {:.1} s (run.reconnect_timeout): {last}",
+                    self.name,
+                    began.elapsed().as_secs_f64()
+                );
+                self.stats.outages.push((lost_at, self.now_us()));
+                if self.sh.lost.set(why.clone()).is_ok() {
+                    self.sh.stop.cancel();
+                }
+                return Err(why);
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            tokio::select! {
+                _ = tokio::time::sleep(pause.min(left)) => {}
+                _ = self.sh.stop.cancelled() => {}
+            }
+            pause = (pause * 2).min(Duration::from_millis(500));
         }
-        Err(format!("worker {}: could not reconnect: {last}", self.name))
     }
 
     /// A crash: the connection goes without a word; the worker comes back after a delay.
@@ -312,7 +339,13 @@ impl Worker {
             }
         }
         if self.hold() {
-            self.conn().client.batch_execute("COMMIT").await?;
+            if let Err(e) = self.conn().client.batch_execute("COMMIT").await {
+                // Not acknowledged: the round's completions may not have happened.
+                for job in &jobs {
+                    self.log(job, EventKind::Abandoned);
+                }
+                return Err(Halt::Db(e));
+            }
             self.stats.record(Latency::ClaimTx, tx_start_us, tx_start.elapsed().as_micros() as u64);
         }
         Ok(true)
@@ -383,7 +416,7 @@ impl Worker {
                 self.sh.faults.gate(self.slot, &self.sh.stop).await;
                 Ok(())
             }
-            Kind::KillBackend | Kind::LockHold { .. } | Kind::Cancel { .. } => Ok(()),
+            Kind::KillBackend | Kind::LockHold { .. } | Kind::Cancel { .. } | Kind::PostgresRestart { .. } => Ok(()),
         }
     }
 
@@ -532,7 +565,7 @@ impl Worker {
                     }
                     return Ok(());
                 }
-                Err(e) if !retry && !self.hold() && conn.client.is_closed() => {
+                Err(e) if !retry && !self.hold() && super::connection_lost(&e, &conn.client) => {
                     self.recover(&e).await.map_err(|_| Halt::Stopped)?;
                 }
                 Err(e) => return Err(Halt::Db(e)),

@@ -44,6 +44,9 @@ pub enum Kind {
     LockHold { duration: Duration, rows: Option<i64> },
     /// An operator cancels `rows` waiting jobs (the newest ones) with the strategy's cancel statement.
     Cancel { rows: i64 },
+    /// The ephemeral server is stopped (`immediate`: a crash, no checkpoint; `fast`: a clean
+    /// shutdown), stays down for `down`, and is started again (crash recovery from the WAL).
+    PostgresRestart { immediate: bool, down: Duration },
 }
 
 impl Kind {
@@ -54,6 +57,7 @@ impl Kind {
             Kind::KillBackend => "kill_backend",
             Kind::LockHold { .. } => "lock_hold",
             Kind::Cancel { .. } => "cancel",
+            Kind::PostgresRestart { .. } => "postgres_restart",
         }
     }
 }
@@ -215,10 +219,26 @@ pub fn fault(i: usize, f: &RawFault, groups: &[(String, Vec<u32>)], workers: u32
                 n => Kind::Cancel { rows: n.unwrap_or(1) },
             }
         }
+        "postgres_restart" => {
+            if !matches!(trigger, Trigger::At(_)) {
+                return Err("postgres_restart fires once at a time (at)".into());
+            }
+            let immediate = match f.mode.as_deref().unwrap_or("immediate") {
+                "immediate" => true,
+                "fast" => false,
+                other => return Err(format!("mode `{other}`; accepted: immediate, fast")),
+            };
+            Kind::PostgresRestart { immediate, down: duration.unwrap_or(Duration::ZERO) }
+        }
         other => {
-            return Err(format!("unknown kind `{other}`; accepted: crash, pause, kill_backend, lock_hold, cancel"));
+            return Err(format!(
+                "unknown kind `{other}`; accepted: crash, pause, kill_backend, lock_hold, cancel, postgres_restart"
+            ));
         }
     };
+    if f.mode.is_some() && !matches!(kind, Kind::PostgresRestart { .. }) {
+        return Err("mode applies only to kind = \"postgres_restart\"".into());
+    }
     let target = f.workers.as_deref().unwrap_or("all");
     let ids = if target == "all" {
         (1..=workers).collect()
@@ -257,6 +277,7 @@ mod tests {
             respawn_after: None,
             identity: None,
             rows: None,
+            mode: None,
         }
     }
 
@@ -295,6 +316,27 @@ mod tests {
         f.workers = Some("w9".into());
         assert!(fault(0, &f, &g, 3).is_err());
         assert!(groups(&[RawGroup { name: "a".into(), count: 2 }], 3).is_err());
+    }
+
+    #[test]
+    fn postgres_restart_fires_at_a_time_with_a_mode() {
+        let g = groups(&[], 1).unwrap();
+        let mut f = raw("postgres_restart");
+        f.every = Some(3);
+        assert!(fault(0, &f, &g, 1).unwrap_err().contains("at a time"));
+        f.every = None;
+        f.at = Some("2s".into());
+        assert_eq!(fault(0, &f, &g, 1).unwrap().kind, Kind::PostgresRestart { immediate: true, down: Duration::ZERO });
+        f.mode = Some("fast".into());
+        f.duration = Some("1s".into());
+        let down = Duration::from_secs(1);
+        assert_eq!(fault(0, &f, &g, 1).unwrap().kind, Kind::PostgresRestart { immediate: false, down });
+        f.mode = Some("smart".into());
+        assert!(fault(0, &f, &g, 1).unwrap_err().contains("accepted: immediate, fast"));
+        let mut k = raw("kill_backend");
+        k.at = Some("1s".into());
+        k.mode = Some("fast".into());
+        assert!(fault(0, &k, &g, 1).unwrap_err().contains("only to kind"));
     }
 
     #[test]

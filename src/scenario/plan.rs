@@ -54,6 +54,8 @@ pub struct Plan {
     pub starvation_threshold: Duration,
     pub stop: Stop,
     pub timeout: Duration,
+    /// How long the workers wait for a lost server to come back before the run ends (exit 3).
+    pub reconnect_timeout: Duration,
     pub effects_table: bool,
     pub pg_settings: Vec<(String, String)>,
     pub expectations: Vec<Expectation>,
@@ -88,6 +90,22 @@ pub struct ClaimOrder {
 impl Plan {
     pub fn job_type(&self, id: i64) -> Option<&JobType> {
         self.job_type_of.get(&id).map(|&i| &self.job_types[i as usize])
+    }
+
+    /// Does a `postgres_restart` fault stop the server mid-run?
+    pub fn restarts_server(&self) -> bool {
+        self.faults.iter().any(|f| matches!(f.kind, super::faults::Kind::PostgresRestart { .. }))
+    }
+
+    /// Why a restart cannot test durability (a commit may be acknowledged before it is on disk), if so.
+    pub fn durability_untestable(&self) -> Option<String> {
+        self.pg_settings
+            .iter()
+            .find(|(k, v)| {
+                matches!(k.as_str(), "fsync" | "synchronous_commit")
+                    && matches!(v.to_ascii_lowercase().as_str(), "off" | "false" | "0" | "no")
+            })
+            .map(|(k, v)| format!("{k} = {v}"))
     }
 }
 
@@ -228,6 +246,10 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
     }
     let idle = idle(&raw.workers).map_err(|e| err(&e.0, e.1))?;
     let timeout = duration("run.timeout", &raw.run.timeout)?;
+    let reconnect_timeout = duration("run.reconnect_timeout", &raw.run.reconnect_timeout)?;
+    if reconnect_timeout < Duration::from_millis(100) {
+        return Err(err("run.reconnect_timeout", "must be at least 100ms, e.g. \"30s\"".into()));
+    }
     let stop = match raw.run.stop.as_str() {
         "drained" => Stop::Drained,
         "claims" => Stop::Claims,
@@ -414,6 +436,7 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         fencing: raw.lease.fencing,
         stop,
         timeout,
+        reconnect_timeout,
         effects_table: raw.run.effects_table,
         pg_settings,
         expectations,

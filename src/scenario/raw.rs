@@ -185,7 +185,7 @@ fn default_retry_cap() -> String {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawFault {
-    /// crash | pause | kill_backend | lock_hold | cancel
+    /// crash | pause | kill_backend | lock_hold | cancel | postgres_restart
     pub kind: String,
     /// crash / pause: after_claim | mid_work | after_effect | before_complete
     pub point: Option<String>,
@@ -210,6 +210,8 @@ pub struct RawFault {
     /// lock_hold: lock this many of the oldest queued rows (default: the whole table).
     /// cancel: cancel this many of the newest queued jobs (default 1).
     pub rows: Option<i64>,
+    /// postgres_restart: "immediate" (default, a crash: SIGQUIT) or "fast" (SIGINT, a clean shutdown).
+    pub mode: Option<String>,
 }
 
 fn default_max_attempts() -> i64 {
@@ -424,6 +426,13 @@ pub struct RawRun {
     /// scenario's own time units. See `scale.rs`.
     #[serde(default = "one_f")]
     pub time_scale: f64,
+    /// How long the harness waits for a lost server to come back before it ends the run (exit 3).
+    #[serde(default = "default_reconnect_timeout")]
+    pub reconnect_timeout: String,
+}
+
+fn default_reconnect_timeout() -> String {
+    "30s".into()
 }
 
 fn default_starvation_threshold() -> String {
@@ -462,6 +471,7 @@ impl Default for RawRun {
             phases: Vec::new(),
             starvation_threshold: default_starvation_threshold(),
             time_scale: 1.0,
+            reconnect_timeout: default_reconnect_timeout(),
         }
     }
 }

@@ -55,6 +55,7 @@ pub fn apply(plan: &mut Plan) -> Result<(), String> {
         match &mut f.kind {
             Kind::Crash { respawn_after, .. } => *respawn_after = s(*respawn_after),
             Kind::Pause { duration, .. } | Kind::LockHold { duration, .. } => *duration = s(*duration),
+            Kind::PostgresRestart { down, .. } => *down = s(*down),
             Kind::KillBackend | Kind::Cancel { .. } => {}
         }
         match &mut f.trigger {

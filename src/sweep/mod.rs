@@ -54,6 +54,8 @@ pub async fn sweep(args: &SweepArgs, interrupt: &CancellationToken) -> Result<Ex
         baseline_args: BaselineArgs { baseline_dir: PathBuf::from("baselines"), tolerance: Vec::new() },
         github: false,
         time_scale: None,
+        postgres: None,
+        postgres_image: crate::db::docker::DEFAULT_IMAGE.into(),
     };
     let total = plans.len();
     println!("{}: sweeping {total} cells × {} repeat(s) into {}", first.name, args.repeat, dir.display());

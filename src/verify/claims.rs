@@ -17,8 +17,10 @@ pub struct ClaimSpan {
 }
 
 /// Claims of one job ordered by attempt number (the database's order) when
-/// the strategy returns one, else by the time they came back.
-pub fn spans(events: &[Event], lease: Duration) -> Vec<ClaimSpan> {
+/// the strategy returns one, else by the time they came back. In
+/// hold-transaction mode a claim lives as long as its transaction: it ends when
+/// the worker lets go (commit, or the rollback of a failed round), not at the lease.
+pub fn spans(events: &[Event], lease: Duration, hold_transaction: bool) -> Vec<ClaimSpan> {
     let lease_us = lease.as_micros() as u64;
     let mut spans: Vec<ClaimSpan> = events
         .iter()
@@ -40,6 +42,11 @@ pub fn spans(events: &[Event], lease: Duration) -> Vec<ClaimSpan> {
             if e.kind.ends_ownership() && s.released_us.is_none() {
                 s.released_us = Some(e.t_us);
             }
+        }
+    }
+    if hold_transaction {
+        for s in &mut spans {
+            s.lease_end_us = s.released_us.map_or(s.lease_end_us, |r| r.min(s.lease_end_us));
         }
     }
     if spans.iter().all(|s| s.attempt >= 0) {

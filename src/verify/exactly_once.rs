@@ -13,7 +13,8 @@ use std::time::Duration;
 /// Ids of every executed job, sorted.
 pub type Executed = Vec<i64>;
 
-pub fn check(per_job: &[&[Event]], lease: Duration) -> (Executions, Executed, CheckResult) {
+/// `hold_transaction`: claims end with their transaction (see `claims::spans`).
+pub fn check(per_job: &[&[Event]], lease: Duration, hold_transaction: bool) -> (Executions, Executed, CheckResult) {
     // Harness clocks run a little behind the server's: a claim seen up to this much
     // before the computed lease end still counts as after it.
     let tolerance = (lease.as_micros() as u64 / 4).min(50_000);
@@ -33,7 +34,7 @@ pub fn check(per_job: &[&[Event]], lease: Duration) -> (Executions, Executed, Ch
             continue;
         }
         duplicated.push(job);
-        let claims = spans(events, lease);
+        let claims = spans(events, lease, hold_transaction);
         for run in &runs[1..] {
             let Some(c) = claims.iter().find(|c| c.worker == run.worker && c.claim == run.claim) else { continue };
             // A race: the job was handed out while another claim's lease still ran (either way round).

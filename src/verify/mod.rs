@@ -3,6 +3,7 @@
 //! numbers for the summary and a named `CheckResult` with example job ids.
 
 mod claims;
+mod durability;
 mod exactly_once;
 mod fifo;
 mod horizon;
@@ -16,10 +17,11 @@ pub mod starvation;
 use crate::collect::{Arrival, Event, EventKind, FaultEvent};
 use crate::db::schema::{JobRow, Status};
 use crate::report::summary::{
-    CheckResult, Completions, Executions, Faults, Fifo, Horizon, Jobs, Ownership, Stale, Starvation,
+    CheckResult, Completions, Durability, Executions, Faults, Fifo, Horizon, Jobs, Ownership, Stale, Starvation,
 };
 use crate::run::horizon::BlockerSpan;
 use crate::run::sampler::PgSample;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
@@ -32,6 +34,8 @@ pub struct Evidence<'a> {
     pub effects_rows: Option<u64>,
     pub faults: &'a [FaultEvent],
     pub lease: Duration,
+    /// hold-transaction mode: a claim ends with its transaction, not at the lease.
+    pub hold_transaction: bool,
     /// The open-model arrivals: each job's class and intended enqueue time.
     pub arrivals: &'a [Arrival],
     /// Class names in the samples' order, "default" (preloaded) first.
@@ -40,6 +44,10 @@ pub struct Evidence<'a> {
     pub samples: &'a [PgSample],
     pub starvation: starvation::Rule,
     pub blockers: &'a [BlockerSpan],
+    /// When the server went down for each restart (`postgres_restart`), µs after the start.
+    pub restarts: &'a [u64],
+    /// Why those restarts cannot test durability (`fsync = off`), if so.
+    pub durability_untestable: Option<String>,
 }
 
 pub struct Verification {
@@ -52,17 +60,28 @@ pub struct Verification {
     pub horizon: Horizon,
     pub starvation: Starvation,
     pub fifo: Fifo,
+    pub durability: Durability,
     pub checks: Vec<CheckResult>,
 }
+
+/// Checks that read the final job table: left out of a partial report (the database was lost).
+pub const NEEDS_FINAL_TABLE: [&str; 4] =
+    ["no_lost_jobs", "attempts_within_budget", "effects_ledger_agrees", "durability"];
 
 /// How many example job ids a check keeps.
 const EXAMPLES: usize = 10;
 
 pub fn verify(e: &Evidence) -> Verification {
-    let mut events: Vec<Event> = e.journal.to_vec();
-    events.sort_unstable_by_key(|ev| (ev.job, ev.t_us, ev.kind));
+    // The runner hands the journal over sorted (no second copy of a long run's journal); sort if not.
+    let events: Cow<[Event]> = if e.journal.is_sorted_by_key(Event::order) {
+        Cow::Borrowed(e.journal)
+    } else {
+        let mut v = e.journal.to_vec();
+        v.sort_unstable_by_key(Event::order);
+        Cow::Owned(v)
+    };
     let per_job: Vec<&[Event]> = events.chunk_by(|a, b| a.job == b.job).collect();
-    let (executions, executed, once) = exactly_once::check(&per_job, e.lease);
+    let (executions, executed, once) = exactly_once::check(&per_job, e.lease, e.hold_transaction);
     let (mut jobs, lost, budget) = lost::check(e, &executed);
     let class_of: HashMap<i64, u16> = e.arrivals.iter().map(|a| (a.job, a.class)).collect();
     jobs.completed_by_class = completed_by_class(e, &class_of);
@@ -77,6 +96,8 @@ pub fn verify(e: &Evidence) -> Verification {
     let (horizon, vacuum) = horizon::check(e.samples, e.blockers);
     checks.extend(vacuum);
     checks.extend(ledger::check(e, executions.total));
+    let (durability, lasting) = durability::check(e, &per_job);
+    checks.extend(lasting);
     let starvation = match starving {
         Some((summary, check)) => {
             checks.push(check);
@@ -84,7 +105,19 @@ pub fn verify(e: &Evidence) -> Verification {
         }
         None => Starvation::default(),
     };
-    Verification { jobs, executions, completions, stale, ownership, faults, horizon, starvation, fifo, checks }
+    Verification {
+        jobs,
+        executions,
+        completions,
+        stale,
+        ownership,
+        faults,
+        horizon,
+        starvation,
+        fifo,
+        durability,
+        checks,
+    }
 }
 
 /// `done` jobs per class; `class_of` maps a produced job to its class index
@@ -137,7 +170,7 @@ mod tests {
         JobRow { id, status, attempts: 1, max_attempts: 5, lease_expired: false }
     }
 
-    fn evidence<'a>(journal: &'a [Event], jobs: &'a [JobRow], enqueued: u64, effects: Option<u64>) -> Evidence<'a> {
+    pub fn evidence<'a>(journal: &'a [Event], jobs: &'a [JobRow], enqueued: u64, effects: Option<u64>) -> Evidence<'a> {
         Evidence {
             journal,
             final_jobs: jobs,
@@ -145,11 +178,14 @@ mod tests {
             effects_rows: effects,
             faults: &[],
             lease: Duration::from_secs(1),
+            hold_transaction: false,
             samples: &[],
             blockers: &[],
             arrivals: &[],
             classes: &[],
             starvation: starvation::Rule { threshold: Duration::from_secs(10), load_end: Duration::ZERO },
+            restarts: &[],
+            durability_untestable: None,
         }
     }
 
@@ -206,6 +242,26 @@ mod tests {
         assert_eq!((v.executions.duplicate_race, v.executions.duplicate_lease_expired), (0, 1));
         assert_eq!((v.completions.stale_accepted, v.completions.stale_rejected), (0, 1));
         assert_eq!(v.ownership.overlapping_jobs, 1, "w1 still believed it owned the job");
+    }
+
+    #[test]
+    fn in_hold_transaction_mode_a_rerun_after_a_rolled_back_round_is_no_race() {
+        // w1's round failed (its COMMIT did not return: rolled back) at 5 µs; w2 claimed the job at 6 µs.
+        let journal = [
+            ev(1, 4, 1, 1, Claimed),
+            ev(2, 4, 1, 1, Executed),
+            ev(3, 4, 1, 1, Accepted),
+            ev(5, 4, 1, 1, Abandoned),
+            ev(100_000, 4, 2, 2, Claimed),
+            ev(100_001, 4, 2, 2, Executed),
+            ev(100_002, 4, 2, 2, Accepted),
+        ];
+        let jobs = [row(4, Status::Done)];
+        let mut e = evidence(&journal, &jobs, 1, None);
+        assert_eq!(verify(&e).executions.duplicate_race, 1, "in lease mode the lease still ran");
+        e.hold_transaction = true;
+        let x = verify(&e).executions;
+        assert_eq!((x.duplicate_race, x.duplicate_lease_expired), (0, 1));
     }
 
     #[test]

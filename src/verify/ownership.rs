@@ -10,7 +10,7 @@ use std::time::Duration;
 pub fn check(per_job: &[&[Event]]) -> (Ownership, CheckResult) {
     let mut jobs = Vec::new();
     for events in per_job {
-        let mut claims = spans(events, Duration::ZERO);
+        let mut claims = spans(events, Duration::ZERO, false);
         claims.sort_by_key(|c| c.start_us);
         let overlaps = claims.windows(2).any(|w| w[0].released_us.is_none_or(|r| r > w[1].start_us));
         if overlaps {
