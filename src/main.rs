@@ -6,7 +6,7 @@ use tokio_util::sync::CancellationToken;
 
 fn main() {
     let cli = Cli::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     let code = runtime.block_on(async {
         let interrupt = CancellationToken::new();
         tokio::spawn(watch_signals(interrupt.clone()));
