@@ -92,14 +92,20 @@ async fn prepare(file: &Path, sets: &[String], url: &str, schema_name: String) -
     let plan = scenario::plan_from_file(file, sets, Some(0))?;
     let db = Database::open(Some(url), &[], schema_name, true, true).await?;
     let notify = plan.idle.wakeup == scenario::plan::Wakeup::Listen;
-    schema::install(&db, plan.preload, plan.max_attempts, &plan.table_settings, notify).await?;
-    println!("{}: schema {} ready with {} jobs", db.target, db.schema, plan.preload);
+    let (_, preload) = schema::install(&db, plan.preload, plan.max_attempts, &plan.table_settings, notify).await?;
+    println!(
+        "{}: schema {} ready with {} jobs (preload {:.3} s)",
+        db.target,
+        db.schema,
+        plan.preload,
+        preload.as_secs_f64()
+    );
     Ok(ExitCode::Passed)
 }
 
 async fn cluster(scenario_file: Option<&Path>, command: &[String]) -> Result<ExitCode> {
     let settings = match scenario_file {
-        Some(f) => scenario::plan_from_file(f, &[], Some(0))?.pg_settings,
+        Some(f) => pipeline::cluster_settings(&scenario::plan_from_file(f, &[], Some(0))?),
         None => Vec::new(),
     };
     let db = Database::open(None, &settings, "public".into(), false, true).await?;

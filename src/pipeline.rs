@@ -6,7 +6,7 @@ use crate::collect::waits;
 use crate::db::{Database, Kind, schema};
 use crate::error::{Error, ExitCode, Result};
 use crate::report::build::{self, Context};
-use crate::report::summary::{DatabaseInfo, Environment, RunSummary};
+use crate::report::summary::{DatabaseInfo, Environment, RunSummary, Timings};
 use crate::report::timeseries::{self, Timeseries};
 use crate::run::RunOutput;
 use crate::scenario::Plan;
@@ -87,7 +87,8 @@ pub async fn run_one(plan: &Plan, args: &RunArgs, out_dir: &Path, interrupt: &Ca
     let run_id = run_id();
     let schema_name = format!("queuebench_{}", run_id.replace(['-', 'T'], "_").to_lowercase());
     let started_at = chrono::Utc::now().to_rfc3339();
-    let db = Database::open(args.database_url.as_deref(), &plan.pg_settings, schema_name, args.keep, args.yes).await?;
+    let settings = cluster_settings(plan);
+    let db = Database::open(args.database_url.as_deref(), &settings, schema_name, args.keep, args.yes).await?;
     let ctx = Context {
         run_id,
         started_at,
@@ -145,7 +146,7 @@ async fn run_on(
     progress: bool,
 ) -> Result<Finished> {
     let setup = db.connect_admin().await?;
-    let need = i64::from(plan.workers) + plan.load.classes.len() as i64 + 4;
+    let need = connections_needed(plan);
     let slots = schema::connection_slots(&setup).await?;
     if need > slots {
         let fix = match db.kind {
@@ -174,7 +175,8 @@ async fn run_on(
     ctx.environment = schema::environment(&setup).await;
     drop(setup);
     let notify = plan.idle.wakeup == scenario::plan::Wakeup::Listen;
-    let client = schema::install(db, plan.preload, plan.max_attempts, &plan.table_settings, notify).await?;
+    let (client, preload_time) =
+        schema::install(db, plan.preload, plan.max_attempts, &plan.table_settings, notify).await?;
     let output = run::run(plan, db, interrupt, progress).await?;
     for f in &output.failures {
         eprintln!("warning: {f}");
@@ -196,12 +198,40 @@ async fn run_on(
         blockers: &output.horizon.blockers,
         starvation: verify::starvation::Rule { threshold: plan.starvation_threshold, load_end: plan.load.duration() },
     };
+    let verify_started = std::time::Instant::now();
     let verification = verify::verify(&evidence);
     let warmup_end = plan.load.warmup_end().as_micros() as u64;
     let waits = waits::measure(&output.journal, &output.arrivals, plan.load.classes.len(), warmup_end);
+    let verify_time = verify_started.elapsed();
     let timeseries = timeseries::build(plan, &output.samples, &output.stats, &output.horizon.probes);
-    let summary = build::build(plan, ctx, &output, verification, &waits);
+    let mut summary = build::build(plan, ctx, &output, verification, &waits);
+    summary.timings = Timings {
+        preload_s: preload_time.as_secs_f64(),
+        verify_s: verify_time.as_secs_f64(),
+        sampler_s: output.samples.iter().map(|s| s.took_ms).sum::<f64>() / 1000.0,
+        probe_s: output.horizon.probes.iter().map(|p| p.took_ms).sum::<f64>() / 1000.0,
+    };
     Ok(Finished { summary, output, waits, timeseries })
+}
+
+/// Connections a run holds at once: one per worker, one per producer class,
+/// one per horizon blocker, and the sampler, reaper, injector and plan probe.
+pub fn connections_needed(plan: &Plan) -> i64 {
+    i64::from(plan.workers) + plan.load.classes.len() as i64 + plan.blockers.len() as i64 + 4
+}
+
+/// The settings an ephemeral cluster starts with: the scenario's, and, unless
+/// it sets max_connections itself, enough for its workers (at least 200;
+/// 256 workers get 286, 512 get 542). Ignored in URL mode, where the server's
+/// own limit is checked before the run instead.
+pub fn cluster_settings(plan: &Plan) -> Vec<(String, String)> {
+    let mut settings = plan.pg_settings.clone();
+    if !settings.iter().any(|(k, _)| k == "max_connections") {
+        // The margin covers the setup and final-state connections and a reconnecting worker's new backend.
+        let max = (connections_needed(plan) + 26).max(200);
+        settings.push(("max_connections".into(), max.to_string()));
+    }
+    settings
 }
 
 /// The scenario as run: the file's text plus the overrides and seed that applied.
@@ -212,4 +242,35 @@ fn resolved_text(plan: &Plan) -> String {
         t.push_str(&format!("# queuebench: --set {o}\n"));
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(workers: u32, settings: &str) -> Plan {
+        let text = format!("name = \"x\"\n[jobs]\npreload = 1\n[workers]\ncount = {workers}\n{settings}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.toml");
+        std::fs::write(&path, text).unwrap();
+        scenario::plan_from_file(&path, &[], Some(1)).unwrap()
+    }
+
+    fn max_connections(plan: &Plan) -> i64 {
+        let s = cluster_settings(plan);
+        let v: Vec<&String> = s.iter().filter(|(k, _)| k == "max_connections").map(|(_, v)| v).collect();
+        assert_eq!(v.len(), 1, "{s:?}");
+        v[0].parse().unwrap()
+    }
+
+    #[test]
+    fn an_ephemeral_cluster_has_room_for_every_worker() {
+        assert_eq!(max_connections(&plan(8, "")), 200);
+        for workers in [256, 512] {
+            let p = plan(workers, "");
+            assert!(max_connections(&p) >= connections_needed(&p) + 10, "{workers} workers");
+        }
+        // A scenario's own setting wins.
+        assert_eq!(max_connections(&plan(512, "[postgres.settings]\nmax_connections = \"50\"\n")), 50);
+    }
 }

@@ -5,6 +5,7 @@ use super::{Database, error_text};
 use crate::error::{Error, Result};
 use crate::report::summary::{Environment, SettingReport};
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 use tokio_postgres::Client;
 
 pub const MIGRATION: &str = include_str!("../../migrations/001_queue.sql");
@@ -26,13 +27,14 @@ fn sql_error(what: &str, e: &tokio_postgres::Error) -> Error {
 
 /// `CREATE SCHEMA` (fails if it exists: never adopt someone else's) and the migration inside it;
 /// with `notify`, the NOTIFY trigger too (installed before the preload, so it wakes listeners once).
+/// Returns the client and how long the preload INSERT took.
 pub async fn install(
     db: &Database,
     preload: u64,
     max_attempts: i32,
     table_settings: &[(String, String)],
     notify: bool,
-) -> Result<Client> {
+) -> Result<(Client, Duration)> {
     let admin = db.connect_admin().await?;
     let create = format!("CREATE SCHEMA \"{}\"", db.schema);
     admin.batch_execute(&create).await.map_err(|e| {
@@ -58,14 +60,16 @@ pub async fn install(
             .await
             .map_err(|e| sql_error("installing migrations/002_notify.sql", &e))?;
     }
+    let started = Instant::now();
     if preload > 0 {
         client
             .execute(PRELOAD, &[&(preload as i64), &max_attempts])
             .await
             .map_err(|e| sql_error("preloading jobs", &e))?;
     }
+    let preload_time = started.elapsed();
     client.batch_execute("VACUUM ANALYZE jobs").await.map_err(|e| sql_error("VACUUM ANALYZE jobs", &e))?;
-    Ok(client)
+    Ok((client, preload_time))
 }
 
 pub async fn drop_schema(db: &Database) -> Result<()> {

@@ -112,6 +112,7 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
             })
             .collect(),
         environment: ctx.environment,
+        timings: Default::default(),
         horizon: v.horizon,
         vacuum: out
             .horizon

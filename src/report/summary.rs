@@ -50,6 +50,8 @@ pub struct RunSummary {
     pub wakeup: WakeupStats,
     pub phases: Vec<PhaseInfo>,
     pub environment: Environment,
+    /// How long the harness's own stages took (the benchmark suite reads these).
+    pub timings: Timings,
     pub checks: Vec<CheckResult>,
     pub expectations: Vec<ExpectationResult>,
     pub passed: bool,
@@ -234,6 +236,20 @@ pub struct Effects {
     pub journal: u64,
     /// Rows in the `effects` table (the second witness), when enabled.
     pub table_rows: Option<u64>,
+}
+
+/// Wall time of the harness's own stages, in seconds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Timings {
+    /// The preload INSERT (jobs.preload rows), without schema creation and VACUUM ANALYZE.
+    pub preload_s: f64,
+    /// The checkers and the wait/latency measures over the journal and the final table.
+    pub verify_s: f64,
+    /// The time-series sampler's own query round trips, summed over the run.
+    pub sampler_s: f64,
+    /// The claim-plan probe's own round trips (BEGIN, EXPLAIN ANALYZE, ROLLBACK), summed.
+    pub probe_s: f64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

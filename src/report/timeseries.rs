@@ -93,7 +93,7 @@ pub fn build(plan: &Plan, samples: &[PgSample], stats: &WorkerStats, probes: &[P
     }
     let mut claims: Vec<(u32, u32)> = stats.claim_samples.clone();
     claims.sort_unstable();
-    let interval_ms = plan.sample_interval.as_millis() as u64;
+    let interval_ms = plan.sample_interval.map_or(0, |d| d.as_millis() as u64);
     let mut rows = Vec::with_capacity(samples.len());
     for s in samples {
         let (from, to) = (s.t_ms.saturating_sub(interval_ms), s.t_ms);

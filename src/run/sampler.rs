@@ -2,7 +2,8 @@
 //! connection, the queue's depth by status and class, the oldest ready age
 //! per class, the table's live and dead tuples and vacuum counts, its sizes,
 //! the oldest transaction and xmin horizon, and what non-idle backends wait
-//! on. It also drives the live progress line.
+//! on. It also drives the live progress line. `run.sample_interval = "off"`
+//! turns the queries off (the progress line stays, from the workers' counters).
 
 use super::worker::Progress;
 use crate::db::error_text;
@@ -51,6 +52,8 @@ pub struct PgSample {
     pub oldest_xact_s: f64,
     pub xmin_age: i64,
     pub waits: String,
+    /// The sample's own round trips: its cost to the run.
+    pub took_ms: f64,
 }
 
 pub struct SamplerOptions {
@@ -66,11 +69,19 @@ pub async fn run(
     stop: &CancellationToken,
 ) -> Vec<PgSample> {
     let mut out = Vec::new();
-    let Some(client) = super::side_connection(config, "the sampler").await else { return out };
+    // `run.sample_interval = "off"`: no connection and no queries, only the progress line (every second).
+    let client = match plan.sample_interval {
+        Some(_) => match super::side_connection(config, "the sampler").await {
+            Some(c) => Some(c),
+            None => return out,
+        },
+        None => None,
+    };
+    let every = plan.sample_interval.unwrap_or(std::time::Duration::from_secs(1));
     let bar = opts.progress.then(|| live_line(std::io::stderr().is_terminal()));
     let classes: Vec<&str> =
         std::iter::once(DEFAULT_CLASS).chain(plan.load.classes.iter().map(|c| c.name.as_str())).collect();
-    let mut tick = tokio::time::interval(plan.sample_interval);
+    let mut tick = tokio::time::interval(every);
     let mut last_done = 0;
     let mut last = false;
     while !last {
@@ -80,25 +91,29 @@ pub async fn run(
             _ = stop.cancelled() => last = true,
         }
         let t_ms = start.elapsed().as_millis() as u64;
-        match sample(&client, &classes, t_ms).await {
-            Ok(s) => {
-                if let Some(bar) = &bar {
-                    let done = progress.completed.load(Ordering::Relaxed);
-                    let rate = (done - last_done) as f64 / plan.sample_interval.as_secs_f64();
-                    last_done = done;
-                    let phase = plan.load.phase_name(start.elapsed());
-                    bar.show(&format!(
-                        "{phase} · {:.0} s · {done} done · {rate:.0} jobs/s · queued {} running {} · {} errors",
-                        t_ms as f64 / 1000.0,
-                        s.queued,
-                        s.running,
-                        progress.errors.load(Ordering::Relaxed)
-                    ));
+        let s = match &client {
+            Some(client) => match sample(client, &classes, t_ms).await {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    eprintln!("warning: sampler: {}", error_text(&e));
+                    continue;
                 }
-                out.push(s);
-            }
-            Err(e) => eprintln!("warning: sampler: {}", error_text(&e)),
+            },
+            None => None,
+        };
+        if let Some(bar) = &bar {
+            let done = progress.completed.load(Ordering::Relaxed);
+            let rate = (done - last_done) as f64 / every.as_secs_f64();
+            last_done = done;
+            let phase = plan.load.phase_name(start.elapsed());
+            let depth = s.as_ref().map_or(String::new(), |s| format!(" · queued {} running {}", s.queued, s.running));
+            bar.show(&format!(
+                "{phase} · {:.0} s · {done} done · {rate:.0} jobs/s{depth} · {} errors",
+                t_ms as f64 / 1000.0,
+                progress.errors.load(Ordering::Relaxed)
+            ));
         }
+        out.extend(s);
     }
     if let Some(bar) = bar {
         bar.finish();
@@ -107,6 +122,7 @@ pub async fn run(
 }
 
 async fn sample(client: &Client, classes: &[&str], t_ms: u64) -> Result<PgSample, tokio_postgres::Error> {
+    let sent = Instant::now();
     client.batch_execute("SELECT pg_stat_force_next_flush(); SELECT pg_stat_clear_snapshot()").await?;
     let mut s = PgSample { t_ms, per_class: vec![(0, 0.0); classes.len()], ..Default::default() };
     for r in client.query(DEPTH, &[]).await? {
@@ -134,6 +150,7 @@ async fn sample(client: &Client, classes: &[&str], t_ms: u64) -> Result<PgSample
     s.oldest_xact_s = r.get(6);
     s.xmin_age = r.get(7);
     s.waits = r.get(8);
+    s.took_ms = sent.elapsed().as_secs_f64() * 1000.0;
     Ok(s)
 }
 
