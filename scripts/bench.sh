@@ -121,16 +121,23 @@ if want preload; then
   hs=() ps=()
   for r in $(seq 1 "$preload_rounds"); do
     s1=qb_bench_pre_h_$$_$r s2=qb_bench_pre_p_$$_$r
-    h=$("$qb" prepare "$scenario" --set "jobs.preload=$preload_jobs" --database-url "$DATABASE_URL" --schema "$s1" |
-      sed -n 's/.*(preload \([0-9.]*\) s).*/\1/p')
-    drop_schema "$DATABASE_URL" "$s1"
-    "$qb" prepare "$scenario" --set jobs.preload=0 --database-url "$DATABASE_URL" --schema "$s2" > /dev/null
-    # The same rows as the harness's preload (src/db/schema.rs PRELOAD), as one plain statement.
-    p=$(psql -X -q "$DATABASE_URL" -c "SET search_path = $s2" -c '\timing on' -c "INSERT INTO jobs (payload, run_at, max_attempts)
-      SELECT jsonb_build_object('n', g), now() - make_interval(secs => ($preload_jobs - g) / 1e6), 5
-      FROM generate_series(1, $preload_jobs) AS g" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -1)
-    p=$(awk -v p="$p" 'BEGIN {printf "%.3f", p / 1000}')
-    drop_schema "$DATABASE_URL" "$s2"
+    if [ $((r % 2)) -eq 0 ]; then first=plain; else first=harness; fi
+    harness_preload() {
+      h=$("$qb" prepare "$scenario" --set "jobs.preload=$preload_jobs" --database-url "$DATABASE_URL" --schema "$s1" |
+        sed -n 's/.*(preload \([0-9.]*\) s).*/\1/p')
+      drop_schema "$DATABASE_URL" "$s1"
+    }
+    plain_preload() {
+      # (jobs.preload = 1: a scenario must have work; one row more in the table changes nothing measurable.)
+      "$qb" prepare "$scenario" --set jobs.preload=1 --database-url "$DATABASE_URL" --schema "$s2" > /dev/null
+      # The same rows as the harness's preload (src/db/schema.rs PRELOAD), as one plain statement.
+      p=$(psql -X -q "$DATABASE_URL" -c "SET search_path = $s2" -c '\timing on' -c "INSERT INTO jobs (payload, run_at, max_attempts)
+        SELECT jsonb_build_object('n', g), now() - make_interval(secs => ($preload_jobs - g) / 1e6), 5
+        FROM generate_series(1, $preload_jobs) AS g" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -1)
+      p=$(awk -v p="$p" 'BEGIN {printf "%.3f", p / 1000}')
+      drop_schema "$DATABASE_URL" "$s2"
+    }
+    if [ "$first" = harness ]; then harness_preload; plain_preload; else plain_preload; harness_preload; fi
     echo "    round $r: harness preload $h s, plain INSERT … SELECT generate_series $p s" >&2
     hs+=("$h") ps+=("$p")
   done

@@ -117,7 +117,7 @@ cell() {
     read -r h p hcpu pcpu jobs_done pdone <<< "$line"
     hs+=("$h") ps+=("$p") rs+=("$(ratio "$h" "$p")")
     hc+=("$(per10k "$hcpu" "$jobs_done")") pc+=("$(per10k "$pcpu" "$pdone")")
-    echo "    round $r: harness $h jobs/s, pgbench $p jobs/s, ratio $(ratio "$h" "$p"); CPU s/10k jobs harness ${hc[-1]}, pgbench ${pc[-1]}; jobs done $jobs_done / $pdone" >&2
+    echo "    round $r: harness $(printf %.0f "$h") jobs/s, pgbench $(printf %.0f "$p") jobs/s, ratio $(ratio "$h" "$p"); CPU s/10k jobs harness ${hc[-1]}, pgbench ${pc[-1]}; jobs done $jobs_done / $pdone" >&2
   done
   echo "$(median "${hs[@]}") $(median "${ps[@]}") $(median "${rs[@]}") $(median "${hc[@]}") $(median "${pc[@]}") $jobs_done $pdone"
 }

@@ -208,8 +208,8 @@ async fn run_on(
     summary.timings = Timings {
         preload_s: preload_time.as_secs_f64(),
         verify_s: verify_time.as_secs_f64(),
-        sampler_s: output.samples.iter().map(|s| s.took_ms).sum::<f64>() / 1000.0,
-        probe_s: output.horizon.probes.iter().map(|p| p.took_ms).sum::<f64>() / 1000.0,
+        sampler_s: output.samples.iter().fold(0.0, |a, s| a + s.took_ms) / 1000.0,
+        probe_s: output.horizon.probes.iter().fold(0.0, |a, p| a + p.took_ms) / 1000.0,
     };
     Ok(Finished { summary, output, waits, timeseries })
 }

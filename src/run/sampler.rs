@@ -2,8 +2,10 @@
 //! connection, the queue's depth by status and class, the oldest ready age
 //! per class, the table's live and dead tuples and vacuum counts, its sizes,
 //! the oldest transaction and xmin horizon, and what non-idle backends wait
-//! on. It also drives the live progress line. `run.sample_interval = "off"`
-//! turns the queries off (the progress line stays, from the workers' counters).
+//! on. It also drives the live progress line. The interval stretches when a
+//! sample is slow (big tables), so the sampler keeps to 1 % of the run's time;
+//! `run.sample_interval = "off"` turns the queries off (the progress line
+//! stays, from the workers' counters).
 
 use super::worker::Progress;
 use crate::db::error_text;
@@ -56,6 +58,9 @@ pub struct PgSample {
     pub took_ms: f64,
 }
 
+/// A sample that took t waits at least BUDGET × t for the next: at most 1 % of the run.
+const BUDGET: f64 = 100.0;
+
 pub struct SamplerOptions {
     pub progress: bool,
 }
@@ -81,16 +86,17 @@ pub async fn run(
     let bar = opts.progress.then(|| live_line(std::io::stderr().is_terminal()));
     let classes: Vec<&str> =
         std::iter::once(DEFAULT_CLASS).chain(plan.load.classes.iter().map(|c| c.name.as_str())).collect();
-    let mut tick = tokio::time::interval(every);
-    let mut last_done = 0;
+    let mut next = tokio::time::Instant::now();
+    let (mut last_done, mut last_at) = (0, Instant::now());
     let mut last = false;
     while !last {
         tokio::select! {
-            _ = tick.tick() => {}
+            _ = tokio::time::sleep_until(next) => {}
             // One last sample when the workers are done, so the series covers the whole run.
             _ = stop.cancelled() => last = true,
         }
         let t_ms = start.elapsed().as_millis() as u64;
+        let sampled_at = tokio::time::Instant::now();
         let s = match &client {
             Some(client) => match sample(client, &classes, t_ms).await {
                 Ok(s) => Some(s),
@@ -101,10 +107,15 @@ pub async fn run(
             },
             None => None,
         };
+        // The budget: a sample that took `t` delays the next one to at least BUDGET × t after it
+        // started, so the sampler never has the server for more than 1 % of the run (on a table
+        // of a million rows one sample's scans take most of a second; then it samples less often).
+        let took = s.as_ref().map_or(0.0, |s| s.took_ms / 1000.0);
+        next = sampled_at + every.max(std::time::Duration::from_secs_f64(took * BUDGET));
         if let Some(bar) = &bar {
             let done = progress.completed.load(Ordering::Relaxed);
-            let rate = (done - last_done) as f64 / every.as_secs_f64();
-            last_done = done;
+            let rate = (done - last_done) as f64 / last_at.elapsed().as_secs_f64().max(0.001);
+            (last_done, last_at) = (done, Instant::now());
             let phase = plan.load.phase_name(start.elapsed());
             let depth = s.as_ref().map_or(String::new(), |s| format!(" · queued {} running {}", s.queued, s.running));
             bar.show(&format!(
