@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Harness against pgbench: the same statements, the same number of
-# connections, the same server, alternating (harness first in odd rounds,
-# pgbench first in even ones), ROUNDS times.
+# connections, the same server, alternating (who goes first changes every
+# round and, in the grid, every cell), ROUNDS times.
 #
 #   scripts/vs-pgbench.sh SCENARIO [ROUNDS] [--set key=value ...]
 #       one setting: a line per round and the median ratio
@@ -61,7 +61,8 @@ if [ "${1:-}" = "--grid" ]; then
 else
   scenario=${1:?usage: scripts/vs-pgbench.sh SCENARIO [ROUNDS] [--set key=value ...] | --grid [options]}
   rounds=${2:-3}
-  extra=("${@:3}")
+  # As before the grid existed: both sides without the effects table (a later --set can turn it on).
+  extra=(--set run.effects_table=false "${@:3}")
   server=$scenario
 fi
 
@@ -71,7 +72,7 @@ fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-n=0
+n=0 cells=1
 
 # one_round SIDE_FIRST SETS...: prints "harness_jobs_per_s pgbench_jobs_per_s harness_cpu_s pgbench_cpu_s jobs pgbench_done"
 one_round() {
@@ -113,7 +114,8 @@ one_round() {
 cell() {
   local hs=() ps=() rs=() hc=() pc=() r line h p hcpu pcpu jobs_done pdone
   for r in $(seq 1 "$rounds"); do
-    if [ $((r % 2)) -eq 1 ]; then line=$(one_round harness "$@"); else line=$(one_round pgbench "$@"); fi
+    # Who goes first alternates by round and, for one-round grids, by cell.
+    if [ $(((r + cells) % 2)) -eq 0 ]; then line=$(one_round harness "$@"); else line=$(one_round pgbench "$@"); fi
     read -r h p hcpu pcpu jobs_done pdone <<< "$line"
     hs+=("$h") ps+=("$p") rs+=("$(ratio "$h" "$p")")
     hc+=("$(per10k "$hcpu" "$jobs_done")") pc+=("$(per10k "$pcpu" "$pdone")")
@@ -140,6 +142,7 @@ for mode in $modes; do
       # The preload must divide by the connection count (pgbench -t is per client).
       j=$((jobs / c * c))
       effects_table=$([ "$eff" = on ] && echo true || echo false)
+      cells=$((cells + 1)) # (counted here: cell runs in a subshell)
       echo "  $mode, effects $eff, $c connections, $j jobs" >&2
       res=$(cell --set "jobs.preload=$j" --set "workers.count=$c" --set "workers.mode=$mode" \
         --set "run.effects_table=$effects_table")
