@@ -3,7 +3,7 @@
 //! per class, the table's live and dead tuples and vacuum counts, its sizes,
 //! the oldest transaction and xmin horizon, and what non-idle backends wait
 //! on. It also drives the live progress line. The interval stretches when a
-//! sample is slow (big tables), so the sampler keeps to 1 % of the run's time;
+//! sample is slow (over 50 ms: big tables), so such samples keep to 1 % of the run;
 //! `run.sample_interval = "off"` turns the queries off (the progress line
 //! stays, from the workers' counters).
 
@@ -58,8 +58,10 @@ pub struct PgSample {
     pub took_ms: f64,
 }
 
-/// A sample that took t waits at least BUDGET × t for the next: at most 1 % of the run.
+/// A sample slower than SLOW_SAMPLE_S that took t waits at least BUDGET × t for the next
+/// (1 % of the run); a faster one costs at most SLOW_SAMPLE_S per interval.
 const BUDGET: f64 = 100.0;
+const SLOW_SAMPLE_S: f64 = 0.05;
 
 pub struct SamplerOptions {
     pub progress: bool,
@@ -107,11 +109,13 @@ pub async fn run(
             },
             None => None,
         };
-        // The budget: a sample that took `t` delays the next one to at least BUDGET × t after it
-        // started, so the sampler never has the server for more than 1 % of the run (on a table
-        // of a million rows one sample's scans take most of a second; then it samples less often).
+        // The budget: a slow sample (over SLOW_SAMPLE_S) that took `t` delays the next one to at
+        // least BUDGET × t after it started (on a table of a million rows one sample's scans take
+        // most of a second; then it samples less often). Faster samples keep the interval, so the
+        // starvation and horizon series of ordinary scenarios stay as dense as asked.
         let took = s.as_ref().map_or(0.0, |s| s.took_ms / 1000.0);
-        next = sampled_at + every.max(std::time::Duration::from_secs_f64(took * BUDGET));
+        let stretch = if took > SLOW_SAMPLE_S { took * BUDGET } else { 0.0 };
+        next = sampled_at + every.max(std::time::Duration::from_secs_f64(stretch));
         if let Some(bar) = &bar {
             let done = progress.completed.load(Ordering::Relaxed);
             let rate = (done - last_done) as f64 / last_at.elapsed().as_secs_f64().max(0.001);
