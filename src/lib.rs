@@ -137,18 +137,27 @@ async fn prepare(file: &Path, sets: &[String], url: &str, schema_name: String, r
     db::check_schema_name(&schema_name)?;
     let db = Database::open(Some(url), &[], schema_name, true, true).await?.reusing(reuse);
     let notify = plan.idle.wakeup == scenario::plan::Wakeup::Listen;
-    if let Err(e) = schema::install(&db, plan.preload, plan.max_attempts, &plan.table_settings, notify).await {
-        // Nothing half-built stays behind to block the retry.
-        let _ = db.discard().await;
-        return Err(e);
-    }
-    println!("{}: schema {} ready with {} jobs", db.target, db.schema, plan.preload);
+    let preload = match schema::install(&db, plan.preload, plan.max_attempts, &plan.table_settings, notify).await {
+        Ok((_, preload)) => preload,
+        Err(e) => {
+            // Nothing half-built stays behind to block the retry.
+            let _ = db.discard().await;
+            return Err(e);
+        }
+    };
+    println!(
+        "{}: schema {} ready with {} jobs (preload {:.3} s)",
+        db.target,
+        db.schema,
+        plan.preload,
+        preload.as_secs_f64()
+    );
     Ok(ExitCode::Passed)
 }
 
 async fn cluster(scenario_file: Option<&Path>, command: &[String]) -> Result<ExitCode> {
     let settings = match scenario_file {
-        Some(f) => scenario::plan_from_file(f, &[], Some(0))?.pg_settings,
+        Some(f) => pipeline::ephemeral_settings(&scenario::plan_from_file(f, &[], Some(0))?)?,
         None => Vec::new(),
     };
     let db = Database::open(None, &settings, "public".into(), false, true).await?;

@@ -6,13 +6,31 @@ use tokio_util::sync::CancellationToken;
 
 fn main() {
     let cli = Cli::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
-    let code = runtime.block_on(async {
-        let interrupt = CancellationToken::new();
-        tokio::spawn(watch_signals(interrupt.clone()));
-        queuebench::main_with(cli, interrupt).await
+    let interrupt = CancellationToken::new();
+    // Signals get a thread of their own, so a second Ctrl-C exits at once even while the run's
+    // thread is busy with synchronous work (checkers over a million jobs, chart rendering).
+    let watched = interrupt.clone();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("signal runtime");
+        rt.block_on(watch_signals(watched));
     });
+    let code = runtime().block_on(queuebench::main_with(cli, interrupt));
     std::process::exit(code.code());
+}
+
+/// One thread drives every worker by default: on a small machine that leaves the cores to
+/// PostgreSQL and costs the least CPU per job (`scripts/bench.sh`). `QUEUEBENCH_THREADS=N`
+/// spreads the workers over N threads, for machines where one harness thread would be the limit.
+fn runtime() -> tokio::runtime::Runtime {
+    let threads = std::env::var("QUEUEBENCH_THREADS").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(1);
+    let mut builder = if threads > 1 {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(threads);
+        b
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    builder.enable_all().build().expect("tokio runtime")
 }
 
 /// First Ctrl-C or SIGTERM: stop workers, write evidence, clean up. Second: exit at once.

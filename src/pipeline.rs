@@ -7,7 +7,7 @@ use crate::compare::{self, store};
 use crate::db::{Database, Kind, schema};
 use crate::error::{Error, ExitCode, Result};
 use crate::report::build::{self, Context};
-use crate::report::summary::{DatabaseInfo, Environment, RunSummary};
+use crate::report::summary::{DatabaseInfo, Environment, RunSummary, Timings};
 use crate::report::timeseries::{self, Timeseries};
 use crate::run::RunOutput;
 use crate::scenario::Plan;
@@ -384,7 +384,8 @@ async fn run_on(
     ctx.environment = schema::environment(&setup).await;
     drop(setup);
     let notify = plan.idle.wakeup == scenario::plan::Wakeup::Listen;
-    let client = schema::install(db, plan.preload, plan.max_attempts, &plan.table_settings, notify).await?;
+    let (client, preload_time) =
+        schema::install(db, plan.preload, plan.max_attempts, &plan.table_settings, notify).await?;
     let output = run::run(plan, db, interrupt, progress).await?;
     for f in &output.failures {
         eprintln!("warning: {f}");
@@ -423,6 +424,7 @@ async fn run_on(
         restarts: &restarts,
         durability_untestable: plan.durability_untestable(),
     };
+    let verify_started = std::time::Instant::now();
     let mut verification = verify::verify(&evidence);
     if client.is_none() {
         verification.checks.retain(|c| !verify::NEEDS_FINAL_TABLE.contains(&c.name.as_str()));
@@ -437,9 +439,16 @@ async fn run_on(
         .collect();
     let waits = waits::measure(&output.journal, &output.arrivals, plan.load.classes.len(), warmup_end, &windows);
     let phase_stats = phases::measure(&windows, &output.latency, &output.journal);
+    let verify_time = verify_started.elapsed();
     let timeseries =
         timeseries::build(plan, &output.samples, &output.stats, &output.latency.claim, &output.horizon.probes);
-    let summary = build::build(plan, ctx, &output, verification, &waits, &phase_stats);
+    let mut summary = build::build(plan, ctx, &output, verification, &waits, &phase_stats);
+    summary.timings = Timings {
+        preload_s: preload_time.as_secs_f64(),
+        verify_s: verify_time.as_secs_f64(),
+        sampler_s: output.samples.iter().fold(0.0, |a, s| a + s.took_ms) / 1000.0,
+        probe_s: output.horizon.probes.iter().fold(0.0, |a, p| a + p.took_ms) / 1000.0,
+    };
     Ok(Finished { summary, output, waits, timeseries })
 }
 
@@ -457,7 +466,7 @@ pub fn connections_needed(plan: &Plan) -> i64 {
 
 /// The ephemeral cluster's settings: the scenario's, with max_connections raised to what the
 /// run needs when the scenario leaves it out (refused before starting when it sets too few).
-fn ephemeral_settings(plan: &Plan) -> Result<Vec<(String, String)>> {
+pub fn ephemeral_settings(plan: &Plan) -> Result<Vec<(String, String)>> {
     let mut settings = plan.pg_settings.clone();
     // Slots a superuser may use, plus the 3 superuser_reserved_connections (the cluster's default).
     let need = connections_needed(plan) + 3;

@@ -5,6 +5,7 @@ use super::{Database, error_text};
 use crate::error::{Error, Result};
 use crate::report::summary::{Environment, SettingReport};
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 use tokio_postgres::Client;
 
 pub const MIGRATION: &str = include_str!("../../migrations/001_queue.sql");
@@ -27,13 +28,14 @@ fn sql_error(what: &str, e: &tokio_postgres::Error) -> Error {
 /// The run's schema, then the migration inside it; with `notify`, the NOTIFY trigger too
 /// (installed before the preload, so it wakes listeners once). An existing schema is refused
 /// unless `--reuse`; then only queuebench's own tables in it are replaced.
+/// Returns the client and how long the preload INSERT took.
 pub async fn install(
     db: &Database,
     preload: u64,
     max_attempts: i32,
     table_settings: &[(String, String)],
     notify: bool,
-) -> Result<Client> {
+) -> Result<(Client, Duration)> {
     let admin = db.connect_admin().await?;
     create_or_reuse(db, &admin).await?;
     drop(admin);
@@ -51,14 +53,16 @@ pub async fn install(
             .await
             .map_err(|e| sql_error("installing migrations/002_notify.sql", &e))?;
     }
+    let started = Instant::now();
     if preload > 0 {
         client
             .execute(PRELOAD, &[&(preload as i64), &max_attempts])
             .await
             .map_err(|e| sql_error("preloading jobs", &e))?;
     }
+    let preload_time = started.elapsed();
     client.batch_execute("VACUUM ANALYZE jobs").await.map_err(|e| sql_error("VACUUM ANALYZE jobs", &e))?;
-    Ok(client)
+    Ok((client, preload_time))
 }
 
 /// The tables and function queuebench installs; each carries the comment [`MARK`].

@@ -120,6 +120,7 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
             .collect(),
         by_phase: by_phase(plan, w, ph, out.duration),
         environment: ctx.environment,
+        timings: Default::default(),
         horizon: v.horizon,
         vacuum: out
             .horizon

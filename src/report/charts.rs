@@ -50,7 +50,12 @@ pub struct BarChart<'a> {
 
 /// Draws into `<dir>/<name>.svg` and `.png`; returns the SVG text.
 pub fn line(chart: &LineChart, dir: &Path, name: &str) -> Result<String> {
-    render(dir, name, |area| draw_line(area, chart), |area| draw_line(area, chart))
+    render(dir, name, |area| draw_line(area, chart, false), |area| draw_line(area, chart, false))
+}
+
+/// The same with x given as log2 of the value and labelled with the value (1, 2, 4 … 512).
+pub fn line_log2(chart: &LineChart, dir: &Path, name: &str) -> Result<String> {
+    render(dir, name, |area| draw_line(area, chart, true), |area| draw_line(area, chart, true))
 }
 
 pub fn bars(chart: &BarChart, dir: &Path, name: &str) -> Result<String> {
@@ -86,7 +91,7 @@ fn upper(v: f64) -> f64 {
     if v <= 0.0 { 1.0 } else { v * 1.3 }
 }
 
-fn draw_line<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, c: &LineChart) -> Drawn {
+fn draw_line<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, c: &LineChart, log2_x: bool) -> Drawn {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     area.fill(&WHITE).map_err(e)?;
     let pts = c.series.iter().flat_map(|s| s.points.iter());
@@ -98,17 +103,19 @@ fn draw_line<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, c: &LineChart) ->
         .y_label_area_size(72)
         .build_cartesian_2d(0f64..xmax.max(1.0), 0f64..upper(ymax))
         .map_err(e)?;
-    chart
-        .configure_mesh()
-        .x_desc(c.x_label)
+    let pow2 = |x: &f64| format!("{:.0}", 2f64.powf(*x));
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(c.x_label)
         .y_desc(c.y_label)
         .x_labels(10)
         .y_labels(6)
         .label_style((FONT, 14))
         .axis_desc_style((FONT, 15))
-        .light_line_style(RGBColor(235, 235, 235))
-        .draw()
-        .map_err(e)?;
+        .light_line_style(RGBColor(235, 235, 235));
+    if log2_x {
+        mesh.x_labels(xmax.max(1.0) as usize + 1).x_label_formatter(&pow2);
+    }
+    mesh.draw().map_err(e)?;
     for (i, s) in c.series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         chart

@@ -63,6 +63,8 @@ pub struct RunSummary {
     /// Per-phase numbers by phase name (`[[run.phases]]`; warm-up phases included here).
     pub by_phase: BTreeMap<String, PhaseNumbers>,
     pub environment: Environment,
+    /// How long the harness's own stages took (the benchmark suite reads these).
+    pub timings: Timings,
     pub checks: Vec<CheckResult>,
     pub expectations: Vec<ExpectationResult>,
     /// The abort-on-fail expectation that stopped the run early (`"executions.duplicate == 0"`), if any.
@@ -302,6 +304,20 @@ pub struct Effects {
     pub journal: u64,
     /// Rows in the `effects` table (the second witness), when enabled.
     pub table_rows: Option<u64>,
+}
+
+/// Wall time of the harness's own stages, in seconds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Timings {
+    /// The preload INSERT (jobs.preload rows), without schema creation and VACUUM ANALYZE.
+    pub preload_s: f64,
+    /// The checkers and the wait/latency measures over the journal and the final table.
+    pub verify_s: f64,
+    /// The time-series sampler's own query round trips, summed over the run.
+    pub sampler_s: f64,
+    /// The claim-plan probe's own round trips (BEGIN, EXPLAIN ANALYZE, ROLLBACK), summed.
+    pub probe_s: f64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

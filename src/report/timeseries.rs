@@ -100,10 +100,14 @@ pub fn build(
     }
     let mut claims: Vec<(u32, u32)> = claim_samples.to_vec();
     claims.sort_unstable();
-    let interval_ms = plan.sample_interval.as_millis() as u64;
+    let interval_ms = plan.sample_interval.map_or(0, |d| d.as_millis() as u64);
     let mut rows = Vec::with_capacity(samples.len());
+    // Each row covers the time since the previous sample (the sampler stretches its interval
+    // when samples are slow), the first one interval before it.
+    let mut prev: Option<u64> = None;
     for s in samples {
-        let (from, to) = (s.t_ms.saturating_sub(interval_ms), s.t_ms);
+        let (from, to) = (prev.unwrap_or(s.t_ms.saturating_sub(interval_ms)).min(s.t_ms), s.t_ms);
+        prev = Some(s.t_ms);
         let secs = (to - from) as f64 / 1000.0;
         let counts = sum_seconds(&stats.per_second, from, to);
         let lo = claims.partition_point(|c| u64::from(c.0) < from);

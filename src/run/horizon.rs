@@ -43,6 +43,8 @@ pub struct ProbeSample {
     pub buffers: i64,
     pub buffers_read: i64,
     pub exec_ms: f64,
+    /// The probe's own round trips (BEGIN, EXPLAIN ANALYZE, ROLLBACK): its cost to the run.
+    pub took_ms: f64,
 }
 
 #[derive(Debug, Default)]
@@ -238,10 +240,13 @@ pub async fn probe(plan: &Plan, config: &Config, start: Instant, stop: &Cancella
             _ = stop.cancelled() => last = true,
         }
         let t_ms = start.elapsed().as_millis() as u64;
+        let sent = Instant::now();
         if client.batch_execute("BEGIN").await.is_err() {
             continue;
         }
-        if let Ok(row) = client.query_one(&sql, &params).await {
+        let row = client.query_one(&sql, &params).await;
+        let _ = client.batch_execute("ROLLBACK").await;
+        if let Ok(row) = row {
             let v: serde_json::Value = row.get(0);
             let top = &v[0];
             let plan_node = &top["Plan"];
@@ -251,9 +256,9 @@ pub async fn probe(plan: &Plan, config: &Config, start: Instant, stop: &Cancella
                 buffers: n("Shared Hit Blocks") + n("Shared Read Blocks"),
                 buffers_read: n("Shared Read Blocks"),
                 exec_ms: top["Execution Time"].as_f64().unwrap_or(0.0),
+                took_ms: sent.elapsed().as_secs_f64() * 1000.0,
             });
         }
-        let _ = client.batch_execute("ROLLBACK").await;
     }
     out
 }

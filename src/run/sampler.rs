@@ -2,7 +2,10 @@
 //! connection, the queue's depth by status and class, the oldest ready age
 //! per class, the table's live and dead tuples and vacuum counts, its sizes,
 //! the oldest transaction and xmin horizon, and what non-idle backends wait
-//! on. It also drives the live progress line.
+//! on. It also drives the live progress line. The interval stretches when a
+//! sample is slow (over 50 ms: big tables), so such samples keep to 1 % of the run;
+//! `run.sample_interval = "off"` turns the queries off (the progress line
+//! stays, from the workers' counters).
 
 use super::worker::Progress;
 use crate::db::error_text;
@@ -51,7 +54,14 @@ pub struct PgSample {
     pub oldest_xact_s: f64,
     pub xmin_age: i64,
     pub waits: String,
+    /// The sample's own round trips: its cost to the run.
+    pub took_ms: f64,
 }
+
+/// A sample slower than SLOW_SAMPLE_S that took t waits at least BUDGET × t for the next
+/// (1 % of the run); a faster one costs at most SLOW_SAMPLE_S per interval.
+const BUDGET: f64 = 100.0;
+const SLOW_SAMPLE_S: f64 = 0.05;
 
 pub struct SamplerOptions {
     pub progress: bool,
@@ -66,41 +76,64 @@ pub async fn run(
     stop: &CancellationToken,
 ) -> Vec<PgSample> {
     let mut out = Vec::new();
-    let Some(mut side) = super::Side::connect(config, "the sampler").await else { return out };
+    // `run.sample_interval = "off"`: no connection and no queries, only the progress line (every second).
+    let mut side = match plan.sample_interval {
+        Some(_) => match super::Side::connect(config, "the sampler").await {
+            Some(side) => Some(side),
+            None => return out,
+        },
+        None => None,
+    };
+    let every = plan.sample_interval.unwrap_or(std::time::Duration::from_secs(1));
     let bar = opts.progress.then(|| live_line(std::io::stderr().is_terminal()));
     let classes: Vec<&str> =
         std::iter::once(DEFAULT_CLASS).chain(plan.load.classes.iter().map(|c| c.name.as_str())).collect();
-    let mut tick = tokio::time::interval(plan.sample_interval);
-    let mut last_done = 0;
+    let mut next = tokio::time::Instant::now();
+    let (mut last_done, mut last_at) = (0, Instant::now());
     let mut last = false;
     while !last {
         tokio::select! {
-            _ = tick.tick() => {}
+            _ = tokio::time::sleep_until(next) => {}
             // One last sample when the workers are done, so the series covers the whole run.
             _ = stop.cancelled() => last = true,
         }
         let t_ms = start.elapsed().as_millis() as u64;
-        // While the server is down there is nothing to sample: a gap in the series.
-        let Some((client, _)) = side.client().await else { continue };
-        match sample(client, &classes, t_ms).await {
-            Ok(s) => {
-                if let Some(bar) = &bar {
-                    let done = progress.completed.load(Ordering::Relaxed);
-                    let rate = (done - last_done) as f64 / plan.sample_interval.as_secs_f64();
-                    last_done = done;
-                    let phase = plan.load.phase_name(start.elapsed());
-                    bar.show(&format!(
-                        "{phase} · {:.0} s · {done} done · {rate:.0} jobs/s · queued {} running {} · {} errors",
-                        t_ms as f64 / 1000.0,
-                        s.queued,
-                        s.running,
-                        progress.errors.load(Ordering::Relaxed)
-                    ));
+        let sampled_at = tokio::time::Instant::now();
+        next = sampled_at + every;
+        let s = match side.as_mut() {
+            Some(side) => {
+                // While the server is down there is nothing to sample: a gap in the series.
+                let Some((client, _)) = side.client().await else { continue };
+                match sample(client, &classes, t_ms).await {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        eprintln!("warning: sampler: {}", error_text(&e));
+                        continue;
+                    }
                 }
-                out.push(s);
             }
-            Err(e) => eprintln!("warning: sampler: {}", error_text(&e)),
+            None => None,
+        };
+        // The budget: a slow sample (over SLOW_SAMPLE_S) that took `t` delays the next one to at
+        // least BUDGET × t after it started (on a table of a million rows one sample's scans take
+        // most of a second; then it samples less often). Faster samples keep the interval, so the
+        // starvation and horizon series of ordinary scenarios stay as dense as asked.
+        let took = s.as_ref().map_or(0.0, |s| s.took_ms / 1000.0);
+        let stretch = if took > SLOW_SAMPLE_S { took * BUDGET } else { 0.0 };
+        next = sampled_at + every.max(std::time::Duration::from_secs_f64(stretch));
+        if let Some(bar) = &bar {
+            let done = progress.completed.load(Ordering::Relaxed);
+            let rate = (done - last_done) as f64 / last_at.elapsed().as_secs_f64().max(0.001);
+            (last_done, last_at) = (done, Instant::now());
+            let phase = plan.load.phase_name(start.elapsed());
+            let depth = s.as_ref().map_or(String::new(), |s| format!(" · queued {} running {}", s.queued, s.running));
+            bar.show(&format!(
+                "{phase} · {:.0} s · {done} done · {rate:.0} jobs/s{depth} · {} errors",
+                t_ms as f64 / 1000.0,
+                progress.errors.load(Ordering::Relaxed)
+            ));
         }
+        out.extend(s);
     }
     if let Some(bar) = bar {
         bar.finish();
@@ -109,6 +142,7 @@ pub async fn run(
 }
 
 async fn sample(client: &Client, classes: &[&str], t_ms: u64) -> Result<PgSample, tokio_postgres::Error> {
+    let sent = Instant::now();
     client.batch_execute("SELECT pg_stat_force_next_flush(); SELECT pg_stat_clear_snapshot()").await?;
     let mut s = PgSample { t_ms, per_class: vec![(0, 0.0); classes.len()], ..Default::default() };
     for r in client.query(DEPTH, &[]).await? {
@@ -136,6 +170,7 @@ async fn sample(client: &Client, classes: &[&str], t_ms: u64) -> Result<PgSample
     s.oldest_xact_s = r.get(6);
     s.xmin_age = r.get(7);
     s.waits = r.get(8);
+    s.took_ms = sent.elapsed().as_secs_f64() * 1000.0;
     Ok(s)
 }
 

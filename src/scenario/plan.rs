@@ -44,7 +44,8 @@ pub struct Plan {
     pub groups: Vec<(String, Vec<u32>)>,
     pub faults: Vec<Fault>,
     pub load: LoadModel,
-    pub sample_interval: Duration,
+    /// None: `run.sample_interval = "off"` (no Postgres time series; the progress line still runs).
+    pub sample_interval: Option<Duration>,
     pub blockers: Vec<Blocker>,
     pub vacuum: Vec<VacuumStep>,
     /// Storage parameters for the jobs table (ALTER TABLE jobs SET (...)).
@@ -354,10 +355,16 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
     let load =
         load_model::build(&raw.jobs.classes, &raw.run.phases, &raw.jobs.arrivals, raw.jobs.business_row, work_model)
             .map_err(|e| err("jobs.classes", e))?;
-    let sample_interval = duration("run.sample_interval", &raw.run.sample_interval)?;
-    if sample_interval < Duration::from_millis(100) {
-        return Err(err("run.sample_interval", "must be at least 100ms".into()));
-    }
+    let sample_interval = match raw.run.sample_interval.as_str() {
+        "off" => None,
+        text => {
+            let d = duration("run.sample_interval", text)?;
+            if d < Duration::from_millis(100) {
+                return Err(err("run.sample_interval", "must be at least 100ms, or \"off\"".into()));
+            }
+            Some(d)
+        }
+    };
     let ordering = ClaimOrder {
         aging_step: duration("workers.aging_step", &raw.workers.aging_step)?,
         aging_cap: raw.workers.aging_cap,
@@ -626,6 +633,14 @@ mod tests {
         let raw = parse_text("name = \"x\"\n").unwrap();
         let source = Source { path: "t.toml".into(), text: "name = \"x\"\n".into(), overrides: vec![] };
         assert!(validate(raw, source, Some(1)).unwrap_err().to_string().contains("nothing to do"));
+    }
+
+    #[test]
+    fn the_sampler_can_be_turned_off() {
+        assert_eq!(plan("name = \"x\"\n").unwrap().sample_interval, Some(Duration::from_secs(1)));
+        assert_eq!(plan("name = \"x\"\n[run]\nsample_interval = \"off\"\n").unwrap().sample_interval, None);
+        let e = plan("name = \"x\"\n[run]\nsample_interval = \"50ms\"\n").unwrap_err().to_string();
+        assert!(e.contains("run.sample_interval") && e.contains("\"off\""), "{e}");
     }
 
     #[test]

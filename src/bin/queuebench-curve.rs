@@ -1,0 +1,58 @@
+//! `queuebench-curve CSV DIR`: the worker-count curve of `scripts/bench.sh`
+//! as charts. CSV columns: workers, jobs_per_sec, claim_p50_ms, claim_p99_ms
+//! (a header line first). Writes DIR/worker-curve-throughput.{svg,png} and
+//! DIR/worker-curve-claim.{svg,png}, with workers on a log2 axis.
+
+use queuebench::report::charts::{LineChart, Series, line_log2};
+use std::path::Path;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, csv, dir] = args.as_slice() else {
+        eprintln!("usage: queuebench-curve CSV DIR  (CSV: workers,jobs_per_sec,claim_p50_ms,claim_p99_ms)");
+        return ExitCode::from(2);
+    };
+    let text = match std::fs::read_to_string(csv) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: cannot read {csv}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut rows = Vec::new();
+    for (n, line) in text.lines().enumerate().skip(1).filter(|(_, l)| !l.trim().is_empty()) {
+        let v: Result<Vec<f64>, _> = line.split(',').map(|f| f.trim().parse::<f64>()).collect();
+        match v {
+            Ok(v) if v.len() == 4 && v[0] >= 1.0 => rows.push(v),
+            _ => {
+                eprintln!("error: {csv}:{}: expected four numbers, workers ≥ 1: {line}", n + 1);
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let series = |name: &str, col: usize| Series {
+        name: name.into(),
+        points: rows.iter().map(|r| (r[0].log2(), r[col])).collect(),
+    };
+    let throughput = LineChart {
+        title: "Throughput by worker count (skip-locked, zero work)",
+        x_label: "workers",
+        y_label: "jobs/s",
+        series: vec![series("jobs/s", 1)],
+    };
+    let claim = LineChart {
+        title: "Claim latency by worker count",
+        x_label: "workers",
+        y_label: "ms",
+        series: vec![series("claim p50", 2), series("claim p99", 3)],
+    };
+    for (chart, name) in [(&throughput, "worker-curve-throughput"), (&claim, "worker-curve-claim")] {
+        if let Err(e) = line_log2(chart, Path::new(dir), name) {
+            eprintln!("error: {e}");
+            return ExitCode::from(3);
+        }
+        println!("{}", Path::new(dir).join(format!("{name}.png")).display());
+    }
+    ExitCode::SUCCESS
+}
