@@ -1,15 +1,65 @@
-//! The machine's own PostgreSQL server (127.0.0.1:5432, trust auth) for
-//! URL-mode tests: a scratch database per test, dropped when it goes out of
-//! scope, and psql to look inside it. The harness never starts this server.
+//! A PostgreSQL server for URL-mode tests: a scratch database per test, dropped when it goes
+//! out of scope, and psql to look inside it. `server()` says which server.
 
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
-/// The server, as a URL without a database: `QUEUEBENCH_TEST_SERVER`, else the machine's own
-/// (`postgres://root@127.0.0.1:5432`, trust auth; the user must be a superuser).
+/// The machine's own server, as on the development machines (trust auth, superuser `root`).
+const MACHINE: &str = "postgres://root@127.0.0.1:5432";
+
+/// The server, as a URL without a database: `QUEUEBENCH_TEST_SERVER` (`own` forces the private
+/// cluster); else the machine's own at 127.0.0.1:5432 when it lets `root` in as a superuser; else
+/// a private cluster this test binary starts once, which stops when the binary exits.
 pub fn server() -> String {
-    std::env::var("QUEUEBENCH_TEST_SERVER").unwrap_or_else(|_| "postgres://root@127.0.0.1:5432".into())
+    static SERVER: OnceLock<String> = OnceLock::new();
+    SERVER
+        .get_or_init(|| match std::env::var("QUEUEBENCH_TEST_SERVER") {
+            Ok(s) if s != "own" => s,
+            Ok(_) => own_cluster(),
+            Err(_) if machine_server_usable() => MACHINE.into(),
+            Err(_) => own_cluster(),
+        })
+        .clone()
+}
+
+fn machine_server_usable() -> bool {
+    let sql = "SELECT rolsuper FROM pg_roles WHERE rolname = current_user";
+    Command::new("psql")
+        .args(["-X", "-q", "-A", "-t", &format!("{MACHINE}/postgres"), "-c", sql])
+        .env("PGCONNECT_TIMEOUT", "3")
+        .output()
+        .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "t")
+}
+
+/// Starts an ephemeral cluster (queuebench's own code) from a thread that never ends, so the
+/// postmaster's parent-death signal fires only when the test binary exits; at exit the cluster
+/// is stopped and its directory removed.
+fn own_cluster() -> String {
+    extern "C" fn stop_own_cluster() {
+        queuebench::db::emergency_cleanup();
+    }
+    // SAFETY: registers a plain function to run at process exit.
+    unsafe { libc::atexit(stop_own_cluster) };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        match rt.block_on(queuebench::db::Database::open(None, &[], "public".into(), false, true)) {
+            Ok(db) => {
+                tx.send(Ok(db.url_for_tools().expect("an ephemeral cluster has a socket"))).unwrap();
+                loop {
+                    std::thread::park();
+                    let _ = &db;
+                }
+            }
+            Err(e) => tx.send(Err(e.to_string())).unwrap(),
+        }
+    });
+    let url =
+        rx.recv().unwrap().unwrap_or_else(|e| panic!("no usable server at {MACHINE}, and none could be started: {e}"));
+    let host = url.split("host=").nth(1).and_then(|h| h.split('&').next()).expect("socket dir in the URL");
+    format!("postgresql://postgres@{}:5432", host.replace('/', "%2F"))
 }
 
 /// Runs SQL with psql (unaligned, tuples only, stop on the first error); returns stdout.
@@ -39,8 +89,8 @@ impl ScratchDb {
             .expect("psql is installed");
         assert!(
             o.status.success(),
-            "these URL-mode tests need a PostgreSQL server at {server} (trust auth, a superuser; set \
-             QUEUEBENCH_TEST_SERVER to use another): {}",
+            "could not create a scratch database on {server} (set QUEUEBENCH_TEST_SERVER to a superuser's \
+             URL to use another server): {}",
             String::from_utf8_lossy(&o.stderr)
         );
         ScratchDb { url: format!("{server}/{name}"), name }
