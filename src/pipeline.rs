@@ -222,7 +222,7 @@ fn postgres_mode(args: &RunArgs) -> Result<PostgresMode> {
 
 /// Faults the chosen database cannot take: a `postgres_restart` stops and starts the server,
 /// which queuebench does only to its own ephemeral cluster.
-fn check_target(plan: &Plan, args: &RunArgs) -> Result<()> {
+pub(crate) fn check_target(plan: &Plan, args: &RunArgs) -> Result<()> {
     let mode = postgres_mode(args)?;
     if plan.restarts_server() && mode != PostgresMode::Ephemeral {
         let given = match mode {

@@ -89,3 +89,19 @@ fn a_bad_value_in_a_list_exits_2_naming_the_key_and_creates_nothing() {
     assert!(stderr.contains("workers.batch") && stderr.contains("ten"), "{stderr}");
     assert!(!out.exists(), "nothing is created for a bad grid");
 }
+
+#[test]
+fn a_server_restart_fault_against_a_url_exits_2_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let scenario = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/postgres-restart.toml");
+    let o = bin()
+        .args(["sweep", scenario.to_str().unwrap(), "--set", "workers.count=2,4", "--out", out.to_str().unwrap()])
+        .args(["--database-url", "postgres://nobody@127.0.0.1:1/db"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("postgres_restart") && stderr.contains("--database-url"), "{stderr}");
+    assert!(!out.exists(), "nothing is created");
+}

@@ -34,8 +34,6 @@ pub async fn sweep(args: &SweepArgs, interrupt: &CancellationToken) -> Result<Ex
         Some(out) => out.clone(),
         None => PathBuf::from("results").join(&first.name).join(format!("sweep-{}", run_id())),
     };
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Error::usage(format!("cannot create the sweep folder {}: {e}", dir.display())))?;
     let run_args = RunArgs {
         files: vec![args.file.clone()],
         overrides: Overrides::default(),
@@ -57,6 +55,13 @@ pub async fn sweep(args: &SweepArgs, interrupt: &CancellationToken) -> Result<Ex
         postgres: None,
         postgres_image: crate::db::docker::DEFAULT_IMAGE.into(),
     };
+    // The same target checks as `run` (a postgres_restart needs the ephemeral cluster), before
+    // anything is created.
+    for (_, plan) in &plans {
+        crate::pipeline::check_target(plan, &run_args)?;
+    }
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::usage(format!("cannot create the sweep folder {}: {e}", dir.display())))?;
     let total = plans.len();
     println!("{}: sweeping {total} cells × {} repeat(s) into {}", first.name, args.repeat, dir.display());
     let mut done: Vec<CellResult> = Vec::new();
