@@ -18,19 +18,10 @@ fn main() {
     std::process::exit(code.code());
 }
 
-/// One thread drives every worker by default: on a small machine that leaves the cores to
-/// PostgreSQL and costs the least CPU per job (`scripts/bench.sh`). `QUEUEBENCH_THREADS=N`
-/// spreads the workers over N threads, for machines where one harness thread would be the limit.
+/// The main thread's runtime: setup, the side tasks (sampler, producers, reaper, faults),
+/// checks and reports. The workers run on threads of their own (`run::lanes`).
 fn runtime() -> tokio::runtime::Runtime {
-    let threads = std::env::var("QUEUEBENCH_THREADS").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(1);
-    let mut builder = if threads > 1 {
-        let mut b = tokio::runtime::Builder::new_multi_thread();
-        b.worker_threads(threads);
-        b
-    } else {
-        tokio::runtime::Builder::new_current_thread()
-    };
-    builder.enable_all().build().expect("tokio runtime")
+    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime")
 }
 
 /// First Ctrl-C or SIGTERM: stop workers, write evidence, clean up. Second: exit at once.

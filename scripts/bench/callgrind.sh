@@ -25,7 +25,7 @@ mkdir -p "$work"
 # leaving out setup, the runtime's idle loop, checks and reports.
 toggles=()
 if [ "${HOT:-0}" = 1 ]; then
-  toggles=(--toggle-collect='*worker::Worker::run::*' --toggle-collect='*conn::drive::*')
+  toggles=(--toggle-collect='*worker::Worker::run::*' --toggle-collect='*connect::drive::*')
 fi
 ir() {
   valgrind --tool=callgrind "${toggles[@]}" --callgrind-out-file="$work/cg.$1" "$qb" run "$root/scripts/bench/burn-down.toml" \

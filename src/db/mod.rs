@@ -11,6 +11,7 @@
 //! reinstalled, anything else in the schema is left alone, and at the end
 //! only those tables go; the schema stays.
 
+pub mod connect;
 pub mod docker;
 pub mod ephemeral;
 pub mod password;
@@ -22,7 +23,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tokio_postgres::config::Host;
-use tokio_postgres::{Client, Config, NoTls};
+use tokio_postgres::{Client, Config};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -210,7 +211,7 @@ impl Database {
     async fn wait_ready(&mut self) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            match self.config.connect(NoTls).await {
+            match connect::open(&self.config, |_| {}).await {
                 Ok(_) => return Ok(()),
                 Err(e) => {
                     if let Some(why) = self.cluster.as_mut().and_then(Cluster::exited) {
@@ -254,10 +255,7 @@ impl Database {
     }
 
     async fn connect_with(&self, config: &Config) -> Result<Client> {
-        let (client, connection) = config.connect(NoTls).await.map_err(|e| self.connect_error(&e))?;
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
+        let (client, _task) = connect::open(config, |_| {}).await.map_err(|e| self.connect_error(&e))?;
         Ok(client)
     }
 

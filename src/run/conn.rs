@@ -2,17 +2,15 @@
 //! connection task, so the socket closes without a Terminate message, as
 //! when a process dies; a killed backend is noticed as a closed client.
 //!
-//! The connection task is our own driver, not `tokio::spawn(connection)`:
-//! it polls `poll_message` and forwards every `NOTIFY` to an unbounded
-//! channel, so a worker that LISTENs can wait for one while idle.
+//! The connection task (`db::connect::open`) forwards every `NOTIFY` to an
+//! unbounded channel, so a worker that LISTENs can wait for one while idle.
 
 use crate::db::error_text;
 use crate::strategy::{Param, Strategy};
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio::task::JoinHandle;
 use tokio_postgres::types::Type;
-use tokio_postgres::{AsyncMessage, Client, Config, Connection, NoTls, Notification, Statement};
+use tokio_postgres::{AsyncMessage, Client, Config, Notification, Statement};
 
 pub const EFFECTS_INSERT: &str = "INSERT INTO effects (job_id, worker, attempt) \
      SELECT j, $2::int4, a FROM unnest($1::int8[], $3::int4[]) AS u(j, a)";
@@ -43,10 +41,14 @@ impl Conn {
     /// Connects and prepares every statement; an error names the statement and the SQLSTATE.
     /// With `listen`, the connection LISTENs on that channel (again after every reconnect).
     pub async fn open(config: &Config, strategy: &Strategy, listen: Option<&str>) -> Result<Conn, String> {
-        let (client, connection) =
-            config.connect(NoTls).await.map_err(|e| format!("connecting: {}", error_text(&e)))?;
         let (tx, notifications) = unbounded_channel();
-        let task = tokio::spawn(drive(connection, tx));
+        let (client, task) = crate::db::connect::open(config, move |m| {
+            if let AsyncMessage::Notification(n) = m {
+                let _ = tx.send(n);
+            }
+        })
+        .await
+        .map_err(|e| format!("connecting: {}", error_text(&e)))?;
         if let Some(channel) = listen {
             let sql = format!("LISTEN {}", quote_ident(channel));
             client.batch_execute(&sql).await.map_err(|e| format!("{sql}: {}", error_text(&e)))?;
@@ -95,20 +97,6 @@ impl Conn {
     /// Drops the socket without a word (a crashed process).
     pub fn abort(self) {
         self.task.abort();
-    }
-}
-
-/// Drives a connection until it closes, forwarding notifications to `tx`
-/// (dropped with the receiver's owner: sending then fails and is ignored).
-pub async fn drive<S, T>(mut connection: Connection<S, T>, tx: UnboundedSender<Notification>)
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-    T: AsyncRead + AsyncWrite + Unpin,
-{
-    while let Some(Ok(message)) = futures_util::future::poll_fn(|cx| connection.poll_message(cx)).await {
-        if let AsyncMessage::Notification(n) = message {
-            let _ = tx.send(n);
-        }
     }
 }
 

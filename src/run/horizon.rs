@@ -13,7 +13,7 @@ use futures_util::future::join_all;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{AsyncMessage, Client, Config, NoTls};
+use tokio_postgres::{AsyncMessage, Client, Config};
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -55,25 +55,19 @@ pub struct HorizonOutput {
 }
 
 async fn connect(config: &Config) -> Option<(Client, mpsc::UnboundedReceiver<String>)> {
-    let (client, mut connection) = match config.connect(NoTls).await {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let on_message = move |m| {
+        if let AsyncMessage::Notice(n) = m {
+            let _ = tx.send(n.message().to_string());
+        }
+    };
+    let (client, _task) = match crate::db::connect::open(config, on_message).await {
         Ok(c) => c,
         Err(e) => {
             eprintln!("warning: horizon actor could not connect: {}", error_text(&e));
             return None;
         }
     };
-    let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Some(msg) = futures_util::future::poll_fn(|cx| connection.poll_message(cx)).await {
-            match msg {
-                Ok(AsyncMessage::Notice(n)) => {
-                    let _ = tx.send(n.message().to_string());
-                }
-                Ok(_) => {}
-                Err(_) => break,
-            }
-        }
-    });
     Some((client, rx))
 }
 
@@ -231,21 +225,24 @@ pub async fn probe(plan: &Plan, config: &Config, start: Instant, stop: &Cancella
             }
         })
         .collect();
-    let mut tick = tokio::time::interval(every);
+    let mut next = tokio::time::Instant::now();
     let mut last = false;
     while !last {
         tokio::select! {
-            _ = tick.tick() => {}
+            _ = tokio::time::sleep_until(next) => {}
             // One last probe at the end, so a final VACUUM step's effect is seen.
             _ = stop.cancelled() => last = true,
         }
         let t_ms = start.elapsed().as_millis() as u64;
-        let sent = Instant::now();
+        let (sent, started) = (Instant::now(), tokio::time::Instant::now());
+        next = started + every;
         if client.batch_execute("BEGIN").await.is_err() {
             continue;
         }
         let row = client.query_one(&sql, &params).await;
         let _ = client.batch_execute("ROLLBACK").await;
+        // At most budget::SHARE of the run, however slow the claim has become.
+        next = super::budget::next(started, every, sent.elapsed().as_secs_f64());
         if let Ok(row) = row {
             let v: serde_json::Value = row.get(0);
             let top = &v[0];

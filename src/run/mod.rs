@@ -3,10 +3,12 @@
 //! on the scenario's stop condition, the run timeout or Ctrl-C, and merges
 //! what they recorded.
 
+pub mod budget;
 pub mod conn;
 pub mod faults;
 pub mod horizon;
 pub mod idle;
+pub mod lanes;
 pub mod live;
 pub mod producer;
 pub mod reaper;
@@ -67,8 +69,8 @@ impl Side {
     }
 
     async fn open(&mut self) -> std::result::Result<(), String> {
-        let (client, conn) = self.config.connect(tokio_postgres::NoTls).await.map_err(|e| crate::db::error_text(&e))?;
-        tokio::spawn(conn);
+        let (client, _task) =
+            crate::db::connect::open(&self.config, |_| {}).await.map_err(|e| crate::db::error_text(&e))?;
         self.client = Some(client);
         self.generation += 1;
         Ok(())
@@ -143,9 +145,18 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         ),
         None => None,
     };
-    let conns = join_all((0..plan.workers).map(|_| Conn::open(&config, &plan.strategy, channel.as_deref()))).await;
+    let lanes = lanes::Lanes::for_workers(plan.workers)
+        .map_err(|e| Error::infra(format!("starting the worker threads: {e}")))?;
+    let shared_plan = Arc::new(plan.clone());
+    // Each worker's connection is opened on the lane the worker will run on.
+    let conns = join_all((0..plan.workers as usize).map(|i| {
+        let (config, plan, channel) = (config.clone(), shared_plan.clone(), channel.clone());
+        lanes.spawn(i, async move { Conn::open(&config, &plan.strategy, channel.as_deref()).await })
+    }))
+    .await;
     let conns = conns
         .into_iter()
+        .map(|c| c.unwrap_or_else(|e| Err(format!("opening a connection panicked: {e}"))))
         .collect::<std::result::Result<Vec<_>, String>>()
         .map_err(|e| Error::infra(format!("strategy `{}` on {}: {e}", plan.strategy.name, db.target)))?;
 
@@ -165,7 +176,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         })
     };
     let shared = Arc::new(Shared {
-        plan: Arc::new(plan.clone()),
+        plan: shared_plan,
         config: config.clone(),
         faults: Arc::new(FaultState::new(plan, start)),
         next_identity: Arc::new(AtomicU32::new(plan.workers + 1)),
@@ -188,7 +199,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
     let tasks: Vec<_> = conns
         .into_iter()
         .enumerate()
-        .map(|(i, c)| tokio::spawn(Worker::new(i as u32 + 1, c, shared.clone()).run()))
+        .map(|(i, c)| lanes.spawn(i, Worker::new(i as u32 + 1, c, shared.clone()).run()))
         .collect();
     // The reaper and the injector stop when the workers are done.
     let side_stop = stop.child_token();

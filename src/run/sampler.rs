@@ -3,9 +3,9 @@
 //! per class, the table's live and dead tuples and vacuum counts, its sizes,
 //! the oldest transaction and xmin horizon, and what non-idle backends wait
 //! on. It also drives the live progress line. The interval stretches when a
-//! sample is slow (over 50 ms: big tables), so such samples keep to 1 % of the run;
-//! `run.sample_interval = "off"` turns the queries off (the progress line
-//! stays, from the workers' counters).
+//! sample is slow (big tables), so the sampler's queries keep to half a percent
+//! of the run (`budget`); `run.sample_interval = "off"` turns them off (the
+//! progress line stays, from the workers' counters).
 
 use super::worker::Progress;
 use crate::db::error_text;
@@ -23,17 +23,22 @@ pub const DEPTH: &str = "SELECT class, status, count(*), \
      coalesce(extract(epoch FROM now() - min(run_at) FILTER (WHERE status = 'queued' AND run_at <= now())), 0)::float8 \
      FROM jobs GROUP BY class, status";
 
-/// Table statistics, sizes, horizon and waits; one query per sample.
-pub const STATS: &str = "SELECT \
-     coalesce(s.n_live_tup, 0), coalesce(s.n_dead_tup, 0), coalesce(s.vacuum_count, 0), coalesce(s.autovacuum_count, 0), \
-     pg_table_size('jobs'), pg_indexes_size('jobs'), \
-     (SELECT greatest(coalesce(max(extract(epoch FROM now() - xact_start)), 0), 0)::float8 FROM pg_stat_activity \
-        WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS NOT NULL), \
-     (SELECT coalesce(max(age(backend_xmin)), 0)::int8 FROM pg_stat_activity WHERE pid <> pg_backend_pid()), \
+/// Table statistics, sizes, horizon and waits; one query per sample. The statistics come
+/// from the pg_stat_get_* functions (the pg_stat_user_tables view costs ~2 ms more) and the
+/// backends are read once (`a`), not once per figure as three pg_stat_activity scans were.
+pub const STATS: &str = "WITH a AS MATERIALIZED ( \
+        SELECT datid, xact_start, backend_xmin, state, wait_event_type, wait_event \
+        FROM pg_stat_get_activity(NULL) WHERE pid <> pg_backend_pid()) \
+     SELECT pg_stat_get_live_tuples(t.r), pg_stat_get_dead_tuples(t.r), \
+     pg_stat_get_vacuum_count(t.r), pg_stat_get_autovacuum_count(t.r), \
+     pg_table_size(t.r), pg_indexes_size(t.r), \
+     (SELECT greatest(coalesce(max(extract(epoch FROM now() - xact_start)), 0), 0)::float8 FROM a \
+        WHERE datid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND xact_start IS NOT NULL), \
+     (SELECT coalesce(max(age(backend_xmin)), 0)::int8 FROM a), \
      (SELECT coalesce(string_agg(w || '=' || n, ' ' ORDER BY w), '') FROM ( \
-        SELECT wait_event_type || ':' || wait_event AS w, count(*) AS n FROM pg_stat_activity \
-        WHERE state <> 'idle' AND wait_event IS NOT NULL AND pid <> pg_backend_pid() GROUP BY 1) AS x) \
-     FROM (SELECT 1) AS one LEFT JOIN pg_stat_user_tables s ON s.relid = 'jobs'::regclass";
+        SELECT wait_event_type || ':' || wait_event AS w, count(*) AS n FROM a \
+        WHERE state <> 'idle' AND wait_event IS NOT NULL GROUP BY 1) AS x) \
+     FROM (SELECT 'jobs'::regclass AS r) AS t";
 
 /// One row of the Postgres side of the time series.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -57,11 +62,6 @@ pub struct PgSample {
     /// The sample's own round trips: its cost to the run.
     pub took_ms: f64,
 }
-
-/// A sample slower than SLOW_SAMPLE_S that took t waits at least BUDGET × t for the next
-/// (1 % of the run); a faster one costs at most SLOW_SAMPLE_S per interval.
-const BUDGET: f64 = 100.0;
-const SLOW_SAMPLE_S: f64 = 0.05;
 
 pub struct SamplerOptions {
     pub progress: bool,
@@ -114,13 +114,9 @@ pub async fn run(
             }
             None => None,
         };
-        // The budget: a slow sample (over SLOW_SAMPLE_S) that took `t` delays the next one to at
-        // least BUDGET × t after it started (on a table of a million rows one sample's scans take
-        // most of a second; then it samples less often). Faster samples keep the interval, so the
-        // starvation and horizon series of ordinary scenarios stay as dense as asked.
-        let took = s.as_ref().map_or(0.0, |s| s.took_ms / 1000.0);
-        let stretch = if took > SLOW_SAMPLE_S { took * BUDGET } else { 0.0 };
-        next = sampled_at + every.max(std::time::Duration::from_secs_f64(stretch));
+        // The budget: a sample that took `t` is followed by the next one no sooner than
+        // budget::SHARE⁻¹ × t after it started (see `budget`).
+        next = super::budget::next(sampled_at, every, s.as_ref().map_or(0.0, |s| s.took_ms / 1000.0));
         if let Some(bar) = &bar {
             let done = progress.completed.load(Ordering::Relaxed);
             let rate = (done - last_done) as f64 / last_at.elapsed().as_secs_f64().max(0.001);

@@ -1,0 +1,129 @@
+//! Threads for the workers: each worker lives on one lane (a thread with a
+//! single-threaded runtime of its own), with its connection, its timers and its
+//! reconnects, and never moves. This is pgbench's `-j`: a client and its
+//! backend ping-pong on one core instead of one harness thread waking every
+//! backend in turn, or a work-stealing pool moving workers between threads.
+//!
+//! How many: one per core, at most one per worker (`QUEUEBENCH_THREADS=N`
+//! overrides; 1 runs every worker on the main thread beside the sampler and the
+//! producers). Measured on 2 cores at 2 connections (README "Performance"): one
+//! thread for both workers reached 0.72–0.89 of pgbench's jobs/s and spent 1.5×
+//! its system time per job; a lane per worker, 0.97–1.08.
+
+use std::future::Future;
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub struct Lanes {
+    handles: Vec<Handle>,
+    /// Dropping a sender ends its lane's thread (the runtime is dropped there, with any task left).
+    _stops: Vec<oneshot::Sender<()>>,
+}
+
+/// The lane count for `workers` workers: `QUEUEBENCH_THREADS`, else the machine's cores,
+/// never more than the workers.
+pub fn count(workers: u32) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    count_from(std::env::var("QUEUEBENCH_THREADS").ok().as_deref(), cores, workers)
+}
+
+fn count_from(asked: Option<&str>, cores: usize, workers: u32) -> usize {
+    let asked = asked.and_then(|v| v.trim().parse::<usize>().ok()).filter(|n| *n > 0);
+    asked.unwrap_or(cores).min(workers as usize)
+}
+
+impl Lanes {
+    /// `count(workers)` lanes; none (the caller's runtime) when that is one.
+    pub fn for_workers(workers: u32) -> std::io::Result<Lanes> {
+        match count(workers) {
+            0 | 1 => Ok(Lanes::none()),
+            n => Lanes::start(n),
+        }
+    }
+
+    /// Workers on the caller's runtime.
+    pub fn none() -> Lanes {
+        Lanes { handles: Vec::new(), _stops: Vec::new() }
+    }
+
+    /// `n` lanes, each a named thread running a single-threaded runtime.
+    pub fn start(n: usize) -> std::io::Result<Lanes> {
+        let mut lanes = Lanes::none();
+        for i in 0..n {
+            let (stop_tx, stop_rx) = oneshot::channel::<()>();
+            let (handle_tx, handle_rx) = std::sync::mpsc::channel();
+            std::thread::Builder::new().name(format!("queuebench-lane-{i}")).spawn(move || {
+                let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = handle_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = handle_tx.send(Ok(rt.handle().clone()));
+                rt.block_on(async {
+                    let _ = stop_rx.await;
+                });
+            })?;
+            let handle = handle_rx.recv().map_err(std::io::Error::other)??;
+            lanes.handles.push(handle);
+            lanes._stops.push(stop_tx);
+        }
+        Ok(lanes)
+    }
+
+    /// Runs `fut` on lane `i` (modulo the lane count), or on the caller's runtime without lanes.
+    pub fn spawn<F>(&self, i: usize, fut: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        match self.handles.len() {
+            0 => tokio::spawn(fut),
+            n => self.handles[i % n].spawn(fut),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_lane_per_core_at_most_one_per_worker() {
+        assert_eq!(count_from(None, 2, 8), 2);
+        assert_eq!(count_from(None, 16, 3), 3);
+        assert_eq!(count_from(Some("4"), 2, 8), 4);
+        assert_eq!(count_from(Some("1"), 2, 8), 1);
+        // Nonsense falls back to the cores.
+        assert_eq!(count_from(Some("0"), 2, 8), 2);
+        assert_eq!(count_from(Some("many"), 2, 8), 2);
+    }
+
+    #[test]
+    fn workers_stay_on_their_lane() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let lanes = Lanes::start(2).unwrap();
+            let name = || std::thread::current().name().unwrap_or("").to_string();
+            let mut seen = Vec::new();
+            for i in 0..4 {
+                seen.push(
+                    lanes.spawn(i, async move { (name(), tokio::task::yield_now().await, name()) }).await.unwrap(),
+                );
+            }
+            let names: Vec<&str> = seen
+                .iter()
+                .map(|(a, _, b)| {
+                    assert_eq!(a, b, "a task moved between threads");
+                    a.as_str()
+                })
+                .collect();
+            assert_eq!(names, ["queuebench-lane-0", "queuebench-lane-1", "queuebench-lane-0", "queuebench-lane-1"]);
+            // Without lanes a task runs on the caller's runtime.
+            let here = Lanes::none().spawn(0, async move { name() }).await.unwrap();
+            assert_eq!(here, name());
+        });
+    }
+}
