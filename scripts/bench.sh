@@ -82,7 +82,7 @@ else
   preload_jobs=1000000 preload_rounds=3
   verify_jobs=1000000
   curve_points="1 2 4 8 16 32 64 128 256 512" curve_secs=10 curve_jobs=150000
-  sampler_jobs=30000 sampler_rounds=5
+  sampler_jobs=100000 sampler_rounds=5
 fi
 
 # json FILE EXPR: a value from a summary.json (EXPR indexes `s`, e.g. s['timings']['verify_s']).

@@ -21,11 +21,12 @@ fi
 work=${CALLGRIND_DIR:-$(mktemp -d)}
 mkdir -p "$work"
 [ -n "${CALLGRIND_DIR:-}" ] || trap 'rm -rf "$work"' EXIT
-# HOT=1: count only inside the workers' tasks and their connections' tasks (the hot path),
-# leaving out setup, the runtime's idle loop, checks and reports.
+# HOT=1: count only on the worker threads (run::lanes: the workers, their connections'
+# driver tasks and those threads' runtimes), leaving out setup, the side tasks, checks and
+# reports. Needs 2 workers or more (one worker runs on the main thread).
 toggles=()
 if [ "${HOT:-0}" = 1 ]; then
-  toggles=(--toggle-collect='*worker::Worker::run::*' --toggle-collect='*connect::drive::*')
+  toggles=(--toggle-collect='*lanes::Lanes::start::{{closure}}*')
 fi
 ir() {
   valgrind --tool=callgrind "${toggles[@]}" --callgrind-out-file="$work/cg.$1" "$qb" run "$root/scripts/bench/burn-down.toml" \
@@ -37,7 +38,7 @@ ir() {
 a=$(ir "$n")
 b=$(ir $((2 * n)))
 echo "instructions: $n jobs $a, $((2 * n)) jobs $b"
-echo "per job: $(( (b - a) / n )) instructions ($([ "${HOT:-0}" = 1 ] && echo "hot path only: worker and connection tasks" || echo "whole process"); settings: ${extra[*]:-lease mode, effects on})"
+echo "per job: $(( (b - a) / n )) instructions ($([ "${HOT:-0}" = 1 ] && echo "hot path only: the worker threads" || echo "whole process"); settings: ${extra[*]:-lease mode, effects on})"
 # Where the per-job instructions go: each function's self cost in the 2N run minus the N run, per job.
 top() { callgrind_annotate --inclusive=no --auto=no --threshold=100 "$1" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) ([ 0-9.]*%) *\(.*\)$/\1\t\2/p'; }
 top "$work/cg.$n" > "$work/a.txt"

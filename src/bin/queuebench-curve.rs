@@ -1,9 +1,10 @@
 //! `queuebench-curve CSV DIR`: the worker-count curve of `scripts/bench.sh`
 //! as charts. CSV columns: workers, jobs_per_sec, claim_p50_ms, claim_p99_ms
 //! (a header line first). Writes DIR/worker-curve-throughput.{svg,png} and
-//! DIR/worker-curve-claim.{svg,png}, with workers on a log2 axis.
+//! DIR/worker-curve-claim.{svg,png}, with workers on a log2 axis (and claim
+//! latency, which spans three orders of magnitude, on a log10 axis).
 
-use queuebench::report::charts::{LineChart, Series, line_log2};
+use queuebench::report::charts::{LineChart, Series, line_log2, line_log2_log10};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -31,24 +32,26 @@ fn main() -> ExitCode {
             }
         }
     }
-    let series = |name: &str, col: usize| Series {
+    let series = |name: &str, col: usize, log_y: bool| Series {
         name: name.into(),
-        points: rows.iter().map(|r| (r[0].log2(), r[col])).collect(),
+        points: rows.iter().map(|r| (r[0].log2(), if log_y { r[col].max(0.001).log10() } else { r[col] })).collect(),
     };
     let throughput = LineChart {
         title: "Throughput by worker count (skip-locked, zero work)",
         x_label: "workers",
         y_label: "jobs/s",
-        series: vec![series("jobs/s", 1)],
+        series: vec![series("jobs/s", 1, false)],
     };
     let claim = LineChart {
         title: "Claim latency by worker count",
         x_label: "workers",
-        y_label: "ms",
-        series: vec![series("claim p50", 2), series("claim p99", 3)],
+        y_label: "ms (log scale)",
+        series: vec![series("claim p50", 2, true), series("claim p99", 3, true)],
     };
-    for (chart, name) in [(&throughput, "worker-curve-throughput"), (&claim, "worker-curve-claim")] {
-        if let Err(e) = line_log2(chart, Path::new(dir), name) {
+    let charts = [(&throughput, "worker-curve-throughput", false), (&claim, "worker-curve-claim", true)];
+    for (chart, name, log_y) in charts {
+        let drawn = if log_y { line_log2_log10 } else { line_log2 };
+        if let Err(e) = drawn(chart, Path::new(dir), name) {
             eprintln!("error: {e}");
             return ExitCode::from(3);
         }

@@ -13,9 +13,11 @@
 //! registers a second descriptor of the socket for writability, until the
 //! write goes through.
 //!
-//! TCP hosts (and a config listing several hosts) go through
-//! `Config::connect` unchanged. A Unix socket that cannot be reached also falls
-//! back to it, so every connection error comes from one place with one wording.
+//! TCP hosts (and a config listing several hosts or ports, a `hostaddr` or a
+//! `target_session_attrs`) go through `Config::connect` unchanged. A Unix socket
+//! that cannot be reached at all falls back to it too, so a missing server gets
+//! tokio-postgres's own error and wording; a server that answers and refuses
+//! (authentication, too many clients, starting up) is not asked twice.
 
 use std::io::{self, Write};
 use std::os::fd::{AsFd, OwnedFd};
@@ -26,7 +28,7 @@ use std::task::{Context, Poll, ready};
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::task::JoinHandle;
-use tokio_postgres::config::Host;
+use tokio_postgres::config::{Host, TargetSessionAttrs};
 use tokio_postgres::{AsyncMessage, Client, Config, Connection, NoTls};
 
 /// Connects like `Config::connect(NoTls)` and spawns the task that drives the
@@ -39,8 +41,8 @@ where
 {
     if let Some(path) = unix_socket(config)
         && let Ok(stream) = ReadWait::connect(&path).await
-        && let Ok((client, connection)) = config.connect_raw(stream, NoTls).await
     {
+        let (client, connection) = config.connect_raw(stream, NoTls).await?;
         return Ok((client, tokio::spawn(drive(connection, on_message))));
     }
     let (client, connection) = config.connect(NoTls).await?;
@@ -59,11 +61,19 @@ where
     }
 }
 
-/// The socket file of a config with exactly one host, a Unix socket directory.
+/// The socket file of a config with exactly one host, a Unix socket directory, and nothing
+/// `connect_raw` would skip (a `hostaddr`, several ports, a `target_session_attrs` check).
+/// Such a connection's cancel token has no socket to send a cancel request to; queuebench
+/// never cancels a query.
 fn unix_socket(config: &Config) -> Option<PathBuf> {
     let [Host::Unix(dir)] = config.get_hosts() else { return None };
-    let port = config.get_ports().first().copied().unwrap_or(5432);
-    Some(dir.join(format!(".s.PGSQL.{port}")))
+    let port = match config.get_ports() {
+        [] => 5432,
+        [port] => *port,
+        _ => return None,
+    };
+    let plain = config.get_hostaddrs().is_empty() && config.get_target_session_attrs() == TargetSessionAttrs::Any;
+    plain.then(|| dir.join(format!(".s.PGSQL.{port}")))
 }
 
 /// A Unix stream that waits on epoll for reads only (see the module comment).

@@ -50,12 +50,26 @@ pub struct BarChart<'a> {
 
 /// Draws into `<dir>/<name>.svg` and `.png`; returns the SVG text.
 pub fn line(chart: &LineChart, dir: &Path, name: &str) -> Result<String> {
-    render(dir, name, |area| draw_line(area, chart, false), |area| draw_line(area, chart, false))
+    render(dir, name, |area| draw_line(area, chart, Axes::Linear), |area| draw_line(area, chart, Axes::Linear))
 }
 
 /// The same with x given as log2 of the value and labelled with the value (1, 2, 4 … 512).
 pub fn line_log2(chart: &LineChart, dir: &Path, name: &str) -> Result<String> {
-    render(dir, name, |area| draw_line(area, chart, true), |area| draw_line(area, chart, true))
+    render(dir, name, |area| draw_line(area, chart, Axes::Log2X), |area| draw_line(area, chart, Axes::Log2X))
+}
+
+/// The same, and y given as log10 of the value, labelled by decade (0.1, 1, 10 …): for
+/// values that span orders of magnitude, such as claim latency from 1 to 512 workers.
+pub fn line_log2_log10(chart: &LineChart, dir: &Path, name: &str) -> Result<String> {
+    let axes = Axes::Log2XLog10Y;
+    render(dir, name, |area| draw_line(area, chart, axes), |area| draw_line(area, chart, axes))
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Axes {
+    Linear,
+    Log2X,
+    Log2XLog10Y,
 }
 
 pub fn bars(chart: &BarChart, dir: &Path, name: &str) -> Result<String> {
@@ -91,19 +105,29 @@ fn upper(v: f64) -> f64 {
     if v <= 0.0 { 1.0 } else { v * 1.3 }
 }
 
-fn draw_line<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, c: &LineChart, log2_x: bool) -> Drawn {
+fn draw_line<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, c: &LineChart, axes: Axes) -> Drawn {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     area.fill(&WHITE).map_err(e)?;
     let pts = c.series.iter().flat_map(|s| s.points.iter());
-    let (xmax, ymax) = pts.fold((0f64, 0f64), |(x, y), p| (x.max(p.0), y.max(p.1)));
+    let (xmax, ymin, ymax) =
+        pts.fold((0f64, f64::MAX, f64::MIN), |(x, lo, hi), p| (x.max(p.0), lo.min(p.1), hi.max(p.1)));
+    // Log y: whole decades around the data, a little headroom for the legend.
+    let (y0, y1) = match axes {
+        Axes::Log2XLog10Y if ymin <= ymax => (ymin.floor(), ymax.ceil() + 0.5),
+        _ => (0.0, upper(ymax.max(0.0))),
+    };
     let mut chart = ChartBuilder::on(&area)
         .caption(c.title, (FONT, 22).into_font().style(FontStyle::Bold))
         .margin(14)
         .x_label_area_size(44)
         .y_label_area_size(72)
-        .build_cartesian_2d(0f64..xmax.max(1.0), 0f64..upper(ymax))
+        .build_cartesian_2d(0f64..xmax.max(1.0), y0..y1)
         .map_err(e)?;
     let pow2 = |x: &f64| format!("{:.0}", 2f64.powf(*x));
+    let pow10 = |y: &f64| {
+        let v = 10f64.powf(*y);
+        if v < 1.0 { format!("{v:.1}") } else { format!("{v:.0}") }
+    };
     let mut mesh = chart.configure_mesh();
     mesh.x_desc(c.x_label)
         .y_desc(c.y_label)
@@ -112,8 +136,11 @@ fn draw_line<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, c: &LineChart, lo
         .label_style((FONT, 14))
         .axis_desc_style((FONT, 15))
         .light_line_style(RGBColor(235, 235, 235));
-    if log2_x {
+    if axes != Axes::Linear {
         mesh.x_labels(xmax.max(1.0) as usize + 1).x_label_formatter(&pow2);
+    }
+    if axes == Axes::Log2XLog10Y {
+        mesh.y_labels((y1 - y0) as usize + 1).y_label_formatter(&pow10);
     }
     mesh.draw().map_err(e)?;
     for (i, s) in c.series.iter().enumerate() {

@@ -248,7 +248,7 @@ async fn restart(
     // Up means accepting connections again (crash recovery done), not just a process.
     let deadline = Instant::now() + Duration::from_secs(60);
     while !stop.is_cancelled() && Instant::now() < deadline {
-        if config.connect(tokio_postgres::NoTls).await.is_ok() {
+        if crate::db::connect::open(config, |_| {}).await.is_ok() {
             state.restarts.lock().unwrap()[slot].up_us = Some(state.now_us());
             break;
         }

@@ -211,6 +211,13 @@ pub async fn probe(plan: &Plan, config: &Config, start: Instant, stop: &Cancella
     }
     let Some((client, _)) = connect(config).await else { return out };
     let sql = format!("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {}", plan.strategy.claim.sql);
+    let explain = match client.prepare(&sql).await {
+        Ok(st) => st,
+        Err(e) => {
+            eprintln!("warning: the claim-plan probe cannot prepare its statement: {}", error_text(&e));
+            return out;
+        }
+    };
     let (batch, lease, worker) = (i64::from(plan.batch), plan.lease.as_secs_f64(), "probe".to_string());
     let params: Vec<&(dyn ToSql + Sync)> = plan
         .strategy
@@ -236,11 +243,15 @@ pub async fn probe(plan: &Plan, config: &Config, start: Instant, stop: &Cancella
         let t_ms = start.elapsed().as_millis() as u64;
         let (sent, started) = (Instant::now(), tokio::time::Instant::now());
         next = started + every;
-        if client.batch_execute("BEGIN").await.is_err() {
+        // BEGIN, the claim under EXPLAIN ANALYZE, ROLLBACK: sent together (pipelined), one round trip.
+        let (begun, row, _) = tokio::join!(
+            client.batch_execute("BEGIN"),
+            client.query_one(&explain, &params),
+            client.batch_execute("ROLLBACK")
+        );
+        if begun.is_err() {
             continue;
         }
-        let row = client.query_one(&sql, &params).await;
-        let _ = client.batch_execute("ROLLBACK").await;
         // At most budget::SHARE of the run, however slow the claim has become.
         next = super::budget::next(started, every, sent.elapsed().as_secs_f64());
         if let Ok(row) = row {

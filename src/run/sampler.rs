@@ -15,7 +15,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
-use tokio_postgres::{Client, Config};
+use tokio_postgres::{Client, Config, Statement};
 use tokio_util::sync::CancellationToken;
 
 /// Depth and oldest ready age per class; one query per sample.
@@ -89,6 +89,7 @@ pub async fn run(
     let classes: Vec<&str> =
         std::iter::once(DEFAULT_CLASS).chain(plan.load.classes.iter().map(|c| c.name.as_str())).collect();
     let mut next = tokio::time::Instant::now();
+    let mut prepared: Option<Prepared> = None;
     let (mut last_done, mut last_at) = (0, Instant::now());
     let mut last = false;
     while !last {
@@ -103,8 +104,18 @@ pub async fn run(
         let s = match side.as_mut() {
             Some(side) => {
                 // While the server is down there is nothing to sample: a gap in the series.
-                let Some((client, _)) = side.client().await else { continue };
-                match sample(client, &classes, t_ms).await {
+                let Some((client, generation)) = side.client().await else { continue };
+                if prepared.as_ref().is_none_or(|p: &Prepared| p.generation != generation) {
+                    prepared = match Prepared::new(client, generation).await {
+                        Ok(p) => Some(p),
+                        Err(e) => {
+                            eprintln!("warning: sampler: {}", error_text(&e));
+                            continue;
+                        }
+                    };
+                }
+                let statements = prepared.as_ref().expect("prepared above");
+                match sample(client, statements, &classes, t_ms).await {
                     Ok(s) => Some(s),
                     Err(e) => {
                         eprintln!("warning: sampler: {}", error_text(&e));
@@ -137,11 +148,36 @@ pub async fn run(
     out
 }
 
-async fn sample(client: &Client, classes: &[&str], t_ms: u64) -> Result<PgSample, tokio_postgres::Error> {
+/// The sampler's statements, prepared once per connection (`generation` counts reconnects).
+struct Prepared {
+    generation: u64,
+    depth: Statement,
+    stats: Statement,
+}
+
+impl Prepared {
+    async fn new(client: &Client, generation: u64) -> Result<Prepared, tokio_postgres::Error> {
+        let (depth, stats) = tokio::try_join!(client.prepare(DEPTH), client.prepare(STATS))?;
+        Ok(Prepared { generation, depth, stats })
+    }
+}
+
+/// One sample: the flush and both queries are sent together (pipelined), one round trip.
+async fn sample(
+    client: &Client,
+    st: &Prepared,
+    classes: &[&str],
+    t_ms: u64,
+) -> Result<PgSample, tokio_postgres::Error> {
     let sent = Instant::now();
-    client.batch_execute("SELECT pg_stat_force_next_flush(); SELECT pg_stat_clear_snapshot()").await?;
+    let (flushed, depth, stats) = tokio::join!(
+        client.batch_execute("SELECT pg_stat_force_next_flush(); SELECT pg_stat_clear_snapshot()"),
+        client.query(&st.depth, &[]),
+        client.query_one(&st.stats, &[]),
+    );
+    flushed?;
     let mut s = PgSample { t_ms, per_class: vec![(0, 0.0); classes.len()], ..Default::default() };
-    for r in client.query(DEPTH, &[]).await? {
+    for r in depth? {
         let (queue, status, n, age): (&str, &str, i64, f64) = (r.get(0), r.get(1), r.get(2), r.get(3));
         match status {
             "queued" => s.queued += n,
@@ -156,7 +192,7 @@ async fn sample(client: &Client, classes: &[&str], t_ms: u64) -> Result<PgSample
             s.per_class[i] = (n, age);
         }
     }
-    let r = client.query_one(STATS, &[]).await?;
+    let r = stats?;
     s.n_live_tup = r.get(0);
     s.n_dead_tup = r.get(1);
     s.vacuum_count = r.get(2);
