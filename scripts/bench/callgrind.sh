@@ -26,7 +26,7 @@ mkdir -p "$work"
 # reports. Needs 2 workers or more (one worker runs on the main thread).
 toggles=()
 if [ "${HOT:-0}" = 1 ]; then
-  toggles=(--toggle-collect='*lanes::Lanes::start::{{closure}}*')
+  toggles=(--toggle-collect='*lanes::lane_main*')
 fi
 ir() {
   valgrind --tool=callgrind "${toggles[@]}" --callgrind-out-file="$work/cg.$1" "$qb" run "$root/scripts/bench/burn-down.toml" \

@@ -62,9 +62,7 @@ impl Lanes {
                     }
                 };
                 let _ = handle_tx.send(Ok(rt.handle().clone()));
-                rt.block_on(async {
-                    let _ = stop_rx.await;
-                });
+                lane_main(&rt, stop_rx);
             })?;
             let handle = handle_rx.recv().map_err(std::io::Error::other)??;
             lanes.handles.push(handle);
@@ -84,6 +82,15 @@ impl Lanes {
             n => self.handles[i % n].spawn(fut),
         }
     }
+}
+
+/// A lane's thread: runs its runtime's tasks until the lanes are dropped. Never inlined, so
+/// profilers can count the worker threads alone (`HOT=1 scripts/bench/callgrind.sh`).
+#[inline(never)]
+fn lane_main(rt: &tokio::runtime::Runtime, stop: oneshot::Receiver<()>) {
+    rt.block_on(async {
+        let _ = stop.await;
+    });
 }
 
 #[cfg(test)]
