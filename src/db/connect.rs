@@ -27,9 +27,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio::task::JoinHandle;
 use tokio_postgres::config::{Host, TargetSessionAttrs};
-use tokio_postgres::{AsyncMessage, Client, Config, Connection, NoTls};
+use tokio_postgres::{AsyncMessage, Client, Config, Connection, NoTls, Notification};
 
 /// Connects like `Config::connect(NoTls)` and spawns the task that drives the
 /// connection until it closes, handing every asynchronous message (NOTIFY,
@@ -47,6 +48,19 @@ where
     }
     let (client, connection) = config.connect(NoTls).await?;
     Ok((client, tokio::spawn(drive(connection, on_message))))
+}
+
+/// An `on_message` for [`open`] that forwards every NOTIFY to the returned receiver (for a
+/// connection that LISTENs); other messages are dropped, and so are notifications once the
+/// receiver is gone.
+pub fn notifications() -> (impl FnMut(AsyncMessage) + Send + 'static, UnboundedReceiver<Notification>) {
+    let (tx, rx) = unbounded_channel();
+    let forward = move |m| {
+        if let AsyncMessage::Notification(n) = m {
+            let _ = tx.send(n);
+        }
+    };
+    (forward, rx)
 }
 
 /// Polls a connection until it closes or fails.

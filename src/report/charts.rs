@@ -50,18 +50,21 @@ pub struct BarChart<'a> {
 
 /// Draws into `<dir>/<name>.svg` and `.png`; returns the SVG text.
 pub fn line(chart: &LineChart, dir: &Path, name: &str) -> Result<String> {
-    render(dir, name, |area| draw_line(area, chart, Axes::Linear), |area| draw_line(area, chart, Axes::Linear))
+    lines(chart, dir, name, Axes::Linear)
 }
 
 /// The same with x given as log2 of the value and labelled with the value (1, 2, 4 … 512).
 pub fn line_log2(chart: &LineChart, dir: &Path, name: &str) -> Result<String> {
-    render(dir, name, |area| draw_line(area, chart, Axes::Log2X), |area| draw_line(area, chart, Axes::Log2X))
+    lines(chart, dir, name, Axes::Log2X)
 }
 
 /// The same, and y given as log10 of the value, labelled by decade (0.1, 1, 10 …): for
 /// values that span orders of magnitude, such as claim latency from 1 to 512 workers.
 pub fn line_log2_log10(chart: &LineChart, dir: &Path, name: &str) -> Result<String> {
-    let axes = Axes::Log2XLog10Y;
+    lines(chart, dir, name, Axes::Log2XLog10Y)
+}
+
+fn lines(chart: &LineChart, dir: &Path, name: &str, axes: Axes) -> Result<String> {
     render(dir, name, |area| draw_line(area, chart, axes), |area| draw_line(area, chart, axes))
 }
 

@@ -5,12 +5,12 @@
 //! The connection task (`db::connect::open`) forwards every `NOTIFY` to an
 //! unbounded channel, so a worker that LISTENs can wait for one while idle.
 
-use crate::db::error_text;
+use crate::db::{connect, error_text};
 use crate::strategy::{Param, Strategy};
-use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 use tokio_postgres::types::Type;
-use tokio_postgres::{AsyncMessage, Client, Config, Notification, Statement};
+use tokio_postgres::{Client, Config, Notification, Statement};
 
 pub const EFFECTS_INSERT: &str = "INSERT INTO effects (job_id, worker, attempt) \
      SELECT j, $2::int4, a FROM unnest($1::int8[], $3::int4[]) AS u(j, a)";
@@ -41,14 +41,9 @@ impl Conn {
     /// Connects and prepares every statement; an error names the statement and the SQLSTATE.
     /// With `listen`, the connection LISTENs on that channel (again after every reconnect).
     pub async fn open(config: &Config, strategy: &Strategy, listen: Option<&str>) -> Result<Conn, String> {
-        let (tx, notifications) = unbounded_channel();
-        let (client, task) = crate::db::connect::open(config, move |m| {
-            if let AsyncMessage::Notification(n) = m {
-                let _ = tx.send(n);
-            }
-        })
-        .await
-        .map_err(|e| format!("connecting: {}", error_text(&e)))?;
+        let (forward, notifications) = connect::notifications();
+        let (client, task) =
+            connect::open(config, forward).await.map_err(|e| format!("connecting: {}", error_text(&e)))?;
         if let Some(channel) = listen {
             let sql = format!("LISTEN {}", quote_ident(channel));
             client.batch_execute(&sql).await.map_err(|e| format!("{sql}: {}", error_text(&e)))?;

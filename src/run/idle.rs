@@ -21,8 +21,8 @@ use crate::db::error_text;
 use crate::scenario::plan::{Idle, Wakeup};
 use rand::{Rng, RngExt};
 use std::time::Duration;
-use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
-use tokio_postgres::{AsyncMessage, Config, Notification};
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio_postgres::{Config, Notification};
 use tokio_util::sync::CancellationToken;
 
 /// The poll schedule of one worker.
@@ -118,14 +118,10 @@ pub struct Probe {
 /// sends one that commits and waits up to 5 s for it. Payloads tell the two apart.
 pub async fn probe_rollback(config: &Config, channel: &str, quiet: Duration) -> Result<Probe, String> {
     let connect = || async {
-        let (tx, rx) = unbounded_channel();
-        let (client, task) = crate::db::connect::open(config, move |m| {
-            if let AsyncMessage::Notification(n) = m {
-                let _ = tx.send(n);
-            }
-        })
-        .await
-        .map_err(|e| format!("rollback probe: connecting: {}", error_text(&e)))?;
+        let (forward, rx) = crate::db::connect::notifications();
+        let (client, task) = crate::db::connect::open(config, forward)
+            .await
+            .map_err(|e| format!("rollback probe: connecting: {}", error_text(&e)))?;
         Ok::<_, String>((client, rx, task))
     };
     let (listener, mut rx, listener_task) = connect().await?;
