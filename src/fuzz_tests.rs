@@ -82,7 +82,7 @@ fn set_overrides_never_panic() {
 #[test]
 fn expectations_and_durations_never_panic() {
     let mut rng = StdRng::seed_from_u64(3);
-    let names = crate::report::summary::RunSummary::metric_names(&[], &[], &[]);
+    let names = crate::model::summary::RunSummary::metric_names(&[], &[], &[]);
     let ops = ["==", "!=", "<", "<=", ">", ">=", "", "=>", "< -"];
     for _ in 0..EXPECT_CASES {
         let expr = format!("{}{}", ops[rng.random_range(0..ops.len())], random_text(&mut rng, 12));
@@ -91,7 +91,7 @@ fn expectations_and_durations_never_panic() {
         } else {
             random_text(&mut rng, 20)
         };
-        let _ = crate::gate::parse_expectation(&metric, &expr, &names);
+        let _ = crate::model::expect::parse_expectation(&metric, &expr, &names);
         let _ = crate::scenario::units::parse_duration(&random_text(&mut rng, 10));
         let _ = crate::scenario::units::parse_duration(&format!(
             "{}{}",

@@ -7,11 +7,12 @@ use crate::compare::{self, store};
 use crate::db::{Database, Kind, schema};
 use crate::error::{Error, ExitCode, Result};
 use crate::report::build::{self, Context};
-use crate::report::summary::{DatabaseInfo, Environment, RunSummary, Timings};
+use crate::model::summary::{DatabaseInfo, Environment, RunSummary, Timings};
 use crate::report::timeseries::{self, Timeseries};
 use crate::run::RunOutput;
 use crate::scenario::Plan;
 use crate::scenario::load_model::DEFAULT_CLASS;
+use crate::model::expect;
 use crate::{gate, report, run, scenario, verify};
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
@@ -24,7 +25,7 @@ pub async fn run_files(args: &RunArgs, interrupt: &CancellationToken) -> Result<
         let mut plan = scenario::plan_from_file(f, &sets, args.seed)?;
         let names = metric_names(&plan);
         for text in &args.expect {
-            plan.expectations.push(gate::parse_cli(text, &names).map_err(Error::usage)?);
+            plan.expectations.push(expect::parse_cli(text, &names).map_err(Error::usage)?);
         }
         for text in &args.baseline_args.tolerance {
             plan.tolerances.set_cli(text, &names).map_err(Error::usage)?;
@@ -415,7 +416,7 @@ async fn run_on(
         effects_rows: ctx.effects_rows,
         faults: &output.faults,
         lease: plan.lease,
-        hold_transaction: plan.mode == crate::scenario::raw::Mode::HoldTransaction,
+        hold_transaction: plan.mode == crate::model::protocol::Mode::HoldTransaction,
         arrivals: &output.arrivals,
         classes: &classes,
         samples: &output.samples,
@@ -428,7 +429,7 @@ async fn run_on(
     let mut verification = verify::verify(&evidence);
     if client.is_none() {
         verification.checks.retain(|c| !verify::NEEDS_FINAL_TABLE.contains(&c.name.as_str()));
-        verification.jobs = report::summary::Jobs { enqueued: evidence.enqueued, ..Default::default() };
+        verification.jobs = crate::model::summary::Jobs { enqueued: evidence.enqueued, ..Default::default() };
     }
     let warmup_end = plan.load.warmup_end().as_micros() as u64;
     let windows: Vec<phases::Window> = plan
@@ -458,7 +459,7 @@ async fn run_on(
 pub fn connections_needed(plan: &Plan) -> i64 {
     let faults = plan.faults.iter().filter(|f| !f.per_job()).count();
     let blockers: u32 = plan.blockers.iter().map(|b| b.sessions).sum();
-    let reaper = usize::from(plan.reclaim == crate::scenario::raw::Reclaim::Reaper);
+    let reaper = usize::from(plan.reclaim == crate::model::protocol::Reclaim::Reaper);
     let probe = usize::from(plan.plan_probe.is_some());
     let side = 2 + plan.load.classes.len() + faults + plan.vacuum.len() + reaper + probe + 2;
     i64::from(plan.workers) + i64::from(blockers) + side as i64

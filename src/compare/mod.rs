@@ -7,14 +7,13 @@
 
 pub mod stats;
 pub mod store;
-pub mod tolerance;
 
-use crate::report::summary::RunSummary;
+use crate::model::summary::RunSummary;
 use serde::Serialize;
 use stats::{Spread, num};
 use std::collections::{BTreeMap, BTreeSet};
-pub use tolerance::Tolerances;
-use tolerance::{Kind, LATENCY_SLACK_MS, Rule, kind};
+pub use crate::model::tolerance::Tolerances;
+use crate::model::tolerance::{Kind, LATENCY_SLACK_MS, Rule, kind};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

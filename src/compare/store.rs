@@ -7,7 +7,7 @@
 //! or its `repeat-*/summary.json`), a baseline file, or a baseline name.
 
 use crate::error::{Error, Result};
-use crate::report::summary::RunSummary;
+use crate::model::summary::RunSummary;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

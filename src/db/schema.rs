@@ -3,7 +3,8 @@
 
 use super::{Database, error_text};
 use crate::error::{Error, Result};
-use crate::report::summary::{Environment, SettingReport};
+use crate::model::records::{JobRow, Status};
+use crate::model::summary::{Environment, SettingReport};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tokio_postgres::Client;
@@ -200,40 +201,6 @@ pub async fn drop_schema(db: &Database) -> Result<()> {
         .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", db.schema))
         .await
         .map_err(|e| sql_error(&format!("dropping schema {}", db.schema), &e))
-}
-
-/// One row of the final table state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct JobRow {
-    pub id: i64,
-    pub status: Status,
-    pub attempts: i32,
-    pub max_attempts: i32,
-    /// `locked_until` has passed (meaningful for running jobs).
-    pub lease_expired: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    Queued,
-    Running,
-    Done,
-    Failed,
-    Dead,
-    Cancelled,
-}
-
-impl Status {
-    fn parse(s: &str) -> Status {
-        match s {
-            "queued" => Status::Queued,
-            "running" => Status::Running,
-            "done" => Status::Done,
-            "failed" => Status::Failed,
-            "cancelled" => Status::Cancelled,
-            _ => Status::Dead,
-        }
-    }
 }
 
 pub async fn final_state(client: &Client) -> Result<Vec<JobRow>> {

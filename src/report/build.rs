@@ -2,7 +2,7 @@
 //! checkers' verdicts. The only place summary numbers are computed.
 
 use super::percentiles;
-use super::summary::*;
+use crate::model::summary::*;
 use crate::collect::Second;
 use crate::collect::phases::PhaseStats;
 use crate::collect::waits::Waits;
@@ -225,7 +225,7 @@ fn outage(plan: &Plan, out: &RunOutput) -> Outage {
     }
 }
 
-fn probe(samples: &[crate::run::horizon::ProbeSample]) -> Probe {
+fn probe(samples: &[crate::model::records::ProbeSample]) -> Probe {
     let (Some(first), Some(last)) = (samples.first(), samples.last()) else { return Probe::default() };
     Probe {
         samples: samples.len() as u64,

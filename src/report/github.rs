@@ -2,7 +2,7 @@
 //! (with `--github`, or automatically when `GITHUB_ACTIONS=true` and the
 //! variable is set) and `::error` annotations for what failed.
 
-use super::summary::RunSummary;
+use crate::model::summary::RunSummary;
 use crate::compare::stats::num;
 use crate::compare::{Comparison, markdown as compare_markdown};
 use crate::error::{Error, Result};
@@ -105,7 +105,7 @@ pub fn annotations(runs: &[&RunSummary], comparison: Option<&Comparison>) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::summary::ExpectationResult;
+    use crate::model::summary::ExpectationResult;
 
     #[test]
     fn detection_needs_both_variables_or_the_flag() {

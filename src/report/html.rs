@@ -1,7 +1,7 @@
 //! `report.html` (one run) and `comparison.html` (several): single
 //! self-contained files, charts inlined as SVG, no scripts, no fetches.
 
-use super::summary::{Percentiles, RunSummary};
+use crate::model::summary::{Percentiles, RunSummary};
 use std::fmt::Write;
 
 const STYLE: &str = "body{font-family:system-ui,-apple-system,'DejaVu Sans',sans-serif;margin:2rem auto;max-width:1040px;color:#222;padding:0 1rem}\

@@ -5,7 +5,7 @@
 //! is violated but not gated by any expectation is reported as *skipped*
 //! with its count (some scenarios exist to show a bug), never as a pass.
 
-use super::summary::RunSummary;
+use crate::model::summary::RunSummary;
 use crate::compare::stats::num;
 use crate::compare::{Comparison, Verdict};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
@@ -106,7 +106,7 @@ pub fn junit(runs: &[(String, &RunSummary)], comparison: Option<&Comparison>) ->
 mod tests {
     use super::*;
     use crate::compare::{Tolerances, compare};
-    use crate::report::summary::{CheckResult, ExpectationResult};
+    use crate::model::summary::{CheckResult, ExpectationResult};
 
     fn summary() -> RunSummary {
         let mut s = RunSummary { scenario: "smoke".into(), ..Default::default() };

@@ -10,7 +10,6 @@ pub mod github;
 pub mod html;
 pub mod junit;
 pub mod scale;
-pub mod summary;
 pub mod terminal;
 pub mod timeseries;
 
@@ -18,7 +17,7 @@ use crate::error::{Error, Result};
 use charts::{BarChart, LineChart, Series};
 use hdrhistogram::Histogram;
 use std::path::Path;
-use summary::{Percentiles, RunSummary};
+use crate::model::summary::{Percentiles, RunSummary};
 use timeseries::Timeseries;
 
 /// Milliseconds percentiles of a microsecond histogram.

@@ -12,7 +12,7 @@
 //! claim-plan probe and the time series (the database does not run slower
 //! at a scale).
 
-use super::summary::{Percentiles, RunSummary};
+use crate::model::summary::{Percentiles, RunSummary};
 use crate::scenario::plan::Stop;
 use crate::scenario::units::format_duration;
 use crate::scenario::{Plan, scale};

@@ -1,6 +1,6 @@
 //! The summary a person reads at the end of a run.
 
-use super::summary::RunSummary;
+use crate::model::summary::RunSummary;
 use std::fmt::Write;
 
 pub fn render(s: &RunSummary) -> String {
@@ -161,7 +161,7 @@ pub fn lines(s: &RunSummary) -> Vec<(&'static str, String)> {
             ),
         ));
     }
-    let mut phases: Vec<(&String, &crate::report::summary::PhaseNumbers)> = s.by_phase.iter().collect();
+    let mut phases: Vec<(&String, &crate::model::summary::PhaseNumbers)> = s.by_phase.iter().collect();
     phases.sort_by(|a, b| a.1.start_s.total_cmp(&b.1.start_s));
     for (name, p) in phases {
         let waits: Vec<String> = p

@@ -5,8 +5,8 @@
 
 use crate::collect::{Second, WorkerStats};
 use crate::error::{Error, Result};
-use crate::run::horizon::ProbeSample;
-use crate::run::sampler::PgSample;
+use crate::model::records::ProbeSample;
+use crate::model::records::PgSample;
 use crate::scenario::Plan;
 use crate::scenario::load_model::DEFAULT_CLASS;
 use std::path::Path;

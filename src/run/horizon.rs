@@ -6,6 +6,7 @@
 //! `EXPLAIN (ANALYZE, BUFFERS)` in a rolled-back transaction.
 
 use crate::db::error_text;
+use crate::model::records::{BlockerSpan, ProbeSample, VacuumResult};
 use crate::scenario::Plan;
 use crate::scenario::horizon::{Blocker, BlockerKind, VacuumStep};
 use crate::strategy::Param;
@@ -15,37 +16,6 @@ use tokio::sync::mpsc;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{AsyncMessage, Client, Config};
 use tokio_util::sync::CancellationToken;
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct BlockerSpan {
-    pub kind: &'static str,
-    pub start_us: u64,
-    pub end_us: u64,
-}
-
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct VacuumResult {
-    pub name: String,
-    pub t_us: u64,
-    pub removed: i64,
-    pub remain: i64,
-    pub not_removable: i64,
-    /// Exact dead tuples from pgstattuple just before the VACUUM, when available.
-    pub pgstattuple_dead: Option<i64>,
-    /// The `n_dead_tup` estimate at the same moment.
-    pub n_dead_tup: i64,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct ProbeSample {
-    pub t_ms: u64,
-    /// Shared buffers hit + read by one claim.
-    pub buffers: i64,
-    pub buffers_read: i64,
-    pub exec_ms: f64,
-    /// The probe's own round trips (BEGIN, EXPLAIN ANALYZE, ROLLBACK): its cost to the run.
-    pub took_ms: f64,
-}
 
 #[derive(Debug, Default)]
 pub struct HorizonOutput {

@@ -5,7 +5,7 @@
 //! `gate::live` and stops the run at the first broken expectation.
 
 use crate::collect::{Event, EventKind};
-use crate::gate::live::{LiveValues, watches_claims};
+use crate::model::expect::{LiveValues, watches_claims};
 use crate::scenario::Plan;
 use std::collections::HashMap;
 use std::sync::Mutex;

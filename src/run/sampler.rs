@@ -9,6 +9,7 @@
 
 use super::worker::Progress;
 use crate::db::error_text;
+use crate::model::records::PgSample;
 use crate::scenario::Plan;
 use crate::scenario::load_model::DEFAULT_CLASS;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -39,29 +40,6 @@ pub const STATS: &str = "WITH a AS MATERIALIZED ( \
         SELECT wait_event_type || ':' || wait_event AS w, count(*) AS n FROM a \
         WHERE state <> 'idle' AND wait_event IS NOT NULL GROUP BY 1) AS x) \
      FROM (SELECT 'jobs'::regclass AS r) AS t";
-
-/// One row of the Postgres side of the time series.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PgSample {
-    pub t_ms: u64,
-    pub queued: i64,
-    pub running: i64,
-    pub done: i64,
-    pub dead: i64,
-    /// Per class, in plan order with "default" first: (queued, oldest ready age in s).
-    pub per_class: Vec<(i64, f64)>,
-    pub n_live_tup: i64,
-    pub n_dead_tup: i64,
-    pub vacuum_count: i64,
-    pub autovacuum_count: i64,
-    pub table_bytes: i64,
-    pub index_bytes: i64,
-    pub oldest_xact_s: f64,
-    pub xmin_age: i64,
-    pub waits: String,
-    /// The sample's own round trips: its cost to the run.
-    pub took_ms: f64,
-}
 
 pub struct SamplerOptions {
     pub progress: bool,

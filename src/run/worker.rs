@@ -14,7 +14,7 @@ use super::work;
 use crate::collect::spill::Spill;
 use crate::collect::{Event, EventKind, FaultEvent, Latency, WorkerStats};
 use crate::scenario::faults::{Kind, Point};
-use crate::scenario::raw::Mode;
+use crate::model::protocol::Mode;
 use crate::scenario::{Plan, Stop};
 use crate::strategy::Param;
 use futures_util::TryStreamExt;

@@ -9,7 +9,7 @@ use super::load_model::{self, DEFAULT_CLASS, LoadModel};
 use super::raw::{Fencing, Mode, RawExpect, RawScenario, Reclaim};
 use super::units::{format_duration, parse_duration};
 use crate::error::{Error, Result};
-use crate::gate::{self, Expectation};
+use crate::model::expect::{self, Expectation};
 use crate::strategy::{self, Strategy};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -61,7 +61,7 @@ pub struct Plan {
     pub pg_settings: Vec<(String, String)>,
     pub expectations: Vec<Expectation>,
     /// `[baseline.tolerance]` on top of the defaults.
-    pub tolerances: crate::compare::Tolerances,
+    pub tolerances: crate::model::tolerance::Tolerances,
     /// `run.time_scale`: every duration above is already multiplied by it
     /// (`scale.rs`); reports divide measured times by it again.
     pub time_scale: f64,
@@ -291,25 +291,25 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
     let class_names: Vec<&str> = raw.jobs.classes.iter().map(|c| c.name.as_str()).collect();
     let vacuum_names: Vec<&str> = raw.vacuum.iter().map(|v| v.name.as_str()).collect();
     let phase_names: Vec<&str> = raw.run.phases.iter().map(|p| p.name.as_str()).collect();
-    let metric_names = crate::report::summary::RunSummary::metric_names(&class_names, &vacuum_names, &phase_names);
+    let metric_names = crate::model::summary::RunSummary::metric_names(&class_names, &vacuum_names, &phase_names);
     let expectations = raw
         .expect
         .iter()
         .map(|(metric, e)| {
             let parsed = match e {
-                RawExpect::Expr(expr) => gate::parse_expectation(metric, expr, &metric_names),
+                RawExpect::Expr(expr) => expect::parse_expectation(metric, expr, &metric_names),
                 RawExpect::Table(t) if t.expr.contains("abort") => {
                     Err("write abort = true beside expr, not inside it".to_string())
                 }
                 RawExpect::Table(t) => {
                     let expr = if t.abort { format!("{}, abort", t.expr) } else { t.expr.clone() };
-                    gate::parse_expectation(metric, &expr, &metric_names)
+                    expect::parse_expectation(metric, &expr, &metric_names)
                 }
             };
             parsed.map_err(|e| err(&format!("expect.{metric}"), e))
         })
         .collect::<Result<Vec<_>>>()?;
-    let tolerances = crate::compare::Tolerances::from_pairs(raw.baseline.tolerance.iter(), &metric_names)
+    let tolerances = crate::model::tolerance::Tolerances::from_pairs(raw.baseline.tolerance.iter(), &metric_names)
         .map_err(|(k, e)| err(&format!("baseline.tolerance.{k}"), e))?;
     let heartbeat = match raw.lease.heartbeat.as_str() {
         "off" => None,

@@ -2,6 +2,8 @@
 //! `deny_unknown_fields` everywhere so a typo is an error, and no I/O or
 //! validation. `plan.rs` turns this into a `Plan`.
 
+pub use crate::model::protocol::{Fencing, Mode, Reclaim};
+use crate::strategy::RawStrategy;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -320,18 +322,6 @@ fn default_fallback_poll() -> String {
     "2s".into()
 }
 
-/// How a claimed job relates to the claim's transaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// The claim commits at once; work happens outside any transaction; the
-    /// completion is a second short transaction guarded by the fencing mode.
-    #[default]
-    Lease,
-    /// Claim, work and completion in one transaction (seed 001's option 1).
-    HoldTransaction,
-}
-
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawLease {
@@ -368,36 +358,8 @@ fn default_reaper_interval() -> String {
     "1s".into()
 }
 
-/// How jobs whose lease expired become claimable again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Reclaim {
-    /// Never: an abandoned job stays `running`.
-    #[default]
-    Off,
-    /// A reaper loop runs the strategy's reclaim statement every `reaper_interval`.
-    Reaper,
-    /// The claim itself takes expired leases (skip-locked-inline-reclaim).
-    Inline,
-}
-
 fn default_lease() -> String {
     "90s".into()
-}
-
-/// What a completion checks besides the job id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Fencing {
-    /// id only: a stale worker's completion always lands.
-    None,
-    /// id and `status = 'running'`.
-    Status,
-    /// id, status and the attempt number the claim returned (seed 001).
-    Attempts,
-    /// id, status and the `claim_token` the claim returned (seed 000).
-    #[default]
-    Token,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -539,22 +501,3 @@ fn auto() -> String {
     "auto".into()
 }
 
-/// A user's own claim strategy: the same shape as the built-ins.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawStrategy {
-    #[serde(default)]
-    pub description: String,
-    /// Optional first statement returning `id`s; the claim then gets them as `:ids`.
-    pub select: Option<String>,
-    pub claim: String,
-    pub complete: String,
-    /// Optional; default: the built-in fail/heartbeat/reclaim statements.
-    pub fail: Option<String>,
-    pub heartbeat: Option<String>,
-    pub reclaim: Option<String>,
-    pub cancel: Option<String>,
-    /// Does the claim lock the rows it picks (reported; the checkers do not trust it).
-    #[serde(default)]
-    pub locks_rows: bool,
-}

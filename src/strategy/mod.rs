@@ -4,12 +4,32 @@
 //! under `[strategies.NAME]`, so users can test their queue's real SQL.
 
 pub mod params;
-pub mod print;
 
-use crate::scenario::raw::{Fencing, RawStrategy};
+use crate::model::protocol::Fencing;
 pub use params::Param;
 use params::translate;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// A user's own claim strategy: the same shape as the built-ins.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStrategy {
+    #[serde(default)]
+    pub description: String,
+    /// Optional first statement returning `id`s; the claim then gets them as `:ids`.
+    pub select: Option<String>,
+    pub claim: String,
+    pub complete: String,
+    /// Optional; default: the built-in fail/heartbeat/reclaim statements.
+    pub fail: Option<String>,
+    pub heartbeat: Option<String>,
+    pub reclaim: Option<String>,
+    pub cancel: Option<String>,
+    /// Does the claim lock the rows it picks (reported; the checkers do not trust it).
+    #[serde(default)]
+    pub locks_rows: bool,
+}
 
 /// The names of the built-in strategies, in the order the README lists them.
 pub const BUILTINS: [&str; 10] = [

@@ -29,7 +29,7 @@ pub fn sweep_csv(grid: &Grid, cells: &[CellResult]) -> String {
     header.extend(cols.iter().map(|c| c.to_string()));
     let _ = w.write_record(&header);
     for (c, m) in cells.iter().zip(&medians) {
-        let worst = |f: fn(&crate::report::summary::RunSummary) -> f64| {
+        let worst = |f: fn(&crate::model::summary::RunSummary) -> f64| {
             c.runs.iter().map(f).fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))))
         };
         let num = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();

@@ -3,7 +3,7 @@
 
 use super::grid::Cell;
 use crate::compare::stats::median;
-use crate::report::summary::RunSummary;
+use crate::model::summary::RunSummary;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

@@ -17,8 +17,8 @@
 
 use super::{Evidence, examples};
 use crate::collect::{Event, EventKind};
-use crate::db::schema::Status;
-use crate::report::summary::{CheckResult, Durability};
+use crate::model::records::Status;
+use crate::model::summary::{CheckResult, Durability};
 use std::collections::HashMap;
 
 /// (summary numbers, the `durability` check when it was tested).
@@ -97,7 +97,7 @@ mod tests {
     use super::*;
     use crate::collect::Arrival;
     use crate::collect::EventKind::*;
-    use crate::db::schema::JobRow;
+    use crate::model::records::JobRow;
     use crate::verify::tests::ev;
 
     fn row(id: i64, status: Status) -> JobRow {

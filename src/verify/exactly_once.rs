@@ -7,7 +7,7 @@
 use super::claims::spans;
 use super::examples;
 use crate::collect::{Event, EventKind};
-use crate::report::summary::{CheckResult, Executions};
+use crate::model::summary::{CheckResult, Executions};
 use std::time::Duration;
 
 /// Ids of every executed job, sorted.

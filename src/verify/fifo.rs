@@ -5,7 +5,7 @@
 //! between strategies, never a pass/fail check.
 
 use crate::collect::{Event, EventKind};
-use crate::report::summary::Fifo;
+use crate::model::summary::Fifo;
 
 /// `per_job`: each job's events, the jobs in id order (as `verify` groups them).
 pub fn check(per_job: &[&[Event]]) -> Fifo {

@@ -5,9 +5,9 @@
 //! load always has some dead tuples between autovacuum runs), or under 100,
 //! whichever is highest. Pure over the time series and the blockers' spans.
 
-use crate::report::summary::{CheckResult, Horizon};
-use crate::run::horizon::BlockerSpan;
-use crate::run::sampler::PgSample;
+use crate::model::summary::{CheckResult, Horizon};
+use crate::model::records::BlockerSpan;
+use crate::model::records::PgSample;
 
 pub fn check(samples: &[PgSample], blockers: &[BlockerSpan]) -> (Horizon, Option<CheckResult>) {
     let (Some(first), Some(last_end)) =

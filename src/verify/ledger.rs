@@ -2,7 +2,7 @@
 //! `effects` table written by the workers.
 
 use super::Evidence;
-use crate::report::summary::CheckResult;
+use crate::model::summary::CheckResult;
 
 /// None when the effects table is disabled: a check that did not run is not reported as passed.
 pub fn check(e: &Evidence, journal_executions: u64) -> Option<CheckResult> {

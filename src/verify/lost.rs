@@ -4,8 +4,8 @@
 
 use super::exactly_once::Executed;
 use super::{Evidence, examples};
-use crate::db::schema::Status;
-use crate::report::summary::{CheckResult, Jobs};
+use crate::model::records::Status;
+use crate::model::summary::{CheckResult, Jobs};
 
 pub fn check(e: &Evidence, executed: &Executed) -> (Jobs, CheckResult, CheckResult) {
     let ran = |id: i64| executed.binary_search(&id).is_ok();

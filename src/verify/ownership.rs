@@ -4,7 +4,7 @@
 use super::claims::spans;
 use super::examples;
 use crate::collect::Event;
-use crate::report::summary::{CheckResult, Ownership};
+use crate::model::summary::{CheckResult, Ownership};
 use std::time::Duration;
 
 pub fn check(per_job: &[&[Event]]) -> (Ownership, CheckResult) {

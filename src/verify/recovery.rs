@@ -5,7 +5,7 @@
 
 use super::examples;
 use crate::collect::{Event, EventKind, FaultEvent};
-use crate::report::summary::{CheckResult, Faults};
+use crate::model::summary::{CheckResult, Faults};
 
 fn events_of<'a>(per_job: &[&'a [Event]], job: i64) -> &'a [Event] {
     per_job.binary_search_by_key(&job, |events| events[0].job).map_or(&[], |i| per_job[i])

@@ -9,7 +9,7 @@
 
 use super::examples;
 use crate::collect::{Event, EventKind};
-use crate::report::summary::{CheckResult, Completions, Stale};
+use crate::model::summary::{CheckResult, Completions, Stale};
 
 pub fn check(per_job: &[&[Event]]) -> (Completions, Stale, CheckResult) {
     let mut c = Completions::default();

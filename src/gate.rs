@@ -1,15 +1,11 @@
-//! The gate: expectations (`[expect]`, `--expect`) and the verdict they
-//! give. `expect` parses them (with class and phase selectors), `live`
-//! judges the abort-on-fail ones while the run goes; the baseline
+//! The gate: the verdict a finished run earns from its expectations
+//! (`[expect]`, `--expect`; parsed in `model::expect`). The baseline
 //! comparison is in `crate::compare`.
 
-pub mod expect;
-pub mod live;
-
-pub use expect::{Expectation, Op, parse_cli, parse_expectation};
+use crate::model::expect::Expectation;
 
 use crate::error::ExitCode;
-use crate::report::summary::{ExpectationResult, RunSummary};
+use crate::model::summary::{ExpectationResult, RunSummary};
 
 /// Evaluates every expectation against the summary's own numbers.
 pub fn evaluate(expectations: &[Expectation], summary: &RunSummary) -> Vec<ExpectationResult> {
@@ -44,6 +40,7 @@ pub fn verdict(summary: &RunSummary) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::expect::parse_expectation;
 
     #[test]
     fn evaluates_against_a_summary() {

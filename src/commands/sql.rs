@@ -4,10 +4,25 @@
 
 use crate::db::schema::{FINAL_STATE, MIGRATION, PRELOAD};
 use crate::run::conn::{EFFECTS_INSERT, REMAINING};
-use crate::scenario::raw::Mode;
+use crate::model::protocol::Mode;
 use crate::scenario::{Plan, Stop, WorkModel};
+use crate::error::{Error, ExitCode, Result};
+use crate::scenario;
 use crate::strategy::Param;
+use std::path::Path;
 use std::fmt::Write;
+
+pub fn print_sql(file: &Path, sets: &[String], pgbench: bool) -> Result<ExitCode> {
+    let plan = scenario::plan_from_file(file, sets, Some(0))?;
+    if pgbench {
+        let script =
+            pgbench_script(&plan).map_err(|e| Error::usage(format!("{}: {e}", file.display())))?;
+        print!("{script}");
+    } else {
+        print!("{}", listing(&plan));
+    }
+    Ok(ExitCode::Passed)
+}
 
 /// The full listing, named parameters as written.
 pub fn listing(plan: &Plan) -> String {
@@ -74,7 +89,7 @@ pub fn listing(plan: &Plan) -> String {
     if plan.stop == Stop::Drained {
         let _ = writeln!(o, "\n-- after a claim that returned nothing (stop = \"drained\")\n{REMAINING};");
     }
-    if plan.reclaim == crate::scenario::raw::Reclaim::Reaper {
+    if plan.reclaim == crate::model::protocol::Reclaim::Reaper {
         let _ = writeln!(
             o,
             "\n-- the reaper, every {} on its own connection\n{};",
@@ -114,7 +129,7 @@ fn mode_name(m: Mode) -> &'static str {
 }
 
 /// The pgbench options that match the plan (`-c`, `-j`, and `-t` or `-T`).
-pub fn pgbench_args(plan: &Plan) -> Result<String, String> {
+pub fn pgbench_args(plan: &Plan) -> std::result::Result<String, String> {
     let w = plan.workers;
     let run = match (plan.stop, plan.max_claims) {
         (Stop::After(d), _) => format!("-T {}", d.as_secs().max(1)),
@@ -131,7 +146,7 @@ pub fn pgbench_args(plan: &Plan) -> Result<String, String> {
 }
 
 /// A pgbench script running the same statements per transaction as one worker round.
-pub fn pgbench_script(plan: &Plan) -> Result<String, String> {
+pub fn pgbench_script(plan: &Plan) -> std::result::Result<String, String> {
     if plan.batch != 1 {
         return Err("the pgbench script needs workers.batch = 1 (pgbench's \\gset keeps one row)".into());
     }

@@ -4,7 +4,7 @@
 //! counters may not rise at all and are judged on their worst repeat.
 //! `[baseline.tolerance]` and `--tolerance METRIC=VALUE` override them.
 
-use crate::gate::expect::resolve;
+use crate::model::expect::resolve;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -94,7 +94,7 @@ impl Tolerances {
     fn set(&mut self, name: &str, value: &str, names: &[String]) -> Result<(), String> {
         let metric = resolve(name)?;
         if !names.contains(&metric) {
-            return Err(crate::gate::expect::unknown_metric(name, &metric, names));
+            return Err(crate::model::expect::unknown_metric(name, &metric, names));
         }
         let rule = parse_rule(value)?;
         self.rules.insert(metric, rule);
@@ -126,7 +126,7 @@ pub fn parse_rule(value: &str) -> Result<Rule, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::summary::RunSummary;
+    use crate::model::summary::RunSummary;
 
     #[test]
     fn defaults_and_overrides() {

@@ -1,0 +1,47 @@
+//! `queuebench compare OLD NEW`: the baseline table for two sets of summaries.
+
+use crate::cli;
+use crate::compare;
+use crate::error::{Error, ExitCode, Result};
+use crate::pipeline;
+use std::path::Path;
+
+/// `queuebench compare OLD NEW`: the baseline table for two sets of summaries.
+pub fn compare_runs(old: &str, new: &str, args: &cli::BaselineArgs, out: Option<&Path>) -> Result<ExitCode> {
+    let (old_label, old_runs) = compare::store::load_any(old, &args.baseline_dir)?;
+    let (new_label, new_runs) = compare::store::load_any(new, &args.baseline_dir)?;
+    let (o, n) = (&old_runs[0].scenario, &new_runs[0].scenario);
+    if o != n {
+        eprintln!("warning: comparing different scenarios: `{o}` and `{n}`");
+    }
+    let names: Vec<String> = new_runs.iter().chain(&old_runs).flat_map(|r| r.metrics().into_keys()).collect();
+    let mut tol = scenario_tolerances(Path::new(new), &names)?;
+    for t in &args.tolerance {
+        tol.set_cli(t, &names).map_err(Error::usage)?;
+    }
+    let c = compare::compare(&old_runs, &new_runs, &tol, (&old_label, &new_label));
+    print!("{}", compare::table(&c));
+    if let Some(dir) = out {
+        pipeline::write_comparison_files(dir, &c)?;
+    }
+    Ok(if c.regressed { ExitCode::ExpectationFailed } else { ExitCode::Passed })
+}
+
+/// `[baseline.tolerance]` of the scenario a run folder saved (`scenario.toml`, or a repeat's).
+fn scenario_tolerances(run: &Path, names: &[String]) -> Result<compare::Tolerances> {
+    let Some(file) =
+        [run.join("scenario.toml"), run.join("repeat-1").join("scenario.toml")].into_iter().find(|f| f.is_file())
+    else {
+        return Ok(compare::Tolerances::default());
+    };
+    let text = std::fs::read_to_string(&file).map_err(|e| Error::usage(format!("{}: {e}", file.display())))?;
+    let table: toml::Table = toml::from_str(&text).map_err(|e| Error::usage(format!("{}: {e}", file.display())))?;
+    let tolerance = table.get("baseline").and_then(|b| b.get("tolerance")).and_then(|t| t.as_table());
+    let pairs: Vec<(String, String)> = tolerance
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), String::from)))
+        .collect();
+    compare::Tolerances::from_pairs(pairs.iter().map(|(k, v)| (k, v)), names)
+        .map_err(|(k, e)| Error::usage(format!("{}: baseline.tolerance.{k}: {e}", file.display())))
+}

@@ -1,0 +1,8 @@
+//! The commands besides `run` and `sweep`: each reads its arguments and calls the stages it needs.
+
+pub mod cluster;
+pub mod compare;
+pub mod prepare;
+pub mod report;
+pub mod sql;
+pub mod validate;

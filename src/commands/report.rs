@@ -1,0 +1,21 @@
+//! `queuebench report DIR`: summary.json, summary.csv, charts and report.html again from a run's files.
+
+use crate::error::{Error, ExitCode, Result};
+use crate::model::summary::RunSummary;
+use crate::report;
+use crate::report::timeseries::Timeseries;
+use std::path::Path;
+
+/// `queuebench report DIR`: summary.json, summary.csv, charts and report.html again from a run's files.
+pub fn rebuild_report(dir: &Path) -> Result<ExitCode> {
+    let read = |name: &str| {
+        std::fs::read_to_string(dir.join(name))
+            .map_err(|e| Error::usage(format!("cannot read {}: {e}", dir.join(name).display())))
+    };
+    let summary: RunSummary = serde_json::from_str(&read("summary.json")?)
+        .map_err(|e| Error::usage(format!("{}: not a queuebench summary: {e}", dir.join("summary.json").display())))?;
+    let ts = Timeseries::read(&dir.join("timeseries.csv"))?;
+    report::render(dir, &summary, &ts, &read("scenario.toml").unwrap_or_default())?;
+    println!("rebuilt {}", dir.join("report.html").display());
+    Ok(ExitCode::Passed)
+}

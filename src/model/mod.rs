@@ -1,0 +1,15 @@
+//! The ground floor: the vocabulary every stage shares. It imports no stage,
+//! and every stage may import it.
+//!
+//! - `summary`: `RunSummary`, the one model every exporter reads, and its metric names;
+//! - `expect`: expectations (`[expect]`, `--expect`), their selectors, and the live values
+//!   abort-on-fail judges while the run goes;
+//! - `tolerance`: how much worse than a baseline a metric may get;
+//! - `records`: what the run produces for later stages (final job rows, samples, spans);
+//! - `protocol`: the lease protocol's choices (mode, fencing, reclaim).
+
+pub mod expect;
+pub mod protocol;
+pub mod records;
+pub mod summary;
+pub mod tolerance;

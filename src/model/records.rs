@@ -1,0 +1,92 @@
+//! Records the run produces and later stages read: the Postgres time series,
+//! the horizon blockers' spans, VACUUM results, claim-plan probe samples and
+//! the final table state. Plain data; the runner fills them, the checkers and
+//! exporters read them.
+
+/// One row of the final table state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobRow {
+    pub id: i64,
+    pub status: Status,
+    pub attempts: i32,
+    pub max_attempts: i32,
+    /// `locked_until` has passed (meaningful for running jobs).
+    pub lease_expired: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Queued,
+    Running,
+    Done,
+    Failed,
+    Dead,
+    Cancelled,
+}
+
+impl Status {
+    pub fn parse(s: &str) -> Status {
+        match s {
+            "queued" => Status::Queued,
+            "running" => Status::Running,
+            "done" => Status::Done,
+            "failed" => Status::Failed,
+            "cancelled" => Status::Cancelled,
+            _ => Status::Dead,
+        }
+    }
+}
+
+/// One row of the Postgres side of the time series.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PgSample {
+    pub t_ms: u64,
+    pub queued: i64,
+    pub running: i64,
+    pub done: i64,
+    pub dead: i64,
+    /// Per class, in plan order with "default" first: (queued, oldest ready age in s).
+    pub per_class: Vec<(i64, f64)>,
+    pub n_live_tup: i64,
+    pub n_dead_tup: i64,
+    pub vacuum_count: i64,
+    pub autovacuum_count: i64,
+    pub table_bytes: i64,
+    pub index_bytes: i64,
+    pub oldest_xact_s: f64,
+    pub xmin_age: i64,
+    pub waits: String,
+    /// The sample's own round trips: its cost to the run.
+    pub took_ms: f64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockerSpan {
+    pub kind: &'static str,
+    pub start_us: u64,
+    pub end_us: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VacuumResult {
+    pub name: String,
+    pub t_us: u64,
+    pub removed: i64,
+    pub remain: i64,
+    pub not_removable: i64,
+    /// Exact dead tuples from pgstattuple just before the VACUUM, when available.
+    pub pgstattuple_dead: Option<i64>,
+    /// The `n_dead_tup` estimate at the same moment.
+    pub n_dead_tup: i64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ProbeSample {
+    pub t_ms: u64,
+    /// Shared buffers hit + read by one claim.
+    pub buffers: i64,
+    pub buffers_read: i64,
+    pub exec_ms: f64,
+    /// The probe's own round trips (BEGIN, EXPLAIN ANALYZE, ROLLBACK): its cost to the run.
+    pub took_ms: f64,
+}
