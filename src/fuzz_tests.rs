@@ -6,7 +6,7 @@
 //! reproduces; the case counts are in the README.
 
 use crate::scenario::load::{Source, apply_override, parse_text};
-use crate::scenario::plan::validate;
+use crate::scenario::validate::validate;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 

@@ -6,8 +6,8 @@
 //! `run_one` below is that list of stage calls.
 
 pub mod cli;
-pub mod commands;
 pub mod collect;
+pub mod commands;
 pub mod compare;
 pub mod db;
 pub mod error;
@@ -49,4 +49,3 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
         e.exit_code()
     })
 }
-

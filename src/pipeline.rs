@@ -6,13 +6,12 @@ use crate::collect::{phases, waits};
 use crate::compare::{self, store};
 use crate::db::{Database, Kind, schema};
 use crate::error::{Error, ExitCode, Result};
-use crate::report::build::{self, Context};
+use crate::model::expect;
 use crate::model::summary::{DatabaseInfo, Environment, RunSummary, Timings};
+use crate::report::build::{self, Context};
 use crate::report::timeseries::{self, Timeseries};
 use crate::run::RunOutput;
 use crate::scenario::Plan;
-use crate::scenario::load_model::DEFAULT_CLASS;
-use crate::model::expect;
 use crate::{gate, report, run, scenario, verify};
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
@@ -241,7 +240,7 @@ pub(crate) fn check_target(plan: &Plan, args: &RunArgs) -> Result<()> {
 }
 
 async fn open_database(plan: &Plan, args: &RunArgs, schema: String) -> Result<Database> {
-    let settings = &plan.pg_settings;
+    let settings = &plan.postgres.settings;
     match postgres_mode(args)? {
         PostgresMode::Url => Database::open(args.database_url.as_deref(), settings, schema, args.keep, args.yes).await,
         PostgresMode::Ephemeral => Database::open(None, &ephemeral_settings(plan)?, schema, args.keep, args.yes).await,
@@ -363,7 +362,7 @@ async fn run_on(
              blockers, vacuum steps, probe, setup) but {} has only {slots} free (max_connections minus \
              superuser_reserved_connections minus other clients' connections); lower workers.count {fix}. Nothing was \
              created",
-            plan.workers,
+            plan.workers.count,
             db.shown()
         )));
     }
@@ -374,19 +373,19 @@ async fn run_on(
         schema: db.schema.clone(),
         server_version: schema::server_version(&setup).await,
         settings_applied: match db.kind {
-            Kind::Ephemeral | Kind::Docker => plan.pg_settings.iter().cloned().collect(),
+            Kind::Ephemeral | Kind::Docker => plan.postgres.settings.iter().cloned().collect(),
             Kind::Url => Default::default(),
         },
         settings_reported: match db.kind {
-            Kind::Url => schema::report_settings(&setup, &plan.pg_settings).await,
+            Kind::Url => schema::report_settings(&setup, &plan.postgres.settings).await,
             Kind::Ephemeral | Kind::Docker => Default::default(),
         },
     };
     ctx.environment = schema::environment(&setup).await;
     drop(setup);
-    let notify = plan.idle.wakeup == scenario::plan::Wakeup::Listen;
+    let notify = plan.workers.idle.wakeup == scenario::plan::Wakeup::Listen;
     let (client, preload_time) =
-        schema::install(db, plan.preload, plan.max_attempts, &plan.table_settings, notify).await?;
+        schema::install(db, plan.jobs.preload, plan.jobs.max_attempts, &plan.postgres.table_settings, notify).await?;
     let output = run::run(plan, db, interrupt, progress).await?;
     for f in &output.failures {
         eprintln!("warning: {f}");
@@ -403,25 +402,27 @@ async fn run_on(
         None => Vec::new(),
     };
     ctx.effects_rows = match &client {
-        Some(c) if plan.effects_table => Some(schema::effects_rows(c).await?),
+        Some(c) if plan.run.effects_table => Some(schema::effects_rows(c).await?),
         _ => None,
     };
     let restarts: Vec<u64> = output.restarts.iter().map(|r| r.down_us).collect();
-    let classes: Vec<String> =
-        std::iter::once(DEFAULT_CLASS.to_string()).chain(plan.load.classes.iter().map(|c| c.name.clone())).collect();
+    let classes: Vec<String> = plan.load.class_names().map(String::from).collect();
     let evidence = verify::Evidence {
         journal: &output.journal,
         final_jobs: &final_jobs,
-        enqueued: plan.preload + output.arrivals.len() as u64,
+        enqueued: plan.jobs.preload + output.arrivals.len() as u64,
         effects_rows: ctx.effects_rows,
         faults: &output.faults,
-        lease: plan.lease,
-        hold_transaction: plan.mode == crate::model::protocol::Mode::HoldTransaction,
+        lease: plan.lease.duration,
+        hold_transaction: plan.workers.mode == crate::model::protocol::Mode::HoldTransaction,
         arrivals: &output.arrivals,
         classes: &classes,
         samples: &output.samples,
         blockers: &output.horizon.blockers,
-        starvation: verify::starvation::Rule { threshold: plan.starvation_threshold, load_end: plan.load.duration() },
+        starvation: verify::starvation::Rule {
+            threshold: plan.run.starvation_threshold,
+            load_end: plan.load.duration(),
+        },
         restarts: &restarts,
         durability_untestable: plan.durability_untestable(),
     };
@@ -459,16 +460,16 @@ async fn run_on(
 pub fn connections_needed(plan: &Plan) -> i64 {
     let faults = plan.faults.iter().filter(|f| !f.per_job()).count();
     let blockers: u32 = plan.blockers.iter().map(|b| b.sessions).sum();
-    let reaper = usize::from(plan.reclaim == crate::model::protocol::Reclaim::Reaper);
-    let probe = usize::from(plan.plan_probe.is_some());
+    let reaper = usize::from(plan.lease.reclaim == crate::model::protocol::Reclaim::Reaper);
+    let probe = usize::from(plan.run.plan_probe.is_some());
     let side = 2 + plan.load.classes.len() + faults + plan.vacuum.len() + reaper + probe + 2;
-    i64::from(plan.workers) + i64::from(blockers) + side as i64
+    i64::from(plan.workers.count) + i64::from(blockers) + side as i64
 }
 
 /// The ephemeral cluster's settings: the scenario's, with max_connections raised to what the
 /// run needs when the scenario leaves it out (refused before starting when it sets too few).
 pub fn ephemeral_settings(plan: &Plan) -> Result<Vec<(String, String)>> {
-    let mut settings = plan.pg_settings.clone();
+    let mut settings = plan.postgres.settings.clone();
     // Slots a superuser may use, plus the 3 superuser_reserved_connections (the cluster's default).
     let need = connections_needed(plan) + 3;
     match settings.iter().find(|(k, _)| k == "max_connections") {
@@ -479,7 +480,7 @@ pub fn ephemeral_settings(plan: &Plan) -> Result<Vec<(String, String)>> {
                      side connections and reserved slots; raise it to at least {need}, leave it out (queuebench \
                      sizes it), or lower workers.count. Nothing was started",
                     plan.source.path.display(),
-                    plan.workers
+                    plan.workers.count
                 )));
             }
             _ => {}

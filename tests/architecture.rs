@@ -28,7 +28,10 @@ const FLOORS: &[&[&str]] = &[
 ];
 
 fn floor(top: &str) -> usize {
-    FLOORS.iter().position(|f| f.contains(&top)).unwrap_or_else(|| panic!("module `{top}` is on no floor: add it to FLOORS"))
+    FLOORS
+        .iter()
+        .position(|f| f.contains(&top))
+        .unwrap_or_else(|| panic!("module `{top}` is on no floor: add it to FLOORS"))
 }
 
 /// A source file as a module path (`["run", "worker"]`; `lib.rs` is `[]`).
@@ -80,7 +83,8 @@ fn paths(line: &str) -> Vec<String> {
     let mut found = Vec::new();
     // Expand one level of `use a::{b, c::d}` groups.
     let expanded = if let (Some(open), Some(close)) = (line.find("::{"), line.rfind('}')) {
-        let head_start = line[..open].rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':')).map_or(0, |i| i + 1);
+        let head_start =
+            line[..open].rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':')).map_or(0, |i| i + 1);
         let head = &line[head_start..open];
         line[open + 3..close].split(',').map(|p| format!("{head}::{}", p.trim())).collect::<Vec<_>>().join(" ")
     } else {
@@ -229,7 +233,11 @@ fn data_flows_one_way() {
     assert!(mutual.is_empty(), "folders that import each other:\n{}", mutual.join("\n"));
     let cycles = find_cycles(&file_edges);
     assert!(cycles.is_empty(), "import circles between files:\n{}", cycles.join("\n"));
-    assert!(unexplained.is_empty(), "upward imports without a `// upward: <reason>` comment:\n{}", unexplained.join("\n"));
+    assert!(
+        unexplained.is_empty(),
+        "upward imports without a `// upward: <reason>` comment:\n{}",
+        unexplained.join("\n")
+    );
     assert!(upward.len() <= 2, "more than two upward imports:\n{}", upward.join("\n"));
 }
 

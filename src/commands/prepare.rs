@@ -10,20 +10,23 @@ pub async fn prepare(file: &Path, sets: &[String], url: &str, schema_name: Strin
     let plan = scenario::plan_from_file(file, sets, Some(0))?;
     db::check_schema_name(&schema_name)?;
     let db = Database::open(Some(url), &[], schema_name, true, true).await?.reusing(reuse);
-    let notify = plan.idle.wakeup == scenario::plan::Wakeup::Listen;
-    let preload = match schema::install(&db, plan.preload, plan.max_attempts, &plan.table_settings, notify).await {
-        Ok((_, preload)) => preload,
-        Err(e) => {
-            // Nothing half-built stays behind to block the retry.
-            let _ = db.discard().await;
-            return Err(e);
-        }
-    };
+    let notify = plan.workers.idle.wakeup == scenario::plan::Wakeup::Listen;
+    let preload =
+        match schema::install(&db, plan.jobs.preload, plan.jobs.max_attempts, &plan.postgres.table_settings, notify)
+            .await
+        {
+            Ok((_, preload)) => preload,
+            Err(e) => {
+                // Nothing half-built stays behind to block the retry.
+                let _ = db.discard().await;
+                return Err(e);
+            }
+        };
     println!(
         "{}: schema {} ready with {} jobs (preload {:.3} s)",
         db.target,
         db.schema,
-        plan.preload,
+        plan.jobs.preload,
         preload.as_secs_f64()
     );
     Ok(ExitCode::Passed)

@@ -3,20 +3,19 @@
 //! so the harness can be cross-checked against pgbench.
 
 use crate::db::schema::{FINAL_STATE, MIGRATION, PRELOAD};
-use crate::run::conn::{EFFECTS_INSERT, REMAINING};
-use crate::model::protocol::Mode;
-use crate::scenario::{Plan, Stop, WorkModel};
 use crate::error::{Error, ExitCode, Result};
+use crate::model::protocol::Mode;
+use crate::run::conn::{EFFECTS_INSERT, REMAINING};
 use crate::scenario;
+use crate::scenario::{Plan, Stop, WorkModel};
 use crate::strategy::Param;
-use std::path::Path;
 use std::fmt::Write;
+use std::path::Path;
 
 pub fn print_sql(file: &Path, sets: &[String], pgbench: bool) -> Result<ExitCode> {
     let plan = scenario::plan_from_file(file, sets, Some(0))?;
     if pgbench {
-        let script =
-            pgbench_script(&plan).map_err(|e| Error::usage(format!("{}: {e}", file.display())))?;
+        let script = pgbench_script(&plan).map_err(|e| Error::usage(format!("{}: {e}", file.display())))?;
         print!("{script}");
     } else {
         print!("{}", listing(&plan));
@@ -34,31 +33,35 @@ pub fn listing(plan: &Plan) -> String {
         "-- strategy {} ({}), mode {}, fencing {:?}, {} workers, batch {}\n",
         s.name,
         if s.builtin { "built-in" } else { "custom" },
-        mode_name(plan.mode),
-        plan.fencing,
-        plan.workers,
-        plan.batch
+        mode_name(plan.workers.mode),
+        plan.lease.fencing,
+        plan.workers.count,
+        plan.workers.batch
     );
     let _ = writeln!(o, "-- 1. once: the run's own schema (dropped at the end in --database-url mode)");
     let _ = writeln!(o, "CREATE SCHEMA \"queuebench_<run id>\";\nSET search_path = \"queuebench_<run id>\";");
     let _ = writeln!(o, "{}", MIGRATION.trim());
-    let _ = writeln!(o, "\n-- 2. once: preload ($1 = {} jobs, $2 = max_attempts {})", plan.preload, plan.max_attempts);
+    let _ = writeln!(
+        o,
+        "\n-- 2. once: preload ($1 = {} jobs, $2 = max_attempts {})",
+        plan.jobs.preload, plan.jobs.max_attempts
+    );
     let _ = writeln!(o, "{PRELOAD};\nVACUUM ANALYZE jobs;");
     let _ = writeln!(
         o,
         "\n-- 3. each worker, every round. :batch = {}, :lease_secs = {}, :worker = 'w<n>'",
-        plan.batch,
-        plan.lease.as_secs_f64()
+        plan.workers.batch,
+        plan.lease.duration.as_secs_f64()
     );
     for (name, value) in ordering_values(plan) {
         let _ = writeln!(o, "--   :{name} = {value}");
     }
     if s.statements().any(|st| st.params.contains(&Param::Pool)) {
         let pools: Vec<String> =
-            plan.groups.iter().map(|(n, ids)| format!("{n} for {} worker(s)", ids.len())).collect();
+            plan.workers.groups.iter().map(|(n, ids)| format!("{n} for {} worker(s)", ids.len())).collect();
         let _ = writeln!(o, "--   :pool = the worker's group name: {}", pools.join(", "));
     }
-    let hold = plan.mode == Mode::HoldTransaction;
+    let hold = plan.workers.mode == Mode::HoldTransaction;
     if hold {
         let _ = writeln!(o, "BEGIN;");
     }
@@ -66,8 +69,10 @@ pub fn listing(plan: &Plan) -> String {
         let what = match st.role {
             crate::strategy::Role::Select => "select (its ids become :ids)".to_string(),
             crate::strategy::Role::Claim => "claim".to_string(),
-            crate::strategy::Role::Complete => format!("complete, once per job after {} of work", plan.work.describe()),
-            crate::strategy::Role::Heartbeat => match plan.heartbeat {
+            crate::strategy::Role::Complete => {
+                format!("complete, once per job after {} of work", plan.workers.work.describe())
+            }
+            crate::strategy::Role::Heartbeat => match plan.lease.heartbeat {
                 Some(h) => format!("heartbeat, every {} while working", crate::scenario::units::format_duration(h)),
                 None => "heartbeat (not used: lease.heartbeat = \"off\")".into(),
             },
@@ -82,23 +87,23 @@ pub fn listing(plan: &Plan) -> String {
     if hold {
         let _ = writeln!(o, "COMMIT;");
     }
-    if plan.effects_table {
+    if plan.run.effects_table {
         let _ =
             writeln!(o, "\n-- every 64 executions and at the end, outside any claim transaction\n{EFFECTS_INSERT};");
     }
-    if plan.stop == Stop::Drained {
+    if plan.run.stop == Stop::Drained {
         let _ = writeln!(o, "\n-- after a claim that returned nothing (stop = \"drained\")\n{REMAINING};");
     }
-    if plan.reclaim == crate::model::protocol::Reclaim::Reaper {
+    if plan.lease.reclaim == crate::model::protocol::Reclaim::Reaper {
         let _ = writeln!(
             o,
             "\n-- the reaper, every {} on its own connection\n{};",
-            crate::scenario::units::format_duration(plan.reaper_interval),
+            crate::scenario::units::format_duration(plan.lease.reaper_interval),
             s.reclaim.text
         );
     }
     let _ = writeln!(o, "\n-- 4. once, at the end\n{FINAL_STATE};");
-    if plan.effects_table {
+    if plan.run.effects_table {
         let _ = writeln!(o, "SELECT count(*) FROM effects;");
     }
     let _ = writeln!(o, "DROP SCHEMA \"queuebench_<run id>\" CASCADE; -- --database-url mode without --keep");
@@ -109,7 +114,7 @@ pub fn listing(plan: &Plan) -> String {
 fn ordering_values(plan: &Plan) -> Vec<(&'static str, String)> {
     let s = &plan.strategy;
     let used = |p: Param| s.claim.params.contains(&p) || s.select.as_ref().is_some_and(|x| x.params.contains(&p));
-    let o = &plan.ordering;
+    let o = &plan.workers.ordering;
     [
         (Param::AgingStepSecs, format!("{:?}", o.aging_step.as_secs_f64())),
         (Param::AgingCap, o.aging_cap.to_string()),
@@ -130,12 +135,12 @@ fn mode_name(m: Mode) -> &'static str {
 
 /// The pgbench options that match the plan (`-c`, `-j`, and `-t` or `-T`).
 pub fn pgbench_args(plan: &Plan) -> std::result::Result<String, String> {
-    let w = plan.workers;
-    let run = match (plan.stop, plan.max_claims) {
+    let w = plan.workers.count;
+    let run = match (plan.run.stop, plan.workers.max_claims) {
         (Stop::After(d), _) => format!("-T {}", d.as_secs().max(1)),
         (_, Some(n)) => format!("-t {n}"),
-        (Stop::Drained, None) if plan.preload.is_multiple_of(u64::from(w)) => {
-            format!("-t {}", plan.preload / u64::from(w))
+        (Stop::Drained, None) if plan.jobs.preload.is_multiple_of(u64::from(w)) => {
+            format!("-t {}", plan.jobs.preload / u64::from(w))
         }
         _ => return Err(
             "pgbench needs a fixed count per client: set workers.max_claims, or a preload divisible by workers.count"
@@ -147,7 +152,7 @@ pub fn pgbench_args(plan: &Plan) -> std::result::Result<String, String> {
 
 /// A pgbench script running the same statements per transaction as one worker round.
 pub fn pgbench_script(plan: &Plan) -> std::result::Result<String, String> {
-    if plan.batch != 1 {
+    if plan.workers.batch != 1 {
         return Err("the pgbench script needs workers.batch = 1 (pgbench's \\gset keeps one row)".into());
     }
     let s = &plan.strategy;
@@ -156,6 +161,7 @@ pub fn pgbench_script(plan: &Plan) -> std::result::Result<String, String> {
     // pgbench has no per-client text variables: :pool becomes the group of
     // client n + 1 (the harness's worker slots count from 1, clients from 0).
     let arms: String = plan
+        .workers
         .groups
         .iter()
         .flat_map(|(name, ids)| ids.iter().map(move |id| (name, id)))
@@ -172,7 +178,7 @@ pub fn pgbench_script(plan: &Plan) -> std::result::Result<String, String> {
         "-- pgbench script for queuebench scenario {} (strategy {}, mode {})",
         plan.name,
         s.name,
-        mode_name(plan.mode)
+        mode_name(plan.workers.mode)
     );
     let _ = writeln!(o, "-- pgbench-args: {args}");
     let _ = writeln!(
@@ -180,17 +186,17 @@ pub fn pgbench_script(plan: &Plan) -> std::result::Result<String, String> {
         "-- Run inside the scenario's schema: PGOPTIONS='-c search_path=SCHEMA' pgbench {args} -f THIS_FILE"
     );
     let _ = writeln!(o, "-- The claim is wrapped to always return one row so \\gset works when it claims nothing.");
-    if plan.effects_table {
+    if plan.run.effects_table {
         let _ = writeln!(
             o,
             "-- Not here: the harness's batched effects INSERT (one per 64 jobs); compare with run.effects_table = false."
         );
     }
-    let _ = writeln!(o, "\\set batch {}\n\\set lease_secs {:?}", plan.batch, plan.lease.as_secs_f64());
+    let _ = writeln!(o, "\\set batch {}\n\\set lease_secs {:?}", plan.workers.batch, plan.lease.duration.as_secs_f64());
     for (name, value) in ordering_values(plan) {
         let _ = writeln!(o, "\\set {name} {value}");
     }
-    let hold = plan.mode == Mode::HoldTransaction;
+    let hold = plan.workers.mode == Mode::HoldTransaction;
     if hold {
         let _ = writeln!(o, "BEGIN;");
     }
@@ -204,12 +210,12 @@ pub fn pgbench_script(plan: &Plan) -> std::result::Result<String, String> {
         worker(&s.claim.text)
     );
     let _ = writeln!(o, "\\if :n > 0");
-    if let WorkModel::Fixed(d) = plan.work {
+    if let WorkModel::Fixed(d) = plan.workers.work {
         if !d.is_zero() {
             let _ = writeln!(o, "\\sleep {} us", d.as_micros());
         }
     } else {
-        let _ = writeln!(o, "-- work model {} has no pgbench equivalent; no sleep", plan.work.describe());
+        let _ = writeln!(o, "-- work model {} has no pgbench equivalent; no sleep", plan.workers.work.describe());
     }
     let _ = writeln!(o, "{};", worker(&s.complete.text));
     let _ = writeln!(o, "\\endif");

@@ -9,7 +9,13 @@ pub fn validate(files: &[PathBuf], sets: &[String]) -> Result<ExitCode> {
     for f in files {
         match scenario::plan_from_file(f, sets, Some(0)) {
             Ok(p) => {
-                println!("{}: ok ({} · {} workers · strategy {})", f.display(), p.name, p.workers, p.strategy.name)
+                println!(
+                    "{}: ok ({} · {} workers · strategy {})",
+                    f.display(),
+                    p.name,
+                    p.workers.count,
+                    p.strategy.name
+                )
             }
             Err(e) => {
                 eprintln!("error: {e}");

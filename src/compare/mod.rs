@@ -9,11 +9,11 @@ pub mod stats;
 pub mod store;
 
 use crate::model::summary::RunSummary;
+pub use crate::model::tolerance::Tolerances;
+use crate::model::tolerance::{Kind, LATENCY_SLACK_MS, Rule, kind};
 use serde::Serialize;
 use stats::{Spread, num};
 use std::collections::{BTreeMap, BTreeSet};
-pub use crate::model::tolerance::Tolerances;
-use crate::model::tolerance::{Kind, LATENCY_SLACK_MS, Rule, kind};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -310,7 +310,6 @@ mod tests {
         assert!(parse_cli("fifo.inverted_pairs == 0, abort", &names()).unwrap_err().contains("watched live"));
     }
 
-
     #[test]
     fn a_broken_abort_expectation_is_named_with_its_live_value() {
         let names = RunSummary::metric_names(&[], &[], &[]);

@@ -2,14 +2,13 @@
 //! checkers' verdicts. The only place summary numbers are computed.
 
 use super::percentiles;
-use crate::model::summary::*;
 use crate::collect::Second;
 use crate::collect::phases::PhaseStats;
 use crate::collect::waits::Waits;
 use crate::gate;
+use crate::model::summary::*;
 use crate::run::RunOutput;
 use crate::scenario::Plan;
-use crate::scenario::load_model::DEFAULT_CLASS;
 use crate::verify::Verification;
 use std::time::Duration;
 
@@ -34,12 +33,18 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
         started_at: ctx.started_at,
         seed: plan.seed,
         strategy: plan.strategy.name.clone(),
-        mode: serde_json::to_value(plan.mode).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
-        fencing: serde_json::to_value(plan.fencing).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
-        workers: plan.workers,
-        batch: plan.batch,
-        work: plan.work.describe(),
-        stop: plan.stop.describe(),
+        mode: serde_json::to_value(plan.workers.mode)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default(),
+        fencing: serde_json::to_value(plan.lease.fencing)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default(),
+        workers: plan.workers.count,
+        batch: plan.workers.batch,
+        work: plan.workers.work.describe(),
+        stop: plan.run.stop.describe(),
         time_scale: 1.0,
         database: ctx.database,
         interrupted: out.interrupted,
@@ -76,8 +81,9 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
             claim_tx: percentiles(&st.claim_tx_latency),
             work: percentiles(&st.work_latency),
             complete: percentiles(&st.complete_latency),
-            queue_wait: std::iter::once(DEFAULT_CLASS)
-                .chain(plan.load.classes.iter().map(|c| c.name.as_str()))
+            queue_wait: plan
+                .load
+                .class_names()
                 .zip(&w.queue_wait)
                 .map(|(name, h)| (name.to_string(), percentiles(h)))
                 .collect(),
@@ -96,8 +102,8 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
         wakeup: {
             let (idle_queries, idle_seconds) = idle_time(&st.per_second, out.duration.as_secs_f64());
             WakeupStats {
-                mode: plan.idle.wakeup.name().into(),
-                policy: plan.idle.describe(),
+                mode: plan.workers.idle.wakeup.name().into(),
+                policy: plan.workers.idle.describe(),
                 idle_queries,
                 idle_seconds,
                 idle_queries_per_sec: if idle_seconds > 0.0 { idle_queries as f64 / idle_seconds } else { 0.0 },
@@ -170,8 +176,7 @@ fn by_phase(
     ph: &[PhaseStats],
     elapsed: Duration,
 ) -> std::collections::BTreeMap<String, PhaseNumbers> {
-    let classes: Vec<&str> =
-        std::iter::once(DEFAULT_CLASS).chain(plan.load.classes.iter().map(|c| c.name.as_str())).collect();
+    let classes: Vec<&str> = plan.load.class_names().collect();
     let mut out = std::collections::BTreeMap::new();
     for ((phase, stats), waits) in plan.load.phases.iter().zip(ph).zip(&w.by_phase) {
         let ran = elapsed.saturating_sub(phase.start).min(phase.duration);
@@ -221,7 +226,7 @@ fn outage(plan: &Plan, out: &RunOutput) -> Outage {
         longest_worker_outage_ms: ms(st.outages.iter().map(|(a, b)| b.saturating_sub(*a)).max().unwrap_or(0)),
         window_start_s: st.outages.iter().map(|o| o.0).min().unwrap_or(0) as f64 / 1e6,
         window_end_s: st.outages.iter().map(|o| o.1).max().unwrap_or(0) as f64 / 1e6,
-        reconnect_timeout_s: plan.reconnect_timeout.as_secs_f64(),
+        reconnect_timeout_s: plan.run.reconnect_timeout.as_secs_f64(),
     }
 }
 

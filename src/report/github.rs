@@ -2,10 +2,10 @@
 //! (with `--github`, or automatically when `GITHUB_ACTIONS=true` and the
 //! variable is set) and `::error` annotations for what failed.
 
-use crate::model::summary::RunSummary;
 use crate::compare::stats::num;
 use crate::compare::{Comparison, markdown as compare_markdown};
 use crate::error::{Error, Result};
+use crate::model::summary::RunSummary;
 use std::io::Write;
 
 /// Should the run write the GitHub summary? `--github`, or running inside GitHub Actions.

@@ -5,9 +5,9 @@
 //! is violated but not gated by any expectation is reported as *skipped*
 //! with its count (some scenarios exist to show a bug), never as a pass.
 
-use crate::model::summary::RunSummary;
 use crate::compare::stats::num;
 use crate::compare::{Comparison, Verdict};
+use crate::model::summary::RunSummary;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
 fn failure(message: String, ty: &str) -> TestCaseStatus {

@@ -14,10 +14,10 @@ pub mod terminal;
 pub mod timeseries;
 
 use crate::error::{Error, Result};
+use crate::model::summary::{Percentiles, RunSummary};
 use charts::{BarChart, LineChart, Series};
 use hdrhistogram::Histogram;
 use std::path::Path;
-use crate::model::summary::{Percentiles, RunSummary};
 use timeseries::Timeseries;
 
 /// Milliseconds percentiles of a microsecond histogram.

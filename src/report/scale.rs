@@ -32,8 +32,8 @@ pub fn unscale(s: &mut RunSummary, plan: &Plan) {
     };
     // Back to the scenario's durations, rounded to the microsecond they were written in.
     let back = |d: Duration| Duration::from_micros((d.as_secs_f64() / k * 1e6).round() as u64);
-    s.work = scale::map_work(plan.work, back).describe();
-    if let Stop::After(d) = plan.stop {
+    s.work = scale::map_work(plan.workers.work, back).describe();
+    if let Stop::After(d) = plan.run.stop {
         s.stop = format_duration(back(d));
     }
     s.throughput.jobs_per_sec *= k;
@@ -75,7 +75,7 @@ pub fn unscale(s: &mut RunSummary, plan: &Plan) {
 mod tests {
     use super::*;
     use crate::scenario::load::{Source, parse_text};
-    use crate::scenario::plan::validate;
+    use crate::scenario::validate::validate;
 
     #[test]
     fn scaled_times_are_reported_in_the_scenario_units_and_db_latencies_stay() {

@@ -5,10 +5,9 @@
 
 use crate::collect::{Second, WorkerStats};
 use crate::error::{Error, Result};
-use crate::model::records::ProbeSample;
 use crate::model::records::PgSample;
+use crate::model::records::ProbeSample;
 use crate::scenario::Plan;
-use crate::scenario::load_model::DEFAULT_CLASS;
 use std::path::Path;
 
 /// Column names first, then rows of the same width.
@@ -89,8 +88,7 @@ pub fn build(
     claim_samples: &[(u32, u32)],
     probes: &[ProbeSample],
 ) -> Timeseries {
-    let classes: Vec<&str> =
-        std::iter::once(DEFAULT_CLASS).chain(plan.load.classes.iter().map(|c| c.name.as_str())).collect();
+    let classes: Vec<&str> = plan.load.class_names().collect();
     let mut header: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
     for c in &classes {
         header.push(format!("queued_{c}"));
@@ -100,7 +98,7 @@ pub fn build(
     }
     let mut claims: Vec<(u32, u32)> = claim_samples.to_vec();
     claims.sort_unstable();
-    let interval_ms = plan.sample_interval.map_or(0, |d| d.as_millis() as u64);
+    let interval_ms = plan.run.sample_interval.map_or(0, |d| d.as_millis() as u64);
     let mut rows = Vec::with_capacity(samples.len());
     // Each row covers the time since the previous sample (the sampler stretches its interval
     // when samples are slow), the first one interval before it.

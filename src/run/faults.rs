@@ -38,7 +38,7 @@ pub struct Restart {
 
 impl FaultState {
     pub fn new(plan: &Plan, start: Instant) -> FaultState {
-        let n = plan.workers as usize + 1;
+        let n = plan.workers.count as usize + 1;
         FaultState {
             start,
             faults: plan.faults.clone(),

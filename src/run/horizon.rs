@@ -171,7 +171,7 @@ pub fn parse_vacuum_tuples(msg: &str) -> Option<(i64, i64, i64)> {
 
 pub async fn probe(plan: &Plan, config: &Config, start: Instant, stop: &CancellationToken) -> Vec<ProbeSample> {
     let mut out = Vec::new();
-    let Some(every) = plan.plan_probe else { return out };
+    let Some(every) = plan.run.plan_probe else { return out };
     if plan.strategy.select.is_some() {
         eprintln!(
             "warning: the claim-plan probe needs a one-statement claim; strategy `{}` has a select",
@@ -188,7 +188,8 @@ pub async fn probe(plan: &Plan, config: &Config, start: Instant, stop: &Cancella
             return out;
         }
     };
-    let (batch, lease, worker) = (i64::from(plan.batch), plan.lease.as_secs_f64(), "probe".to_string());
+    let (batch, lease, worker) =
+        (i64::from(plan.workers.batch), plan.lease.duration.as_secs_f64(), "probe".to_string());
     let params: Vec<&(dyn ToSql + Sync)> = plan
         .strategy
         .claim

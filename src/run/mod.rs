@@ -19,14 +19,14 @@ pub mod worker;
 use crate::collect::{Arrival, Event, FaultEvent, Samples, WorkerStats};
 use crate::db::Database;
 use crate::error::{Error, Result};
-use crate::scenario::plan::Wakeup;
 use crate::model::protocol::Reclaim;
+use crate::model::records::PgSample;
+use crate::scenario::plan::Wakeup;
 use crate::scenario::{Plan, Stop};
 use conn::Conn;
 use faults::FaultState;
 use futures_util::future::join_all;
 use reaper::ReaperStats;
-use crate::model::records::PgSample;
 use std::sync::Arc;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -136,7 +136,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
     // Extensions (pgstattuple) are created only in a cluster of our own.
     let extensions = db.kind.owned();
     let config = db.worker_config();
-    let channel = (plan.idle.wakeup == Wakeup::Listen).then(|| db.schema.clone());
+    let channel = (plan.workers.idle.wakeup == Wakeup::Listen).then(|| db.schema.clone());
     let probe = match &channel {
         Some(ch) => Some(
             idle::probe_rollback(&config, &format!("{ch}_probe"), Duration::from_millis(200))
@@ -145,11 +145,11 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         ),
         None => None,
     };
-    let lanes = lanes::Lanes::for_workers(plan.workers)
+    let lanes = lanes::Lanes::for_workers(plan.workers.count)
         .map_err(|e| Error::infra(format!("starting the worker threads: {e}")))?;
     let shared_plan = Arc::new(plan.clone());
     // Each worker's connection is opened on the lane the worker will run on.
-    let conns = join_all((0..plan.workers as usize).map(|i| {
+    let conns = join_all((0..plan.workers.count as usize).map(|i| {
         let (config, plan, channel) = (config.clone(), shared_plan.clone(), channel.clone());
         lanes.spawn(i, async move { Conn::open(&config, &plan.strategy, channel.as_deref()).await })
     }))
@@ -163,9 +163,9 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
     let stop = interrupt.child_token();
     let timed_out = Arc::new(AtomicBool::new(false));
     let start = Instant::now();
-    let (after, is_timeout) = match plan.stop {
-        Stop::After(d) => (d.min(plan.timeout), d > plan.timeout),
-        _ => (plan.timeout, true),
+    let (after, is_timeout) = match plan.run.stop {
+        Stop::After(d) => (d.min(plan.run.timeout), d > plan.run.timeout),
+        _ => (plan.run.timeout, true),
     };
     let timer = {
         let (stop, flag) = (stop.clone(), timed_out.clone());
@@ -179,7 +179,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         plan: shared_plan,
         config: config.clone(),
         faults: Arc::new(FaultState::new(plan, start)),
-        next_identity: Arc::new(AtomicU32::new(plan.workers + 1)),
+        next_identity: Arc::new(AtomicU32::new(plan.workers.count + 1)),
         stop: stop.clone(),
         producers_done: Arc::new(AtomicBool::new(!plan.load.is_open())),
         progress: Arc::new(Progress::default()),
@@ -208,7 +208,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         let server = server.clone();
         tokio::spawn(async move {
             let reap = async {
-                match sh.plan.reclaim {
+                match sh.plan.lease.reclaim {
                     Reclaim::Reaper => reaper::run(&sh.plan, &config, &side_stop).await,
                     _ => ReaperStats::default(),
                 }

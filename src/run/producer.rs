@@ -11,7 +11,7 @@
 use crate::collect::Arrival;
 use crate::collect::spill::Spill;
 use crate::scenario::Plan;
-use crate::scenario::load_model::{Arrivals, Class};
+use crate::scenario::plan::{Arrivals, Class};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use std::time::{Duration, Instant};
@@ -182,7 +182,7 @@ async fn send(
     business: &Statement,
     pad: &String,
 ) -> Result<tokio_postgres::Row, tokio_postgres::Error> {
-    let max_attempts = plan.max_attempts;
+    let max_attempts = plan.jobs.max_attempts;
     if plan.load.business_row {
         client.batch_execute("BEGIN").await?;
         client.execute(business, &[pad]).await?;
@@ -198,7 +198,7 @@ async fn send(
 mod tests {
     use super::*;
     use crate::scenario::load::{Source, parse_text};
-    use crate::scenario::plan::validate;
+    use crate::scenario::validate::validate;
 
     fn plan(arrivals: &str) -> Plan {
         let text = format!(

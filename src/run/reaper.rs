@@ -33,7 +33,7 @@ pub async fn run(plan: &Plan, config: &Config, stop: &CancellationToken) -> Reap
     let mut prepared: Option<(u64, Statement)> = None;
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(plan.reaper_interval) => {}
+            _ = tokio::time::sleep(plan.lease.reaper_interval) => {}
             _ = stop.cancelled() => return stats,
         }
         let Some((client, generation)) = side.client().await else { continue };

@@ -11,7 +11,6 @@ use super::worker::Progress;
 use crate::db::error_text;
 use crate::model::records::PgSample;
 use crate::scenario::Plan;
-use crate::scenario::load_model::DEFAULT_CLASS;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::Ordering;
@@ -55,17 +54,16 @@ pub async fn run(
 ) -> Vec<PgSample> {
     let mut out = Vec::new();
     // `run.sample_interval = "off"`: no connection and no queries, only the progress line (every second).
-    let mut side = match plan.sample_interval {
+    let mut side = match plan.run.sample_interval {
         Some(_) => match super::Side::connect(config, "the sampler").await {
             Some(side) => Some(side),
             None => return out,
         },
         None => None,
     };
-    let every = plan.sample_interval.unwrap_or(std::time::Duration::from_secs(1));
+    let every = plan.run.sample_interval.unwrap_or(std::time::Duration::from_secs(1));
     let bar = opts.progress.then(|| live_line(std::io::stderr().is_terminal()));
-    let classes: Vec<&str> =
-        std::iter::once(DEFAULT_CLASS).chain(plan.load.classes.iter().map(|c| c.name.as_str())).collect();
+    let classes: Vec<&str> = plan.load.class_names().collect();
     let mut next = tokio::time::Instant::now();
     let mut prepared: Option<Prepared> = None;
     let (mut last_done, mut last_at) = (0, Instant::now());

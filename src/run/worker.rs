@@ -13,8 +13,8 @@ use super::idle::{self, Backoff, Woken};
 use super::work;
 use crate::collect::spill::Spill;
 use crate::collect::{Event, EventKind, FaultEvent, Latency, WorkerStats};
-use crate::scenario::faults::{Kind, Point};
 use crate::model::protocol::Mode;
+use crate::scenario::faults::{Kind, Point};
 use crate::scenario::{Plan, Stop};
 use crate::strategy::Param;
 use futures_util::TryStreamExt;
@@ -107,7 +107,7 @@ pub type WorkerFailure = String;
 impl Worker {
     pub fn new(slot: u32, conn: Conn, sh: Arc<Shared>) -> Worker {
         sh.faults.pids[slot as usize].store(conn.pid, Ordering::Relaxed);
-        let plan_idle = sh.plan.idle.clone();
+        let plan_idle = sh.plan.workers.idle.clone();
         let seed = sh.plan.seed.wrapping_add(u64::from(slot)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         Worker {
             slot,
@@ -159,13 +159,13 @@ impl Worker {
     }
 
     fn hold(&self) -> bool {
-        self.sh.plan.mode == Mode::HoldTransaction
+        self.sh.plan.workers.mode == Mode::HoldTransaction
     }
 
     /// Runs until the stop condition, the cancel token or a connection that cannot be restored.
     pub async fn run(mut self) -> (Self, Option<WorkerFailure>) {
         let failure = self.run_loop().await.err();
-        if self.sh.plan.effects_table && self.conn.as_ref().is_some_and(|c| !c.client.is_closed()) {
+        if self.sh.plan.run.effects_table && self.conn.as_ref().is_some_and(|c| !c.client.is_closed()) {
             let _ = self.flush_effects().await;
         }
         (self, failure)
@@ -174,12 +174,12 @@ impl Worker {
     async fn run_loop(&mut self) -> Result<(), WorkerFailure> {
         let plan = self.sh.plan.clone();
         loop {
-            if self.sh.stop.is_cancelled() || plan.max_claims.is_some_and(|m| self.stats.claims >= m) {
+            if self.sh.stop.is_cancelled() || plan.workers.max_claims.is_some_and(|m| self.stats.claims >= m) {
                 return Ok(());
             }
             self.sh.faults.gate(self.slot, &self.sh.stop).await;
             let result = match self.round().await {
-                Ok(true) if plan.effects_table && self.effects_pending.0.len() >= EFFECT_BATCH => {
+                Ok(true) if plan.run.effects_table && self.effects_pending.0.len() >= EFFECT_BATCH => {
                     self.backoff.reset();
                     self.flush_effects().await.map_err(Halt::Db)
                 }
@@ -188,7 +188,7 @@ impl Worker {
                     Ok(())
                 }
                 Ok(false) => {
-                    if plan.stop == Stop::Drained
+                    if plan.run.stop == Stop::Drained
                         && self.sh.producers_done.load(Ordering::Relaxed)
                         && !self.anything_left().await?
                     {
@@ -229,7 +229,7 @@ impl Worker {
         }
         self.sh.faults.pids[self.slot as usize].store(0, Ordering::Relaxed);
         let (lost_at, began) = (self.now_us(), Instant::now());
-        let timeout = self.sh.plan.reconnect_timeout;
+        let timeout = self.sh.plan.run.reconnect_timeout;
         let mut pause = Duration::from_millis(20);
         loop {
             if self.sh.stop.is_cancelled() {
@@ -288,7 +288,7 @@ impl Worker {
     async fn idle(&mut self) {
         let rx = self.conn.as_mut().map(|c| &mut c.notifications);
         if let Woken::Notified(n) =
-            idle::wait(&self.sh.plan.idle, &mut self.backoff, &mut self.rng, rx, &self.sh.stop).await
+            idle::wait(&self.sh.plan.workers.idle, &mut self.backoff, &mut self.rng, rx, &self.sh.stop).await
         {
             self.stats.notifications += n;
         }
@@ -369,8 +369,8 @@ impl Worker {
         let plan = self.sh.plan.clone();
         let kind = plan.job_type(job.id);
         let model = match job.class {
-            0 => &plan.work,
-            c => plan.load.classes[c as usize - 1].work.as_ref().unwrap_or(&plan.work),
+            0 => &plan.workers.work,
+            c => plan.load.classes[c as usize - 1].work.as_ref().unwrap_or(&plan.workers.work),
         };
         let d = work::sample(model, &mut self.rng);
         let (w0, w0_us) = self.clock();
@@ -395,7 +395,7 @@ impl Worker {
         self.stats.record(Latency::Work, w0_us, w1.duration_since(w0).as_micros() as u64);
         self.log_at(w1_us, job, EventKind::Executed);
         self.stats.second(w1_us).executions += 1;
-        if plan.effects_table {
+        if plan.run.effects_table {
             self.effects_pending.0.push(job.id);
             self.effects_pending.1.push(job.attempt);
         }
@@ -435,7 +435,7 @@ impl Worker {
     /// job is no longer ours (0-row heartbeat, or two failed heartbeats in a
     /// row), so the worker stops before its side effect.
     async fn work(&mut self, job: &Claimed, d: Duration) -> Result<bool, Halt> {
-        let Some(every) = self.sh.plan.heartbeat else {
+        let Some(every) = self.sh.plan.lease.heartbeat else {
             self.sleep(d).await?;
             return Ok(true);
         };
@@ -602,16 +602,16 @@ impl Worker {
     /// slot, not the connection, decides, so a respawned worker keeps its pool.
     fn pool(&self) -> &String {
         static NONE: String = String::new();
-        self.sh.plan.groups.iter().find(|(_, ids)| ids.contains(&self.slot)).map_or(&NONE, |(name, _)| name)
+        self.sh.plan.workers.groups.iter().find(|(_, ids)| ids.contains(&self.slot)).map_or(&NONE, |(name, _)| name)
     }
 
     fn values<'a>(&'a self, job: Option<&'a Claimed>, backoff_secs: f64, error: &'a str) -> Values<'a> {
         Values {
-            batch: i64::from(self.sh.plan.batch),
-            lease_secs: self.sh.plan.lease.as_secs_f64(),
-            aging_step_secs: self.sh.plan.ordering.aging_step.as_secs_f64(),
-            aging_cap: self.sh.plan.ordering.aging_cap,
-            deadline_secs: self.sh.plan.ordering.deadline.as_secs_f64(),
+            batch: i64::from(self.sh.plan.workers.batch),
+            lease_secs: self.sh.plan.lease.duration.as_secs_f64(),
+            aging_step_secs: self.sh.plan.workers.ordering.aging_step.as_secs_f64(),
+            aging_cap: self.sh.plan.workers.ordering.aging_cap,
+            deadline_secs: self.sh.plan.workers.ordering.deadline.as_secs_f64(),
             worker: &self.name,
             pool: self.pool(),
             ids: &[],

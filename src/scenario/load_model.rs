@@ -1,76 +1,11 @@
-//! The open load model: job classes with arrival rates, and phases that
-//! scale them over time. Validated here; `run::producer` follows it.
+//! The open load model from `[[jobs.classes]]` and `[[run.phases]]`: job classes with arrival
+//! rates, and phases that scale them over time. Validated here (the types are in `plan`);
+//! `run::producer` follows it.
 
-use super::plan::WorkModel;
+use super::plan::{Arrivals, Class, DEFAULT_CLASS, LoadModel, Phase, WorkModel};
 use super::raw::{RawClass, RawPhase};
 use super::units::parse_duration;
 use std::time::Duration;
-
-/// The class of preloaded jobs (and their `queue` column).
-pub const DEFAULT_CLASS: &str = "default";
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Class {
-    pub name: String,
-    pub priority: i32,
-    /// Arrivals per second before the phase multiplier.
-    pub rate: f64,
-    pub payload_bytes: usize,
-    pub work: Option<WorkModel>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Phase {
-    pub name: String,
-    pub start: Duration,
-    pub duration: Duration,
-    pub rate: f64,
-    pub warmup: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arrivals {
-    Constant,
-    Poisson,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct LoadModel {
-    pub classes: Vec<Class>,
-    pub phases: Vec<Phase>,
-    pub arrivals: Arrivals,
-    pub business_row: bool,
-}
-
-impl LoadModel {
-    /// How long the producers run.
-    pub fn duration(&self) -> Duration {
-        self.phases.last().map_or(Duration::ZERO, |p| p.start + p.duration)
-    }
-
-    pub fn is_open(&self) -> bool {
-        !self.classes.is_empty()
-    }
-
-    /// The phase at `t` after the start (None after the last one).
-    pub fn phase_at(&self, t: Duration) -> Option<&Phase> {
-        self.phases.iter().find(|p| t < p.start + p.duration)
-    }
-
-    /// The phase's name at `t`: "run" without phases, "drain" after the last one.
-    pub fn phase_name(&self, t: Duration) -> &str {
-        match self.phase_at(t) {
-            Some(p) => &p.name,
-            None if self.phases.is_empty() => "run",
-            None => "drain",
-        }
-    }
-
-    /// End of the warm-up phases at the start (latencies before it stay out of the summary).
-    pub fn warmup_end(&self) -> Duration {
-        self.phases.iter().take_while(|p| p.warmup).map(|p| p.duration).sum()
-    }
-}
 
 pub fn build(
     classes: &[RawClass],

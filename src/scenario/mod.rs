@@ -1,6 +1,6 @@
 //! Scenario files: the raw serde mirror (`raw`), reading and `--set`
-//! overrides (`load`), durations (`units`), and validation into the typed
-//! `Plan` that every later stage reads (`plan`).
+//! overrides (`load`), durations (`units`), the typed `Plan` that every later
+//! stage reads (`plan`), and the validation that builds it (`validate`).
 
 pub mod faults;
 pub mod horizon;
@@ -10,6 +10,7 @@ pub mod plan;
 pub mod raw;
 pub mod scale;
 pub mod units;
+pub mod validate;
 
 pub use plan::{Plan, Stop, WorkModel};
 
@@ -19,5 +20,5 @@ use std::path::Path;
 /// Reads, overrides and validates one scenario file.
 pub fn plan_from_file(path: &Path, sets: &[String], seed: Option<u64>) -> Result<Plan> {
     let (raw, source) = load::load(path, sets)?;
-    plan::validate(raw, source, seed)
+    validate::validate(raw, source, seed)
 }

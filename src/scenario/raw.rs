@@ -500,4 +500,3 @@ pub struct RawVacuum {
 fn auto() -> String {
     "auto".into()
 }
-

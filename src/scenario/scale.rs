@@ -37,20 +37,20 @@ pub fn apply(plan: &mut Plan) -> Result<(), String> {
     let s = |d: Duration| d.mul_f64(k);
     // Loop intervals: scaled, but never below 1 ms (a zero stays zero).
     let floored = |d: Duration| if d.is_zero() { d } else { s(d).max(MIN) };
-    plan.work = work(plan.work, k);
-    plan.lease = at_least_1ms("lease.duration", plan.lease, k)?;
-    plan.heartbeat = plan.heartbeat.map(|h| at_least_1ms("lease.heartbeat", h, k)).transpose()?;
-    plan.reaper_interval = floored(plan.reaper_interval);
+    plan.workers.work = work(plan.workers.work, k);
+    plan.lease.duration = at_least_1ms("lease.duration", plan.lease.duration, k)?;
+    plan.lease.heartbeat = plan.lease.heartbeat.map(|h| at_least_1ms("lease.heartbeat", h, k)).transpose()?;
+    plan.lease.reaper_interval = floored(plan.lease.reaper_interval);
     plan.retry.base = s(plan.retry.base);
     plan.retry.cap = s(plan.retry.cap);
-    plan.idle.backoff = plan.idle.backoff.iter().map(|d| floored(*d)).collect();
-    plan.idle.fallback_poll = floored(plan.idle.fallback_poll);
-    plan.ordering.aging_step = floored(plan.ordering.aging_step);
-    plan.ordering.deadline = s(plan.ordering.deadline);
-    if let Stop::After(d) = plan.stop {
-        plan.stop = Stop::After(s(d));
+    plan.workers.idle.backoff = plan.workers.idle.backoff.iter().map(|d| floored(*d)).collect();
+    plan.workers.idle.fallback_poll = floored(plan.workers.idle.fallback_poll);
+    plan.workers.ordering.aging_step = floored(plan.workers.ordering.aging_step);
+    plan.workers.ordering.deadline = s(plan.workers.ordering.deadline);
+    if let Stop::After(d) = plan.run.stop {
+        plan.run.stop = Stop::After(s(d));
     }
-    plan.starvation_threshold = s(plan.starvation_threshold).max(MIN);
+    plan.run.starvation_threshold = s(plan.run.starvation_threshold).max(MIN);
     for f in &mut plan.faults {
         match &mut f.kind {
             Kind::Crash { respawn_after, .. } => *respawn_after = s(*respawn_after),
@@ -127,7 +127,7 @@ pub fn map_work(m: WorkModel, s: impl Fn(Duration) -> Duration) -> WorkModel {
 #[cfg(test)]
 mod tests {
     use super::super::load::{Source, parse_text};
-    use super::super::plan::validate;
+    use super::super::validate::validate;
     use super::*;
 
     const SCENARIO: &str = r#"
@@ -174,12 +174,12 @@ rate = 0.5
         let (one, p) = (plan("1.0").unwrap(), plan("0.01").unwrap());
         let ms = Duration::from_millis;
         assert_eq!(p.time_scale, 0.01);
-        assert_eq!(p.work, WorkModel::Quantiles { p50: ms(80), p95: ms(350), p99: ms(700) });
-        assert_eq!((p.lease, p.heartbeat), (ms(900), Some(ms(300))));
+        assert_eq!(p.workers.work, WorkModel::Quantiles { p50: ms(80), p95: ms(350), p99: ms(700) });
+        assert_eq!((p.lease.duration, p.lease.heartbeat), (ms(900), Some(ms(300))));
         assert_eq!((p.retry.base, p.retry.cap), (ms(50), ms(9000)));
-        assert_eq!(p.stop, Stop::After(ms(6000)));
-        assert_eq!(p.idle.backoff, [ms(1), ms(20)], "loop intervals floor at 1 ms");
-        assert_eq!(p.reaper_interval, ms(1));
+        assert_eq!(p.run.stop, Stop::After(ms(6000)));
+        assert_eq!(p.workers.idle.backoff, [ms(1), ms(20)], "loop intervals floor at 1 ms");
+        assert_eq!(p.lease.reaper_interval, ms(1));
         assert_eq!(p.load.classes[0].rate, 200.0);
         assert_eq!(p.load.classes[0].work, Some(WorkModel::Fixed(ms(100))));
         assert_eq!(p.load.phases[0].duration, ms(600));
@@ -187,9 +187,9 @@ rate = 0.5
         assert!(matches!(p.faults[0].kind, Kind::Pause { duration, .. } if duration == ms(1000)));
         assert_eq!(p.faults[1].trigger, Trigger::Rate(50.0));
         // Wall-clock tools keep their values.
-        assert_eq!((p.timeout, p.sample_interval), (one.timeout, one.sample_interval));
+        assert_eq!((p.run.timeout, p.run.sample_interval), (one.run.timeout, one.run.sample_interval));
         // Scale 1 changes nothing.
-        assert_eq!((one.lease, one.work), (Duration::from_secs(90), plan("1").unwrap().work));
+        assert_eq!((one.lease.duration, one.workers.work), (Duration::from_secs(90), plan("1").unwrap().workers.work));
     }
 
     #[test]

@@ -133,8 +133,8 @@ async fn run_cell(
         runs: Vec::new(),
         dirs: Vec::new(),
         errors: Vec::new(),
-        lease_s: plan.lease.as_secs_f64() / k,
-        heartbeat_s: plan.heartbeat.map(|h| h.as_secs_f64() / k),
+        lease_s: plan.lease.duration.as_secs_f64() / k,
+        heartbeat_s: plan.lease.heartbeat.map(|h| h.as_secs_f64() / k),
     };
     for rep in 0..repeat {
         if interrupt.is_cancelled() {
@@ -231,13 +231,13 @@ mod tests {
         let (grid, plans) = plan_cells(&args(f.path(), &["workers.batch=1,10", "lease.duration=30s,90s"])).unwrap();
         assert_eq!(grid.axes.len(), 2);
         assert_eq!(plans.len(), 4);
-        let got: Vec<(u32, u64)> = plans.iter().map(|(_, p)| (p.batch, p.lease.as_secs())).collect();
+        let got: Vec<(u32, u64)> = plans.iter().map(|(_, p)| (p.workers.batch, p.lease.duration.as_secs())).collect();
         assert_eq!(got, [(1, 30), (1, 90), (10, 30), (10, 90)]);
         assert!(plans.iter().all(|(_, p)| p.seed == plans[0].1.seed));
         let mut a = args(f.path(), &["workers.batch=1,2"]);
         a.time_scale = Some(0.5);
         let (_, plans) = plan_cells(&a).unwrap();
-        assert!(plans.iter().all(|(_, p)| p.time_scale == 0.5 && p.lease.as_secs() == 45));
+        assert!(plans.iter().all(|(_, p)| p.time_scale == 0.5 && p.lease.duration.as_secs() == 45));
     }
 
     #[test]

@@ -5,9 +5,9 @@
 //! load always has some dead tuples between autovacuum runs), or under 100,
 //! whichever is highest. Pure over the time series and the blockers' spans.
 
-use crate::model::summary::{CheckResult, Horizon};
 use crate::model::records::BlockerSpan;
 use crate::model::records::PgSample;
+use crate::model::summary::{CheckResult, Horizon};
 
 pub fn check(samples: &[PgSample], blockers: &[BlockerSpan]) -> (Horizon, Option<CheckResult>) {
     let (Some(first), Some(last_end)) =

@@ -15,12 +15,12 @@ mod stale;
 pub mod starvation;
 
 use crate::collect::{Arrival, Event, EventKind, FaultEvent};
+use crate::model::records::BlockerSpan;
+use crate::model::records::PgSample;
 use crate::model::records::{JobRow, Status};
 use crate::model::summary::{
     CheckResult, Completions, Durability, Executions, Faults, Fifo, Horizon, Jobs, Ownership, Stale, Starvation,
 };
-use crate::model::records::BlockerSpan;
-use crate::model::records::PgSample;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;

@@ -11,8 +11,8 @@
 //! as old as the run, which is backlog, not starvation.
 
 use super::examples;
-use crate::model::summary::{CheckResult, Starvation};
 use crate::model::records::PgSample;
+use crate::model::summary::{CheckResult, Starvation};
 use std::time::Duration;
 
 /// Growth (seconds of age per second of run) that counts as "the head does not move".

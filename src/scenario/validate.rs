@@ -1,0 +1,637 @@
+//! Validation: `RawScenario` → `Plan`. Every rule that can be checked
+//! without a database is checked here, once, and each error names the file,
+//! the line and the key (or the `--set` that supplied it) and what is accepted.
+//! One function per section of the scenario file.
+
+use super::faults;
+use super::horizon;
+use super::load::Source;
+use super::load_model;
+use super::plan::{
+    ClaimOrder, DEFAULT_CLASS, Idle, JobSettings, LeaseSettings, Plan, PostgresSettings, Retry, RunSettings, Stop,
+    Wakeup, WorkModel, WorkerSettings,
+};
+use super::raw::{RawExpect, RawScenario, Reclaim};
+use super::units::{format_duration, parse_duration};
+use crate::error::{Error, Result};
+use crate::model::expect::{self, Expectation};
+use crate::model::summary::RunSummary;
+use crate::model::tolerance::Tolerances;
+use crate::strategy::{self, Strategy};
+use std::time::Duration;
+
+/// Turns a rule broken at `key` into an error naming the file and line (or the `--set`).
+struct At<'a>(&'a Source);
+
+impl At<'_> {
+    fn err(&self, key: &str, msg: impl Into<String>) -> Error {
+        Error::usage(format!("{}: {}", self.0.locate(key), msg.into()))
+    }
+
+    fn duration(&self, key: &str, text: &str) -> Result<Duration> {
+        parse_duration(text).map_err(|e| self.err(key, e))
+    }
+
+    /// A count between 1 and 100,000.
+    fn count(&self, key: &str, v: i64) -> Result<u32> {
+        if v <= 0 || v > 100_000 {
+            return Err(self.err(key, format!("must be between 1 and 100000, got {v}")));
+        }
+        Ok(v as u32)
+    }
+}
+
+/// Checks `raw` and resolves every default. `seed` (from `--seed`) wins over the file's.
+pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<Plan> {
+    let at = At(&source);
+    if raw.name.trim().is_empty() || raw.name.contains(['/', '\\']) {
+        return Err(at.err("name", "must be a non-empty name without slashes (it names the results folder)"));
+    }
+    let time_scale = raw.run.time_scale;
+    if !(time_scale.is_finite() && super::scale::RANGE.contains(&time_scale)) {
+        return Err(at.err(
+            "run.time_scale",
+            format!("must be between 0.0001 and 1000 (0.01 runs 70 s of work in 0.7 s), got {time_scale}"),
+        ));
+    }
+    let jobs = jobs(&raw, &at)?;
+    let (workers, strategy) = workers(&raw, &at)?;
+    let lease = lease(&raw, &at)?;
+    let retry = Retry {
+        base: at.duration("retry.base", &raw.retry.base)?,
+        cap: at.duration("retry.cap", &raw.retry.cap)?,
+        jitter: raw.retry.jitter,
+    };
+    let faults = raw
+        .faults
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            faults::fault(i, f, &workers.groups, workers.count)
+                .map_err(|e| at.err("faults", format!("[[faults]] #{} (kind = \"{}\"): {e}", i + 1, f.kind)))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let load =
+        load_model::build(&raw.jobs.classes, &raw.run.phases, &raw.jobs.arrivals, raw.jobs.business_row, work_model)
+            .map_err(|e| at.err("jobs.classes", e))?;
+    let run = run_settings(&raw, &at)?;
+    if raw.jobs.preload == 0 && !load.is_open() && run.stop == Stop::Drained {
+        return Err(at.err("jobs.preload", "nothing to do: preload jobs, or add [[jobs.classes]] producers"));
+    }
+    if run.stop == Stop::Claims && workers.max_claims.is_none() {
+        return Err(at.err("run.stop", "stop = \"claims\" needs workers.max_claims"));
+    }
+    let (expectations, tolerances) = gate(&raw, &at)?;
+    let mut plan = Plan {
+        blockers: horizon::blockers(&raw.blockers).map_err(|e| at.err("blockers", e))?,
+        vacuum: horizon::vacuum_steps(&raw.vacuum).map_err(|e| at.err("vacuum", e))?,
+        postgres: postgres(&raw, &at)?,
+        seed: seed.or(raw.seed).unwrap_or_else(rand::random),
+        name: raw.name,
+        description: raw.description,
+        time_scale,
+        jobs,
+        workers,
+        strategy,
+        lease,
+        retry,
+        faults,
+        load,
+        run,
+        expectations,
+        tolerances,
+        source,
+    };
+    if let Err(e) = super::scale::apply(&mut plan) {
+        return Err(Error::usage(format!("{}: {e}", plan.source.locate("run.time_scale"))));
+    }
+    Ok(plan)
+}
+
+/// `[jobs]`: preload, attempts, job types.
+fn jobs(raw: &RawScenario, at: &At) -> Result<JobSettings> {
+    let max_attempts = at.count("jobs.max_attempts", raw.jobs.max_attempts)? as i32;
+    if raw.jobs.preload < 0 || raw.jobs.preload > 1_000_000_000 {
+        return Err(at.err("jobs.preload", format!("must be between 0 and 1000000000, got {}", raw.jobs.preload)));
+    }
+    let (types, type_of) =
+        faults::job_types(&raw.jobs.types, raw.jobs.preload as u64).map_err(|e| at.err("jobs.types", e))?;
+    Ok(JobSettings { preload: raw.jobs.preload as u64, max_attempts, types, type_of })
+}
+
+/// `[workers]` and the strategy they claim with (a quota claim sets the batch).
+fn workers(raw: &RawScenario, at: &At) -> Result<(WorkerSettings, Strategy)> {
+    let w = &raw.workers;
+    let count = at.count("workers.count", w.count)?;
+    let batch = at.count("workers.batch", w.batch)?;
+    let max_claims = match w.max_claims {
+        Some(n) if n <= 0 => return Err(at.err("workers.max_claims", format!("must be at least 1, got {n}"))),
+        other => other.map(|n| n as u64),
+    };
+    let idle = idle(w).map_err(|(key, e)| at.err(&key, e))?;
+    let work = work_model(&w.work).map_err(|e| at.err("workers.work", e))?;
+    let quotas = quotas(raw).map_err(|e| at.err("workers.quotas", e))?;
+    let strategy = strategy::resolve(&w.strategy, &raw.strategies, raw.lease.fencing, &quotas)
+        .map_err(|e| at.err("workers.strategy", e))?;
+    // A quota claim's batch is the sum of its quotas: `workers.batch` may be
+    // left out or set to that sum, nothing else (it would mean nothing).
+    let batch = if quotas.is_empty() {
+        batch
+    } else {
+        let sum: u32 = quotas.iter().map(|(_, n)| n).sum();
+        if batch != 1 && batch != sum {
+            return Err(at.err(
+                "workers.batch",
+                format!(
+                    "with priority-quota the batch is the sum of workers.quotas ({sum}); leave it out or set it to {sum}, got {batch}"
+                ),
+            ));
+        }
+        sum
+    };
+    let groups = faults::groups(&w.groups, count).map_err(|e| at.err("workers.groups", e))?;
+    if w.strategy == "priority-pools" {
+        pools(raw).map_err(|e| at.err("workers.groups", e))?;
+    }
+    let ordering = ClaimOrder {
+        aging_step: at.duration("workers.aging_step", &w.aging_step)?,
+        aging_cap: w.aging_cap,
+        deadline: at.duration("workers.deadline", &w.deadline)?,
+    };
+    if ordering.aging_step < Duration::from_millis(1) {
+        return Err(at.err("workers.aging_step", "must be at least 1ms (one point of priority per step waited)"));
+    }
+    if !(0..=1_000_000).contains(&ordering.aging_cap) {
+        return Err(at.err(
+            "workers.aging_cap",
+            format!("must be between 0 and 1000000 (0 turns aging off), got {}", ordering.aging_cap),
+        ));
+    }
+    let settings = WorkerSettings { count, batch, mode: w.mode, work, max_claims, idle, ordering, groups };
+    Ok((settings, strategy))
+}
+
+/// `[lease]`: duration, fencing, heartbeat, reclaim.
+fn lease(raw: &RawScenario, at: &At) -> Result<LeaseSettings> {
+    let l = &raw.lease;
+    let duration = at.duration("lease.duration", &l.duration)?;
+    if duration < Duration::from_millis(1) {
+        return Err(at.err("lease.duration", "must be at least 1ms"));
+    }
+    let heartbeat = match l.heartbeat.as_str() {
+        "off" => None,
+        text => Some(at.duration("lease.heartbeat", text)?),
+    };
+    if let Some(h) = heartbeat.filter(|h| h.is_zero() || *h >= duration) {
+        return Err(at.err(
+            "lease.heartbeat",
+            format!(
+                "{} must be above 0 and shorter than lease.duration ({}): a heartbeat extends the lease before it \
+                 runs out (a third of the lease is usual), or \"off\"",
+                format_duration(h),
+                format_duration(duration)
+            ),
+        ));
+    }
+    if l.reclaim == Reclaim::Inline
+        && raw.workers.strategy != "skip-locked-inline-reclaim"
+        && !raw.strategies.contains_key(&raw.workers.strategy)
+    {
+        return Err(at.err(
+            "lease.reclaim",
+            "reclaim = \"inline\" needs a claim that takes expired leases: strategy = \"skip-locked-inline-reclaim\" or your own",
+        ));
+    }
+    Ok(LeaseSettings {
+        duration,
+        fencing: l.fencing,
+        heartbeat,
+        reclaim: l.reclaim,
+        reaper_interval: at.duration("lease.reaper_interval", &l.reaper_interval)?,
+    })
+}
+
+/// `[run]`: stop condition, timeouts, sampler, probe, starvation threshold.
+fn run_settings(raw: &RawScenario, at: &At) -> Result<RunSettings> {
+    let r = &raw.run;
+    let reconnect_timeout = at.duration("run.reconnect_timeout", &r.reconnect_timeout)?;
+    if reconnect_timeout < Duration::from_millis(100) {
+        return Err(at.err("run.reconnect_timeout", "must be at least 100ms, e.g. \"30s\""));
+    }
+    let stop = match r.stop.as_str() {
+        "drained" => Stop::Drained,
+        "claims" => Stop::Claims,
+        other => Stop::After(
+            parse_duration(other)
+                .map_err(|e| at.err("run.stop", format!("accepted: \"drained\", \"claims\" or a duration; {e}")))?,
+        ),
+    };
+    let sample_interval = match r.sample_interval.as_str() {
+        "off" => None,
+        text => {
+            let d = at.duration("run.sample_interval", text)?;
+            if d < Duration::from_millis(100) {
+                return Err(at.err("run.sample_interval", "must be at least 100ms, or \"off\""));
+            }
+            Some(d)
+        }
+    };
+    let starvation_threshold = at.duration("run.starvation_threshold", &r.starvation_threshold)?;
+    if starvation_threshold.is_zero() {
+        return Err(at.err("run.starvation_threshold", "must be above 0, e.g. \"10s\""));
+    }
+    let plan_probe = match r.plan_probe.as_str() {
+        "off" => None,
+        text => Some(at.duration("run.plan_probe", text)?.max(Duration::from_millis(100))),
+    };
+    Ok(RunSettings {
+        stop,
+        timeout: at.duration("run.timeout", &r.timeout)?,
+        reconnect_timeout,
+        effects_table: r.effects_table,
+        sample_interval,
+        plan_probe,
+        starvation_threshold,
+    })
+}
+
+/// `[postgres]`: server settings, and the jobs table's storage parameters (plain words only:
+/// they are written into an ALTER TABLE).
+fn postgres(raw: &RawScenario, at: &At) -> Result<PostgresSettings> {
+    let settings = raw
+        .postgres
+        .settings
+        .iter()
+        .map(|(k, v)| {
+            setting_value(v).map(|v| (k.clone(), v)).map_err(|e| at.err(&format!("postgres.settings.{k}"), e))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let table_settings = raw
+        .postgres
+        .table_settings
+        .iter()
+        .map(|(k, v)| {
+            let key = format!("postgres.table_settings.{k}");
+            let key_ok = !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+            let value = setting_value(v).map_err(|e| at.err(&key, e))?;
+            let value_ok = value.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-');
+            if !key_ok || !value_ok {
+                return Err(at.err(&key, "names and values are plain words or numbers"));
+            }
+            Ok((k.clone(), value))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(PostgresSettings { settings, table_settings })
+}
+
+/// `[expect]` and `[baseline.tolerance]`, checked against the metric names this scenario's
+/// summary will have (its classes, phases and vacuum steps).
+fn gate(raw: &RawScenario, at: &At) -> Result<(Vec<Expectation>, Tolerances)> {
+    let class_names: Vec<&str> = raw.jobs.classes.iter().map(|c| c.name.as_str()).collect();
+    let vacuum_names: Vec<&str> = raw.vacuum.iter().map(|v| v.name.as_str()).collect();
+    let phase_names: Vec<&str> = raw.run.phases.iter().map(|p| p.name.as_str()).collect();
+    let metric_names = RunSummary::metric_names(&class_names, &vacuum_names, &phase_names);
+    let expectations = raw
+        .expect
+        .iter()
+        .map(|(metric, e)| {
+            let parsed = match e {
+                RawExpect::Expr(expr) => expect::parse_expectation(metric, expr, &metric_names),
+                RawExpect::Table(t) if t.expr.contains("abort") => {
+                    Err("write abort = true beside expr, not inside it".to_string())
+                }
+                RawExpect::Table(t) => {
+                    let expr = if t.abort { format!("{}, abort", t.expr) } else { t.expr.clone() };
+                    expect::parse_expectation(metric, &expr, &metric_names)
+                }
+            };
+            parsed.map_err(|e| at.err(&format!("expect.{metric}"), e))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let tolerances = Tolerances::from_pairs(raw.baseline.tolerance.iter(), &metric_names)
+        .map_err(|(k, e)| at.err(&format!("baseline.tolerance.{k}"), e))?;
+    Ok((expectations, tolerances))
+}
+
+/// The classes a scenario's jobs can have, in declaration order: its
+/// `[[jobs.classes]]`, then "default" (preloaded jobs), and the ones that
+/// actually get jobs (a class nobody claims would starve by construction).
+fn job_classes(raw: &RawScenario) -> (Vec<&str>, Vec<&str>) {
+    let mut accepted: Vec<&str> = raw.jobs.classes.iter().map(|c| c.name.as_str()).collect();
+    let mut required = accepted.clone();
+    if !accepted.contains(&DEFAULT_CLASS) {
+        accepted.push(DEFAULT_CLASS);
+        if raw.jobs.preload > 0 {
+            required.push(DEFAULT_CLASS);
+        }
+    }
+    (accepted, required)
+}
+
+/// `workers.quotas` as (class, jobs per claim) in class order; empty unless
+/// the strategy is `priority-quota`, which needs one for every class.
+fn quotas(raw: &RawScenario) -> std::result::Result<Vec<(String, u32)>, String> {
+    let q = &raw.workers.quotas;
+    if raw.workers.strategy != "priority-quota" {
+        if !q.is_empty() {
+            return Err(format!(
+                "only strategy = \"priority-quota\" uses quotas (strategy is \"{}\"); remove them or switch",
+                raw.workers.strategy
+            ));
+        }
+        return Ok(Vec::new());
+    }
+    let (accepted, required) = job_classes(raw);
+    for (class, n) in q {
+        if !strategy::safe_class_name(class) {
+            return Err(format!("`{class}`: class names here may use only letters, digits, `-` and `_`"));
+        }
+        if !accepted.contains(&class.as_str()) {
+            return Err(format!("`{class}` is not a class of this scenario; accepted: {}", accepted.join(", ")));
+        }
+        if !(1..=1000).contains(n) {
+            return Err(format!("`{class}`: jobs per claim must be between 1 and 1000, got {n}"));
+        }
+    }
+    let missing: Vec<&str> = required.iter().copied().filter(|c| !q.contains_key(*c)).collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "no quota for {}: a class without a quota is never claimed; priority-quota needs one for every class ({})",
+            missing.join(", "),
+            required.join(", ")
+        ));
+    }
+    Ok(accepted.iter().filter_map(|c| q.get(*c).map(|n| (c.to_string(), *n as u32))).collect())
+}
+
+/// `priority-pools`: every group is a pool named after the class it serves,
+/// and every class that gets jobs has a pool.
+fn pools(raw: &RawScenario) -> std::result::Result<(), String> {
+    let (accepted, required) = job_classes(raw);
+    let groups = &raw.workers.groups;
+    if groups.is_empty() {
+        return Err(format!(
+            "strategy = \"priority-pools\" needs [[workers.groups]], one per class, named after it ({})",
+            required.join(", ")
+        ));
+    }
+    for g in groups {
+        if !accepted.contains(&g.name.as_str()) {
+            return Err(format!(
+                "group `{}`: with priority-pools a group's name is the class its workers claim; accepted: {}",
+                g.name,
+                accepted.join(", ")
+            ));
+        }
+    }
+    let missing: Vec<&str> = required.iter().copied().filter(|c| !groups.iter().any(|g| g.name == *c)).collect();
+    if !missing.is_empty() {
+        return Err(format!("no pool for {}: a class without a group of workers is never claimed", missing.join(", ")));
+    }
+    Ok(())
+}
+
+/// `[workers] idle_backoff / idle_jitter / wakeup / fallback_poll`; an error names its key.
+fn idle(w: &super::raw::RawWorkers) -> std::result::Result<Idle, (String, String)> {
+    const ACCEPTED: &str = "accepted: \"5ms\" or a schedule [\"100ms\", \"250ms\", \"2s\"]";
+    let key = |k: &str| format!("workers.{k}");
+    let step = |v: &toml::Value| match v.as_str() {
+        Some(text) => parse_duration(text),
+        None => Err(format!("{v} is not a duration string; {ACCEPTED}")),
+    };
+    let backoff = match &w.idle_backoff {
+        toml::Value::Array(steps) if steps.is_empty() => Err(format!("the schedule is empty; {ACCEPTED}")),
+        toml::Value::Array(steps) => steps.iter().map(step).collect(),
+        other => step(other).map(|d| vec![d]),
+    }
+    .map_err(|e| (key("idle_backoff"), e))?;
+    let wakeup = match w.wakeup.as_str() {
+        "poll" => Wakeup::Poll,
+        "listen" => Wakeup::Listen,
+        other => return Err((key("wakeup"), format!("unknown wakeup `{other}`; accepted: \"poll\" or \"listen\""))),
+    };
+    let fallback_poll = parse_duration(&w.fallback_poll).map_err(|e| (key("fallback_poll"), e))?;
+    if fallback_poll < Duration::from_millis(1) {
+        return Err((
+            key("fallback_poll"),
+            "must be at least 1ms (it bounds how long a missed notification delays work)".into(),
+        ));
+    }
+    Ok(Idle { backoff, jitter: w.idle_jitter, wakeup, fallback_poll })
+}
+
+fn work_model(value: &toml::Value) -> std::result::Result<WorkModel, String> {
+    const ACCEPTED: &str = "accepted: \"5ms\", { p50 = \"8ms\", p99 = \"70ms\" }, { p50 = \"8s\", p95 = \"35s\", p99 = \"70s\" } or { min = \"1ms\", max = \"5ms\" }";
+    let dur = |v: Option<&toml::Value>, key: &str| -> std::result::Result<Duration, String> {
+        let text =
+            v.and_then(|v| v.as_str()).ok_or_else(|| format!("`{key}` must be a duration string; {ACCEPTED}"))?;
+        parse_duration(text)
+    };
+    match value {
+        toml::Value::String(s) => parse_duration(s).map(WorkModel::Fixed),
+        toml::Value::Table(t) => {
+            let mut keys: Vec<&str> = t.keys().map(String::as_str).collect();
+            keys.sort_unstable();
+            match keys.as_slice() {
+                ["p50", "p95", "p99"] => {
+                    let (p50, p95, p99) =
+                        (dur(t.get("p50"), "p50")?, dur(t.get("p95"), "p95")?, dur(t.get("p99"), "p99")?);
+                    if p50.is_zero() || p95 <= p50 || p99 <= p95 {
+                        return Err("needs 0 < p50 < p95 < p99".into());
+                    }
+                    Ok(WorkModel::Quantiles { p50, p95, p99 })
+                }
+                ["p50", "p99"] => {
+                    let (p50, p99) = (dur(t.get("p50"), "p50")?, dur(t.get("p99"), "p99")?);
+                    if p50.is_zero() || p99 <= p50 {
+                        return Err("needs 0 < p50 < p99".into());
+                    }
+                    Ok(WorkModel::LogNormal { p50, p99 })
+                }
+                ["max", "min"] => {
+                    let (min, max) = (dur(t.get("min"), "min")?, dur(t.get("max"), "max")?);
+                    if max < min {
+                        return Err("needs min <= max".into());
+                    }
+                    Ok(WorkModel::Uniform { min, max })
+                }
+                _ => Err(format!("unexpected keys {keys:?}; {ACCEPTED}")),
+            }
+        }
+        _ => Err(ACCEPTED.into()),
+    }
+}
+
+fn setting_value(v: &toml::Value) -> std::result::Result<String, String> {
+    match v {
+        toml::Value::String(s) => Ok(s.clone()),
+        toml::Value::Integer(i) => Ok(i.to_string()),
+        toml::Value::Float(f) => Ok(f.to_string()),
+        toml::Value::Boolean(b) => Ok(if *b { "on" } else { "off" }.into()),
+        _ => Err("a setting must be a string, number or boolean".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::load::{Source, parse_text};
+    use super::*;
+
+    fn plan(text: &str) -> Result<Plan> {
+        // Every scenario needs work; tests that do not say otherwise get one preloaded job.
+        let text = &if text.contains("[jobs]") { text.to_string() } else { format!("{text}[jobs]\npreload = 1\n") };
+        let raw = parse_text(text).map_err(Error::usage)?;
+        let source = Source { path: "t.toml".into(), text: text.into(), overrides: vec![] };
+        validate(raw, source, Some(1))
+    }
+
+    #[test]
+    fn a_scenario_with_nothing_to_do_is_an_error() {
+        let raw = parse_text("name = \"x\"\n").unwrap();
+        let source = Source { path: "t.toml".into(), text: "name = \"x\"\n".into(), overrides: vec![] };
+        assert!(validate(raw, source, Some(1)).unwrap_err().to_string().contains("nothing to do"));
+    }
+
+    #[test]
+    fn the_sampler_can_be_turned_off() {
+        assert_eq!(plan("name = \"x\"\n").unwrap().run.sample_interval, Some(Duration::from_secs(1)));
+        assert_eq!(plan("name = \"x\"\n[run]\nsample_interval = \"off\"\n").unwrap().run.sample_interval, None);
+        let e = plan("name = \"x\"\n[run]\nsample_interval = \"50ms\"\n").unwrap_err().to_string();
+        assert!(e.contains("run.sample_interval") && e.contains("\"off\""), "{e}");
+    }
+
+    #[test]
+    fn defaults_resolve() {
+        let p = plan("name = \"x\"\n[jobs]\npreload = 1\n").unwrap();
+        assert_eq!((p.workers.count, p.workers.batch, p.strategy.name.as_str()), (1, 1, "skip-locked"));
+        assert_eq!(p.run.stop, Stop::Drained);
+        assert_eq!(p.workers.work, WorkModel::Fixed(Duration::ZERO));
+    }
+
+    #[test]
+    fn zero_counts_name_the_line() {
+        let e = plan("name = \"x\"\n[workers]\ncount = 0\n").unwrap_err().to_string();
+        assert!(e.starts_with("t.toml:3: workers.count: must be between 1"), "{e}");
+        let e = plan("name = \"x\"\n[workers]\nbatch = 0\n").unwrap_err().to_string();
+        assert!(e.contains("t.toml:3: workers.batch"), "{e}");
+    }
+
+    #[test]
+    fn work_models_parse() {
+        let p = plan("name = \"x\"\n[workers]\nwork = { p50 = \"8ms\", p99 = \"70ms\" }\n").unwrap();
+        assert!(matches!(p.workers.work, WorkModel::LogNormal { .. }));
+        let p = plan("name = \"x\"\n[workers]\nwork = { min = \"1ms\", max = \"5ms\" }\n").unwrap();
+        assert!(matches!(p.workers.work, WorkModel::Uniform { .. }));
+        assert!(plan("name = \"x\"\n[workers]\nwork = { p50 = \"8ms\" }\n").is_err());
+        assert!(plan("name = \"x\"\n[workers]\nwork = 5\n").is_err());
+    }
+
+    #[test]
+    fn idle_backoff_is_a_duration_or_a_schedule() {
+        let p = plan("name = \"x\"\n").unwrap();
+        assert_eq!(
+            p.workers.idle,
+            Idle {
+                backoff: vec![Duration::from_millis(5)],
+                jitter: false,
+                wakeup: Wakeup::Poll,
+                fallback_poll: Duration::from_secs(2)
+            }
+        );
+        let p = plan(
+            "name = \"x\"\n[workers]\nidle_backoff = [\"100ms\", \"2s\"]\nidle_jitter = true\nwakeup = \"listen\"\n",
+        )
+        .unwrap();
+        assert_eq!(p.workers.idle.backoff, [Duration::from_millis(100), Duration::from_secs(2)]);
+        assert!(p.workers.idle.jitter && p.workers.idle.wakeup == Wakeup::Listen);
+        let e = plan("name = \"x\"\n[workers]\nidle_backoff = []\n").unwrap_err().to_string();
+        assert!(e.contains("t.toml:3: workers.idle_backoff") && e.contains("empty"), "{e}");
+        let e = plan("name = \"x\"\n[workers]\nidle_backoff = [5]\n").unwrap_err().to_string();
+        assert!(e.contains("workers.idle_backoff") && e.contains("accepted"), "{e}");
+        let e = plan("name = \"x\"\n[workers]\nwakeup = \"push\"\n").unwrap_err().to_string();
+        assert!(e.contains("workers.wakeup") && e.contains("listen"), "{e}");
+    }
+
+    #[test]
+    fn stop_claims_needs_max_claims() {
+        let e = plan("name = \"x\"\n[run]\nstop = \"claims\"\n").unwrap_err().to_string();
+        assert!(e.contains("max_claims"), "{e}");
+        let e = plan("name = \"x\"\n[run]\nstop = \"soon\"\n").unwrap_err().to_string();
+        assert!(e.contains("t.toml:3: run.stop") && e.contains("drained"), "{e}");
+    }
+
+    #[test]
+    fn unknown_metric_in_expect_is_an_error() {
+        let e = plan("name = \"x\"\n[expect]\n\"jobs.lsot\" = \"== 0\"\n").unwrap_err().to_string();
+        assert!(e.contains("jobs.lsot") && e.contains("jobs.lost"), "{e}");
+    }
+
+    const TWO_CLASSES: &str = "[jobs]\n[[jobs.classes]]\nname = \"high\"\nrate = 5.0\n[[jobs.classes]]\nname = \"normal\"\nrate = 2.0\n[[run.phases]]\nname = \"p\"\nduration = \"1s\"\n";
+
+    #[test]
+    fn quotas_become_the_claim_and_the_batch() {
+        let p = plan(&format!(
+            "name = \"x\"\n[workers]\nstrategy = \"priority-quota\"\nquotas = {{ normal = 3, high = 5 }}\n{TWO_CLASSES}"
+        ))
+        .unwrap();
+        assert_eq!(p.workers.batch, 8);
+        let sql = &p.strategy.claim.text;
+        // Class order, not the quotas' order: high's CTE comes first.
+        assert!(sql.find("class = 'high'").unwrap() < sql.find("class = 'normal'").unwrap(), "{sql}");
+        assert!(sql.contains("LIMIT 5") && sql.contains("LIMIT 3"), "{sql}");
+    }
+
+    #[test]
+    fn quota_errors_name_the_key_and_what_is_accepted() {
+        let with = |workers: &str| {
+            plan(&format!("name = \"x\"\n[workers]\nstrategy = \"priority-quota\"\n{workers}\n{TWO_CLASSES}"))
+                .unwrap_err()
+                .to_string()
+        };
+        let e = with("quotas = { high = 5 }");
+        assert!(e.contains("t.toml:4: workers.quotas") && e.contains("no quota for normal"), "{e}");
+        let e = with("quotas = { high = 5, normal = 3, low = 1 }");
+        assert!(e.contains("`low` is not a class") && e.contains("high, normal, default"), "{e}");
+        let e = with("quotas = { high = 5, normal = 0 }");
+        assert!(e.contains("between 1 and 1000, got 0"), "{e}");
+        let e = with("quotas = { high = 5, \"normal'\" = 3 }");
+        assert!(e.contains("letters, digits"), "{e}");
+        let e = with("");
+        assert!(e.contains("workers.quotas") && e.contains("no quota for high, normal"), "{e}");
+        let e = with("batch = 4\nquotas = { high = 5, normal = 3 }");
+        assert!(e.contains("workers.batch") && e.contains("set it to 8"), "{e}");
+        assert!(
+            plan(&format!(
+                "name = \"x\"\n[workers]\nstrategy = \"priority-quota\"\nbatch = 8\nquotas = {{ high = 5, normal = 3 }}\n{TWO_CLASSES}"
+            ))
+            .is_ok()
+        );
+        let e = plan("name = \"x\"\n[workers]\nquotas = { default = 1 }\n").unwrap_err().to_string();
+        assert!(e.contains("workers.quotas") && e.contains("only strategy = \"priority-quota\""), "{e}");
+        // Preloaded jobs are class "default": they need a quota too.
+        let e = plan("name = \"x\"\n[workers]\nstrategy = \"priority-quota\"\nquotas = { high = 1 }\n[jobs]\npreload = 5\n[[jobs.classes]]\nname = \"high\"\nrate = 1.0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no quota for default"), "{e}");
+    }
+
+    #[test]
+    fn pools_are_groups_named_after_classes() {
+        let with = |groups: &str| {
+            plan(&format!("name = \"x\"\n[workers]\ncount = 2\nstrategy = \"priority-pools\"\n{groups}{TWO_CLASSES}"))
+        };
+        let ok = "[[workers.groups]]\nname = \"high\"\ncount = 1\n[[workers.groups]]\nname = \"normal\"\ncount = 1\n";
+        let p = with(ok).unwrap();
+        assert_eq!(p.workers.groups, vec![("high".to_string(), vec![1]), ("normal".to_string(), vec![2])]);
+        assert!(p.strategy.claim.params.contains(&crate::strategy::Param::Pool));
+        let e = with(&ok.replace("\"normal\"", "\"slow\"")).unwrap_err().to_string();
+        assert!(
+            e.contains("workers.groups") && e.contains("group `slow`") && e.contains("high, normal, default"),
+            "{e}"
+        );
+        let e = with(&ok.replace("\"normal\"", "\"high\"")).unwrap_err().to_string();
+        assert!(e.contains("no pool for normal"), "{e}");
+        let e = with("").unwrap_err().to_string();
+        assert!(e.contains("needs [[workers.groups]]"), "{e}");
+    }
+}
