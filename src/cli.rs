@@ -1,5 +1,9 @@
-//! Command-line definitions only (clap). Behaviour lives in `lib.rs`.
+//! Command-line definitions (clap), and their resolution into `options` (checked once; nothing
+//! below the command line sees clap). Behaviour lives in `lib.rs` and the commands.
 
+use crate::error::{Error, Result};
+use crate::options::{BaselineOptions, DatabaseOptions, PostgresMode, RunCommand, RunOptions, SweepCommand, Target};
+use crate::scenario::scale;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -85,14 +89,6 @@ pub struct Overrides {
     /// Override a scenario key, e.g. --set workers.count=16 (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
-}
-
-/// `--postgres`: where the run's PostgreSQL comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PostgresMode {
-    Ephemeral,
-    Docker,
-    Url,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -195,4 +191,54 @@ pub struct SweepArgs {
     /// Print only one line per cell and the results path.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+impl RunArgs {
+    /// The run command, resolved and checked (flags only: what needs a scenario is checked
+    /// with its plan).
+    pub fn options(&self) -> Result<RunCommand> {
+        let target = Target::resolve(self.postgres, self.database_url.clone(), &self.postgres_image, self.yes)?;
+        Ok(RunCommand {
+            files: self.files.clone(),
+            sets: scale::with_flag(&self.overrides.set, self.time_scale).map_err(Error::usage)?,
+            seed: self.seed,
+            out: self.out.clone(),
+            expect: self.expect.clone(),
+            quiet: self.quiet,
+            repeat: self.repeat,
+            baseline: BaselineOptions {
+                save: self.save_baseline.clone(),
+                compare: self.baseline.clone(),
+                dir: self.baseline_args.baseline_dir.clone(),
+                tolerances: self.baseline_args.tolerance.clone(),
+            },
+            github: self.github,
+            run: RunOptions {
+                database: DatabaseOptions::new(target, self.schema.clone(), self.reuse, self.keep)?,
+                progress: !self.quiet,
+            },
+        })
+    }
+}
+
+impl SweepArgs {
+    pub fn options(&self) -> Result<SweepCommand> {
+        if self.repeat == 0 {
+            return Err(Error::usage("--repeat must be at least 1"));
+        }
+        let target = match &self.database_url {
+            Some(url) => Target::Url { url: url.clone(), allow_remote: self.yes },
+            None => Target::Ephemeral,
+        };
+        Ok(SweepCommand {
+            file: self.file.clone(),
+            grid: self.set.clone(),
+            repeat: self.repeat,
+            time_scale: self.time_scale,
+            out: self.out.clone(),
+            seed: self.seed,
+            quiet: self.quiet,
+            run: RunOptions { database: DatabaseOptions::new(target, None, false, false)?, progress: false },
+        })
+    }
 }

@@ -13,6 +13,7 @@ pub mod db;
 pub mod error;
 pub mod gate;
 pub mod model;
+pub mod options;
 pub mod pipeline;
 pub mod report;
 pub mod run;
@@ -31,8 +32,14 @@ use tokio_util::sync::CancellationToken;
 /// Runs a parsed command line; never panics on bad input, returns the exit code.
 pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
     let result = match cli.command {
-        Command::Run(args) => pipeline::run_files(&args, &interrupt).await,
-        Command::Sweep(args) => sweep::sweep(&args, &interrupt).await,
+        Command::Run(args) => match args.options() {
+            Ok(cmd) => pipeline::run_files(&cmd, &interrupt).await,
+            Err(e) => Err(e),
+        },
+        Command::Sweep(args) => match args.options() {
+            Ok(cmd) => sweep::sweep(&cmd, &interrupt).await,
+            Err(e) => Err(e),
+        },
         Command::Report { dir } => commands::report::rebuild_report(&dir),
         Command::Compare { old, new, baseline, out } => {
             commands::compare::compare_runs(&old, &new, &baseline, out.as_deref())

@@ -51,11 +51,20 @@ fn main() -> ExitCode {
     let charts = [(&throughput, "worker-curve-throughput", false), (&claim, "worker-curve-claim", true)];
     for (chart, name, log_y) in charts {
         let drawn = if log_y { line_log2_log10 } else { line_log2 };
-        if let Err(e) = drawn(chart, Path::new(dir), name) {
-            eprintln!("error: {e}");
-            return ExitCode::from(3);
+        let written = drawn(chart, name, "").and_then(|c| {
+            let png = Path::new(dir).join(format!("{name}.png"));
+            std::fs::write(Path::new(dir).join(format!("{name}.svg")), &c.svg)
+                .and_then(|()| std::fs::write(&png, &c.png))
+                .map(|()| png)
+                .map_err(|e| queuebench::error::Error::infra(format!("cannot write the chart into {dir}: {e}")))
+        });
+        match written {
+            Ok(png) => println!("{}", png.display()),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(3);
+            }
         }
-        println!("{}", Path::new(dir).join(format!("{name}.png")).display());
     }
     ExitCode::SUCCESS
 }

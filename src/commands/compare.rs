@@ -22,7 +22,7 @@ pub fn compare_runs(old: &str, new: &str, args: &cli::BaselineArgs, out: Option<
     let c = compare::compare(&old_runs, &new_runs, &tol, (&old_label, &new_label));
     print!("{}", compare::table(&c));
     if let Some(dir) = out {
-        pipeline::write_comparison_files(dir, &c)?;
+        crate::report::export::write(dir, &[], &[&pipeline::comparison_files(&c)])?;
     }
     Ok(if c.regressed { ExitCode::ExpectationFailed } else { ExitCode::Passed })
 }

@@ -1,15 +1,18 @@
 //! `queuebench prepare FILE --database-url URL --schema NAME`: a scenario's schema and preloaded
 //! jobs in a server, for pgbench comparisons.
 
-use crate::db::{self, Database, schema};
+use crate::db::schema;
 use crate::error::{ExitCode, Result};
-use crate::scenario;
+use crate::options::{DatabaseOptions, Target};
+use crate::{pipeline, scenario};
 use std::path::Path;
 
 pub async fn prepare(file: &Path, sets: &[String], url: &str, schema_name: String, reuse: bool) -> Result<ExitCode> {
     let plan = scenario::plan_from_file(file, sets, Some(0))?;
-    db::check_schema_name(&schema_name)?;
-    let db = Database::open(Some(url), &[], schema_name, true, true).await?.reusing(reuse);
+    // The schema stays (keep): pgbench runs in it next. The URL was given on purpose: any host.
+    let target = Target::Url { url: url.to_string(), allow_remote: true };
+    let opts = DatabaseOptions::new(target, Some(schema_name), reuse, true)?;
+    let db = pipeline::open_database(&plan, &opts, "").await?;
     let notify = plan.workers.idle.wakeup == scenario::plan::Wakeup::Listen;
     let preload =
         match schema::install(&db, plan.jobs.preload, plan.jobs.max_attempts, &plan.postgres.table_settings, notify)

@@ -15,7 +15,7 @@ pub fn rebuild_report(dir: &Path) -> Result<ExitCode> {
     let summary: RunSummary = serde_json::from_str(&read("summary.json")?)
         .map_err(|e| Error::usage(format!("{}: not a queuebench summary: {e}", dir.join("summary.json").display())))?;
     let ts = Timeseries::read(&dir.join("timeseries.csv"))?;
-    report::render(dir, &summary, &ts, &read("scenario.toml").unwrap_or_default())?;
+    report::rebuild(dir, &summary, &ts, &read("scenario.toml").unwrap_or_default())?;
     println!("rebuilt {}", dir.join("report.html").display());
     Ok(ExitCode::Passed)
 }

@@ -80,21 +80,6 @@ pub fn emergency_cleanup() {
     }
 }
 
-/// A schema name queuebench accepts from the command line: lower-case letters, digits and _.
-pub fn check_schema_name(name: &str) -> Result<()> {
-    let ok = name.len() <= 63
-        && name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        && !name.starts_with("pg_");
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::usage(format!(
-            "--schema `{name}`: use lower-case letters, digits and _ (at most 63, not starting with a digit or pg_)"
-        )))
-    }
-}
-
 impl Database {
     /// Opens the target: parses the URL, or starts an ephemeral cluster with `settings`.
     /// `remote_ok`: the user said `--yes` to a URL whose host is not on this machine.

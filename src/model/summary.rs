@@ -70,6 +70,9 @@ pub struct RunSummary {
     /// The abort-on-fail expectation that stopped the run early (`"executions.duplicate == 0"`), if any.
     pub aborted_by: Option<String>,
     pub passed: bool,
+    /// Files of the run folder that could not be written (`file: reason`); empty when all were.
+    /// summary.json is written first, so the verdict survives a full disk.
+    pub not_written: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

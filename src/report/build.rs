@@ -154,6 +154,7 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
         checks: v.checks,
         expectations: Vec::new(),
         aborted_by: out.aborted.clone(),
+        not_written: Vec::new(),
         passed: false,
     };
     s.effects.journal = s.executions.total;

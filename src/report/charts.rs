@@ -5,7 +5,6 @@ use crate::error::{Error, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use std::path::Path;
 use std::sync::Once;
 
 pub(crate) const SIZE: (u32, u32) = (960, 480);
@@ -48,24 +47,24 @@ pub struct BarChart<'a> {
     pub bars: Vec<(String, f64)>,
 }
 
-/// Draws into `<dir>/<name>.svg` and `.png`; returns the SVG text.
-pub fn line(chart: &LineChart, dir: &Path, name: &str) -> Result<String> {
-    lines(chart, dir, name, Axes::Linear)
+/// A line chart named `name` (its file stem) with a caption.
+pub fn line(chart: &LineChart, name: &str, caption: &str) -> Result<Chart> {
+    lines(chart, name, caption, Axes::Linear)
 }
 
 /// The same with x given as log2 of the value and labelled with the value (1, 2, 4 … 512).
-pub fn line_log2(chart: &LineChart, dir: &Path, name: &str) -> Result<String> {
-    lines(chart, dir, name, Axes::Log2X)
+pub fn line_log2(chart: &LineChart, name: &str, caption: &str) -> Result<Chart> {
+    lines(chart, name, caption, Axes::Log2X)
 }
 
 /// The same, and y given as log10 of the value, labelled by decade (0.1, 1, 10 …): for
 /// values that span orders of magnitude, such as claim latency from 1 to 512 workers.
-pub fn line_log2_log10(chart: &LineChart, dir: &Path, name: &str) -> Result<String> {
-    lines(chart, dir, name, Axes::Log2XLog10Y)
+pub fn line_log2_log10(chart: &LineChart, name: &str, caption: &str) -> Result<Chart> {
+    lines(chart, name, caption, Axes::Log2XLog10Y)
 }
 
-fn lines(chart: &LineChart, dir: &Path, name: &str, axes: Axes) -> Result<String> {
-    render(dir, name, |area| draw_line(area, chart, axes), |area| draw_line(area, chart, axes))
+fn lines(chart: &LineChart, name: &str, caption: &str, axes: Axes) -> Result<Chart> {
+    render(name, caption, |area| draw_line(area, chart, axes), |area| draw_line(area, chart, axes))
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -75,32 +74,60 @@ enum Axes {
     Log2XLog10Y,
 }
 
-pub fn bars(chart: &BarChart, dir: &Path, name: &str) -> Result<String> {
-    render(dir, name, |area| draw_bars(area, chart), |area| draw_bars(area, chart))
+pub fn bars(chart: &BarChart, name: &str, caption: &str) -> Result<Chart> {
+    render(name, caption, |area| draw_bars(area, chart), |area| draw_bars(area, chart))
 }
 
 pub(crate) type Drawn = std::result::Result<(), String>;
 
-/// Draws one chart into `<dir>/<name>.svg` and `.png` (the same drawing twice); returns the SVG text.
+/// One drawn chart: its file stem and caption, and the same drawing as SVG (embedded in the
+/// HTML pages) and PNG. Drawn in memory; the exporters write `<stem>.svg` and `<stem>.png`.
+#[derive(Debug, Clone)]
+pub struct Chart {
+    pub name: String,
+    pub caption: String,
+    pub svg: String,
+    pub png: Vec<u8>,
+}
+
+impl Chart {
+    /// The chart's two files, under `folder` (relative to the output folder).
+    pub fn files(&self, folder: &str) -> [(String, Vec<u8>); 2] {
+        [
+            (format!("{folder}/{}.svg", self.name), self.svg.clone().into_bytes()),
+            (format!("{folder}/{}.png", self.name), self.png.clone()),
+        ]
+    }
+}
+
+/// Draws one chart twice, as SVG and as PNG, in memory.
 pub(crate) fn render(
-    dir: &Path,
     name: &str,
+    caption: &str,
     svg: impl FnOnce(DrawingArea<SVGBackend, Shift>) -> Drawn,
     png: impl FnOnce(DrawingArea<BitMapBackend, Shift>) -> Drawn,
-) -> Result<String> {
+) -> Result<Chart> {
     fonts();
-    std::fs::create_dir_all(dir).map_err(|e| Error::infra(format!("cannot create {}: {e}", dir.display())))?;
     let mut text = String::new();
     {
         let area = SVGBackend::with_string(&mut text, SIZE).into_drawing_area();
         svg(area).map_err(|e| Error::infra(format!("chart {name}: {e}")))?;
     }
-    std::fs::write(dir.join(format!("{name}.svg")), &text)
-        .map_err(|e| Error::infra(format!("cannot write {}: {e}", dir.join(name).display())))?;
-    let png_path = dir.join(format!("{name}.png"));
-    let area = BitMapBackend::new(&png_path, SIZE).into_drawing_area();
-    png(area).map_err(|e| Error::infra(format!("chart {name}: {e}")))?;
-    Ok(text)
+    let mut rgb = vec![0u8; (SIZE.0 * SIZE.1 * 3) as usize];
+    {
+        let area = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
+        png(area).map_err(|e| Error::infra(format!("chart {name}: {e}")))?;
+    }
+    let mut bytes = Vec::new();
+    image::ImageEncoder::write_image(
+        image::codecs::png::PngEncoder::new(&mut bytes),
+        &rgb,
+        SIZE.0,
+        SIZE.1,
+        image::ColorType::Rgb8,
+    )
+    .map_err(|e| Error::infra(format!("chart {name}: encoding the PNG: {e}")))?;
+    Ok(Chart { name: name.to_string(), caption: caption.to_string(), svg: text, png: bytes })
 }
 
 /// Headroom above the data so the legend does not sit on the lines.
@@ -212,22 +239,23 @@ mod tests {
 
     #[test]
     fn draws_svg_and_png_with_embedded_fonts() {
-        let dir = tempfile::tempdir().unwrap();
         let chart = LineChart {
             title: "Throughput",
             x_label: "seconds",
             y_label: "jobs/s",
             series: vec![Series { name: "done".into(), points: vec![(0.0, 1.0), (1.0, 3.0)] }],
         };
-        let svg = line(&chart, dir.path(), "t").unwrap();
-        assert!(svg.contains("<svg") && svg.contains("Throughput"));
-        let png = std::fs::read(dir.path().join("t.png")).unwrap();
-        assert_eq!(&png[1..4], b"PNG");
+        let c = line(&chart, "t", "caption").unwrap();
+        assert!(c.svg.contains("<svg") && c.svg.contains("Throughput"));
+        assert_eq!(&c.png[1..4], b"PNG");
+        let decoded = image::load_from_memory(&c.png).unwrap();
+        assert_eq!((decoded.width(), decoded.height()), SIZE);
+        assert_eq!(c.files("charts")[1].0, "charts/t.png");
         let b = BarChart {
             title: "jobs/s",
             y_label: "jobs/s",
             bars: vec![("naive".into(), 465.0), ("skip".into(), 1450.0)],
         };
-        assert!(bars(&b, dir.path(), "b").unwrap().contains("naive"));
+        assert!(bars(&b, "b", "").unwrap().svg.contains("naive"));
     }
 }

@@ -1,6 +1,7 @@
 //! `report.html` (one run) and `comparison.html` (several): single
 //! self-contained files, charts inlined as SVG, no scripts, no fetches.
 
+use super::charts::Chart;
 use crate::model::summary::{Percentiles, RunSummary};
 use std::fmt::Write;
 
@@ -13,6 +14,13 @@ figure{margin:1rem 0}figure svg{max-width:100%;height:auto;border:1px solid #eee
 
 pub fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// Each chart as an inline SVG figure with its caption.
+pub(crate) fn figures(o: &mut String, charts: &[Chart]) {
+    for c in charts {
+        let _ = write!(o, "<figure>{}<figcaption class=muted>{}</figcaption></figure>", c.svg, escape(&c.caption));
+    }
 }
 
 fn verdict(ok: bool) -> &'static str {
@@ -42,8 +50,8 @@ fn latency_row(o: &mut String, name: &str, p: &Percentiles) {
     o.push_str("</tr>");
 }
 
-/// The report of one run; `charts` are (title, svg) pairs.
-pub fn report(s: &RunSummary, charts: &[(String, String)], scenario_text: &str) -> String {
+/// The report of one run, its charts inlined.
+pub fn report(s: &RunSummary, charts: &[Chart], scenario_text: &str) -> String {
     let mut o = String::new();
     let status = if s.interrupted {
         "INTERRUPTED"
@@ -137,9 +145,7 @@ pub fn report(s: &RunSummary, charts: &[(String, String)], scenario_text: &str) 
         latency_row(&mut o, &format!("queue wait · {class}"), p);
     }
     o.push_str("</table><p class=muted>Queue wait and end to end count from each job's intended enqueue time.</p><h2>Charts</h2>");
-    for (title, svg) in charts {
-        let _ = write!(o, "<figure>{svg}<figcaption class=muted>{}</figcaption></figure>", escape(title));
-    }
+    figures(&mut o, charts);
     o.push_str("<h2>Environment</h2>");
     let env = &s.environment;
     let mut pairs = vec![
@@ -159,7 +165,7 @@ fn verdict_word(status: &str) -> String {
 }
 
 /// Several runs side by side.
-pub fn comparison(runs: &[(RunSummary, String)], charts: &[(String, String)]) -> String {
+pub fn comparison(runs: &[(RunSummary, String)], charts: &[Chart]) -> String {
     let mut o = String::from(
         "<h1>queuebench comparison</h1><table><tr><th>scenario</th><th>strategy · mode</th><th>jobs/s</th><th>claim p99 ms</th><th>duplicate executions</th><th>distinct jobs</th><th>lost</th><th>verdict</th><th>report</th></tr>",
     );
@@ -180,9 +186,7 @@ pub fn comparison(runs: &[(RunSummary, String)], charts: &[(String, String)]) ->
         );
     }
     o.push_str("</table>");
-    for (title, svg) in charts {
-        let _ = write!(o, "<figure>{svg}<figcaption class=muted>{}</figcaption></figure>", escape(title));
-    }
+    figures(&mut o, charts);
     page("queuebench comparison", &o)
 }
 
@@ -195,7 +199,8 @@ mod tests {
         let mut s = RunSummary { scenario: "<x>".into(), passed: true, ..Default::default() };
         s.latency_ms.queue_wait.insert("high".into(), Percentiles { count: 3, ..Default::default() });
         s.latency_ms.queue_wait.insert("idle".into(), Percentiles::default());
-        let html = report(&s, &[("t".into(), "<svg id=c></svg>".into())], "name = \"<x>\"");
+        let chart = Chart { name: "t".into(), caption: "t".into(), svg: "<svg id=c></svg>".into(), png: Vec::new() };
+        let html = report(&s, &[chart], "name = \"<x>\"");
         assert!(html.contains("&lt;x&gt;") && !html.contains("<x>"));
         assert!(html.contains("<svg id=c></svg>"));
         assert!(html.contains("queue wait · high"));

@@ -1,21 +1,26 @@
 //! Exporters: the terminal table and the run folder (`summary.json`,
 //! `summary.csv`, `timeseries.csv`, HdrHistogram files, `charts/`,
-//! `report.html`, `junit.xml`). They read the `RunSummary` and the `Timeseries` and never
-//! recompute a statistic; `queuebench report DIR` runs the same code on the
-//! files a run saved.
+//! `report.html`, `junit.xml`), all written through the one fan-out in `export`
+//! (summary.json first and whole, the rest best-effort). They read the `RunSummary` and the
+//! `Timeseries` and never recompute a statistic; `queuebench report DIR` runs the same code
+//! on the files a run saved. `build` assembles the summary (the only place its numbers are
+//! computed).
 
 pub mod build;
 pub mod charts;
+pub mod export;
 pub mod github;
 pub mod html;
 pub mod junit;
+mod run_charts;
 pub mod scale;
 pub mod terminal;
 pub mod timeseries;
 
 use crate::error::{Error, Result};
 use crate::model::summary::{Percentiles, RunSummary};
-use charts::{BarChart, LineChart, Series};
+use charts::{BarChart, Chart};
+use export::{Exporter, File, Output, Written};
 use hdrhistogram::Histogram;
 use std::path::Path;
 use timeseries::Timeseries;
@@ -37,10 +42,6 @@ pub fn percentiles(h: &Histogram<u64>) -> Percentiles {
     }
 }
 
-fn write(path: &Path, bytes: &[u8]) -> Result<()> {
-    std::fs::write(path, bytes).map_err(|e| Error::infra(format!("cannot write {}: {e}", path.display())))
-}
-
 /// One latency: its file stem, its µs histogram and its samples as (ms since start, µs).
 pub type Latency<'a> = (String, &'a Histogram<u64>, &'a [(u32, u32)]);
 
@@ -50,32 +51,81 @@ pub struct RunFiles<'a> {
     /// (file stem, µs histogram, its samples as (ms since start, µs)): `latency-<stem>.hgrm`
     /// and, when there are samples, `latency-<stem>.hlog`.
     pub histograms: Vec<Latency<'a>>,
-    pub scenario_text: &'a str,
+    pub scenario_text: String,
     pub environment_json: String,
 }
 
-/// Writes the whole run folder.
-pub fn write_run_folder(dir: &Path, summary: &RunSummary, files: &RunFiles) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::infra(format!("cannot create {}: {e}", dir.display())))?;
-    write(&dir.join("scenario.toml"), files.scenario_text.as_bytes())?;
-    write(&dir.join("environment.json"), files.environment_json.as_bytes())?;
-    for (stem, h, samples) in &files.histograms {
-        write(&dir.join(format!("latency-{stem}.hgrm")), percentile_distribution(h).as_bytes())?;
-        if !samples.is_empty() {
-            write(&dir.join(format!("latency-{stem}.hlog")), &interval_log(samples, stem)?)?;
-        }
-    }
-    files.timeseries.write(&dir.join("timeseries.csv"))?;
-    render(dir, summary, files.timeseries, files.scenario_text)
+/// Writes a run folder through the one fan-out (`export`): `summary.json` first and whole,
+/// then the rest best-effort; what could not be written is recorded in `summary.json`'s
+/// `not_written`. `junit`: also write `junit.xml` (false when the batch writes it there,
+/// with the baseline's suite in it).
+pub fn export_run(dir: &Path, summary: &RunSummary, files: &RunFiles, junit: bool) -> Result<Written> {
+    let charts = run_charts(summary, files.timeseries);
+    let mut rest: Vec<Box<dyn Exporter + '_>> = vec![
+        Box::new(export::one("scenario.toml", || files.scenario_text.as_str())),
+        Box::new(export::one("environment.json", || files.environment_json.as_str())),
+        Box::new(Output("latency histograms", || histogram_files(&files.histograms))),
+        Box::new(export::one("timeseries.csv", || files.timeseries.to_csv())),
+    ];
+    rest.extend(rebuildable(summary, &charts, &files.scenario_text, junit));
+    write_with_summary(dir, summary, &rest)
 }
 
-/// summary.json, summary.csv, charts/ and report.html: everything `queuebench report` can rebuild.
-pub fn render(dir: &Path, summary: &RunSummary, ts: &Timeseries, scenario_text: &str) -> Result<()> {
-    write(&dir.join("summary.json"), &serde_json::to_vec_pretty(summary).expect("summary serialises"))?;
-    write(&dir.join("summary.csv"), summary_csv(std::slice::from_ref(summary)).as_bytes())?;
-    write(&dir.join("junit.xml"), junit::junit(&[(summary.scenario.clone(), summary)], None).as_bytes())?;
-    let charts = run_charts(summary, ts, &dir.join("charts"))?;
-    write(&dir.join("report.html"), html::report(summary, &charts, scenario_text).as_bytes())
+/// `queuebench report DIR`: summary.json, summary.csv, junit.xml, charts/ and report.html
+/// again from the files a run saved.
+pub fn rebuild(dir: &Path, summary: &RunSummary, ts: &Timeseries, scenario_text: &str) -> Result<Written> {
+    let charts = run_charts(summary, ts);
+    write_with_summary(dir, summary, &rebuildable(summary, &charts, scenario_text, true))
+}
+
+/// summary.json (required), then `rest`; if something of the rest failed, summary.json again
+/// listing it (if that write fails too, the first summary.json stands, verdict and all).
+fn write_with_summary(dir: &Path, summary: &RunSummary, rest: &[Box<dyn Exporter + '_>]) -> Result<Written> {
+    let summary_json = export::one("summary.json", || json(summary));
+    let rest: Vec<&dyn Exporter> = rest.iter().map(|b| b.as_ref()).collect();
+    let written = export::write(dir, &[&summary_json], &rest)?;
+    if !written.not_written.is_empty() {
+        let mut s = summary.clone();
+        s.not_written = written.not_written.clone();
+        let _ = export::write_atomic(&dir.join("summary.json"), &json(&s));
+    }
+    Ok(written)
+}
+
+fn json(summary: &RunSummary) -> Vec<u8> {
+    serde_json::to_vec_pretty(summary).expect("summary serialises")
+}
+
+/// The outputs made from the summary and the time series alone (what `report` rebuilds).
+fn rebuildable<'a>(
+    summary: &'a RunSummary,
+    charts: &'a Result<Vec<Chart>>,
+    scenario_text: &'a str,
+    junit: bool,
+) -> Vec<Box<dyn Exporter + 'a>> {
+    let mut out: Vec<Box<dyn Exporter + 'a>> =
+        vec![Box::new(export::one("summary.csv", || summary_csv(std::slice::from_ref(summary))))];
+    if junit {
+        out.push(Box::new(export::one("junit.xml", || junit::junit(&[(summary.scenario.clone(), summary)], None))));
+    }
+    out.push(Box::new(charts_output(charts)));
+    out.push(Box::new(export::one("report.html", move || {
+        let shown: &[Chart] = charts.as_deref().unwrap_or_default();
+        html::report(summary, shown, scenario_text)
+    })));
+    out
+}
+
+/// `latency-<stem>.hgrm` for every histogram and `.hlog` for those with samples.
+fn histogram_files(histograms: &[Latency]) -> Result<Vec<File>> {
+    let mut out = Vec::new();
+    for (stem, h, samples) in histograms {
+        out.push(File::new(format!("latency-{stem}.hgrm"), percentile_distribution(h)));
+        if !samples.is_empty() {
+            out.push(File::new(format!("latency-{stem}.hlog"), interval_log(samples, stem)?));
+        }
+    }
+    Ok(out)
 }
 
 /// One row per run; the columns are the run's identity and every numeric metric, sorted (a
@@ -104,175 +154,52 @@ pub fn summary_csv(runs: &[RunSummary]) -> String {
     String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
 }
 
-/// The charts of one run, as (caption, svg).
-fn run_charts(s: &RunSummary, ts: &Timeseries, dir: &Path) -> Result<Vec<(String, String)>> {
-    let t = ts.column("t_s").unwrap_or_default();
-    let series = |col: &str, name: &str| Series {
-        name: name.to_string(),
-        points: t.iter().copied().zip(ts.column(col).unwrap_or_default()).collect(),
-    };
-    let per_class = |prefix: &str| -> Vec<Series> {
-        ts.classes(prefix).into_iter().map(|(col, class)| series(&col, &class)).collect()
-    };
-    let mut out = Vec::new();
-    let mut add = |caption: &str, name: &str, chart: LineChart| -> Result<()> {
-        out.push((caption.to_string(), charts::line(&chart, dir, name)?));
-        Ok(())
-    };
-    add(
-        "Completions, claims and empty claims per second.",
-        "throughput",
-        LineChart {
-            title: "Throughput",
-            x_label: "seconds since start",
-            y_label: "per second",
-            series: vec![
-                series("completions_per_s", "completions/s"),
-                series("claims_per_s", "claims/s"),
-                series("empty_claims_per_s", "empty claims/s"),
-            ],
-        },
-    )?;
-    add(
-        "Claim statement latency per sample interval.",
-        "claim-latency",
-        LineChart {
-            title: "Claim latency",
-            x_label: "seconds since start",
-            y_label: "ms",
-            series: vec![series("claim_p50_ms", "p50"), series("claim_p99_ms", "p99"), series("claim_max_ms", "max")],
-        },
-    )?;
-    add(
-        "Jobs waiting (status queued) per class.",
-        "queue-depth",
-        LineChart {
-            title: "Queue depth",
-            x_label: "seconds since start",
-            y_label: "queued jobs",
-            series: per_class("queued_"),
-        },
-    )?;
-    add(
-        "Age of the oldest ready job per class.",
-        "oldest-ready-age",
-        LineChart {
-            title: "Oldest ready job",
-            x_label: "seconds since start",
-            y_label: "seconds",
-            series: per_class("oldest_ready_s_"),
-        },
-    )?;
-    add(
-        "Live and dead tuples of the jobs table (pg_stat_user_tables).",
-        "dead-tuples",
-        LineChart {
-            title: "Tuples",
-            x_label: "seconds since start",
-            y_label: "tuples",
-            series: vec![series("n_dead_tup", "dead"), series("n_live_tup", "live")],
-        },
-    )?;
-    let mb = |col: &str, name: &str| {
-        let mut s = series(col, name);
-        s.points.iter_mut().for_each(|p| p.1 /= 1_048_576.0);
-        s
-    };
-    add(
-        "Size of the jobs table and its indexes.",
-        "table-size",
-        LineChart {
-            title: "Table size",
-            x_label: "seconds since start",
-            y_label: "MiB",
-            series: vec![mb("table_bytes", "table"), mb("index_bytes", "indexes")],
-        },
-    )?;
-    if ts.column("probe_buffers").is_some_and(|c| c.iter().any(|v| *v > 0.0)) {
-        add(
-            "Shared buffers one claim touches (EXPLAIN ANALYZE, BUFFERS), rolled back.",
-            "claim-plan-buffers",
-            LineChart {
-                title: "Claim plan: buffers per claim",
-                x_label: "seconds since start",
-                y_label: "buffers",
-                series: vec![series("probe_buffers", "buffers")],
-            },
-        )?;
-        add(
-            "Execution time of one claim under EXPLAIN ANALYZE.",
-            "claim-plan-time",
-            LineChart {
-                title: "Claim plan: execution time",
-                x_label: "seconds since start",
-                y_label: "ms",
-                series: vec![series("probe_exec_ms", "execution")],
-            },
-        )?;
-    }
-    add(
-        "Age of the oldest open transaction, and of the xmin horizon in transactions.",
-        "horizon",
-        LineChart {
-            title: "Oldest transaction",
-            x_label: "seconds since start",
-            y_label: "seconds",
-            series: vec![series("oldest_xact_s", "oldest transaction")],
-        },
-    )?;
-    let waits: Vec<Series> = s
-        .latency_ms
-        .queue_wait
-        .iter()
-        .filter(|(_, p)| p.count > 0)
-        .map(|(class, p)| Series {
-            name: class.clone(),
-            points: vec![(50.0, p.p50), (90.0, p.p90), (95.0, p.p95), (99.0, p.p99), (99.9, p.p999), (100.0, p.max)],
-        })
-        .collect();
-    add(
-        "Queue wait from the intended enqueue time, by percentile, per class.",
-        "queue-wait",
-        LineChart { title: "Queue wait distribution", x_label: "percentile", y_label: "ms", series: waits },
-    )?;
-    Ok(out)
-}
+/// The charts of one run (`run_charts.rs` lists them).
+pub use run_charts::run_charts;
 
-/// `comparison.html` and its bar charts for several runs; `runs` pairs a summary with its report's relative path.
-pub fn write_comparison(dir: &Path, runs: &[(RunSummary, String)]) -> Result<()> {
-    let charts_dir = dir.join("charts");
-    let bars =
-        |f: &dyn Fn(&RunSummary) -> f64| runs.iter().map(|(s, _)| (s.scenario.clone(), f(s))).collect::<Vec<_>>();
-    let mut charts = Vec::new();
-    for (caption, name, title, y, values) in [
+/// `comparison.html`, `comparison.csv` and their bar charts for several runs, through the
+/// fan-out; `runs` pairs a summary with its report's relative path.
+pub fn export_comparison(dir: &Path, runs: &[(RunSummary, String)]) -> Result<Written> {
+    let bars = |f: fn(&RunSummary) -> f64| runs.iter().map(|(s, _)| (s.scenario.clone(), f(s))).collect::<Vec<_>>();
+    let drawn: Result<Vec<Chart>> = [
         (
             "Jobs executed per second.",
             "compare-throughput",
             "Throughput",
             "jobs/s",
-            bars(&|s| s.throughput.jobs_per_sec),
+            bars(|s| s.throughput.jobs_per_sec),
         ),
         (
             "Executions beyond the first of each job.",
             "compare-duplicates",
             "Duplicate executions",
             "executions",
-            bars(&|s| s.executions.duplicate as f64),
+            bars(|s| s.executions.duplicate as f64),
         ),
         (
             "Claim statement latency, 99th percentile.",
             "compare-claim-p99",
             "Claim latency p99",
             "ms",
-            bars(&|s| s.latency_ms.claim.p99),
+            bars(|s| s.latency_ms.claim.p99),
         ),
-    ] {
-        let svg = charts::bars(&BarChart { title, y_label: y, bars: values }, &charts_dir, name)?;
-        charts.push((caption.to_string(), svg));
-    }
+    ]
+    .into_iter()
+    .map(|(caption, name, title, y_label, bars)| charts::bars(&BarChart { title, y_label, bars }, name, caption))
+    .collect();
     let summaries: Vec<RunSummary> = runs.iter().map(|(s, _)| s.clone()).collect();
-    write(&dir.join("comparison.csv"), summary_csv(&summaries).as_bytes())?;
-    write(&dir.join("comparison.html"), html::comparison(runs, &charts).as_bytes())
+    let csv = export::one("comparison.csv", || summary_csv(&summaries));
+    let chart_files = charts_output(&drawn);
+    let html = export::one("comparison.html", || html::comparison(runs, drawn.as_deref().unwrap_or_default()));
+    export::write(dir, &[], &[&csv, &chart_files, &html])
+}
+
+/// The exporter of drawn charts: `charts/<name>.svg` and `.png`, or the drawing's error.
+pub fn charts_output(charts: &Result<Vec<Chart>>) -> Output<impl Fn() -> Result<Vec<File>> + '_> {
+    Output("charts", move || match charts {
+        Ok(c) => Ok(c.iter().flat_map(|c| c.files("charts")).map(|(p, b)| File::new(p, b)).collect()),
+        Err(e) => Err(Error::infra(e.to_string())),
+    })
 }
 
 /// HdrHistogram's percentile distribution text (the `.hgrm` format), in milliseconds.

@@ -29,14 +29,13 @@ impl Timeseries {
         self.header.iter().filter_map(|h| h.strip_prefix(prefix).map(|c| (h.clone(), c.to_string()))).collect()
     }
 
-    pub fn write(&self, path: &Path) -> Result<()> {
-        let io = |e: csv::Error| Error::infra(format!("cannot write {}: {e}", path.display()));
-        let mut w = csv::Writer::from_path(path).map_err(io)?;
-        w.write_record(&self.header).map_err(io)?;
-        for r in &self.rows {
-            w.write_record(r).map_err(io)?;
+    /// The CSV text (`timeseries.csv`).
+    pub fn to_csv(&self) -> String {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        for r in std::iter::once(&self.header).chain(&self.rows) {
+            let _ = w.write_record(r);
         }
-        w.flush().map_err(|e| Error::infra(format!("cannot write {}: {e}", path.display())))
+        String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
     }
 
     pub fn read(path: &Path) -> Result<Timeseries> {
@@ -188,7 +187,7 @@ mod tests {
         };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("timeseries.csv");
-        ts.write(&path).unwrap();
+        std::fs::write(&path, ts.to_csv()).unwrap();
         let back = Timeseries::read(&path).unwrap();
         assert_eq!(back, ts);
         assert_eq!(back.column("queued_high").unwrap(), [5.0]);

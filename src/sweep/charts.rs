@@ -6,11 +6,10 @@
 use super::grid::Grid;
 use super::results::Measured;
 use crate::error::Result;
-use crate::report::charts::{self, Drawn, FONT, LineChart, Series};
+use crate::report::charts::{self, Chart, Drawn, FONT, LineChart, Series};
 use crate::scenario::units::parse_duration;
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use std::path::Path;
 
 pub const BATCH: &str = "workers.batch";
 pub const LEASE: &str = "lease.duration";
@@ -21,8 +20,8 @@ pub struct Point<'a> {
     pub m: &'a Measured,
 }
 
-/// (caption, svg) for every chart the grid allows.
-pub fn draw(grid: &Grid, points: &[Point], dir: &Path) -> Result<Vec<(String, String)>> {
+/// Every chart the grid allows.
+pub fn draw(grid: &Grid, points: &[Point]) -> Result<Vec<Chart>> {
     let mut out = Vec::new();
     if grid.axis(BATCH).is_some() {
         for (name, title, y, f) in [
@@ -36,10 +35,8 @@ pub fn draw(grid: &Grid, points: &[Point], dir: &Path) -> Result<Vec<(String, St
         ] {
             let series = by_axis(points, BATCH, |v| v.parse::<f64>().ok(), f);
             let chart = LineChart { title, x_label: "workers.batch", y_label: y, series };
-            out.push((
-                format!("{title}, one line per combination of the other swept keys."),
-                charts::line(&chart, dir, name)?,
-            ));
+            let caption = format!("{title}, one line per combination of the other swept keys.");
+            out.push(charts::line(&chart, name, &caption)?);
         }
     }
     if grid.axes.len() >= 2 {
@@ -54,9 +51,9 @@ pub fn draw(grid: &Grid, points: &[Point], dir: &Path) -> Result<Vec<(String, St
         let values: Vec<Vec<Option<f64>>> =
             y.values.iter().map(|yv| x.values.iter().map(|xv| cell(xv, yv)).collect()).collect();
         let map = Heatmap { title: "Throughput (jobs/s)", x: (&x.key, &x.values), y: (&y.key, &y.values), values };
-        let svg = charts::render(dir, "heatmap-throughput", |a| heatmap(a, &map), |a| heatmap(a, &map))?;
         let more = if grid.axes.len() > 2 { " (the best over the other swept keys)" } else { "" };
-        out.push((format!("Jobs/s by {} and {}{more}.", x.key, y.key), svg));
+        let caption = format!("Jobs/s by {} and {}{more}.", x.key, y.key);
+        out.push(charts::render("heatmap-throughput", &caption, |a| heatmap(a, &map), |a| heatmap(a, &map))?);
     }
     if grid.axis(LEASE).is_some() {
         let secs = |v: &str| parse_duration(v).ok().map(|d| d.as_secs_f64());
@@ -78,11 +75,11 @@ pub fn draw(grid: &Grid, points: &[Point], dir: &Path) -> Result<Vec<(String, St
         ];
         let chart =
             LineChart { title: "Expired leases and duplicates by lease", x_label: "lease (s)", y_label: "%", series };
-        out.push((
-            "Expired-lease and duplicate rates by lease (the worst cell at each lease); seed 000 investigates above 0.5 %."
-                .into(),
-            charts::line(&chart, dir, "expired-by-lease")?,
-        ));
+        out.push(charts::line(
+            &chart,
+            "expired-by-lease",
+            "Expired-lease and duplicate rates by lease (the worst cell at each lease); seed 000 investigates above 0.5 %.",
+        )?);
     }
     Ok(out)
 }

@@ -13,10 +13,10 @@ pub mod output;
 pub mod recommend;
 pub mod results;
 
-use crate::cli::{BaselineArgs, Overrides, RunArgs, SweepArgs};
 use crate::error::{Error, ExitCode, Result};
-use crate::pipeline::{run_id, run_one};
-use crate::report;
+use crate::options::{RunOptions, SweepCommand};
+use crate::pipeline::{RunResult, run_id, run_one};
+use crate::report::{self, export};
 use crate::scenario::{self, Plan};
 use grid::{Cell, Grid};
 use results::CellResult;
@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 /// More cells than this is almost certainly a typo in a list.
 const MAX_CELLS: usize = 500;
 
-pub async fn sweep(args: &SweepArgs, interrupt: &CancellationToken) -> Result<ExitCode> {
+pub async fn sweep(args: &SweepCommand, interrupt: &CancellationToken) -> Result<ExitCode> {
     let (grid, plans) = plan_cells(args)?;
     let first = plans[0].1.clone();
     let first = &first;
@@ -34,31 +34,10 @@ pub async fn sweep(args: &SweepArgs, interrupt: &CancellationToken) -> Result<Ex
         Some(out) => out.clone(),
         None => PathBuf::from("results").join(&first.name).join(format!("sweep-{}", run_id())),
     };
-    let run_args = RunArgs {
-        files: vec![args.file.clone()],
-        overrides: Overrides::default(),
-        database_url: args.database_url.clone(),
-        out: None,
-        seed: Some(first.seed),
-        keep: false,
-        schema: None,
-        reuse: false,
-        yes: args.yes,
-        quiet: true,
-        expect: Vec::new(),
-        repeat: 1,
-        save_baseline: None,
-        baseline: None,
-        baseline_args: BaselineArgs { baseline_dir: PathBuf::from("baselines"), tolerance: Vec::new() },
-        github: false,
-        time_scale: None,
-        postgres: None,
-        postgres_image: crate::db::docker::DEFAULT_IMAGE.into(),
-    };
     // The same target checks as `run` (a postgres_restart needs the ephemeral cluster), before
     // anything is created.
     for (_, plan) in &plans {
-        crate::pipeline::check_target(plan, &run_args)?;
+        crate::pipeline::check_target(plan, &args.run.database.target)?;
     }
     std::fs::create_dir_all(&dir)
         .map_err(|e| Error::usage(format!("cannot create the sweep folder {}: {e}", dir.display())))?;
@@ -70,7 +49,7 @@ pub async fn sweep(args: &SweepArgs, interrupt: &CancellationToken) -> Result<Ex
         if interrupt.is_cancelled() {
             break;
         }
-        let result = run_cell(cell, plan, args.repeat, &run_args, &dir, interrupt).await;
+        let result = run_cell(cell, plan, args.repeat, &args.run, &dir, interrupt).await;
         for e in &result.errors {
             eprintln!("error: cell {:02} ({}): {e}", cell.index + 1, cell.label());
         }
@@ -80,7 +59,7 @@ pub async fn sweep(args: &SweepArgs, interrupt: &CancellationToken) -> Result<Ex
         println!("{}", progress_line(&result, total));
         done.push(result);
         // Save as you go: a killed sweep still leaves its table.
-        output::write_all(&dir, &[("sweep.csv", output::sweep_csv(&grid, &done))])?;
+        export::write(&dir, &[], &[&export::one("sweep.csv", || output::sweep_csv(&grid, &done))])?;
     }
     finish(args, &grid, first, &done, &dir)?;
     if interrupt.is_cancelled() {
@@ -90,11 +69,8 @@ pub async fn sweep(args: &SweepArgs, interrupt: &CancellationToken) -> Result<Ex
 }
 
 /// The grid and a validated plan per cell; nothing runs when any cell is wrong.
-fn plan_cells(args: &SweepArgs) -> Result<(Grid, Vec<(Cell, Plan)>)> {
-    if args.repeat == 0 {
-        return Err(Error::usage("--repeat must be at least 1"));
-    }
-    let grid = grid::parse(&args.set).map_err(Error::usage)?;
+fn plan_cells(args: &SweepCommand) -> Result<(Grid, Vec<(Cell, Plan)>)> {
+    let grid = grid::parse(&args.grid).map_err(Error::usage)?;
     let fixed = scenario::scale::with_flag(&grid.fixed, args.time_scale).map_err(Error::usage)?;
     let cells = grid.cells();
     if cells.len() > MAX_CELLS {
@@ -123,7 +99,7 @@ async fn run_cell(
     cell: &Cell,
     plan: &Plan,
     repeat: u32,
-    run_args: &RunArgs,
+    run: &RunOptions,
     dir: &Path,
     interrupt: &CancellationToken,
 ) -> CellResult {
@@ -144,10 +120,13 @@ async fn run_cell(
         p.seed = plan.seed.wrapping_add(u64::from(rep));
         let name = format!("cell-{:02}", cell.index + 1);
         let rel = if repeat == 1 { PathBuf::from(name) } else { PathBuf::from(name).join(format!("rep-{}", rep + 1)) };
-        match run_one(&p, run_args, &dir.join(&rel), interrupt).await {
-            Ok(s) if s.interrupted => {}
-            Ok(s) => {
-                result.runs.push(s);
+        match run_one(&p, run, &dir.join(&rel), interrupt, true).await {
+            Ok(RunResult { summary, .. }) if summary.interrupted => {}
+            Ok(RunResult { summary, written }) => {
+                if let Err(e) = written {
+                    result.errors.push(e.to_string());
+                }
+                result.runs.push(summary);
                 result.dirs.push(rel);
             }
             Err(e) => result.errors.push(e.to_string()),
@@ -173,21 +152,20 @@ fn progress_line(r: &CellResult, total: usize) -> String {
 }
 
 /// Recommendation, charts, sweep.html, runs.csv, and the terminal table.
-fn finish(args: &SweepArgs, grid: &Grid, first: &Plan, done: &[CellResult], dir: &Path) -> Result<()> {
+fn finish(args: &SweepCommand, grid: &Grid, first: &Plan, done: &[CellResult], dir: &Path) -> Result<()> {
     let measured: Vec<_> = done.iter().filter_map(|c| c.measured().map(|m| (c, m))).collect();
     let lines = recommend::recommend(&measured.iter().map(|(_, m)| m.clone()).collect::<Vec<_>>());
     let points: Vec<charts::Point> =
         measured.iter().map(|(c, m)| charts::Point { params: &c.cell.params, m }).collect();
-    let charts = charts::draw(grid, &points, &dir.join("charts"))?;
+    let drawn = charts::draw(grid, &points);
     let all: Vec<_> = done.iter().flat_map(|c| c.runs.iter().cloned()).collect();
-    output::write_all(
-        dir,
-        &[
-            ("sweep.csv", output::sweep_csv(grid, done)),
-            ("runs.csv", report::summary_csv(&all)),
-            ("sweep.html", output::html(&first.name, first.time_scale, grid, done, &lines, &charts)),
-        ],
-    )?;
+    let sweep_csv = export::one("sweep.csv", || output::sweep_csv(grid, done));
+    let runs_csv = export::one("runs.csv", || report::summary_csv(&all));
+    let chart_files = report::charts_output(&drawn);
+    let html = export::one("sweep.html", || {
+        output::html(&first.name, first.time_scale, grid, done, &lines, drawn.as_deref().unwrap_or_default())
+    });
+    export::write(dir, &[], &[&sweep_csv, &runs_csv, &chart_files, &html])?;
     if !args.quiet {
         if first.time_scale != 1.0 {
             println!(
@@ -205,17 +183,16 @@ fn finish(args: &SweepArgs, grid: &Grid, first: &Plan, done: &[CellResult], dir:
 mod tests {
     use super::*;
 
-    fn args(file: &Path, sets: &[&str]) -> SweepArgs {
-        SweepArgs {
+    fn args(file: &Path, sets: &[&str]) -> SweepCommand {
+        SweepCommand {
             file: file.to_path_buf(),
-            set: sets.iter().map(|s| s.to_string()).collect(),
+            grid: sets.iter().map(|s| s.to_string()).collect(),
             repeat: 1,
             time_scale: None,
-            database_url: None,
             out: None,
             seed: None,
-            yes: false,
             quiet: true,
+            run: RunOptions { database: crate::options::DatabaseOptions::ephemeral(), progress: false },
         }
     }
 

@@ -6,14 +6,9 @@
 use super::grid::Grid;
 use super::recommend::{Line, pct};
 use super::results::{CellResult, duplicate_rate, expired_lease_rate};
-use crate::error::{Error, Result};
-use crate::report::html::{escape, page};
+use crate::report::charts::Chart;
+use crate::report::html::{escape, figures, page};
 use std::fmt::Write;
-use std::path::Path;
-
-fn write(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).map_err(|e| Error::infra(format!("cannot write {}: {e}", path.display())))
-}
 
 /// `sweep.csv`: cell, the swept keys, repeats, passed, the two rates the rules
 /// read (worst repeat), then every summary metric (median), sorted like `summary.csv`.
@@ -95,14 +90,7 @@ pub fn terminal(grid: &Grid, cells: &[CellResult], lines: &[Line]) -> String {
     o
 }
 
-pub fn html(
-    name: &str,
-    scale: f64,
-    grid: &Grid,
-    cells: &[CellResult],
-    lines: &[Line],
-    charts: &[(String, String)],
-) -> String {
+pub fn html(name: &str, scale: f64, grid: &Grid, cells: &[CellResult], lines: &[Line], charts: &[Chart]) -> String {
     let mut o = format!("<h1>{} — sweep of {} cells</h1>", escape(name), cells.len());
     if scale != 1.0 {
         let _ = write!(
@@ -137,15 +125,6 @@ pub fn html(
         let _ = write!(o, "<td><a href=\"{}\">report</a></td></tr>", escape(&link));
     }
     o.push_str("</table>");
-    for (caption, svg) in charts {
-        let _ = write!(o, "<figure>{svg}<figcaption class=muted>{}</figcaption></figure>", escape(caption));
-    }
+    figures(&mut o, charts);
     page(&format!("{name} sweep"), &o)
-}
-
-pub fn write_all(dir: &Path, files: &[(&str, String)]) -> Result<()> {
-    for (name, text) in files {
-        write(&dir.join(name), text)?;
-    }
-    Ok(())
 }

@@ -1,0 +1,225 @@
+//! The batch around single runs: every scenario file validated before any runs, each run
+//! `--repeat` times, compared with `--baseline` (and saved with `--save-baseline`), and the
+//! batch's own outputs written through the fan-out: junit.xml over the repeats and the
+//! baseline, compare.md/json, the GitHub step summary, and comparison.html across scenarios.
+
+use super::{RunResult, check_target, run_id, run_one};
+use crate::compare::{self, Comparison, store};
+use crate::error::{Error, ExitCode, Result};
+use crate::model::expect;
+use crate::model::summary::RunSummary;
+use crate::options::RunCommand;
+use crate::report::export::{self, Exporter};
+use crate::scenario::{self, Plan};
+use crate::{gate, report};
+use std::path::{Path, PathBuf};
+use tokio_util::sync::CancellationToken;
+
+/// `queuebench run FILE…`: the exit code is the worst of the scenarios'.
+pub async fn run_files(cmd: &RunCommand, interrupt: &CancellationToken) -> Result<ExitCode> {
+    let plans = plans(cmd)?;
+    let github = report::github::enabled(cmd.github);
+    let mut worst = ExitCode::Passed;
+    let mut finished = Vec::new();
+    for plan in &plans {
+        if interrupt.is_cancelled() {
+            break;
+        }
+        let out_dir = match (&cmd.out, plans.len()) {
+            (Some(out), 1) => out.clone(),
+            (Some(out), _) => out.join(&plan.name),
+            (None, _) => PathBuf::from("results").join(&plan.name).join(run_id()),
+        };
+        let (code, runs) = run_repeats(plan, cmd, &out_dir, interrupt).await;
+        worst = worst.worst(code);
+        if runs.is_empty() {
+            continue;
+        }
+        let summaries: Vec<RunSummary> = runs.iter().map(|(s, _)| s.clone()).collect();
+        let comparison = gate_against_baseline(plan, cmd, &summaries)?;
+        if comparison.as_ref().is_some_and(|c| c.regressed) {
+            worst = worst.worst(ExitCode::ExpectationFailed);
+        }
+        export_batch(&out_dir, &summaries, comparison.as_ref(), github)?;
+        finished.extend(runs);
+    }
+    if finished.len() > 1 {
+        let batch_dir =
+            cmd.out.clone().unwrap_or_else(|| PathBuf::from("results").join(format!("comparison-{}", run_id())));
+        let runs: Vec<(RunSummary, String)> =
+            finished.into_iter().map(|(s, dir)| (s, relative(&batch_dir, &dir.join("report.html")))).collect();
+        report::export_comparison(&batch_dir, &runs)?;
+        if !cmd.quiet {
+            println!("\ncomparison of {} runs: {}", runs.len(), batch_dir.join("comparison.html").display());
+        }
+    }
+    Ok(worst)
+}
+
+/// Every file's plan, with `--expect` and `--tolerance` on top, the baselines named and the
+/// target checked, before any run: a typo should not cost a run.
+fn plans(cmd: &RunCommand) -> Result<Vec<Plan>> {
+    let mut plans = Vec::new();
+    for f in &cmd.files {
+        let mut plan = scenario::plan_from_file(f, &cmd.sets, cmd.seed)?;
+        let classes: Vec<&str> = plan.load.classes.iter().map(|c| c.name.as_str()).collect();
+        let vacuum: Vec<&str> = plan.vacuum.iter().map(|v| v.name.as_str()).collect();
+        let phases: Vec<&str> = plan.load.phases.iter().map(|p| p.name.as_str()).collect();
+        let names = RunSummary::metric_names(&classes, &vacuum, &phases);
+        for text in &cmd.expect {
+            plan.expectations.push(expect::parse_cli(text, &names).map_err(Error::usage)?);
+        }
+        for text in &cmd.baseline.tolerances {
+            plan.tolerances.set_cli(text, &names).map_err(Error::usage)?;
+        }
+        check_target(&plan, &cmd.run.database.target)?;
+        plans.push(plan);
+    }
+    for name in cmd.baseline.save.iter().chain(&cmd.baseline.compare) {
+        store::check_name(name)?;
+    }
+    if let Some(name) = &cmd.baseline.compare {
+        for plan in &plans {
+            store::load_named(&cmd.baseline.dir, name, &plan.name)?;
+        }
+    }
+    Ok(plans)
+}
+
+/// Runs one plan `--repeat` times (each repeat in `repeat-K/` when more than one) and prints
+/// each verdict, even when its summary.json could not be written (then exit 3).
+async fn run_repeats(
+    plan: &Plan,
+    cmd: &RunCommand,
+    out_dir: &Path,
+    interrupt: &CancellationToken,
+) -> (ExitCode, Vec<(RunSummary, PathBuf)>) {
+    let mut worst = ExitCode::Passed;
+    let mut runs = Vec::new();
+    // A single run compared with a baseline gets its junit.xml from the batch (with the baseline suite).
+    let own_junit = cmd.repeat > 1 || cmd.baseline.compare.is_none();
+    for k in 1..=cmd.repeat {
+        if interrupt.is_cancelled() {
+            break;
+        }
+        let dir = if cmd.repeat > 1 { out_dir.join(format!("repeat-{k}")) } else { out_dir.to_path_buf() };
+        let code = match run_one(plan, &cmd.run, &dir, interrupt, own_junit).await {
+            Ok(RunResult { summary, written }) => {
+                let name = if cmd.repeat > 1 { format!("{} #{k}", plan.name) } else { plan.name.clone() };
+                print_verdict(&summary, &name, &dir, cmd.quiet);
+                let code = match written {
+                    Ok(_) => gate::verdict(&summary),
+                    Err(e) => {
+                        eprintln!("error: {name}: the verdict above could not be saved: {e}");
+                        ExitCode::Infrastructure
+                    }
+                };
+                runs.push((summary, dir));
+                code
+            }
+            Err(e) => {
+                eprintln!("error: {}: {e}", plan.name);
+                e.exit_code()
+            }
+        };
+        worst = worst.worst(code);
+    }
+    (worst, runs)
+}
+
+fn print_verdict(summary: &RunSummary, name: &str, dir: &Path, quiet: bool) {
+    if quiet {
+        println!("{name}: {}", if summary.passed { "passed" } else { "FAILED" });
+        for line in report::terminal::failures(summary) {
+            println!("  {line}");
+        }
+    } else {
+        print!("{}", report::terminal::render(summary));
+        println!("  results        {}", dir.join("report.html").display());
+    }
+}
+
+/// `--save-baseline` and `--baseline`: stores the runs, compares them.
+fn gate_against_baseline(plan: &Plan, cmd: &RunCommand, runs: &[RunSummary]) -> Result<Option<Comparison>> {
+    let dir = &cmd.baseline.dir;
+    let comparison = match &cmd.baseline.compare {
+        Some(name) => {
+            let (label, old) = store::load_named(dir, name, &plan.name)?;
+            let c = compare::compare(&old, runs, &plan.tolerances, (&label, "this run"));
+            if cmd.quiet {
+                for r in c.regressions() {
+                    println!(
+                        "  baseline {}: {} → {} {}",
+                        r.metric,
+                        r.old.show(),
+                        r.new.map_or("–".into(), |n| n.show()),
+                        r.verdict.word()
+                    );
+                }
+            } else {
+                print!("{}", compare::table(&c));
+            }
+            Some(c)
+        }
+        None => None,
+    };
+    if let Some(name) = &cmd.baseline.save {
+        save_baseline(name, cmd, runs)?;
+    }
+    Ok(comparison)
+}
+
+fn save_baseline(name: &str, cmd: &RunCommand, runs: &[RunSummary]) -> Result<()> {
+    if runs.len() < cmd.repeat as usize {
+        eprintln!("warning: baseline `{name}` not saved: only {} of {} repeats finished", runs.len(), cmd.repeat);
+    } else if runs.iter().any(|r| r.interrupted || r.timed_out || r.aborted_by.is_some()) {
+        eprintln!("warning: baseline `{name}` not saved: a run was interrupted, timed out or aborted");
+    } else {
+        let file = store::save(&cmd.baseline.dir, name, runs)?;
+        println!("  baseline       {} ({} run{})", file.display(), runs.len(), if runs.len() == 1 { "" } else { "s" });
+    }
+    Ok(())
+}
+
+/// The batch's outputs for one scenario: junit.xml over its repeats and the baseline (when
+/// there is more than one run or a baseline), compare.md/json, the GitHub step summary.
+fn export_batch(out_dir: &Path, runs: &[RunSummary], comparison: Option<&Comparison>, github: bool) -> Result<()> {
+    let labelled: Vec<(String, &RunSummary)> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (if runs.len() > 1 { format!("{} #{}", s.scenario, i + 1) } else { s.scenario.clone() }, s))
+        .collect();
+    let junit = export::one("junit.xml", || report::junit::junit(&labelled, comparison));
+    let compared = comparison.map(comparison_files);
+    let mut list: Vec<&dyn Exporter> = Vec::new();
+    if comparison.is_some() || runs.len() > 1 {
+        list.push(&junit);
+    }
+    if let Some(c) = &compared {
+        list.push(c);
+    }
+    export::write(out_dir, &[], &list)?;
+    if github {
+        let refs: Vec<&RunSummary> = runs.iter().collect();
+        report::github::append(&report::github::markdown(&refs, comparison))?;
+        for line in report::github::annotations(&refs, comparison) {
+            println!("{line}");
+        }
+    }
+    Ok(())
+}
+
+/// compare.md and compare.json.
+pub fn comparison_files(c: &Comparison) -> export::Output<impl Fn() -> Result<Vec<export::File>> + '_> {
+    export::Output("compare.md and compare.json", move || {
+        Ok(vec![
+            export::File::new("compare.md", compare::markdown(c)),
+            export::File::new("compare.json", serde_json::to_string_pretty(c).expect("comparison serialises")),
+        ])
+    })
+}
+
+/// `to` relative to `from` when it lies below it, else as given.
+fn relative(from: &Path, to: &Path) -> String {
+    to.strip_prefix(from).unwrap_or(to).display().to_string()
+}

@@ -1,0 +1,192 @@
+//! The database stage: open the target the options name (with what the plan needs of it),
+//! check the run fits (connection budget, faults the target can take), record what the
+//! server is, and install the run's schema with its preloaded jobs.
+
+use crate::db::{Database, Kind, schema};
+use crate::error::{Error, Result};
+use crate::model::protocol::Reclaim;
+use crate::model::summary::{DatabaseInfo, Environment};
+use crate::options::{DatabaseOptions, Target};
+use crate::scenario::Plan;
+use crate::scenario::plan::Wakeup;
+use std::time::Duration;
+use tokio_postgres::Client;
+
+/// Opens the run's database: an ephemeral cluster sized for the plan, the server of
+/// `--database-url`, or a container; the run's schema is `--schema` or `queuebench_<run id>`.
+pub async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> Result<Database> {
+    let schema = match &opts.schema {
+        Some(name) => name.clone(),
+        None => format!("queuebench_{}", run_id.replace(['-', 'T'], "_").to_lowercase()),
+    };
+    let settings = &plan.postgres.settings;
+    let db = match &opts.target {
+        Target::Url { url, allow_remote } => {
+            Database::open(Some(url), settings, schema, opts.keep, *allow_remote).await
+        }
+        Target::Ephemeral => Database::open(None, &ephemeral_settings(plan)?, schema, opts.keep, false).await,
+        Target::Docker { image } => Database::open_docker(image, settings, schema, opts.keep).await,
+    }?;
+    Ok(db.reusing(opts.reuse))
+}
+
+/// Faults the chosen database cannot take: a `postgres_restart` stops and starts the server,
+/// which queuebench does only to its own ephemeral cluster.
+pub fn check_target(plan: &Plan, target: &Target) -> Result<()> {
+    if plan.restarts_server() && *target != Target::Ephemeral {
+        return Err(Error::usage(format!(
+            "{}: [[faults]] kind = \"postgres_restart\" stops and starts the server, which queuebench does only to \
+             its own ephemeral cluster, never to a server given by {}. Run it with --postgres ephemeral \
+             (the default without --database-url), or remove the fault",
+            plan.source.path.display(),
+            target.given_by()
+        )));
+    }
+    Ok(())
+}
+
+/// What the database stage hands on: the setup connection (kept through the run) and what
+/// the server is.
+pub struct Prepared {
+    pub client: Client,
+    pub facts: ServerFacts,
+}
+
+/// The server and machine, recorded once per run, and how long the preload took.
+pub struct ServerFacts {
+    pub database: DatabaseInfo,
+    pub environment: Environment,
+    pub preload: Duration,
+}
+
+/// Checks the connection budget, records the server, installs the schema and preloads.
+pub async fn prepare(plan: &Plan, db: &Database) -> Result<Prepared> {
+    let setup = db.connect_admin().await?;
+    check_connections(plan, db, &setup).await?;
+    let database = DatabaseInfo {
+        kind: db.kind.name().into(),
+        target: db.target.clone(),
+        url: db.url.clone(),
+        schema: db.schema.clone(),
+        server_version: schema::server_version(&setup).await,
+        settings_applied: match db.kind {
+            Kind::Ephemeral | Kind::Docker => plan.postgres.settings.iter().cloned().collect(),
+            Kind::Url => Default::default(),
+        },
+        settings_reported: match db.kind {
+            Kind::Url => schema::report_settings(&setup, &plan.postgres.settings).await,
+            Kind::Ephemeral | Kind::Docker => Default::default(),
+        },
+    };
+    let environment = schema::environment(&setup).await;
+    drop(setup);
+    let notify = plan.workers.idle.wakeup == Wakeup::Listen;
+    let (client, preload) =
+        schema::install(db, plan.jobs.preload, plan.jobs.max_attempts, &plan.postgres.table_settings, notify).await?;
+    Ok(Prepared { client, facts: ServerFacts { database, environment, preload } })
+}
+
+/// More workers than the server has free connections is a usage error, before anything is created.
+async fn check_connections(plan: &Plan, db: &Database, setup: &Client) -> Result<()> {
+    let need = connections_needed(plan);
+    let slots = schema::connection_slots(setup).await?;
+    if need <= slots {
+        return Ok(());
+    }
+    let fix = match db.kind {
+        Kind::Ephemeral | Kind::Docker => "or raise [postgres.settings] max_connections",
+        Kind::Url => "or raise the server's max_connections (or wait for its other clients to finish)",
+    };
+    Err(Error::usage(format!(
+        "{} workers need {need} connections (with the side connections: producers, sampler, reaper, faults, \
+         blockers, vacuum steps, probe, setup) but {} has only {slots} free (max_connections minus \
+         superuser_reserved_connections minus other clients' connections); lower workers.count {fix}. Nothing was \
+         created",
+        plan.workers.count,
+        db.shown()
+    )))
+}
+
+/// Connections a run opens at once: one per worker, plus the setup connection held through
+/// the run, the sampler, one per producer class, fault injector, blocker session and vacuum
+/// step, the reaper and the claim-plan probe, and two for reconnects and the LISTEN probe.
+pub fn connections_needed(plan: &Plan) -> i64 {
+    let faults = plan.faults.iter().filter(|f| !f.per_job()).count();
+    let blockers: u32 = plan.blockers.iter().map(|b| b.sessions).sum();
+    let reaper = usize::from(plan.lease.reclaim == Reclaim::Reaper);
+    let probe = usize::from(plan.run.plan_probe.is_some());
+    let side = 2 + plan.load.classes.len() + faults + plan.vacuum.len() + reaper + probe + 2;
+    i64::from(plan.workers.count) + i64::from(blockers) + side as i64
+}
+
+/// The ephemeral cluster's settings: the scenario's, with max_connections raised to what the
+/// run needs when the scenario leaves it out (refused before starting when it sets too few).
+pub fn ephemeral_settings(plan: &Plan) -> Result<Vec<(String, String)>> {
+    let mut settings = plan.postgres.settings.clone();
+    // Slots a superuser may use, plus the 3 superuser_reserved_connections (the cluster's default).
+    let need = connections_needed(plan) + 3;
+    match settings.iter().find(|(k, _)| k == "max_connections") {
+        Some((_, v)) => match v.parse::<i64>() {
+            Ok(n) if n < need => {
+                return Err(Error::usage(format!(
+                    "{}: [postgres.settings] max_connections = {n} but {} workers need {need} connections with the \
+                     side connections and reserved slots; raise it to at least {need}, leave it out (queuebench \
+                     sizes it), or lower workers.count. Nothing was started",
+                    plan.source.path.display(),
+                    plan.workers.count
+                )));
+            }
+            _ => {}
+        },
+        None => settings.push(("max_connections".into(), need.max(200).to_string())),
+    }
+    Ok(settings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ExitCode;
+    use crate::scenario;
+
+    fn plan(text: &str) -> Plan {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        std::fs::write(&path, text).unwrap();
+        scenario::plan_from_file(&path, &[], Some(1)).unwrap()
+    }
+
+    fn max_connections(settings: &[(String, String)]) -> i64 {
+        settings.iter().find(|(k, _)| k == "max_connections").unwrap().1.parse().unwrap()
+    }
+
+    #[test]
+    fn the_ephemeral_cluster_gets_the_connections_the_run_needs() {
+        let small = plan("name = \"x\"\n[jobs]\npreload = 5\n[workers]\ncount = 8\n");
+        assert_eq!(max_connections(&ephemeral_settings(&small).unwrap()), 200, "at least the old default");
+        let big = plan("name = \"x\"\n[jobs]\npreload = 5\n[workers]\ncount = 400\n");
+        let need = connections_needed(&big);
+        assert!(need > 400);
+        assert_eq!(max_connections(&ephemeral_settings(&big).unwrap()), need + 3, "plus the reserved slots");
+        let set = plan(
+            "name = \"x\"\n[jobs]\npreload = 5\n[workers]\ncount = 400\n[postgres.settings]\nmax_connections = 1000\n",
+        );
+        assert_eq!(max_connections(&ephemeral_settings(&set).unwrap()), 1000, "the scenario's own value stays");
+        let low = plan(
+            "name = \"x\"\n[jobs]\npreload = 5\n[workers]\ncount = 400\n[postgres.settings]\nmax_connections = 100\n",
+        );
+        let e = ephemeral_settings(&low).unwrap_err();
+        assert_eq!(e.exit_code(), ExitCode::Usage);
+        assert!(e.to_string().contains(&format!("raise it to at least {}", need + 3)), "{e}");
+    }
+
+    #[test]
+    fn side_connections_are_counted() {
+        let base = connections_needed(&plan("name = \"x\"\n[jobs]\npreload = 5\n[workers]\ncount = 4\n"));
+        let blockers = plan(
+            "name = \"x\"\n[jobs]\npreload = 5\n[workers]\ncount = 4\n\
+             [[blockers]]\nkind = \"idle_in_transaction\"\nat = \"1s\"\nduration = \"1s\"\nsessions = 3\n",
+        );
+        assert_eq!(connections_needed(&blockers), base + 3);
+    }
+}
