@@ -38,14 +38,20 @@ pub async fn run_one(
     junit: bool,
 ) -> Result<RunResult> {
     let folder = ResultsFolder::create(out_dir)?;
+    let finished = folder.keep_if_ok(run_on_database(plan, opts, interrupt).await)?;
+    let written = report::export_run(out_dir, &finished.summary, &finished.files(plan), junit);
+    Ok(RunResult { summary: finished.summary, written })
+}
+
+/// Opens the database, runs the stages, tears the database down whatever happened.
+async fn run_on_database(plan: &Plan, opts: &RunOptions, interrupt: &CancellationToken) -> Result<Finished> {
     let run_id = run_id();
     let db = database::open(plan, &opts.database, &run_id).await?;
     let finished = stages(plan, &db, interrupt, opts.progress, run_id).await;
     let teardown = db.teardown().await;
-    let finished = folder.keep_if_ok(finished)?;
+    let finished = finished?;
     teardown?;
-    let written = report::export_run(out_dir, &finished.summary, &finished.files(plan), junit);
-    Ok(RunResult { summary: finished.summary, written })
+    Ok(finished)
 }
 
 /// The stages between an open database and a summary.

@@ -107,7 +107,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    result.map_err(Error::infra)
+    result.map_err(|e| Error::infra(format!("{} was not written: {e}", path.display())))
 }
 
 #[cfg(test)]

@@ -75,13 +75,13 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         load_model::build(&raw.jobs.classes, &raw.run.phases, &raw.jobs.arrivals, raw.jobs.business_row, work_model)
             .map_err(|e| at.err("jobs.classes", e))?;
     let run = run_settings(&raw, &at)?;
-    if raw.jobs.preload == 0 && !load.is_open() && run.stop == Stop::Drained {
-        return Err(at.err("jobs.preload", "nothing to do: preload jobs, or add [[jobs.classes]] producers"));
-    }
     if run.stop == Stop::Claims && workers.max_claims.is_none() {
         return Err(at.err("run.stop", "stop = \"claims\" needs workers.max_claims"));
     }
     let (expectations, tolerances) = gate(&raw, &at)?;
+    if raw.jobs.preload == 0 && !load.is_open() && run.stop == Stop::Drained {
+        return Err(at.err("jobs.preload", "nothing to do: preload jobs, or add [[jobs.classes]] producers"));
+    }
     let mut plan = Plan {
         blockers: horizon::blockers(&raw.blockers).map_err(|e| at.err("blockers", e))?,
         vacuum: horizon::vacuum_steps(&raw.vacuum).map_err(|e| at.err("vacuum", e))?,
