@@ -2,10 +2,9 @@
 //! equivalent pgbench script (same statements, pgbench's `:name` variables),
 //! so the harness can be cross-checked against pgbench.
 
-use crate::db::schema::{FINAL_STATE, MIGRATION, PRELOAD};
+use crate::db::statements::{EFFECTS_INSERT, FINAL_STATE, MIGRATION, PRELOAD, REMAINING, listed};
 use crate::error::{Error, ExitCode, Result};
 use crate::model::protocol::Mode;
-use crate::run::conn::{EFFECTS_INSERT, REMAINING};
 use crate::scenario;
 use crate::scenario::{Plan, Stop, WorkModel};
 use crate::strategy::Param;
@@ -46,7 +45,7 @@ pub fn listing(plan: &Plan) -> String {
         "\n-- 2. once: preload ($1 = {} jobs, $2 = max_attempts {})",
         plan.jobs.preload, plan.jobs.max_attempts
     );
-    let _ = writeln!(o, "{PRELOAD};\nVACUUM ANALYZE jobs;");
+    let _ = writeln!(o, "{};\nVACUUM ANALYZE jobs;", listed(PRELOAD));
     let _ = writeln!(
         o,
         "\n-- 3. each worker, every round. :batch = {}, :lease_secs = {}, :worker = 'w<n>'",
@@ -88,11 +87,14 @@ pub fn listing(plan: &Plan) -> String {
         let _ = writeln!(o, "COMMIT;");
     }
     if plan.run.effects_table {
-        let _ =
-            writeln!(o, "\n-- every 64 executions and at the end, outside any claim transaction\n{EFFECTS_INSERT};");
+        let _ = writeln!(
+            o,
+            "\n-- every 64 executions and at the end, outside any claim transaction\n{};",
+            listed(EFFECTS_INSERT)
+        );
     }
     if plan.run.stop == Stop::Drained {
-        let _ = writeln!(o, "\n-- after a claim that returned nothing (stop = \"drained\")\n{REMAINING};");
+        let _ = writeln!(o, "\n-- after a claim that returned nothing (stop = \"drained\")\n{};", listed(REMAINING));
     }
     if plan.lease.reclaim == crate::model::protocol::Reclaim::Reaper {
         let _ = writeln!(
@@ -102,7 +104,7 @@ pub fn listing(plan: &Plan) -> String {
             s.reclaim.text
         );
     }
-    let _ = writeln!(o, "\n-- 4. once, at the end\n{FINAL_STATE};");
+    let _ = writeln!(o, "\n-- 4. once, at the end\n{};", listed(FINAL_STATE));
     if plan.run.effects_table {
         let _ = writeln!(o, "SELECT count(*) FROM effects;");
     }

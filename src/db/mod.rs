@@ -16,6 +16,7 @@ pub mod docker;
 pub mod ephemeral;
 pub mod password;
 pub mod schema;
+pub mod statements;
 
 use crate::error::{Error, Result};
 use ephemeral::Cluster;

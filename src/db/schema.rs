@@ -9,18 +9,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tokio_postgres::Client;
 
-pub const MIGRATION: &str = include_str!("../../migrations/001_queue.sql");
-/// The NOTIFY-on-insert trigger, for `[workers] wakeup = "listen"`.
-pub const NOTIFY_MIGRATION: &str = include_str!("../../migrations/002_notify.sql");
-
-/// Preload: `n` jobs with strictly increasing run_at (1 µs apart, all in the past), so FIFO order is id order.
-pub const PRELOAD: &str = "INSERT INTO jobs (payload, run_at, max_attempts) \
-     SELECT jsonb_build_object('n', g), now() - make_interval(secs => ($1::int8 - g) / 1e6), $2::int4 \
-     FROM generate_series(1, $1::int8) AS g";
-
-/// The end state every checker reads.
-pub const FINAL_STATE: &str =
-    "SELECT id, status, attempts, max_attempts, coalesce(locked_until < now(), false) FROM jobs ORDER BY id";
+use super::statements::{
+    CONNECTION_SLOTS, FINAL_STATE, LEFTOVER_SCHEMAS, MIGRATION, NOTIFY_MIGRATION, OWN_OBJECTS, PRELOAD, SETTINGS,
+};
 
 fn sql_error(what: &str, e: &tokio_postgres::Error) -> Error {
     Error::infra(format!("{what} failed: {}", error_text(e)))
@@ -121,14 +112,7 @@ async fn create_or_reuse(db: &Database, admin: &Client) -> Result<()> {
 
 /// Schemas of earlier runs that were killed or kept (`--keep`): named, never dropped.
 async fn note_leftovers(db: &Database, admin: &Client) {
-    let Ok(rows) = admin
-        .query(
-            "SELECT nspname FROM pg_namespace WHERE nspname ~ '^queuebench_[0-9]{8}_[0-9]{6}_[0-9a-f]{4}$' \
-             AND nspname <> $1 ORDER BY 1",
-            &[&db.schema],
-        )
-        .await
-    else {
+    let Ok(rows) = admin.query(LEFTOVER_SCHEMAS, &[&db.schema]).await else {
         return;
     };
     let names: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
@@ -147,13 +131,7 @@ async fn note_leftovers(db: &Database, admin: &Client) {
 /// dropping anything, when one of those names belongs to an object without queuebench's mark.
 async fn drop_objects(db: &Database, client: &Client) -> Result<()> {
     let rows = client
-        .query(
-            "SELECT c.relname, coalesce(obj_description(c.oid, 'pg_class'), '') = $3 FROM pg_class c \
-             JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = ANY($2) \
-             UNION ALL SELECT p.proname, coalesce(obj_description(p.oid, 'pg_proc'), '') = $3 FROM pg_proc p \
-             JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 AND p.proname = 'jobs_notify'",
-            &[&db.schema, &OWN_TABLES.to_vec(), &MARK],
-        )
+        .query(OWN_OBJECTS, &[&db.schema, &OWN_TABLES.to_vec(), &MARK])
         .await
         .map_err(|e| sql_error(&format!("listing queuebench's tables in schema {}", db.schema), &e))?;
     if let Some(foreign) = rows.iter().find(|r| !r.get::<_, bool>(1)) {
@@ -246,21 +224,14 @@ pub async fn report_settings(client: &Client, wanted: &[(String, String)]) -> BT
 /// The server's max_connections minus superuser-reserved slots minus the other clients'
 /// connections (this one is not counted: the run's budget includes it).
 pub async fn connection_slots(client: &Client) -> Result<i64> {
-    let row = client
-        .query_one(
-            "SELECT current_setting('max_connections')::int8 - current_setting('superuser_reserved_connections')::int8 \
-             - (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid())",
-            &[],
-        )
-        .await
-        .map_err(|e| sql_error("reading max_connections", &e))?;
+    let row = client.query_one(CONNECTION_SLOTS, &[]).await.map_err(|e| sql_error("reading max_connections", &e))?;
     Ok(row.get(0))
 }
 
 /// The machine and the server's non-default settings, recorded once per run.
 pub async fn environment(client: &Client) -> Environment {
     let pg_settings = client
-        .query("SELECT name, setting FROM pg_settings WHERE source NOT IN ('default', 'override') ORDER BY name", &[])
+        .query(SETTINGS, &[])
         .await
         .map(|rows| rows.iter().map(|r| (r.get(0), r.get(1))).collect())
         .unwrap_or_default();

@@ -21,7 +21,6 @@ pub struct Context {
 }
 
 pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Waits, ph: &[PhaseStats]) -> RunSummary {
-    let probes = &out.horizon.probes;
     let secs = out.duration.as_secs_f64().max(1e-9);
     let st = &out.stats;
     let mut s = RunSummary {
@@ -76,80 +75,15 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
         },
         errors: Errors { total: st.errors.values().sum(), by_code: st.errors.clone() },
         effects: Effects { journal: 0, table_rows: ctx.effects_rows },
-        latency_ms: Latencies {
-            claim: percentiles(&st.claim_latency),
-            claim_tx: percentiles(&st.claim_tx_latency),
-            work: percentiles(&st.work_latency),
-            complete: percentiles(&st.complete_latency),
-            queue_wait: plan
-                .load
-                .class_names()
-                .zip(&w.queue_wait)
-                .map(|(name, h)| (name.to_string(), percentiles(h)))
-                .collect(),
-            end_to_end: percentiles(&w.end_to_end),
-            pickup: percentiles(&w.pickup),
-        },
-        producer: Producer {
-            planned: out.arrivals.len() as u64 + out.unsent + out.producer_errors,
-            sent: out.arrivals.len() as u64,
-            unsent: out.unsent,
-            errors: out.producer_errors,
-            lag_ms: percentiles(&w.producer_lag),
-            enqueue_ms: percentiles(&w.enqueue),
-            excluded_warmup: w.excluded_warmup,
-        },
-        wakeup: {
-            let (idle_queries, idle_seconds) = idle_time(&st.per_second, out.duration.as_secs_f64());
-            WakeupStats {
-                mode: plan.workers.idle.wakeup.name().into(),
-                policy: plan.workers.idle.describe(),
-                idle_queries,
-                idle_seconds,
-                idle_queries_per_sec: if idle_seconds > 0.0 { idle_queries as f64 / idle_seconds } else { 0.0 },
-                notifications_received: st.notifications,
-                rolled_back_notify_delivered: out.probe.map(|p| p.rolled_back_delivered),
-                committed_notify_delivered: out.probe.map(|p| p.committed_delivered),
-            }
-        },
-        phases: plan
-            .load
-            .phases
-            .iter()
-            .map(|p| PhaseInfo {
-                name: p.name.clone(),
-                start_s: p.start.as_secs_f64(),
-                duration_s: p.duration.as_secs_f64(),
-                rate: p.rate,
-                warmup: p.warmup,
-            })
-            .collect(),
+        latency_ms: latencies(plan, out, w),
+        producer: producer(out, w),
+        wakeup: wakeup(plan, out),
+        phases: phases(plan),
         by_phase: by_phase(plan, w, ph, out.duration),
         environment: ctx.environment,
         timings: Default::default(),
         horizon: v.horizon,
-        vacuum: out
-            .horizon
-            .vacuum
-            .iter()
-            .map(|r| {
-                let numbers = VacuumNumbers {
-                    at_s: r.t_us as f64 / 1e6,
-                    removed: r.removed,
-                    remain: r.remain,
-                    not_removable: r.not_removable,
-                    pgstattuple_dead: r.pgstattuple_dead.unwrap_or(-1),
-                    n_dead_tup: r.n_dead_tup,
-                    probe_buffers_before: probes
-                        .iter()
-                        .rev()
-                        .find(|p| p.t_ms * 1000 <= r.t_us)
-                        .map_or(-1, |p| p.buffers),
-                    probe_buffers_after: probes.iter().find(|p| p.t_ms * 1000 > r.t_us).map_or(-1, |p| p.buffers),
-                };
-                (r.name.clone(), numbers)
-            })
-            .collect(),
+        vacuum: vacuum(out),
         probe: probe(&out.horizon.probes),
         checks: v.checks,
         expectations: Vec::new(),
@@ -166,6 +100,77 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
         && s.aborted_by.is_none()
         && s.expectations.iter().all(|e| e.passed);
     s
+}
+
+fn latencies(plan: &Plan, out: &RunOutput, w: &Waits) -> Latencies {
+    let st = &out.stats;
+    Latencies {
+        claim: percentiles(&st.claim_latency),
+        claim_tx: percentiles(&st.claim_tx_latency),
+        work: percentiles(&st.work_latency),
+        complete: percentiles(&st.complete_latency),
+        queue_wait: plan
+            .load
+            .class_names()
+            .zip(&w.queue_wait)
+            .map(|(name, h)| (name.to_string(), percentiles(h)))
+            .collect(),
+        end_to_end: percentiles(&w.end_to_end),
+        pickup: percentiles(&w.pickup),
+    }
+}
+
+fn producer(out: &RunOutput, w: &Waits) -> Producer {
+    Producer {
+        planned: out.arrivals.len() as u64 + out.unsent + out.producer_errors,
+        sent: out.arrivals.len() as u64,
+        unsent: out.unsent,
+        errors: out.producer_errors,
+        lag_ms: percentiles(&w.producer_lag),
+        enqueue_ms: percentiles(&w.enqueue),
+        excluded_warmup: w.excluded_warmup,
+    }
+}
+
+fn wakeup(plan: &Plan, out: &RunOutput) -> WakeupStats {
+    let (idle_queries, idle_seconds) = idle_time(&out.stats.per_second, out.duration.as_secs_f64());
+    WakeupStats {
+        mode: plan.workers.idle.wakeup.name().into(),
+        policy: plan.workers.idle.describe(),
+        idle_queries,
+        idle_seconds,
+        idle_queries_per_sec: if idle_seconds > 0.0 { idle_queries as f64 / idle_seconds } else { 0.0 },
+        notifications_received: out.stats.notifications,
+        rolled_back_notify_delivered: out.probe.map(|p| p.rolled_back_delivered),
+        committed_notify_delivered: out.probe.map(|p| p.committed_delivered),
+    }
+}
+
+fn phases(plan: &Plan) -> Vec<PhaseInfo> {
+    let info = |p: &crate::scenario::plan::Phase| PhaseInfo {
+        name: p.name.clone(),
+        start_s: p.start.as_secs_f64(),
+        duration_s: p.duration.as_secs_f64(),
+        rate: p.rate,
+        warmup: p.warmup,
+    };
+    plan.load.phases.iter().map(info).collect()
+}
+
+/// Each named VACUUM step, with the claim-plan probe's buffers just before and after it.
+fn vacuum(out: &RunOutput) -> std::collections::BTreeMap<String, VacuumNumbers> {
+    let probes = &out.horizon.probes;
+    let step = |r: &crate::model::records::VacuumResult| VacuumNumbers {
+        at_s: r.t_us as f64 / 1e6,
+        removed: r.removed,
+        remain: r.remain,
+        not_removable: r.not_removable,
+        pgstattuple_dead: r.pgstattuple_dead.unwrap_or(-1),
+        n_dead_tup: r.n_dead_tup,
+        probe_buffers_before: probes.iter().rev().find(|p| p.t_ms * 1000 <= r.t_us).map_or(-1, |p| p.buffers),
+        probe_buffers_after: probes.iter().find(|p| p.t_ms * 1000 > r.t_us).map_or(-1, |p| p.buffers),
+    };
+    out.horizon.vacuum.iter().map(|r| (r.name.clone(), step(r))).collect()
 }
 
 /// Each phase's own numbers, keyed by its name (a repeated name gets `#2`, `#3`, …).

@@ -53,6 +53,21 @@ fn latency_row(o: &mut String, name: &str, p: &Percentiles) {
 /// The report of one run, its charts inlined.
 pub fn report(s: &RunSummary, charts: &[Chart], scenario_text: &str) -> String {
     let mut o = String::new();
+    header(&mut o, s);
+    expectations(&mut o, s);
+    checks(&mut o, s);
+    o.push_str("<h2>Jobs and executions</h2>");
+    rows(&mut o, &super::terminal::lines(s));
+    latencies(&mut o, s);
+    o.push_str("<h2>Charts</h2>");
+    figures(&mut o, charts);
+    environment(&mut o, s);
+    let _ = write!(o, "<h2>Scenario</h2><pre>{}</pre>", escape(scenario_text));
+    page(&format!("queuebench · {}", s.scenario), &o)
+}
+
+/// The verdict, the workload, the database and the throughput.
+fn header(o: &mut String, s: &RunSummary) {
     let status = if s.interrupted {
         "INTERRUPTED"
     } else if s.partial {
@@ -73,8 +88,9 @@ pub fn report(s: &RunSummary, charts: &[Chart], scenario_text: &str) -> String {
         let why = escape(&s.partial_reason);
         let _ = write!(o, "<p class=fail>PARTIAL REPORT: {why}; the checks on the final table were not run</p>");
     }
+    let db = &s.database;
     rows(
-        &mut o,
+        o,
         &[
             ("run", format!("{} (started {})", s.run_id, s.started_at)),
             (
@@ -86,13 +102,7 @@ pub fn report(s: &RunSummary, charts: &[Chart], scenario_text: &str) -> String {
             ),
             (
                 "database",
-                format!(
-                    "{} {} · PostgreSQL {} · schema {}",
-                    s.database.kind,
-                    s.database.shown(),
-                    s.database.server_version,
-                    s.database.schema
-                ),
+                format!("{} {} · PostgreSQL {} · schema {}", db.kind, db.shown(), db.server_version, db.schema),
             ),
             (
                 "throughput",
@@ -103,6 +113,9 @@ pub fn report(s: &RunSummary, charts: &[Chart], scenario_text: &str) -> String {
             ),
         ],
     );
+}
+
+fn expectations(o: &mut String, s: &RunSummary) {
     o.push_str("<h2>Expectations</h2><table><tr><th></th><th>metric</th><th>expected</th><th>actual</th></tr>");
     for e in &s.expectations {
         let actual = e.actual.map_or("missing".into(), |a| format!("{a}"));
@@ -115,7 +128,13 @@ pub fn report(s: &RunSummary, charts: &[Chart], scenario_text: &str) -> String {
             escape(&actual)
         );
     }
-    o.push_str("</table><h2>Checks</h2><table><tr><th></th><th>check</th><th>violations</th><th>detail</th><th>example jobs</th></tr>");
+    o.push_str("</table>");
+}
+
+fn checks(o: &mut String, s: &RunSummary) {
+    o.push_str(
+        "<h2>Checks</h2><table><tr><th></th><th>check</th><th>violations</th><th>detail</th><th>example jobs</th></tr>",
+    );
     for c in &s.checks {
         let ex: Vec<String> = c.examples.iter().map(i64::to_string).collect();
         let _ = write!(
@@ -128,8 +147,10 @@ pub fn report(s: &RunSummary, charts: &[Chart], scenario_text: &str) -> String {
             ex.join(", ")
         );
     }
-    o.push_str("</table><h2>Jobs and executions</h2>");
-    rows(&mut o, &super::terminal::lines(s));
+    o.push_str("</table>");
+}
+
+fn latencies(o: &mut String, s: &RunSummary) {
     o.push_str("<h2>Latency (ms)</h2><table><tr><th></th><th>count</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th></tr>");
     let l = &s.latency_ms;
     for (name, p) in [
@@ -139,24 +160,24 @@ pub fn report(s: &RunSummary, charts: &[Chart], scenario_text: &str) -> String {
         ("complete", &l.complete),
         ("end to end", &l.end_to_end),
     ] {
-        latency_row(&mut o, name, p);
+        latency_row(o, name, p);
     }
     for (class, p) in l.queue_wait.iter().filter(|(_, p)| p.count > 0) {
-        latency_row(&mut o, &format!("queue wait · {class}"), p);
+        latency_row(o, &format!("queue wait · {class}"), p);
     }
-    o.push_str("</table><p class=muted>Queue wait and end to end count from each job's intended enqueue time.</p><h2>Charts</h2>");
-    figures(&mut o, charts);
+    o.push_str("</table><p class=muted>Queue wait and end to end count from each job's intended enqueue time.</p>");
+}
+
+fn environment(o: &mut String, s: &RunSummary) {
     o.push_str("<h2>Environment</h2>");
     let env = &s.environment;
-    let mut pairs = vec![
+    let settings: Vec<String> = env.pg_settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let pairs = [
         ("machine", format!("{} cores · {:.1} GiB · {}", env.cores, env.memory_gib, env.os)),
         ("queuebench", s.queuebench_version.clone()),
+        ("non-default pg_settings", settings.join(" · ")),
     ];
-    let settings: Vec<String> = env.pg_settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    pairs.push(("non-default pg_settings", settings.join(" · ")));
-    rows(&mut o, &pairs);
-    let _ = write!(o, "<h2>Scenario</h2><pre>{}</pre>", escape(scenario_text));
-    page(&format!("queuebench · {}", s.scenario), &o)
+    rows(o, &pairs);
 }
 
 fn verdict_word(status: &str) -> String {

@@ -1,6 +1,6 @@
 //! The summary a person reads at the end of a run.
 
-use crate::model::summary::RunSummary;
+use crate::model::summary::{PhaseNumbers, RunSummary};
 use std::fmt::Write;
 
 pub fn render(s: &RunSummary) -> String {
@@ -60,26 +60,54 @@ pub fn failures(s: &RunSummary) -> Vec<String> {
     partial.into_iter().chain(aborted).chain(stopped).chain(expects).collect()
 }
 
-/// The labelled lines of a summary, shared by the terminal and report.html.
-pub fn lines(s: &RunSummary) -> Vec<(&'static str, String)> {
-    let j = &s.jobs;
-    let x = &s.executions;
-    let c = &s.completions;
-    let l = &s.latency_ms.claim;
-    let st = &s.stale;
-    let f = &s.faults;
-    let mut rows: Vec<(&'static str, String)> = Vec::new();
-    if s.time_scale > 0.0 && s.time_scale != 1.0 {
-        rows.push((
-            "time scale",
-            format!(
-                "{} · every duration ran × {0}; times and rates below are in the scenario's units, \
-                 claim/complete latencies in real ms",
-                s.time_scale
-            ),
-        ));
+/// One labelled line of the summary.
+type Row = (&'static str, String);
+
+/// The labelled lines of a summary, shared by the terminal and report.html: the core lines
+/// every run has, then one group per feature the run used, in this order.
+pub fn lines(s: &RunSummary) -> Vec<Row> {
+    let groups: [fn(&RunSummary) -> Vec<Row>; 15] = [
+        aborted,
+        time_scale,
+        core,
+        fail_and_heartbeat,
+        producers,
+        queue_waits,
+        phases,
+        idle,
+        pickup,
+        done_by_class,
+        oldest_ready,
+        fifo,
+        faults,
+        outage,
+        durability,
+    ];
+    groups.iter().flat_map(|g| g(s)).collect()
+}
+
+fn aborted(s: &RunSummary) -> Vec<Row> {
+    s.aborted_by.iter().map(|a| ("aborted by", a.clone())).collect()
+}
+
+fn time_scale(s: &RunSummary) -> Vec<Row> {
+    if !(s.time_scale > 0.0 && s.time_scale != 1.0) {
+        return Vec::new();
     }
-    rows.extend([
+    vec![(
+        "time scale",
+        format!(
+            "{} · every duration ran × {0}; times and rates below are in the scenario's units, \
+             claim/complete latencies in real ms",
+            s.time_scale
+        ),
+    )]
+}
+
+/// What every run reports: jobs, executions, completions, claims, throughput, claim latency, errors.
+fn core(s: &RunSummary) -> Vec<Row> {
+    let (j, x, c, l) = (&s.jobs, &s.executions, &s.completions, &s.latency_ms.claim);
+    vec![
         (
             "jobs",
             format!(
@@ -126,162 +154,208 @@ pub fn lines(s: &RunSummary) -> Vec<(&'static str, String)> {
             "errors",
             if s.errors.total == 0 { "none".into() } else { format!("{} {:?}", s.errors.total, s.errors.by_code) },
         ),
-    ]);
-    if st.fails_accepted + st.fails_rejected + st.heartbeats_accepted + st.heartbeats_rejected > 0 {
-        rows.push((
-            "fail/heartbeat",
-            format!(
-                "fails {} accepted ({} stale), {} rejected ({} stale) · heartbeats {} accepted ({} stale), {} rejected",
-                st.fails_accepted,
-                st.fail_stale_accepted,
-                st.fails_rejected,
-                st.fail_stale_rejected,
-                st.heartbeats_accepted,
-                st.heartbeat_stale_accepted,
-                st.heartbeats_rejected
-            ),
-        ));
+    ]
+}
+
+fn fail_and_heartbeat(s: &RunSummary) -> Vec<Row> {
+    let st = &s.stale;
+    if st.fails_accepted + st.fails_rejected + st.heartbeats_accepted + st.heartbeats_rejected == 0 {
+        return Vec::new();
     }
-    if s.producer.planned > 0 {
-        let p = &s.producer;
-        rows.push((
-            "producers",
-            format!(
-                "{} planned · {} sent · {} unsent · {} errors · lag p50 {:.1} · p99 {:.1} · max {:.1} ms · enqueue p50 {:.2} ms",
-                p.planned, p.sent, p.unsent, p.errors, p.lag_ms.p50, p.lag_ms.p99, p.lag_ms.max, p.enqueue_ms.p50
-            ),
-        ));
+    vec![(
+        "fail/heartbeat",
+        format!(
+            "fails {} accepted ({} stale), {} rejected ({} stale) · heartbeats {} accepted ({} stale), {} rejected",
+            st.fails_accepted,
+            st.fail_stale_accepted,
+            st.fails_rejected,
+            st.fail_stale_rejected,
+            st.heartbeats_accepted,
+            st.heartbeat_stale_accepted,
+            st.heartbeats_rejected
+        ),
+    )]
+}
+
+fn producers(s: &RunSummary) -> Vec<Row> {
+    let p = &s.producer;
+    if p.planned == 0 {
+        return Vec::new();
     }
-    for (class, w) in s.latency_ms.queue_wait.iter().filter(|(_, w)| w.count > 0) {
-        rows.push((
-            "queue wait",
-            format!(
+    vec![(
+        "producers",
+        format!(
+            "{} planned · {} sent · {} unsent · {} errors · lag p50 {:.1} · p99 {:.1} · max {:.1} ms · enqueue p50 {:.2} ms",
+            p.planned, p.sent, p.unsent, p.errors, p.lag_ms.p50, p.lag_ms.p99, p.lag_ms.max, p.enqueue_ms.p50
+        ),
+    )]
+}
+
+fn queue_waits(s: &RunSummary) -> Vec<Row> {
+    let waits = s.latency_ms.queue_wait.iter().filter(|(_, w)| w.count > 0);
+    waits
+        .map(|(class, w)| {
+            let text = format!(
                 "{class}: p50 {:.1} · p95 {:.1} · p99 {:.1} · max {:.1} ms ({} jobs)",
                 w.p50, w.p95, w.p99, w.max, w.count
-            ),
-        ));
-    }
-    let mut phases: Vec<(&String, &crate::model::summary::PhaseNumbers)> = s.by_phase.iter().collect();
+            );
+            ("queue wait", text)
+        })
+        .collect()
+}
+
+fn phases(s: &RunSummary) -> Vec<Row> {
+    let mut phases: Vec<(&String, &PhaseNumbers)> = s.by_phase.iter().collect();
     phases.sort_by(|a, b| a.1.start_s.total_cmp(&b.1.start_s));
-    for (name, p) in phases {
-        let waits: Vec<String> = p
-            .latency_ms
-            .queue_wait
-            .iter()
-            .filter(|(_, w)| w.count > 0)
-            .map(|(class, w)| format!("{class} {:.1}", w.p95))
-            .collect();
-        rows.push((
-            "phase",
-            format!(
+    phases
+        .into_iter()
+        .map(|(name, p)| {
+            let waits: Vec<String> = p
+                .latency_ms
+                .queue_wait
+                .iter()
+                .filter(|(_, w)| w.count > 0)
+                .map(|(class, w)| format!("{class} {:.1}", w.p95))
+                .collect();
+            let text = format!(
                 "{name}{}: {:.0} jobs/s · claim p99 {:.2} ms · queue wait p95 {} ms",
                 if p.warmup { " (warm-up)" } else { "" },
                 p.throughput.jobs_per_sec,
                 p.latency_ms.claim.p99,
                 if waits.is_empty() { "–".to_string() } else { waits.join(", ") }
-            ),
-        ));
-    }
+            );
+            ("phase", text)
+        })
+        .collect()
+}
+
+fn idle(s: &RunSummary) -> Vec<Row> {
     let wk = &s.wakeup;
+    if !(s.producer.planned > 0 || wk.mode == "listen" || wk.idle_seconds > 0.0) {
+        return Vec::new();
+    }
+    let probe = match (wk.rolled_back_notify_delivered, wk.committed_notify_delivered) {
+        (Some(rb), Some(c)) => format!(" · probe: rolled-back NOTIFY delivered {rb}, committed {c}"),
+        _ => String::new(),
+    };
+    vec![(
+        "idle",
+        format!(
+            "{} · {:.1} idle queries/s over {:.1} idle s · {} notifications{probe}",
+            wk.policy, wk.idle_queries_per_sec, wk.idle_seconds, wk.notifications_received
+        ),
+    )]
+}
+
+fn pickup(s: &RunSummary) -> Vec<Row> {
     let pick = &s.latency_ms.pickup;
-    if s.producer.planned > 0 || wk.mode == "listen" || wk.idle_seconds > 0.0 {
-        let probe = match (wk.rolled_back_notify_delivered, wk.committed_notify_delivered) {
-            (Some(rb), Some(c)) => format!(" · probe: rolled-back NOTIFY delivered {rb}, committed {c}"),
-            _ => String::new(),
-        };
-        rows.push((
-            "idle",
-            format!(
-                "{} · {:.1} idle queries/s over {:.1} idle s · {} notifications{probe}",
-                wk.policy, wk.idle_queries_per_sec, wk.idle_seconds, wk.notifications_received
-            ),
-        ));
+    if pick.count == 0 {
+        return Vec::new();
     }
-    if pick.count > 0 {
-        rows.push((
-            "pickup",
-            format!(
-                "enqueue commit → first claim p50 {:.1} · p99 {:.1} · max {:.1} ms ({} jobs)",
-                pick.p50, pick.p99, pick.max, pick.count
-            ),
-        ));
+    vec![(
+        "pickup",
+        format!(
+            "enqueue commit → first claim p50 {:.1} · p99 {:.1} · max {:.1} ms ({} jobs)",
+            pick.p50, pick.p99, pick.max, pick.count
+        ),
+    )]
+}
+
+fn done_by_class(s: &RunSummary) -> Vec<Row> {
+    let by = &s.jobs.completed_by_class;
+    if !by.keys().any(|c| c != "default") {
+        return Vec::new();
     }
-    if j.completed_by_class.keys().any(|c| c != "default") {
-        let by: Vec<String> = j.completed_by_class.iter().map(|(c, n)| format!("{c} {n}")).collect();
-        rows.push(("done by class", by.join(" · ")));
-    }
+    vec![("done by class", by.iter().map(|(c, n)| format!("{c} {n}")).collect::<Vec<_>>().join(" · "))]
+}
+
+fn oldest_ready(s: &RunSummary) -> Vec<Row> {
     let sv = &s.starvation;
-    if !sv.max_oldest_ready_age_s.is_empty() {
-        let ages: Vec<String> = sv
-            .max_oldest_ready_age_s
-            .iter()
-            .map(|(c, a)| {
-                format!(
-                    "{c} max {a:.1} s ({:+.2} s/s at the end of the load)",
-                    sv.growth_s_per_s.get(c).copied().unwrap_or(0.0)
-                )
-            })
-            .collect();
-        rows.push(("oldest ready", format!("{} · threshold {:.1} s", ages.join(" · "), sv.threshold_s)));
+    if sv.max_oldest_ready_age_s.is_empty() {
+        return Vec::new();
     }
-    if s.fifo.completions > 1 {
-        rows.push((
-            "fifo",
+    let ages: Vec<String> = sv
+        .max_oldest_ready_age_s
+        .iter()
+        .map(|(c, a)| {
             format!(
-                "{} completions · {} neighbours out of enqueue order · worst displacement {} places",
-                s.fifo.completions, s.fifo.inverted_pairs, s.fifo.worst_displacement
-            ),
-        ));
+                "{c} max {a:.1} s ({:+.2} s/s at the end of the load)",
+                sv.growth_s_per_s.get(c).copied().unwrap_or(0.0)
+            )
+        })
+        .collect();
+    vec![("oldest ready", format!("{} · threshold {:.1} s", ages.join(" · "), sv.threshold_s))]
+}
+
+fn fifo(s: &RunSummary) -> Vec<Row> {
+    if s.fifo.completions <= 1 {
+        return Vec::new();
     }
-    if f.injected > 0 || s.reaper.runs > 0 {
-        let kinds: Vec<String> = f.by_kind.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{n} {k}")).collect();
-        rows.push((
-            "faults",
-            format!(
-                "{} injected{} · {} reconnects · recovered {} (max {:.0} ms, mean {:.0} ms), unrecovered {} · reaper reclaimed {}, marked dead {}",
-                f.injected,
-                if kinds.is_empty() { String::new() } else { format!(" ({})", kinds.join(", ")) },
-                s.claims.reconnects,
-                f.recovered,
-                f.recovery_ms_max,
-                f.recovery_ms_mean,
-                f.unrecovered,
-                s.reaper.reclaimed,
-                s.reaper.marked_dead
-            ),
-        ));
+    vec![(
+        "fifo",
+        format!(
+            "{} completions · {} neighbours out of enqueue order · worst displacement {} places",
+            s.fifo.completions, s.fifo.inverted_pairs, s.fifo.worst_displacement
+        ),
+    )]
+}
+
+fn faults(s: &RunSummary) -> Vec<Row> {
+    let f = &s.faults;
+    if f.injected == 0 && s.reaper.runs == 0 {
+        return Vec::new();
     }
-    if let Some(a) = &s.aborted_by {
-        rows.insert(0, ("aborted by", a.clone()));
-    }
+    let kinds: Vec<String> = f.by_kind.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{n} {k}")).collect();
+    vec![(
+        "faults",
+        format!(
+            "{} injected{} · {} reconnects · recovered {} (max {:.0} ms, mean {:.0} ms), unrecovered {} · reaper reclaimed {}, marked dead {}",
+            f.injected,
+            if kinds.is_empty() { String::new() } else { format!(" ({})", kinds.join(", ")) },
+            s.claims.reconnects,
+            f.recovered,
+            f.recovery_ms_max,
+            f.recovery_ms_mean,
+            f.unrecovered,
+            s.reaper.reclaimed,
+            s.reaper.marked_dead
+        ),
+    )]
+}
+
+fn outage(s: &RunSummary) -> Vec<Row> {
     let o = &s.outage;
-    if o.server_restarts > 0 || o.reconnect_attempts > o.worker_reconnects {
-        rows.push((
-            "outage",
-            format!(
-                "{} server restart(s), down {:.0} ms · {} reconnects in {} attempts · longest worker outage {:.0} ms \
-                 ({:.1}–{:.1} s) · timeout {:.0} s",
-                o.server_restarts,
-                o.server_down_ms,
-                o.worker_reconnects,
-                o.reconnect_attempts,
-                o.longest_worker_outage_ms,
-                o.window_start_s,
-                o.window_end_s,
-                o.reconnect_timeout_s
-            ),
-        ));
+    if !(o.server_restarts > 0 || o.reconnect_attempts > o.worker_reconnects) {
+        return Vec::new();
     }
-    if s.outage.server_restarts > 0 {
-        let d = &s.durability;
-        let line = if d.tested {
-            format!("{} · {} done though their ack was lost", d.note, d.unacknowledged_done)
-        } else {
-            d.note.clone()
-        };
-        rows.push(("durability", line));
+    vec![(
+        "outage",
+        format!(
+            "{} server restart(s), down {:.0} ms · {} reconnects in {} attempts · longest worker outage {:.0} ms \
+             ({:.1}–{:.1} s) · timeout {:.0} s",
+            o.server_restarts,
+            o.server_down_ms,
+            o.worker_reconnects,
+            o.reconnect_attempts,
+            o.longest_worker_outage_ms,
+            o.window_start_s,
+            o.window_end_s,
+            o.reconnect_timeout_s
+        ),
+    )]
+}
+
+fn durability(s: &RunSummary) -> Vec<Row> {
+    if s.outage.server_restarts == 0 {
+        return Vec::new();
     }
-    rows
+    let d = &s.durability;
+    let line = if d.tested {
+        format!("{} · {} done though their ack was lost", d.note, d.unacknowledged_done)
+    } else {
+        d.note.clone()
+    };
+    vec![("durability", line)]
 }
 
 fn mark(ok: bool) -> &'static str {

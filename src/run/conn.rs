@@ -5,18 +5,13 @@
 //! The connection task (`db::connect::open`) forwards every `NOTIFY` to an
 //! unbounded channel, so a worker that LISTENs can wait for one while idle.
 
+use crate::db::statements::{EFFECTS_INSERT, REMAINING};
 use crate::db::{connect, error_text};
 use crate::strategy::{Param, Strategy};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 use tokio_postgres::types::Type;
 use tokio_postgres::{Client, Config, Notification, Statement};
-
-pub const EFFECTS_INSERT: &str = "INSERT INTO effects (job_id, worker, attempt) \
-     SELECT j, $2::int4, a FROM unnest($1::int8[], $3::int4[]) AS u(j, a)";
-
-/// Is anything left to do? (for `stop = "drained"`)
-pub const REMAINING: &str = "SELECT EXISTS (SELECT 1 FROM jobs WHERE status IN ('queued', 'running'))";
 
 pub struct Conn {
     pub client: Client,

@@ -10,6 +10,7 @@
 
 use crate::collect::Arrival;
 use crate::collect::spill::Spill;
+use crate::db::statements::{BUSINESS_ROW, ENQUEUE};
 use crate::scenario::Plan;
 use crate::scenario::plan::{Arrivals, Class};
 use rand::rngs::StdRng;
@@ -17,10 +18,6 @@ use rand::{RngExt, SeedableRng};
 use std::time::{Duration, Instant};
 use tokio_postgres::{Config, Statement};
 use tokio_util::sync::CancellationToken;
-
-pub const ENQUEUE: &str = "INSERT INTO jobs (class, priority, payload, max_attempts) \
-     VALUES ($1, $2, jsonb_build_object('pad', $3::text), $4) RETURNING id";
-pub const BUSINESS_ROW: &str = "INSERT INTO business_rows (payload) VALUES (jsonb_build_object('pad', $1::text))";
 
 #[derive(Debug, Default)]
 pub struct ProducerOutput {
