@@ -1,7 +1,8 @@
 //! The ground floor: the vocabulary every stage shares. It imports no stage,
 //! and every stage may import it.
 //!
-//! - `summary`: `RunSummary`, the one model every exporter reads, and its metric names;
+//! - `summary`: `RunSummary`, the one model every exporter reads;
+//! - `metrics`: its metric names (dotted paths, `checks.<name>`);
 //! - `expect`: expectations (`[expect]`, `--expect`), their selectors, and the live values
 //!   abort-on-fail judges while the run goes;
 //! - `tolerance`: how much worse than a baseline a metric may get;
@@ -9,6 +10,7 @@
 //! - `protocol`: the lease protocol's choices (mode, fencing, reclaim).
 
 pub mod expect;
+pub mod metrics;
 pub mod protocol;
 pub mod records;
 pub mod summary;
