@@ -3,7 +3,7 @@
 //!
 //! Data flows one way:
 //! scenario → plan → database → run → evidence → checks → summary → exit code.
-//! `run_one` below is that list of stage calls.
+//! `pipeline::run_one` is that list of stage calls; docs/architecture.md has the map.
 
 pub mod cli;
 pub mod collect;
