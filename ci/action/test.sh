@@ -242,6 +242,18 @@ check "unbalanced quotes in args exit 2" test "$rc" = 2
 QB_SCENARIOS=scenarios/action-pass.toml QB_ARGS="--no-such-flag" QB_RESULTS_DIR=results-f3 step run-f3 "$here/run.sh"
 check "queuebench's own usage error comes through as 2" test "$rc" = 2 -a "$(output "$tmp/run-f3.out" exit-code)" = 2
 
+echo "# action.yml's wiring"
+unread=""
+for var in $(grep -o 'QB_[A-Z_]*:' "$repo/action.yml" | tr -d : | sort -u); do
+  grep -q "\b$var\b" "$here"/postgres.sh "$here"/install.sh "$here"/run.sh "$here"/finish.sh || unread+=" $var"
+done
+check "every QB_* variable action.yml sets is read by a script${unread:+ (not read:$unread)}" test -z "$unread"
+unused=""
+while IFS= read -r input; do
+  grep -q "inputs\.$input\([^a-z-]\|$\)" "$repo/action.yml" || unused+=" $input"
+done < <(sed -n '/^inputs:/,/^outputs:/p' "$repo/action.yml" | sed -n 's/^  \([a-z-]*\):$/\1/p')
+check "every input is used by a step${unused:+ (unused:$unused)}" test -z "$unused"
+
 leftover=$(find "$tmp/pg" -mindepth 1 -maxdepth 1 | wc -l)
 check "no cluster directory left behind ($leftover)" test "$leftover" = 0
 
