@@ -35,7 +35,7 @@ src=$(qb_action_path)
 src=$(cd "$src" && pwd -P)
 
 sha256() {
-  sha256sum | cut -d' ' -f1
+  if command -v sha256sum >/dev/null 2>&1; then sha256sum; else shasum -a 256; fi | cut -d' ' -f1
 }
 
 # A hash of the files the build reads (names and contents), independent of git and timestamps.
@@ -44,7 +44,8 @@ content_hash() {
   for f in "${QB_BUILD_INPUTS[@]}"; do
     if [ -e "$src/$f" ]; then inputs+=("$f"); fi
   done
-  (cd "$src" && find "${inputs[@]}" -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum -- | sha256 | cut -c1-16)
+  (cd "$src" && find "${inputs[@]}" -type f -print0 | LC_ALL=C sort -z |
+    while IFS= read -r -d '' f; do printf '%s\0' "$f"; cat -- "$f"; done | sha256 | cut -c1-16)
 }
 
 source_id() {
@@ -83,7 +84,11 @@ compute_key() {
 }
 
 now_ms() {
-  date +%s%3N
+  local t
+  t=$(date +%s%3N)
+  # BSD date has no %N: whole seconds then.
+  [[ $t =~ ^[0-9]+$ ]] || t="$(date +%s)000"
+  printf '%s\n' "$t"
 }
 
 rust_at_least() {

@@ -74,12 +74,12 @@ command -v "$bin" >/dev/null 2>&1 || bad_input "queuebench binary '$bin' not fou
 # Scenario files: split on whitespace, expand globs, drop repeats (two runs of one scenario
 # would write the same results/<scenario>/ folder).
 files=()
-declare -A seen=()
 add_file() {
-  if [ -z "${seen[$1]:-}" ]; then
-    seen[$1]=1
-    files+=("$1")
-  fi
+  local f
+  for f in ${files[@]+"${files[@]}"}; do
+    [ "$f" = "$1" ] && return 0
+  done
+  files+=("$1")
 }
 set -f
 # shellcheck disable=SC2206 # split on whitespace, globbing off
@@ -131,7 +131,9 @@ if [ -n "${QB_ARGS:-}" ] && [ -n "${QB_ARGS//[[:space:]]/}" ]; then
   if ! err=$(printf '%s\n' "$QB_ARGS" | xargs printf '%s\0' 2>&1 >/dev/null) || [ -n "$err" ]; then
     bad_input "args: cannot split '$QB_ARGS': ${err:-unbalanced quotes}"
   fi
-  mapfile -d '' -t extra < <(printf '%s\n' "$QB_ARGS" | xargs printf '%s\0')
+  while IFS= read -r -d '' a; do
+    extra+=("$a")
+  done < <(printf '%s\n' "$QB_ARGS" | xargs printf '%s\0')
 fi
 
 if [ -n "${QB_DATABASE_URL:-}" ]; then
@@ -144,7 +146,7 @@ if [ -d "$results_abs" ] && [ -n "$(ls -A "$results_abs")" ]; then
   qb_log "warning: $results_abs is not empty; files of an earlier run there may be overwritten or mixed in"
 fi
 
-cmd=("$bin" run "${files[@]}" "${args[@]}" "${extra[@]}")
+cmd=("$bin" run "${files[@]}" "${args[@]}" ${extra[@]+"${extra[@]}"})
 qb_log "running in $PWD:$(printf ' %q' "${cmd[@]}")"
 set +e
 "${cmd[@]}"
