@@ -284,5 +284,31 @@ done
 check "after SIGKILL: its $conns_before server connections gone ($conns left after $(( $(now_ms) - t0 )) ms)" test "$conns" = 0 -a "$conns_before" -gt 0
 drop_db
 
+sqlfile=$here/$client/enqueue.sql
+if [ -f "$sqlfile" ]; then
+  echo "== [$client] sql-enqueue: 20 jobs through clients/$client/enqueue.sql"
+  new_db
+  "$run" setup >/dev/null 2>&1
+  {
+    grep -E '^-- session: ' "$sqlfile" | sed -e 's/^-- session: //' -e 's/$/;/'
+    printf 'PREPARE qb_enqueue(text, text) AS %s;\n' "$(grep -v -E '^--' "$sqlfile" | tr '\n' ' ')"
+    for i in $(seq 1 20); do printf "EXECUTE qb_enqueue('queuebench', '{\"n\": %d, \"work_ms\": 0}');\n" "$i"; done
+  } | sed "s/{schema}/qb_test/g" >"$tmp/enqueue-sql.sql"
+  if PGAPPNAME=qb-selftest psql -X -Atq -v ON_ERROR_STOP=1 "$base/$db" -f "$tmp/enqueue-sql.sql" >"$tmp/enqueue-sql.out" 2>"$tmp/enqueue-sql.err"; then
+    ok "enqueue.sql ran 20 times ($(grep -c . "$tmp/enqueue-sql.out") ids returned)"
+  else
+    bad "enqueue.sql failed"; show_err enqueue-sql
+  fi
+  start_worker s1 QUEUEBENCH_CONCURRENCY=2; s1=$last_pid
+  if wait_effects 20 "$drain_timeout_s"; then ok "20 effects rows after ${last_ms} ms"; else bad "only $(effects_count) effects rows"; show_err s1; fi
+  stop_workers "$s1"
+  sort "$tmp/enqueue-sql.out" >"$tmp/ids-sql.txt"
+  q "SELECT job_id FROM qb_test.queuebench_effects ORDER BY 1" | sort >"$tmp/ids-effects.txt"
+  read -r distinct dup < <(q "SELECT count(DISTINCT n), count(*) - count(DISTINCT n) FROM qb_test.queuebench_effects" | tr '|' ' ')
+  check "SQL-enqueued jobs ran once each ($distinct distinct n, $dup duplicates), job_id = the id enqueue.sql returned" \
+    test "$distinct" = 20 -a "$dup" = 0 -a "$(cat "$tmp/ids-sql.txt")" = "$(cat "$tmp/ids-effects.txt")"
+  drop_db
+fi
+
 echo "selftest $client: $passed passed, $failed failed"
 [ "$failed" = 0 ]
