@@ -15,6 +15,10 @@
 #   ack-first QUEUEBENCH_CLIENT_BUG=ack-first (clients that support it) must
 #             lose exactly the jobs with n divisible by 50; others must refuse
 #             it at start with exit 2.
+#   terminate pg_terminate_backend on the worker's library connections: a worker
+#             that survives must run 10 new jobs; one that gives up must exit
+#             non-zero (reported as info: which libraries do is in their READMEs).
+#   sql-enqueue 20 jobs through the client's enqueue.sql run once each.
 #   sigkill   a SIGKILLed work process leaves no process behind (the run
 #             script execs the worker; the worker starts no children) and its
 #             server connections go away.
@@ -282,6 +286,28 @@ while :; do
   sleep 0.1
 done
 check "after SIGKILL: its $conns_before server connections gone ($conns left after $(( $(now_ms) - t0 )) ms)" test "$conns" = 0 -a "$conns_before" -gt 0
+drop_db
+
+echo "== [$client] terminate: pg_terminate_backend on the worker's library connections"
+new_db
+"$run" setup >/dev/null 2>&1
+start_worker x1 QUEUEBENCH_CONCURRENCY=2; x1=$last_pid
+sleep 3
+killed=$(q "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'queuebench-x1'")
+sleep 3
+if kill -0 "$x1" 2>/dev/null; then
+  "$run" enqueue 10 >/dev/null 2>&1
+  if wait_effects 10 "$drain_timeout_s"; then
+    ok "terminate: survived losing $killed connection(s) and ran 10 new jobs (${last_ms} ms)"
+  else
+    bad "terminate: survived losing $killed connection(s) but ran only $(effects_count) of 10 new jobs"; show_err x1
+  fi
+  stop_workers "$x1"
+else
+  wait "$x1"; xrc=$?
+  echo "info  [$client] terminate: the worker exited $xrc after losing $killed connection(s) (the library gives up; see its README): $(tail -n1 "$tmp/x1.err" | cut -c1-160)"
+  check "terminate: a worker that gives up exits non-zero ($xrc)" test "$xrc" != 0
+fi
 drop_db
 
 sqlfile=$here/$client/enqueue.sql
