@@ -52,10 +52,10 @@ async function enqueue (env, args) {
 }
 
 async function work (env) {
+  const polling = pollingOptions(env) // checked first: a bad value is exit 2
   const effects = new qb.Effects(pg, env)
   // supervise (maintenance: expiring jobs that outlive expireIn, archiving) stays on.
   const boss = await startBoss(env, { migrate: false, supervise: true, max: env.concurrency + 2 })
-  const polling = pollingOptions(env)
   let stopping = false
   const loops = []
 
