@@ -1,0 +1,290 @@
+"""Shared glue for the Python process clients (contract v1, see ../CONTRACT.md).
+
+It knows nothing about any queue library: each client's worker.py builds the
+library's objects and calls ``run_handler`` from inside the library's job
+handler. Needs psycopg 3 and psycopg_pool (both pinned by every Python client).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+import psycopg
+import psycopg.conninfo
+import psycopg_pool
+
+SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,49}$")
+
+
+def fail(msg: str) -> None:
+    sys.stderr.write(f"queuebench client: {msg}\n")
+    sys.stderr.flush()
+    os._exit(2)
+
+
+def _int_env(name: str, default: int | None, minimum: int) -> int | None:
+    raw = os.environ.get(name, "")
+    if raw == "":
+        return default
+    try:
+        v = int(raw)
+    except ValueError:
+        v = minimum - 1
+    if v < minimum:
+        fail(f"{name} must be an integer >= {minimum}")
+    return v
+
+
+@dataclass
+class Env:
+    url: str
+    schema: str
+    worker: str
+    app_name: str
+    effects_app_name: str
+    concurrency: int
+    queue: str
+    poll_ms: int | None
+    events: bool
+    work_ms: float
+    bug: str
+
+
+def read_env() -> Env:
+    url = os.environ.get("QUEUEBENCH_DATABASE_URL", "")
+    if not url:
+        fail("QUEUEBENCH_DATABASE_URL is not set")
+    schema = os.environ.get("QUEUEBENCH_SCHEMA", "")
+    if not schema:
+        fail("QUEUEBENCH_SCHEMA is not set")
+    if not SCHEMA_RE.match(schema):
+        fail("QUEUEBENCH_SCHEMA must match ^[a-z_][a-z0-9_]*$ (at most 50 characters)")
+    worker = os.environ.get("QUEUEBENCH_WORKER") or f"pid{os.getpid()}"
+    app_name = os.environ.get("QUEUEBENCH_APPLICATION_NAME") or f"queuebench-{worker}"
+    raw_work = os.environ.get("QUEUEBENCH_WORK_MS", "")
+    try:
+        work_ms = float(raw_work) if raw_work else 0.0
+    except ValueError:
+        work_ms = -1.0
+    if not work_ms >= 0:
+        fail("QUEUEBENCH_WORK_MS must be a number >= 0")
+    bug = os.environ.get("QUEUEBENCH_CLIENT_BUG", "")
+    if bug not in ("", "twice", "ack-first"):
+        fail(f"unknown QUEUEBENCH_CLIENT_BUG={bug}")
+    return Env(
+        url=url,
+        schema=schema,
+        worker=worker,
+        app_name=app_name,
+        effects_app_name=f"{app_name}-effects",
+        concurrency=_int_env("QUEUEBENCH_CONCURRENCY", 1, 1) or 1,
+        queue=os.environ.get("QUEUEBENCH_QUEUE") or "queuebench",
+        poll_ms=_int_env("QUEUEBENCH_POLL_MS", None, 1),
+        events=os.environ.get("QUEUEBENCH_EVENTS") == "1",
+        work_ms=work_ms,
+        bug=bug,
+    )
+
+
+def conninfo(env: Env, app_name: str, search_path: str | None = None) -> str:
+    """The database URL with application_name (and optionally search_path) set.
+
+    Keyword values override the same keys in the URL, so a URL that already
+    names an application_name cannot win over ours.
+    """
+    extra: dict[str, Any] = {"application_name": app_name}
+    if search_path is not None:
+        extra["options"] = f"-c search_path={search_path}"
+    try:
+        return psycopg.conninfo.make_conninfo(env.url, **extra)
+    except psycopg.ProgrammingError:
+        fail("QUEUEBENCH_DATABASE_URL is not a valid connection string (its value is not shown)")
+        raise
+
+
+def setup_logging() -> None:
+    # Libraries log through `logging`; all of it goes to stderr.
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=os.environ.get("QUEUEBENCH_LOG_LEVEL", "WARNING").upper(),
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+
+
+def emit(env: Env, ev: str, job: Any, n: int | None) -> None:
+    if not env.events:
+        return
+    line = json.dumps(
+        {"ev": ev, "job": str(job), "n": n, "worker": env.worker, "t": time.time() * 1000.0}
+    )
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+@dataclass
+class Payload:
+    n: int
+    work_ms: float
+    fail: bool
+
+
+def parse_payload(data: Any) -> Payload:
+    if isinstance(data, (str, bytes)):
+        data = json.loads(data)
+    if not isinstance(data, dict):
+        raise ValueError("payload is not a JSON object")
+    n = data.get("n")
+    if isinstance(n, bool) or not isinstance(n, int):
+        if isinstance(n, float) and n.is_integer():
+            n = int(n)
+        else:
+            raise ValueError("payload has no integer n")
+    work_ms = data.get("work_ms")
+    work_ms = 0.0 if work_ms is None else float(work_ms)
+    if not work_ms >= 0:
+        raise ValueError("payload work_ms is not a number >= 0")
+    return Payload(n=n, work_ms=work_ms, fail=data.get("fail") is True)
+
+
+class Effects:
+    """The external side effect: one INSERT per execution on its own pool."""
+
+    def __init__(self, env: Env):
+        self.env = env
+        self.sql = (
+            f'INSERT INTO "{env.schema}".queuebench_effects (job_id, n, worker, attempt) '
+            "VALUES (%s, %s, %s, %s)"
+        )
+        self.pool = psycopg_pool.AsyncConnectionPool(
+            conninfo(env, env.effects_app_name),
+            min_size=1,
+            max_size=env.concurrency + 1,
+            kwargs={"autocommit": True},
+            open=False,
+        )
+
+    async def open(self) -> None:
+        await self.pool.open()
+
+    async def record(self, job_id: Any, n: int, attempt: int | None) -> None:
+        params = (str(job_id), n, self.env.worker, attempt)
+        async with self.pool.connection() as conn:
+            await conn.execute(self.sql, params)
+            if self.env.bug == "twice":
+                await conn.execute(self.sql, params)
+
+    async def close(self) -> None:
+        await self.pool.close(timeout=1.0)
+
+
+async def run_handler(
+    env: Env,
+    effects: Effects,
+    job_id: Any,
+    data: Any,
+    attempt: int | None,
+    skip_effect: bool = False,
+) -> None:
+    """The contract's job handler; raises when the payload says fail=true."""
+    n = None
+    try:
+        p = parse_payload(data)
+        n = p.n
+        emit(env, "start", job_id, n)
+        if p.work_ms > 0:
+            await asyncio.sleep(p.work_ms / 1000.0)
+        if not skip_effect:
+            await effects.record(job_id, p.n, attempt)
+        if p.fail:
+            raise RuntimeError(f"job {job_id} (n={p.n}) failed on purpose (payload fail=true)")
+    except BaseException:
+        # BaseException: a library cancelling the handler (asyncio.CancelledError)
+        # is also "the handler did not return".
+        emit(env, "error", job_id, n)
+        raise
+    emit(env, "end", job_id, n)
+
+
+def payloads(env: Env, count: int) -> list[dict[str, Any]]:
+    return [{"n": i, "work_ms": env.work_ms} for i in range(1, count + 1)]
+
+
+def parse_count(args: list[str]) -> int:
+    try:
+        v = int(args[0])
+    except (IndexError, ValueError):
+        v = -1
+    if v < 0:
+        fail("usage: enqueue N (N an integer >= 0)")
+    return v
+
+
+# Failsafe: if the graceful stop has not finished this long after SIGTERM,
+# exit 3 (the contract's budget is 5 s).
+STOP_BUDGET_S = 4.5
+
+
+async def serve_until_signal(
+    run: Callable[[], Awaitable[None]], stop: Callable[[], Awaitable[None] | None]
+) -> int:
+    """Run ``run()`` until SIGTERM/SIGINT, then call ``stop()`` and wait for run()."""
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+
+    run_task = asyncio.create_task(run())
+    stop_wait = asyncio.create_task(stopping.wait())
+    await asyncio.wait({run_task, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+    if run_task.done():
+        stop_wait.cancel()
+        exc = run_task.exception()
+        if exc:
+            sys.stderr.write(f"queuebench client: worker stopped on its own: {exc!r}\n")
+            return 1
+        sys.stderr.write("queuebench client: worker stopped on its own\n")
+        return 1
+
+    sys.stderr.write("queuebench client: SIGTERM, stopping\n")
+    sys.stderr.flush()
+    loop.call_later(STOP_BUDGET_S, _forced_exit)
+    result = stop()
+    if result is not None:
+        await result
+    try:
+        await run_task
+    except asyncio.CancelledError:
+        pass
+    return 0
+
+
+def _forced_exit() -> None:
+    sys.stderr.write(f"queuebench client: graceful stop took over {STOP_BUDGET_S} s; exiting 3\n")
+    sys.stderr.flush()
+    os._exit(3)
+
+
+def main(commands: dict[str, Callable[[Env, list[str]], Awaitable[int | None]]]) -> None:
+    setup_logging()
+    cmd = sys.argv[1] if len(sys.argv) > 1 else ""
+    fn = commands.get(cmd)
+    if fn is None:
+        fail(f"usage: worker.py setup | work | enqueue N (got {cmd!r})")
+        return
+    env = read_env()
+    try:
+        code = asyncio.run(fn(env, sys.argv[2:]))
+    except Exception as exc:  # noqa: BLE001 - report and exit non-zero
+        logging.getLogger("queuebench").exception("%s failed: %s", cmd, exc)
+        sys.exit(1)
+    sys.stdout.flush()
+    sys.exit(code or 0)
