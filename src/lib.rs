@@ -5,6 +5,7 @@
 //! scenario → plan → database → run → evidence → checks → summary → exit code.
 //! `pipeline::run_one` is that list of stage calls; docs/architecture.md has the map.
 
+pub mod adapter;
 pub mod cli;
 pub mod collect;
 pub mod commands;

@@ -1,0 +1,98 @@
+//! The serde mirror of an adapter file (`docs/adapters.md`): every key as written,
+//! `deny_unknown_fields`, no I/O. `super::file` checks it and resolves it into an `Adapter`.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAdapter {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// The version of the queue's design the SQL follows.
+    #[serde(default)]
+    pub design: String,
+    /// The queue's main table (sampler statistics, VACUUM steps, blockers, `LOCK TABLE`).
+    pub table: String,
+    /// The queue's own default lease or visibility timeout.
+    pub lease: Option<String>,
+    #[serde(default)]
+    pub constants: BTreeMap<String, toml::Value>,
+    /// Run once in the run's schema before the preload.
+    #[serde(default)]
+    pub setup: String,
+    /// Run on every connection.
+    pub on_connect: Option<String>,
+    pub enqueue: RawStep,
+    pub preload: Option<RawStep>,
+    pub select: Option<RawStep>,
+    pub claim: RawStep,
+    pub complete: RawStep,
+    pub fail: Option<RawStep>,
+    pub heartbeat: Option<RawStep>,
+    pub reclaim: Option<RawStep>,
+    pub cancel: Option<RawStep>,
+    pub result: RawResult,
+    pub observe: RawObserve,
+}
+
+/// A step: one statement, a list (one transaction), or a table with the acceptance rule.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum RawStep {
+    One(String),
+    List(Vec<String>),
+    Table(RawStepTable),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStepTable {
+    pub sql: OneOrMany,
+    /// `rows` (default), `true` or `positive`.
+    pub accepted: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl RawStep {
+    /// The statements, in order, and the declared acceptance rule.
+    pub fn parts(&self) -> (Vec<String>, Option<&str>) {
+        match self {
+            RawStep::One(s) => (vec![s.clone()], None),
+            RawStep::List(l) => (l.clone(), None),
+            RawStep::Table(t) => {
+                let sql = match &t.sql {
+                    OneOrMany::One(s) => vec![s.clone()],
+                    OneOrMany::Many(l) => l.clone(),
+                };
+                (sql, t.accepted.as_deref())
+            }
+        }
+    }
+}
+
+/// The claim's columns.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawResult {
+    pub id: String,
+    pub attempt: Option<String>,
+    pub token: Option<String>,
+    pub class: Option<String>,
+}
+
+/// How the harness reads the queue's state.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawObserve {
+    pub state: String,
+    pub remaining: String,
+    pub depth: Option<String>,
+}
