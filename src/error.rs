@@ -253,24 +253,9 @@ pub enum Error {
     /// not be drawn, the cluster exited): `{action}: {cause}`.
     #[error("{action}: {cause}")]
     Machine { action: String, cause: String },
-
-    // ---- untyped, until every call site says what it is ----
-    /// A usage error as a bare message (exit 2).
-    #[error("{0}")]
-    Usage(String),
-    /// An infrastructure error as a bare message (exit 3).
-    #[error("{0}")]
-    Infra(String),
 }
 
 impl Error {
-    pub fn usage(msg: impl Into<String>) -> Self {
-        Error::Usage(msg.into())
-    }
-    pub fn infra(msg: impl Into<String>) -> Self {
-        Error::Infra(msg.into())
-    }
-
     /// A path given on the command line (or one under it) that cannot be used (exit 2).
     pub fn path(action: Access, path: impl Into<PathBuf>, cause: impl fmt::Display) -> Error {
         Error::Path { action, path: path.into(), cause: Some(cause.to_string()) }
@@ -298,8 +283,7 @@ impl Error {
             | Error::Path { .. }
             | Error::Input { .. }
             | Error::Command { .. }
-            | Error::Unfit { .. }
-            | Error::Usage(_) => ExitCode::Usage,
+            | Error::Unfit { .. } => ExitCode::Usage,
             Error::Connect { .. }
             | Error::Database { .. }
             | Error::Strategy { .. }
@@ -308,8 +292,7 @@ impl Error {
             | Error::Process { .. }
             | Error::ClusterNotReady { .. }
             | Error::Missing(_)
-            | Error::Machine { .. }
-            | Error::Infra(_) => ExitCode::Infrastructure,
+            | Error::Machine { .. } => ExitCode::Infrastructure,
         }
     }
 }
