@@ -200,7 +200,7 @@ impl RunArgs {
         let target = Target::resolve(self.postgres, self.database_url.clone(), &self.postgres_image, self.yes)?;
         Ok(RunCommand {
             files: self.files.clone(),
-            sets: scale::with_flag(&self.overrides.set, self.time_scale).map_err(Error::usage)?,
+            sets: scale::with_flag(&self.overrides.set, self.time_scale)?,
             seed: self.seed,
             out: self.out.clone(),
             expect: self.expect.clone(),
@@ -224,7 +224,7 @@ impl RunArgs {
 impl SweepArgs {
     pub fn options(&self) -> Result<SweepCommand> {
         if self.repeat == 0 {
-            return Err(Error::usage("--repeat must be at least 1"));
+            return Err(Error::Flag { flag: "--repeat".into(), reason: "must be at least 1".into() });
         }
         let target = match &self.database_url {
             Some(url) => Target::Url { url: url.clone(), allow_remote: self.yes },

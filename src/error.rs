@@ -1,10 +1,21 @@
-//! Errors that carry their exit code.
+//! Errors that carry their exit code and the context that says the fix.
 //!
 //! Exit codes are API (see README "Exit codes"): 0 every expectation met,
 //! 1 an expectation failed, 2 usage or scenario error, 3 infrastructure
 //! error, 130 interrupted. Every error message says what to do about it.
+//!
+//! [`Error`] is classified by who has to act and on what: the scenario file, a flag, a path,
+//! the target database (exit 2), or the database and the machine failing us (exit 3). Each
+//! variant keeps the parts a caller or a test can look at (file, line, key, flag, path,
+//! target, SQLSTATE) and renders them into the message the user reads.
+//!
+//! Lower layers that only judge a value return [`Invalid`] (or a small enum of their own,
+//! e.g. `scenario::units::DurationError`): what is wrong and what is accepted. The caller
+//! knows where the value came from and places it ([`Error::Scenario`] with the file, line
+//! and key, or [`Error::FlagValue`] with the flag).
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 
 /// The exit codes queuebench documents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,38 +45,454 @@ impl ExitCode {
     }
 }
 
+/// A value that does not fit: what is wrong with it and what is accepted. Returned by the
+/// functions that judge values without knowing where they came from; the caller places it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct Invalid {
+    /// The key below the caller's that holds the value (`fallback_poll` when the caller checks
+    /// `[workers]`, a metric in `[baseline.tolerance]`); None when the caller's key is the place.
+    pub key: Option<String>,
+    /// What is wrong and what is accepted.
+    pub reason: String,
+}
+
+impl Invalid {
+    pub fn new(reason: impl Into<String>) -> Invalid {
+        Invalid { key: None, reason: reason.into() }
+    }
+
+    /// The value under `key` (below the caller's key) is wrong.
+    pub fn at(key: impl Into<String>, reason: impl Into<String>) -> Invalid {
+        Invalid { key: Some(key.into()), reason: reason.into() }
+    }
+
+    /// The same error, its reason led by `context` (`jobs.classes `a`: work: …`).
+    pub fn within(self, context: impl fmt::Display) -> Invalid {
+        Invalid { key: self.key, reason: format!("{context}: {}", self.reason) }
+    }
+}
+
+/// What PostgreSQL said when a connection or a statement failed (`db::sql` reads it from the
+/// driver): the server's message and SQLSTATE, or the driver's message and its causes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sql {
+    pub message: String,
+    /// The server's SQLSTATE (`42P01`); None when the failure never reached the server.
+    pub sqlstate: Option<String>,
+}
+
+impl fmt::Display for Sql {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.sqlstate {
+            Some(code) => write!(f, "{} (SQLSTATE {code})", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for Sql {}
+
+/// Why a session of the run (a worker's connection, the LISTEN probe) could not be set up.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SessionFailure {
+    /// A step on the server failed: `connecting`, `LISTEN "ch"`, `preparing the strategy's claim
+    /// statement` (then with the statement as sent).
+    #[error("{step}: {sql}{}", .statement.as_ref().map(|s| format!("\n  SQL: {s}")).unwrap_or_default())]
+    Sql { step: String, sql: Sql, statement: Option<String> },
+    /// The strategy's statements do not fit together (the claim lacks a column the others use).
+    #[error("{0}")]
+    Statements(Invalid),
+    /// The task opening the connection panicked.
+    #[error("opening a connection panicked: {0}")]
+    Panicked(String),
+}
+
+/// What queuebench was doing with a file or folder, as its message says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    ReadScenario,
+    Create,
+    Write,
+    /// `rename(2)` of a temporary file over this path.
+    RenameTo(PathBuf),
+    CreateSweepFolder,
+    CreateResultsFolder,
+    WriteInResultsFolder,
+    CreateDirectoryIn,
+    CreateUniqueDirectoryIn,
+    Prepare,
+    /// Run a program (initdb).
+    Run,
+    /// Start a program that keeps running (postgres).
+    Start,
+    WriteChartInto,
+    /// An atomic write of this file failed (the cause says which step).
+    Replace,
+    OpenStepSummary,
+    WriteStepSummary,
+}
+
+/// The scenario does not fit the target database (exit 2); each case names its fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unfit {
+    /// A `--database-url` host that is not on this machine, without `--yes`.
+    Remote,
+    /// The ephemeral cluster's postmaster refused a `[postgres.settings]` value (its log lines).
+    RefusedSetting { refusal: String },
+    /// `--schema` names an existing schema and `--reuse` was not given.
+    SchemaExists { schema: String },
+    /// `--reuse`: an object with one of queuebench's names that queuebench did not create.
+    ForeignObject { schema: String, object: String },
+    /// More connections than the server has free; `own_server`: a cluster or container of ours.
+    TooFewConnections { workers: u32, need: i64, slots: i64, own_server: bool },
+    /// A `postgres_restart` fault on a server queuebench did not start.
+    RestartNeedsEphemeral { file: PathBuf },
+    /// `[postgres.settings] max_connections` below what the run needs (ephemeral cluster).
+    MaxConnectionsTooLow { file: PathBuf, setting: i64, workers: u32, need: i64 },
+}
+
+/// A baseline that `--baseline`, `--save-baseline` or `compare` cannot use (exit 2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BaselineProblem {
+    /// The name is not a plain file-name part.
+    BadName,
+    /// No file for this scenario under that name.
+    Missing { scenario: String, file: PathBuf },
+    /// The baseline's folder holds no scenario file.
+    Empty { dir: PathBuf },
+    /// The baseline's folder holds several scenario files.
+    Several { files: Vec<PathBuf> },
+    /// Neither a path nor a baseline name.
+    Unknown { dir: PathBuf },
+}
+
+/// What this machine lacks to start an ephemeral cluster (exit 3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Missing {
+    /// Running as root with no `postgres` system user to run the cluster as.
+    PostgresUser,
+    /// `QUEUEBENCH_PG_BINDIR` points where there is no initdb and postgres.
+    BinDir(PathBuf),
+    /// No server binaries anywhere queuebench looks.
+    ServerBinaries,
+}
+
 /// An error classified by who has to fix it.
-#[derive(Debug)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
-    /// The scenario file, a `--set` override or a command-line flag is wrong (exit 2).
-    Usage(String),
-    /// The database or the machine failed us (exit 3).
-    Infra(String),
+    // ---- exit 2: the scenario, the command line or the paths given ----
+    /// A scenario key breaks a rule: `file:line: key: reason`, or `file: --set k=v: reason`
+    /// when an override supplied the value.
+    #[error("{}", scenario(.file, *.line, .key, .via_set.as_deref(), .reason))]
+    Scenario { file: PathBuf, line: Option<usize>, key: String, via_set: Option<String>, reason: String },
+    /// The scenario as a whole: not TOML, not a scenario (with its overrides), or not
+    /// expressible as asked (`queuebench sql --pgbench`).
+    #[error("{}{}: {reason}", .file.display(), with_sets(.sets))]
+    ScenarioFile { file: PathBuf, sets: Vec<String>, reason: String },
+    /// A flag that is wrong as given: `{flag} {reason}` (`--repeat must be at least 1`).
+    #[error("{flag} {reason}")]
+    Flag { flag: String, reason: String },
+    /// A flag's value that its parser refused: `--set k=v: …`, `--expect: …`.
+    #[error("{flag}{}: {invalid}", .value.as_ref().map(|v| format!(" {v}")).unwrap_or_default())]
+    FlagValue { flag: String, value: Option<String>, invalid: Invalid },
+    /// `--time-scale` together with `--set run.time_scale`.
+    #[error("give the time scale once: --time-scale or --set run.time_scale, not both")]
+    TimeScaleTwice,
+    /// A sweep grid over the cell limit.
+    #[error("the grid has {cells} cells (more than {max}); shorten the --set lists")]
+    GridTooLarge { cells: usize, max: usize },
+    /// A baseline name or argument that does not lead to one baseline.
+    #[error("{}", baseline(.name, .problem))]
+    Baseline { name: String, problem: BaselineProblem },
+    /// A path given (or one under it) that cannot be read, created or written.
+    #[error("{}", access(.action, .path, .cause.as_deref()))]
+    Path { action: Access, path: PathBuf, cause: Option<String> },
+    /// A file read back (a summary.json, a baseline) that is not what it should be.
+    #[error("{}: {reason}", .path.display())]
+    Input { path: PathBuf, reason: String },
+    /// The command given to `queuebench cluster --` cannot be run.
+    #[error("cannot run `{command}`: {cause}")]
+    Command { command: String, cause: String },
+    /// The scenario or the flags do not fit the target database (as messages name it).
+    #[error("{}", unfit(.target, .problem))]
+    Unfit { target: String, problem: Unfit },
+
+    // ---- exit 3: the database or the machine failed us ----
+    /// The server could not be reached or refused the login.
+    #[error("cannot connect to PostgreSQL at {target}: {sql}; {hint}")]
+    Connect { target: String, sql: Sql, hint: String },
+    /// A statement of setup, teardown or the final read failed: `{action}[ in {target}] failed:
+    /// {sql}[; {hint}]`; `action` is the statement itself when it is short enough to show.
+    #[error(
+        "{action}{} failed: {sql}{}",
+        .target.as_ref().map(|t| format!(" in {t}")).unwrap_or_default(),
+        .hint.as_ref().map(|h| format!("; {h}")).unwrap_or_default()
+    )]
+    Database { action: String, target: Option<String>, sql: Sql, hint: Option<String> },
+    /// A worker session for the strategy could not be set up on the target.
+    #[error("strategy `{strategy}` on {target}: {failure}")]
+    Strategy { strategy: String, target: String, failure: Box<SessionFailure> },
+    /// The LISTEN/NOTIFY rollback probe could not run on the target.
+    #[error("rollback probe: {failure} (on {target})")]
+    Probe { target: String, failure: Box<SessionFailure> },
+    /// A file or folder of queuebench's own (the cluster's, an output being written) failed.
+    #[error("{}", access(.action, .path, .cause.as_deref()))]
+    Io { action: Access, path: PathBuf, cause: Option<String> },
+    /// A program failed: `{program} failed ({status}):\n{output}`.
+    #[error("{program} failed ({status}):\n{output}")]
+    Process { program: String, status: String, output: String },
+    /// The ephemeral cluster started but did not accept connections in time.
+    #[error("the ephemeral cluster did not accept connections within {seconds} s ({cause}); log:\n{log_tail}")]
+    ClusterNotReady { seconds: u64, cause: String, log_tail: String },
+    /// The machine lacks what an ephemeral cluster needs.
+    #[error("{}", missing(.0))]
+    Missing(Missing),
+    /// Something on this machine failed while doing `action` (a task panicked, a chart could
+    /// not be drawn, the cluster exited): `{action}: {cause}`.
+    #[error("{action}: {cause}")]
+    Machine { action: String, cause: String },
 }
 
 impl Error {
-    pub fn usage(msg: impl Into<String>) -> Self {
-        Error::Usage(msg.into())
+    /// A path given on the command line (or one under it) that cannot be used (exit 2).
+    pub fn path(action: Access, path: impl Into<PathBuf>, cause: impl fmt::Display) -> Error {
+        Error::Path { action, path: path.into(), cause: Some(cause.to_string()) }
     }
-    pub fn infra(msg: impl Into<String>) -> Self {
-        Error::Infra(msg.into())
+
+    /// A file or folder of queuebench's own that failed (exit 3).
+    pub fn io(action: Access, path: impl Into<PathBuf>, cause: impl fmt::Display) -> Error {
+        Error::Io { action, path: path.into(), cause: Some(cause.to_string()) }
     }
+
+    /// Something on this machine failed while doing `action` (exit 3).
+    pub fn machine(action: impl Into<String>, cause: impl fmt::Display) -> Error {
+        Error::Machine { action: action.into(), cause: cause.to_string() }
+    }
+
     pub fn exit_code(&self) -> ExitCode {
         match self {
-            Error::Usage(_) => ExitCode::Usage,
-            Error::Infra(_) => ExitCode::Infrastructure,
+            Error::Scenario { .. }
+            | Error::ScenarioFile { .. }
+            | Error::Flag { .. }
+            | Error::FlagValue { .. }
+            | Error::TimeScaleTwice
+            | Error::GridTooLarge { .. }
+            | Error::Baseline { .. }
+            | Error::Path { .. }
+            | Error::Input { .. }
+            | Error::Command { .. }
+            | Error::Unfit { .. } => ExitCode::Usage,
+            Error::Connect { .. }
+            | Error::Database { .. }
+            | Error::Strategy { .. }
+            | Error::Probe { .. }
+            | Error::Io { .. }
+            | Error::Process { .. }
+            | Error::ClusterNotReady { .. }
+            | Error::Missing(_)
+            | Error::Machine { .. } => ExitCode::Infrastructure,
         }
     }
 }
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Usage(m) | Error::Infra(m) => f.write_str(m),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+fn scenario(file: &Path, line: Option<usize>, key: &str, via_set: Option<&str>, reason: &str) -> String {
+    let file = file.display();
+    match (via_set, line) {
+        (Some(set), _) => format!("{file}: --set {set}: {reason}"),
+        (None, Some(line)) => format!("{file}:{line}: {key}: {reason}"),
+        (None, None) => format!("{file}: {key}: {reason}"),
+    }
+}
+
+fn with_sets(sets: &[String]) -> String {
+    if sets.is_empty() { String::new() } else { format!(" with --set {}", sets.join(" --set ")) }
+}
+
+fn access(action: &Access, path: &Path, cause: Option<&str>) -> String {
+    let p = path.display();
+    let head = match action {
+        Access::Read => format!("cannot read {p}"),
+        Access::ReadScenario => format!("cannot read scenario {p}"),
+        Access::Create => format!("cannot create {p}"),
+        Access::Write => format!("cannot write {p}"),
+        Access::RenameTo(to) => format!("cannot rename {p} to {}", to.display()),
+        Access::CreateSweepFolder => format!("cannot create the sweep folder {p}"),
+        Access::CreateResultsFolder => format!("cannot create the results folder {p}"),
+        Access::WriteInResultsFolder => format!("cannot write in the results folder {p}"),
+        Access::CreateDirectoryIn => format!("cannot create a directory in {p}"),
+        Access::CreateUniqueDirectoryIn => format!("cannot create a unique directory in {p}"),
+        Access::Prepare => format!("cannot prepare {p}"),
+        Access::Run => format!("cannot run {p}"),
+        Access::Start => format!("cannot start {p}"),
+        Access::WriteChartInto => format!("cannot write the chart into {p}"),
+        Access::Replace => format!("{p} was not written"),
+        Access::OpenStepSummary => format!("cannot open $GITHUB_STEP_SUMMARY ({p})"),
+        Access::WriteStepSummary => "cannot write $GITHUB_STEP_SUMMARY".to_string(),
+    };
+    let hint = match action {
+        Access::CreateResultsFolder | Access::WriteInResultsFolder => "; pick a writable place with --out DIR",
+        _ => "",
+    };
+    match cause {
+        Some(cause) => format!("{head}: {cause}{hint}"),
+        None => format!("{head}{hint}"),
+    }
+}
+
+fn baseline(name: &str, problem: &BaselineProblem) -> String {
+    match problem {
+        BaselineProblem::BadName => {
+            format!("baseline name `{name}`: use letters, digits, -, _ and . (e.g. main or v1.2)")
+        }
+        BaselineProblem::Missing { scenario, file } => format!(
+            "no baseline `{name}` for scenario `{scenario}` ({} does not exist); save one with --save-baseline {name}",
+            file.display()
+        ),
+        BaselineProblem::Empty { dir } => format!("baseline `{name}` in {} holds no scenario", dir.display()),
+        BaselineProblem::Several { files } => format!(
+            "baseline `{name}` holds several scenarios; name one file: {}",
+            files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ")
+        ),
+        BaselineProblem::Unknown { dir } => format!(
+            "`{name}` is neither a summary.json, a run folder, a baseline file nor a baseline name in {}",
+            dir.display()
+        ),
+    }
+}
+
+fn unfit(target: &str, problem: &Unfit) -> String {
+    match problem {
+        Unfit::Remote => format!(
+            "{target} is not on this machine: queuebench creates a schema there, loads it with jobs and drives \
+             it hard. If that is what you want, add --yes"
+        ),
+        Unfit::RefusedSetting { refusal } => format!(
+            "[postgres.settings]: PostgreSQL refused a setting: {refusal}. Fix it in the \
+             scenario (memory units: B, kB, MB, GB, TB; time units: us, ms, s, min, h, d); the cluster \
+             was removed"
+        ),
+        Unfit::SchemaExists { schema } => {
+            // Suggest dropping it only when the name says it is a leftover of ours.
+            let leftover = if schema.starts_with("queuebench_") {
+                format!(", drop it if it is left over from an earlier run (DROP SCHEMA {schema} CASCADE)")
+            } else {
+                String::new()
+            };
+            format!(
+                "schema {schema} already exists in {target}; queuebench never adopts a schema it did not create. \
+                 Pick another --schema{leftover}, or add --reuse to reinstall only queuebench's tables (jobs, \
+                 effects, business_rows) in it"
+            )
+        }
+        Unfit::ForeignObject { schema, object } => format!(
+            "--reuse: schema {schema} has an object named {object} that queuebench did not create; it is left \
+             alone and nothing was changed. Use another --schema"
+        ),
+        Unfit::TooFewConnections { workers, need, slots, own_server } => {
+            let fix = if *own_server {
+                "or raise [postgres.settings] max_connections"
+            } else {
+                "or raise the server's max_connections (or wait for its other clients to finish)"
+            };
+            format!(
+                "{workers} workers need {need} connections (with the side connections: producers, sampler, reaper, \
+                 faults, blockers, vacuum steps, probe, setup) but {target} has only {slots} free (max_connections \
+                 minus superuser_reserved_connections minus other clients' connections); lower workers.count {fix}. \
+                 Nothing was created"
+            )
+        }
+        Unfit::RestartNeedsEphemeral { file } => format!(
+            "{}: [[faults]] kind = \"postgres_restart\" stops and starts the server, which queuebench does only to \
+             its own ephemeral cluster, never to a server given by {target}. Run it with --postgres ephemeral \
+             (the default without --database-url), or remove the fault",
+            file.display()
+        ),
+        Unfit::MaxConnectionsTooLow { file, setting, workers, need } => format!(
+            "{}: [postgres.settings] max_connections = {setting} but {workers} workers need {need} connections \
+             with the side connections and reserved slots; raise it to at least {need}, leave it out (queuebench \
+             sizes it), or lower workers.count. Nothing was started",
+            file.display()
+        ),
+    }
+}
+
+fn missing(what: &Missing) -> String {
+    match what {
+        Missing::PostgresUser => "running as root, and initdb refuses root; there is no `postgres` system user to \
+                                  run the cluster as. Create one (useradd --system postgres), run queuebench as a \
+                                  normal user, or pass --database-url"
+            .to_string(),
+        Missing::BinDir(dir) => format!(
+            "QUEUEBENCH_PG_BINDIR={} has no initdb and postgres: point it at PostgreSQL's bin directory \
+             (`pg_config --bindir` prints it), unset it to search PATH, or pass --database-url \
+             postgres://user@host/db to use a running server",
+            dir.display()
+        ),
+        Missing::ServerBinaries => "no PostgreSQL server binaries (initdb and postgres) found via pg_config \
+                                    --bindir, PATH or /usr/lib/postgresql/*/bin, so queuebench cannot start its \
+                                    own cluster. Install the server (Debian/Ubuntu: apt-get install postgresql), \
+                                    set QUEUEBENCH_PG_BINDIR to the directory holding initdb, or point queuebench at \
+                                    a running server with --database-url postgres://user@host/db"
+            .to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scenario_error_names_the_line_the_key_or_the_override() {
+        let at = |line, via_set: Option<&str>| Error::Scenario {
+            file: "s.toml".into(),
+            line,
+            key: "workers.count".into(),
+            via_set: via_set.map(String::from),
+            reason: "must be between 1 and 100000, got 0".into(),
+        };
+        assert_eq!(at(Some(3), None).to_string(), "s.toml:3: workers.count: must be between 1 and 100000, got 0");
+        assert_eq!(at(None, None).to_string(), "s.toml: workers.count: must be between 1 and 100000, got 0");
+        assert_eq!(
+            at(Some(3), Some("workers.count=0")).to_string(),
+            "s.toml: --set workers.count=0: must be between 1 and 100000, got 0"
+        );
+        assert_eq!(at(None, None).exit_code(), ExitCode::Usage);
+    }
+
+    #[test]
+    fn the_sqlstate_follows_the_server_message() {
+        let sql = Sql { message: "relation \"jobs\" does not exist".into(), sqlstate: Some("42P01".into()) };
+        let e = Error::Database { action: "preloading jobs".into(), target: None, sql, hint: None };
+        assert_eq!(e.to_string(), "preloading jobs failed: relation \"jobs\" does not exist (SQLSTATE 42P01)");
+        assert_eq!(e.exit_code(), ExitCode::Infrastructure);
+    }
+
+    #[test]
+    fn paths_say_what_could_not_be_done() {
+        let e = Error::path(Access::CreateResultsFolder, "/r", "Permission denied");
+        assert_eq!(
+            e.to_string(),
+            "cannot create the results folder /r: Permission denied; pick a writable place with --out DIR"
+        );
+        assert_eq!(e.exit_code(), ExitCode::Usage);
+        let e = Error::Io { action: Access::CreateUniqueDirectoryIn, path: "/tmp".into(), cause: None };
+        assert_eq!(e.to_string(), "cannot create a unique directory in /tmp");
+        assert_eq!(e.exit_code(), ExitCode::Infrastructure);
+    }
+
+    #[test]
+    fn a_flag_value_error_names_the_flag_and_the_value() {
+        let e = Error::FlagValue {
+            flag: "--set".into(),
+            value: Some("x".into()),
+            invalid: Invalid::new("expected key=value"),
+        };
+        assert_eq!(e.to_string(), "--set x: expected key=value");
+        let e = Error::FlagValue { flag: "--expect".into(), value: None, invalid: Invalid::new("`x` is not a metric") };
+        assert_eq!(e.to_string(), "--expect: `x` is not a metric");
+    }
+}

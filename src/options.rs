@@ -31,7 +31,10 @@ impl Target {
     pub fn resolve(mode: Option<PostgresMode>, url: Option<String>, image: &str, allow_remote: bool) -> Result<Target> {
         Ok(match (mode, url) {
             (Some(PostgresMode::Url), None) => {
-                return Err(Error::usage("--postgres url needs --database-url URL (or DATABASE_URL)"));
+                return Err(Error::Flag {
+                    flag: "--postgres url".into(),
+                    reason: "needs --database-url URL (or DATABASE_URL)".into(),
+                });
             }
             (Some(PostgresMode::Url) | None, Some(url)) => Target::Url { url, allow_remote },
             (Some(PostgresMode::Docker), _) => Target::Docker { image: image.to_string() },
@@ -83,9 +86,12 @@ pub fn check_schema_name(name: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(Error::usage(format!(
-            "--schema `{name}`: use lower-case letters, digits and _ (at most 63, not starting with a digit or pg_)"
-        )))
+        Err(Error::Flag {
+            flag: "--schema".into(),
+            reason: format!(
+                "`{name}`: use lower-case letters, digits and _ (at most 63, not starting with a digit or pg_)"
+            ),
+        })
     }
 }
 

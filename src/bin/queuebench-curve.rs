@@ -4,6 +4,7 @@
 //! DIR/worker-curve-claim.{svg,png}, with workers on a log2 axis (and claim
 //! latency, which spans three orders of magnitude, on a log10 axis).
 
+use queuebench::error::{Access, Error};
 use queuebench::report::charts::{LineChart, Series, line_log2, line_log2_log10};
 use std::path::Path;
 use std::process::ExitCode;
@@ -56,7 +57,7 @@ fn main() -> ExitCode {
             std::fs::write(Path::new(dir).join(format!("{name}.svg")), &c.svg)
                 .and_then(|()| std::fs::write(&png, &c.png))
                 .map(|()| png)
-                .map_err(|e| queuebench::error::Error::infra(format!("cannot write the chart into {dir}: {e}")))
+                .map_err(|e| Error::io(Access::WriteChartInto, dir, e))
         });
         match written {
             Ok(png) => println!("{}", png.display()),

@@ -14,6 +14,6 @@ pub async fn cluster(scenario_file: Option<&Path>, command: &[String]) -> Result
     let url = db.url_for_tools().expect("an ephemeral cluster has a socket");
     let status = tokio::process::Command::new(&command[0]).args(&command[1..]).env("DATABASE_URL", &url).status().await;
     db.teardown().await?;
-    let status = status.map_err(|e| Error::usage(format!("cannot run `{}`: {e}", command[0])))?;
+    let status = status.map_err(|e| Error::Command { command: command[0].clone(), cause: e.to_string() })?;
     std::process::exit(status.code().unwrap_or(1));
 }

@@ -17,7 +17,7 @@ pub fn compare_runs(old: &str, new: &str, args: &cli::BaselineArgs, out: Option<
     let names: Vec<String> = new_runs.iter().chain(&old_runs).flat_map(|r| r.metrics().into_keys()).collect();
     let mut tol = scenario_tolerances(Path::new(new), &names)?;
     for t in &args.tolerance {
-        tol.set_cli(t, &names).map_err(Error::usage)?;
+        tol.set_cli(t, &names)?;
     }
     let c = compare::compare(&old_runs, &new_runs, &tol, (&old_label, &new_label));
     print!("{}", compare::table(&c));
@@ -34,14 +34,20 @@ fn scenario_tolerances(run: &Path, names: &[String]) -> Result<compare::Toleranc
     else {
         return Ok(compare::Tolerances::default());
     };
-    let text = std::fs::read_to_string(&file).map_err(|e| Error::usage(format!("{}: {e}", file.display())))?;
-    let table: toml::Table = toml::from_str(&text).map_err(|e| Error::usage(format!("{}: {e}", file.display())))?;
+    let not_usable = |reason: String| Error::ScenarioFile { file: file.clone(), sets: Vec::new(), reason };
+    let text = std::fs::read_to_string(&file).map_err(|e| not_usable(e.to_string()))?;
+    let table: toml::Table = toml::from_str(&text).map_err(|e| not_usable(e.to_string()))?;
     let tolerance = table.get("baseline").and_then(|b| b.get("tolerance")).and_then(|t| t.as_table());
     let pairs: Vec<(String, String)> = tolerance
         .into_iter()
         .flatten()
         .map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), String::from)))
         .collect();
-    compare::Tolerances::from_pairs(pairs.iter().map(|(k, v)| (k, v)), names)
-        .map_err(|(k, e)| Error::usage(format!("{}: baseline.tolerance.{k}: {e}", file.display())))
+    compare::Tolerances::from_pairs(pairs.iter().map(|(k, v)| (k, v)), names).map_err(|e| Error::Scenario {
+        file: file.clone(),
+        line: None,
+        key: format!("baseline.tolerance.{}", e.key.unwrap_or_default()),
+        via_set: None,
+        reason: e.reason,
+    })
 }

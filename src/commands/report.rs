@@ -1,6 +1,6 @@
 //! `queuebench report DIR`: summary.json, summary.csv, charts and report.html again from a run's files.
 
-use crate::error::{Error, ExitCode, Result};
+use crate::error::{Access, Error, ExitCode, Result};
 use crate::model::summary::RunSummary;
 use crate::report;
 use crate::report::timeseries::Timeseries;
@@ -8,12 +8,12 @@ use std::path::Path;
 
 /// `queuebench report DIR`: summary.json, summary.csv, charts and report.html again from a run's files.
 pub fn rebuild_report(dir: &Path) -> Result<ExitCode> {
-    let read = |name: &str| {
-        std::fs::read_to_string(dir.join(name))
-            .map_err(|e| Error::usage(format!("cannot read {}: {e}", dir.join(name).display())))
-    };
-    let summary: RunSummary = serde_json::from_str(&read("summary.json")?)
-        .map_err(|e| Error::usage(format!("{}: not a queuebench summary: {e}", dir.join("summary.json").display())))?;
+    let read =
+        |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|e| Error::path(Access::Read, dir.join(name), e));
+    let summary: RunSummary = serde_json::from_str(&read("summary.json")?).map_err(|e| Error::Input {
+        path: dir.join("summary.json"),
+        reason: format!("not a queuebench summary: {e}"),
+    })?;
     let ts = Timeseries::read(&dir.join("timeseries.csv"))?;
     report::rebuild(dir, &summary, &ts, &read("scenario.toml").unwrap_or_default())?;
     println!("rebuilt {}", dir.join("report.html").display());

@@ -14,7 +14,11 @@ use std::path::Path;
 pub fn print_sql(file: &Path, sets: &[String], pgbench: bool) -> Result<ExitCode> {
     let plan = scenario::plan_from_file(file, sets, Some(0))?;
     if pgbench {
-        let script = pgbench_script(&plan).map_err(|e| Error::usage(format!("{}: {e}", file.display())))?;
+        let script = pgbench_script(&plan).map_err(|e| Error::ScenarioFile {
+            file: file.to_path_buf(),
+            sets: Vec::new(),
+            reason: e.to_string(),
+        })?;
         print!("{script}");
     } else {
         print!("{}", listing(&plan));
@@ -135,8 +139,17 @@ fn mode_name(m: Mode) -> &'static str {
     }
 }
 
+/// What pgbench cannot do that the scenario asks for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoPgbench {
+    #[error("pgbench needs a fixed count per client: set workers.max_claims, or a preload divisible by workers.count")]
+    NoFixedCount,
+    #[error("the pgbench script needs workers.batch = 1 (pgbench's \\gset keeps one row)")]
+    Batch,
+}
+
 /// The pgbench options that match the plan (`-c`, `-j`, and `-t` or `-T`).
-pub fn pgbench_args(plan: &Plan) -> std::result::Result<String, String> {
+pub fn pgbench_args(plan: &Plan) -> std::result::Result<String, NoPgbench> {
     let w = plan.workers.count;
     let run = match (plan.run.stop, plan.workers.max_claims) {
         (Stop::After(d), _) => format!("-T {}", d.as_secs().max(1)),
@@ -144,18 +157,15 @@ pub fn pgbench_args(plan: &Plan) -> std::result::Result<String, String> {
         (Stop::Drained, None) if plan.jobs.preload.is_multiple_of(u64::from(w)) => {
             format!("-t {}", plan.jobs.preload / u64::from(w))
         }
-        _ => return Err(
-            "pgbench needs a fixed count per client: set workers.max_claims, or a preload divisible by workers.count"
-                .into(),
-        ),
+        _ => return Err(NoPgbench::NoFixedCount),
     };
     Ok(format!("-n -M prepared -c {w} -j {w} {run}"))
 }
 
 /// A pgbench script running the same statements per transaction as one worker round.
-pub fn pgbench_script(plan: &Plan) -> std::result::Result<String, String> {
+pub fn pgbench_script(plan: &Plan) -> std::result::Result<String, NoPgbench> {
     if plan.workers.batch != 1 {
-        return Err("the pgbench script needs workers.batch = 1 (pgbench's \\gset keeps one row)".into());
+        return Err(NoPgbench::Batch);
     }
     let s = &plan.strategy;
     let args = pgbench_args(plan)?;

@@ -6,7 +6,7 @@
 //! summary per repeat. `compare OLD NEW` takes a summary.json, a run folder (its summary.json,
 //! or its `repeat-*/summary.json`), a baseline file, or a baseline name.
 
-use crate::error::{Error, Result};
+use crate::error::{Access, BaselineProblem, Error, Result};
 use crate::model::summary::RunSummary;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -31,11 +31,7 @@ pub fn check_name(name: &str) -> Result<()> {
     let ok = !name.is_empty()
         && !name.starts_with('.')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::usage(format!("baseline name `{name}`: use letters, digits, -, _ and . (e.g. main or v1.2)")))
-    }
+    if ok { Ok(()) } else { Err(Error::Baseline { name: name.to_string(), problem: BaselineProblem::BadName }) }
 }
 
 pub fn save(dir: &Path, name: &str, runs: &[RunSummary]) -> Result<PathBuf> {
@@ -49,9 +45,9 @@ pub fn save(dir: &Path, name: &str, runs: &[RunSummary]) -> Result<PathBuf> {
         runs: runs.to_vec(),
     };
     let parent = file.parent().expect("a baseline file has a folder");
-    std::fs::create_dir_all(parent).map_err(|e| Error::usage(format!("cannot create {}: {e}", parent.display())))?;
+    std::fs::create_dir_all(parent).map_err(|e| Error::path(Access::Create, parent, e))?;
     std::fs::write(&file, serde_json::to_vec_pretty(&b).expect("baseline serialises"))
-        .map_err(|e| Error::usage(format!("cannot write {}: {e}", file.display())))?;
+        .map_err(|e| Error::path(Access::Write, &file, e))?;
     Ok(file)
 }
 
@@ -59,10 +55,10 @@ pub fn save(dir: &Path, name: &str, runs: &[RunSummary]) -> Result<PathBuf> {
 pub fn load_named(dir: &Path, name: &str, scenario: &str) -> Result<(String, Vec<RunSummary>)> {
     let file = path(dir, name, scenario);
     if !file.exists() {
-        return Err(Error::usage(format!(
-            "no baseline `{name}` for scenario `{scenario}` ({} does not exist); save one with --save-baseline {name}",
-            file.display()
-        )));
+        return Err(Error::Baseline {
+            name: name.to_string(),
+            problem: BaselineProblem::Missing { scenario: scenario.to_string(), file },
+        });
     }
     Ok((format!("baseline {name}"), read_file(&file)?))
 }
@@ -96,42 +92,37 @@ pub fn load_any(arg: &str, dir: &Path) -> Result<(String, Vec<RunSummary>)> {
             list(&named)?.into_iter().filter(|f| f.extension().is_some_and(|e| e == "json")).collect();
         return match files.as_slice() {
             [one] => Ok((format!("baseline {arg}"), read_file(one)?)),
-            [] => Err(Error::usage(format!("baseline `{arg}` in {} holds no scenario", named.display()))),
-            many => Err(Error::usage(format!(
-                "baseline `{arg}` holds several scenarios; name one file: {}",
-                many.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ")
-            ))),
+            [] => Err(Error::Baseline { name: arg.to_string(), problem: BaselineProblem::Empty { dir: named } }),
+            many => Err(Error::Baseline {
+                name: arg.to_string(),
+                problem: BaselineProblem::Several { files: many.to_vec() },
+            }),
         };
     }
-    Err(Error::usage(format!(
-        "`{arg}` is neither a summary.json, a run folder, a baseline file nor a baseline name in {}",
-        dir.display()
-    )))
+    Err(Error::Baseline { name: arg.to_string(), problem: BaselineProblem::Unknown { dir: dir.to_path_buf() } })
 }
 
 fn list(dir: &Path) -> Result<Vec<PathBuf>> {
-    let rd = std::fs::read_dir(dir).map_err(|e| Error::usage(format!("cannot read {}: {e}", dir.display())))?;
+    let rd = std::fs::read_dir(dir).map_err(|e| Error::path(Access::Read, dir, e))?;
     Ok(rd.flatten().map(|e| e.path()).collect())
 }
 
 /// A baseline file (its runs) or a summary.json (one run).
 fn read_file(file: &Path) -> Result<Vec<RunSummary>> {
-    let text =
-        std::fs::read_to_string(file).map_err(|e| Error::usage(format!("cannot read {}: {e}", file.display())))?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| Error::usage(format!("{}: not JSON: {e}", file.display())))?;
-    let bad =
-        |e: serde_json::Error| Error::usage(format!("{}: not a queuebench summary or baseline: {e}", file.display()));
+    let input = |reason: String| Error::Input { path: file.to_path_buf(), reason };
+    let text = std::fs::read_to_string(file).map_err(|e| Error::path(Access::Read, file, e))?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| input(format!("not JSON: {e}")))?;
+    let bad = |e: serde_json::Error| input(format!("not a queuebench summary or baseline: {e}"));
     if value.get("queuebench_baseline").is_some() {
         let b: Baseline = serde_json::from_value(value).map_err(bad)?;
         if b.runs.is_empty() {
-            return Err(Error::usage(format!("{}: the baseline holds no runs", file.display())));
+            return Err(input("the baseline holds no runs".into()));
         }
         Ok(b.runs)
     } else if value.get("schema_version").is_some() {
         Ok(vec![serde_json::from_value(value).map_err(bad)?])
     } else {
-        Err(Error::usage(format!("{}: not a queuebench summary or baseline", file.display())))
+        Err(input("not a queuebench summary or baseline".into()))
     }
 }
 

@@ -42,17 +42,23 @@ pub fn split_image(image: &str) -> Result<(String, String)> {
         _ => (image, "latest"),
     };
     if name.is_empty() || tag.is_empty() || image.chars().any(char::is_whitespace) {
-        return Err(Error::usage(format!("--postgres-image `{image}` is not NAME:TAG, e.g. {DEFAULT_IMAGE}")));
+        return Err(Error::Flag {
+            flag: "--postgres-image".into(),
+            reason: format!("`{image}` is not NAME:TAG, e.g. {DEFAULT_IMAGE}"),
+        });
     }
     Ok((name.to_string(), tag.to_string()))
 }
 
 #[cfg_attr(not(feature = "docker"), allow(dead_code))]
 fn no_engine() -> Error {
-    Error::infra(format!(
-        "--postgres docker: no Docker engine found (DOCKER_HOST is not set and there is no /var/run/docker.sock); \
-         start Docker, or {OTHER_MODES}"
-    ))
+    Error::machine(
+        "--postgres docker",
+        format!(
+            "no Docker engine found (DOCKER_HOST is not set and there is no /var/run/docker.sock); start Docker, \
+             or {OTHER_MODES}"
+        ),
+    )
 }
 
 #[cfg(not(feature = "docker"))]
@@ -68,10 +74,13 @@ impl Database {
     /// This build has no Docker support: a usage error that says how to get it.
     pub async fn open_docker(image: &str, _: &[(String, String)], _: String, _: bool) -> Result<Database> {
         split_image(image)?;
-        Err(Error::usage(format!(
-            "--postgres docker needs a queuebench built with the `docker` feature (cargo build --release --features \
-             docker); or {OTHER_MODES}"
-        )))
+        Err(Error::Flag {
+            flag: "--postgres docker".into(),
+            reason: format!(
+                "needs a queuebench built with the `docker` feature (cargo build --release --features docker); or \
+                 {OTHER_MODES}"
+            ),
+        })
     }
 }
 
@@ -124,10 +133,11 @@ impl Database {
             .with_cmd(cmd)
             .start()
             .await
-            .map_err(|e| Error::infra(format!("--postgres docker: could not start {image}: {e}; or {OTHER_MODES}")))?;
-        let host = container.get_host().await.map_err(|e| Error::infra(format!("--postgres docker: {e}")))?;
-        let port =
-            container.get_host_port_ipv4(5432).await.map_err(|e| Error::infra(format!("--postgres docker: {e}")))?;
+            .map_err(|e| {
+                Error::machine(format!("--postgres docker: could not start {image}"), format!("{e}; or {OTHER_MODES}"))
+            })?;
+        let host = container.get_host().await.map_err(|e| Error::machine("--postgres docker", e))?;
+        let port = container.get_host_port_ipv4(5432).await.map_err(|e| Error::machine("--postgres docker", e))?;
         let mut config = tokio_postgres::Config::new();
         config.host(host.to_string()).port(port).user("postgres").dbname("postgres");
         let target = format!("{} ({image})", super::describe(&config));

@@ -10,7 +10,7 @@
 //! postmaster if the harness is SIGKILLed; unix socket paths must stay under
 //! 107 bytes, hence a short dir directly under /tmp.
 
-use crate::error::{Error, Result};
+use crate::error::{Access, Error, Missing, Result};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -39,6 +39,15 @@ pub struct Postmaster {
     settings: Vec<(String, String)>,
     owner: Option<(u32, u32)>,
     child: Mutex<Option<Child>>,
+}
+
+/// Why `Postmaster::stop` did not stop the server.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StopError {
+    #[error("the server is not running")]
+    NotRunning,
+    #[error("postgres (pid {pid}) did not exit within 30 s of signal {signal}")]
+    StillRunning { pid: i32, signal: i32 },
 }
 
 impl Cluster {
@@ -81,16 +90,13 @@ impl Cluster {
         cmd.args(["-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync", "--no-instructions"]);
         cmd.current_dir(&self.dir).stdin(Stdio::null());
         as_owner(&mut cmd, owner);
-        let out = cmd
-            .output()
-            .map_err(|e| Error::infra(format!("cannot run {}: {e}", self.bindir.join("initdb").display())))?;
+        let out = cmd.output().map_err(|e| Error::io(Access::Run, self.bindir.join("initdb"), e))?;
         if !out.status.success() {
-            return Err(Error::infra(format!(
-                "initdb failed ({}):\n{}{}",
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )));
+            return Err(Error::Process {
+                program: "initdb".into(),
+                status: out.status.to_string(),
+                output: format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+            });
         }
         Ok(())
     }
@@ -156,12 +162,15 @@ impl Drop for Cluster {
 impl Postmaster {
     fn spawn(&self) -> Result<()> {
         let owner = self.owner;
-        // Appended to, so the log of a restarted server keeps what came before.
-        let log = std::fs::OpenOptions::new()
+        // Appended to, so the log of a restarted server keeps what came before. One handle for
+        // stdout, one for stderr.
+        let log_path = self.dir.join("postgres.log");
+        let (log, log_too) = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(self.dir.join("postgres.log"))
-            .map_err(|e| Error::infra(format!("cannot create {}: {e}", self.dir.join("postgres.log").display())))?;
+            .open(&log_path)
+            .and_then(|log| Ok((log.try_clone()?, log)))
+            .map_err(|e| Error::io(Access::Create, &log_path, e))?;
         if let Some((uid, gid)) = owner {
             let _ = std::os::unix::fs::chown(self.dir.join("postgres.log"), Some(uid), Some(gid));
         }
@@ -171,7 +180,7 @@ impl Postmaster {
         for (k, v) in &self.settings {
             cmd.arg("-c").arg(format!("{k}={v}"));
         }
-        cmd.current_dir(&self.dir).stdin(Stdio::null()).stdout(log.try_clone().map_err(io_infra)?).stderr(log);
+        cmd.current_dir(&self.dir).stdin(Stdio::null()).stdout(log).stderr(log_too);
         // Own process group: a terminal's Ctrl-C reaches only the harness,
         // which then stops the cluster in order.
         cmd.process_group(0);
@@ -185,9 +194,7 @@ impl Postmaster {
                 Ok(())
             });
         }
-        let child = cmd
-            .spawn()
-            .map_err(|e| Error::infra(format!("cannot start {}: {e}", self.bindir.join("postgres").display())))?;
+        let child = cmd.spawn().map_err(|e| Error::io(Access::Start, self.bindir.join("postgres"), e))?;
         LIVE.lock().unwrap().push((child.id() as i32, self.dir.clone()));
         *self.child.lock().unwrap() = Some(child);
         Ok(())
@@ -195,11 +202,11 @@ impl Postmaster {
 
     /// Stops the server as `pg_ctl stop -m immediate` (SIGQUIT: no checkpoint, crash recovery on
     /// the next start) or `-m fast` (SIGINT) would, and waits for it to exit. Returns its pid.
-    pub async fn stop(&self, immediate: bool) -> std::result::Result<i32, String> {
+    pub async fn stop(&self, immediate: bool) -> std::result::Result<i32, StopError> {
         let signal = if immediate { libc::SIGQUIT } else { libc::SIGINT };
         let pid = match self.child.lock().unwrap().as_ref() {
             Some(c) => c.id() as i32,
-            None => return Err("the server is not running".into()),
+            None => return Err(StopError::NotRunning),
         };
         // SAFETY: plain kill(2) on our own child.
         unsafe { libc::kill(pid, signal) };
@@ -212,7 +219,7 @@ impl Postmaster {
                 return Ok(pid);
             }
             if Instant::now() > until {
-                return Err(format!("postgres (pid {pid}) did not exit within 30 s of signal {signal}"));
+                return Err(StopError::StillRunning { pid, signal });
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -221,8 +228,8 @@ impl Postmaster {
     /// Starts the server again on the same data directory (crash recovery replays the WAL).
     /// Call it from a thread that lives as long as the run (a runtime worker, not a blocking
     /// thread): `PR_SET_PDEATHSIG` fires when the spawning thread exits.
-    pub fn start(&self) -> std::result::Result<(), String> {
-        self.spawn().map_err(|e| e.to_string())
+    pub fn start(&self) -> Result<()> {
+        self.spawn()
     }
 
     /// Is the server process running (started and not yet exited)?
@@ -264,10 +271,6 @@ pub fn emergency_cleanup() {
     }
 }
 
-fn io_infra(e: std::io::Error) -> Error {
-    Error::infra(e.to_string())
-}
-
 fn as_owner(cmd: &mut Command, owner: Option<(u32, u32)>) {
     if let Some((uid, gid)) = owner {
         cmd.uid(uid).gid(gid);
@@ -283,10 +286,7 @@ fn cluster_owner() -> Result<Option<(u32, u32)>> {
     // SAFETY: getpwnam with a valid C string; fields copied out at once.
     let pw = unsafe { libc::getpwnam(c"postgres".as_ptr()) };
     if pw.is_null() {
-        return Err(Error::infra(
-            "running as root, and initdb refuses root; there is no `postgres` system user to run the cluster as. \
-             Create one (useradd --system postgres), run queuebench as a normal user, or pass --database-url",
-        ));
+        return Err(Error::Missing(Missing::PostgresUser));
     }
     // SAFETY: pw is non-null and points at libc's static passwd record.
     Ok(Some(unsafe { ((*pw).pw_uid, (*pw).pw_gid) }))
@@ -318,16 +318,14 @@ fn make_dir(owner: Option<(u32, u32)>) -> Result<PathBuf> {
                 };
                 return setup().map(|_| dir.clone()).map_err(|e| {
                     let _ = std::fs::remove_dir_all(&dir);
-                    Error::infra(format!("cannot prepare {}: {e}", dir.display()))
+                    Error::io(Access::Prepare, &dir, e)
                 });
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                return Err(Error::infra(format!("cannot create a directory in {}: {e}", root.display())));
-            }
+            Err(e) => return Err(Error::io(Access::CreateDirectoryIn, root, e)),
         }
     }
-    Err(Error::infra(format!("cannot create a unique directory in {}", root.display())))
+    Err(Error::Io { action: Access::CreateUniqueDirectoryIn, path: root, cause: None })
 }
 
 /// Removes dirs left by a harness that was SIGKILLed (its pid is gone).
@@ -366,16 +364,7 @@ fn remove_stale_dirs() {
 pub fn find_bindir() -> Result<PathBuf> {
     let has_both = |d: &Path| d.join("initdb").is_file() && d.join("postgres").is_file();
     if let Some(dir) = std::env::var_os("QUEUEBENCH_PG_BINDIR").map(PathBuf::from) {
-        return if has_both(&dir) {
-            Ok(dir)
-        } else {
-            Err(Error::infra(format!(
-                "QUEUEBENCH_PG_BINDIR={} has no initdb and postgres: point it at PostgreSQL's bin directory \
-                 (`pg_config --bindir` prints it), unset it to search PATH, or pass --database-url \
-                 postgres://user@host/db to use a running server",
-                dir.display()
-            )))
-        };
+        return if has_both(&dir) { Ok(dir) } else { Err(Error::Missing(Missing::BinDir(dir))) };
     }
     let mut candidates: Vec<PathBuf> = Vec::new();
     if let Ok(out) = Command::new("pg_config").arg("--bindir").output()
@@ -394,12 +383,5 @@ pub fn find_bindir() -> Result<PathBuf> {
         .collect();
     versioned.sort();
     candidates.extend(versioned.into_iter().rev().map(|(_, p)| p));
-    candidates.into_iter().find(|d| has_both(d)).ok_or_else(|| {
-        Error::infra(
-            "no PostgreSQL server binaries (initdb and postgres) found via pg_config --bindir, PATH or \
-             /usr/lib/postgresql/*/bin, so queuebench cannot start its own cluster. Install the server \
-             (Debian/Ubuntu: apt-get install postgresql), set QUEUEBENCH_PG_BINDIR to the directory holding \
-             initdb, or point queuebench at a running server with --database-url postgres://user@host/db",
-        )
-    })
+    candidates.into_iter().find(|d| has_both(d)).ok_or(Error::Missing(Missing::ServerBinaries))
 }

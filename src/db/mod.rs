@@ -18,7 +18,7 @@ pub mod password;
 pub mod schema;
 pub mod statements;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Sql, Unfit};
 use ephemeral::Cluster;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -98,18 +98,18 @@ impl Database {
                     // character of the input, which could be a password's: cut it.
                     let cause = std::error::Error::source(&e).map(|c| c.to_string()).unwrap_or_default();
                     let cause = cause.split(" but got ").next().unwrap_or_default();
-                    Error::usage(format!(
-                        "--database-url is not a valid PostgreSQL URL or key=value string ({e}: {cause}); \
-                         example: postgres://user@127.0.0.1:5432/dbname"
-                    ))
+                    Error::Flag {
+                        flag: "--database-url".into(),
+                        reason: format!(
+                            "is not a valid PostgreSQL URL or key=value string ({e}: {cause}); \
+                             example: postgres://user@127.0.0.1:5432/dbname"
+                        ),
+                    }
                 })?;
                 let password_from = password::fill(&mut config);
                 let target = describe(&config);
                 if !remote_ok && !is_local(&config) {
-                    return Err(Error::usage(format!(
-                        "{target} is not on this machine: queuebench creates a schema there, loads it with jobs and drives \
-                         it hard. If that is what you want, add --yes"
-                    )));
+                    return Err(Error::Unfit { target, problem: Unfit::Remote });
                 }
                 let url = password::display_url(&config);
                 if !is_local(&config) {
@@ -202,19 +202,15 @@ impl Database {
                 Err(e) => {
                     if let Some(why) = self.cluster.as_mut().and_then(Cluster::exited) {
                         return Err(match refused_setting(&why) {
-                            Some(lines) => Error::usage(format!(
-                                "[postgres.settings]: PostgreSQL refused a setting: {lines}. Fix it in the \
-                                 scenario (memory units: B, kB, MB, GB, TB; time units: us, ms, s, min, h, d); the cluster \
-                                 was removed"
-                            )),
-                            None => Error::infra(format!("the ephemeral cluster did not start: {why}")),
+                            Some(refusal) => {
+                                Error::Unfit { target: self.target.clone(), problem: Unfit::RefusedSetting { refusal } }
+                            }
+                            None => Error::machine("the ephemeral cluster did not start", why),
                         });
                     }
                     if Instant::now() > deadline {
                         let tail = self.cluster.as_ref().map(Cluster::log_tail).unwrap_or_default();
-                        return Err(Error::infra(format!(
-                            "the ephemeral cluster did not accept connections within 30 s ({e}); log:\n{tail}"
-                        )));
+                        return Err(Error::ClusterNotReady { seconds: 30, cause: e.to_string(), log_tail: tail });
                     }
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
@@ -246,9 +242,8 @@ impl Database {
     }
 
     fn connect_error(&self, e: &tokio_postgres::Error) -> Error {
-        let code = e.code().map(|c| c.code().to_string());
-        let text = error_text(e);
-        let hint = match code.as_deref() {
+        let sql = sql(e);
+        let hint = match sql.sqlstate.as_deref() {
             Some("28P01") => &format!(
                 "authentication failed: check the user and the password ({}; queuebench looks in the URL, then \
                  PGPASSWORD, then the password file PGPASSFILE or ~/.pgpass)",
@@ -264,7 +259,7 @@ impl Database {
             Some("3D000") => "the database does not exist: create it (createdb NAME) or name another in the URL",
             Some("53300") => "the server has no free connection slots: lower workers.count or raise max_connections",
             Some("57P03") => "the server is starting up or shutting down: try again in a moment",
-            _ if text.contains("password missing") => {
+            _ if sql.message.contains("password missing") => {
                 "the server asks for a password and none was given: put it in the URL \
                  (postgres://USER:PASSWORD@HOST/DB), in PGPASSWORD, or in the password file (PGPASSFILE or ~/.pgpass)"
             }
@@ -274,7 +269,7 @@ impl Database {
             }
             _ => "the ephemeral cluster stopped accepting connections",
         };
-        Error::infra(format!("cannot connect to PostgreSQL at {}: {text}; {hint}", self.target))
+        Error::Connect { target: self.target.clone(), sql, hint: hint.to_string() }
     }
 
     /// Teardown even under --keep: for a run (or `prepare`) that failed half-way, whose schema is
@@ -350,20 +345,26 @@ pub fn describe(config: &Config) -> String {
     format!("{host}:{port} (user {user}, database {db})")
 }
 
-/// The driver's message with the server's detail, if any.
-pub fn error_text(e: &tokio_postgres::Error) -> String {
+/// What the server said (its message and SQLSTATE), or the driver's message with its causes
+/// when the failure never reached the server.
+pub fn sql(e: &tokio_postgres::Error) -> Sql {
     match e.as_db_error() {
-        Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
+        Some(db) => Sql { message: db.message().to_string(), sqlstate: Some(db.code().code().to_string()) },
         None => {
-            let mut s = e.to_string();
+            let mut message = e.to_string();
             let mut source = std::error::Error::source(e);
             while let Some(inner) = source {
-                s.push_str(&format!(": {inner}"));
+                message.push_str(&format!(": {inner}"));
                 source = inner.source();
             }
-            s
+            Sql { message, sqlstate: None }
         }
     }
+}
+
+/// The driver's message with the server's detail, if any: `message (SQLSTATE xxxxx)`.
+pub fn error_text(e: &tokio_postgres::Error) -> String {
+    sql(e).to_string()
 }
 
 #[cfg(test)]

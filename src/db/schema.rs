@@ -1,8 +1,8 @@
 //! The run's schema: created from `migrations/`, preloaded, read back at
 //! the end, dropped. Every statement here is one `queuebench sql` prints.
 
-use super::{Database, error_text};
-use crate::error::{Error, Result};
+use super::{Database, error_text, sql};
+use crate::error::{Error, Result, Unfit};
 use crate::model::records::{JobRow, Status};
 use crate::model::summary::{Environment, SettingReport};
 use std::collections::BTreeMap;
@@ -14,7 +14,7 @@ use super::statements::{
 };
 
 fn sql_error(what: &str, e: &tokio_postgres::Error) -> Error {
-    Error::infra(format!("{what} failed: {}", error_text(e)))
+    Error::Database { action: what.to_string(), target: None, sql: sql(e), hint: None }
 }
 
 /// The run's schema, then the migration inside it; with `notify`, the NOTIFY trigger too
@@ -68,19 +68,10 @@ async fn create_or_reuse(db: &Database, admin: &Client) -> Result<()> {
         .map_err(|e| sql_error("looking up the schema", &e))?
         .get::<_, bool>(0);
     if exists && !db.reuse {
-        // Suggest dropping it only when the name says it is a leftover of ours.
-        let leftover = if db.schema.starts_with("queuebench_") {
-            format!(", drop it if it is left over from an earlier run (DROP SCHEMA {} CASCADE)", db.schema)
-        } else {
-            String::new()
-        };
-        return Err(Error::usage(format!(
-            "schema {s} already exists in {t}; queuebench never adopts a schema it did not create. Pick another \
-             --schema{leftover}, or add --reuse to reinstall only queuebench's tables (jobs, effects, business_rows) \
-             in it",
-            s = db.schema,
-            t = db.shown()
-        )));
+        return Err(Error::Unfit {
+            target: db.shown().to_string(),
+            problem: Unfit::SchemaExists { schema: db.schema.clone() },
+        });
     }
     if db.kind == super::Kind::Url {
         note_leftovers(db, admin).await;
@@ -95,16 +86,16 @@ async fn create_or_reuse(db: &Database, admin: &Client) -> Result<()> {
         let hint = match e.code().map(|c| c.code()) {
             Some("42501") => {
                 let (user, dbname) = db.user_and_database();
-                format!(
-                    "; this user may not create schemas in the database. Grant it (GRANT CREATE ON DATABASE \
+                Some(format!(
+                    "this user may not create schemas in the database. Grant it (GRANT CREATE ON DATABASE \
                      {dbname} TO {user}), or have a schema created for it and run with --schema NAME --reuse, or \
                      leave out --database-url to let queuebench start its own cluster"
-                )
+                ))
             }
-            Some("42P06") => "; that schema appeared meanwhile: run again".to_string(),
-            _ => String::new(),
+            Some("42P06") => Some("that schema appeared meanwhile: run again".to_string()),
+            _ => None,
         };
-        Error::infra(format!("{create} in {} failed: {}{hint}", db.shown(), error_text(&e)))
+        Error::Database { action: create.clone(), target: Some(db.shown().to_string()), sql: sql(&e), hint }
     })?;
     db.mark_schema(true);
     Ok(())
@@ -135,12 +126,10 @@ async fn drop_objects(db: &Database, client: &Client) -> Result<()> {
         .await
         .map_err(|e| sql_error(&format!("listing queuebench's tables in schema {}", db.schema), &e))?;
     if let Some(foreign) = rows.iter().find(|r| !r.get::<_, bool>(1)) {
-        return Err(Error::usage(format!(
-            "--reuse: schema {} has an object named {} that queuebench did not create; it is left alone and \
-             nothing was changed. Use another --schema",
-            db.schema,
-            foreign.get::<_, String>(0)
-        )));
+        return Err(Error::Unfit {
+            target: db.shown().to_string(),
+            problem: Unfit::ForeignObject { schema: db.schema.clone(), object: foreign.get(0) },
+        });
     }
     let s = &db.schema;
     let tables: Vec<String> = rows
@@ -157,12 +146,12 @@ async fn drop_objects(db: &Database, client: &Client) -> Result<()> {
         sql.push_str(&format!("DROP FUNCTION \"{s}\".jobs_notify();"));
     }
     client.batch_execute(&sql).await.map_err(|e| {
-        let hint = if e.code().map(|c| c.code()) == Some("2BP01") {
-            "; something else in the database depends on them (a view, a foreign key): drop that first or use another --schema"
-        } else {
-            ""
-        };
-        Error::infra(format!("{sql} failed: {}{hint}", error_text(&e)))
+        let hint = (e.code().map(|c| c.code()) == Some("2BP01")).then(|| {
+            "something else in the database depends on them (a view, a foreign key): drop that first or use another \
+             --schema"
+                .to_string()
+        });
+        Error::Database { action: sql.clone(), target: None, sql: super::sql(&e), hint }
     })
 }
 

@@ -9,6 +9,7 @@
 //! `, abort` after the expression (or `{ expr = "== 0", abort = true }`) watches it while the
 //! run goes and stops the run the moment it fails (judged on live counters: `LiveValues` below).
 
+use crate::error::{Error, Invalid};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -62,14 +63,15 @@ impl Expectation {
 }
 
 /// The flat metric path of a name with `{class=…,phase=…}` selectors.
-pub fn resolve(name: &str) -> Result<String, String> {
+pub fn resolve(name: &str) -> Result<String, Invalid> {
     let Some(open) = name.find('{') else { return Ok(name.to_string()) };
-    let close = name[open..].find('}').map(|i| open + i).ok_or_else(|| format!("`{name}`: `{{` without `}}`"))?;
+    let close =
+        name[open..].find('}').map(|i| open + i).ok_or_else(|| Invalid::new(format!("`{name}`: `{{` without `}}`")))?;
     let (base, inner, rest) = (&name[..open], &name[open + 1..close], &name[close + 1..]);
     if base.is_empty() || (!rest.is_empty() && !rest.starts_with('.')) || rest.contains(['{', '}']) {
-        return Err(format!(
+        return Err(Invalid::new(format!(
             "`{name}`: write selectors right after a field, e.g. latency_ms.queue_wait{{class=low}}.p95"
-        ));
+        )));
     }
     let (mut class, mut phase) = (None, None);
     for part in inner.split(',') {
@@ -77,10 +79,14 @@ pub fn resolve(name: &str) -> Result<String, String> {
         let slot = match k {
             "class" => &mut class,
             "phase" => &mut phase,
-            _ => return Err(format!("`{name}`: unknown selector `{k}`; accepted: class=NAME, phase=NAME")),
+            _ => {
+                return Err(Invalid::new(format!(
+                    "`{name}`: unknown selector `{k}`; accepted: class=NAME, phase=NAME"
+                )));
+            }
         };
         if v.is_empty() || slot.is_some() {
-            return Err(format!("`{name}`: `{k}` needs one value, e.g. {k}=NAME"));
+            return Err(Invalid::new(format!("`{name}`: `{k}` needs one value, e.g. {k}=NAME")));
         }
         *slot = Some(v);
     }
@@ -98,7 +104,7 @@ pub fn resolve(name: &str) -> Result<String, String> {
 
 /// Parses `"> 0"`, `"== 10000"`, `"<= 2.5, abort"` for `name`, checking that it names one of
 /// `names` (from `RunSummary::metric_names` for the scenario's classes, phases and vacuum steps).
-pub fn parse_expectation(name: &str, expr: &str, names: &[String]) -> Result<Expectation, String> {
+pub fn parse_expectation(name: &str, expr: &str, names: &[String]) -> Result<Expectation, Invalid> {
     let (expr, abort) = match expr.trim().strip_suffix("abort").map(str::trim_end) {
         Some(e) if e.ends_with(',') => (e.trim_end_matches(',').trim(), true),
         _ => (expr.trim(), false),
@@ -107,7 +113,7 @@ pub fn parse_expectation(name: &str, expr: &str, names: &[String]) -> Result<Exp
 }
 
 /// `--expect 'latency_ms.claim.p99 < 100'` (optionally `, abort` at the end).
-pub fn parse_cli(text: &str, names: &[String]) -> Result<Expectation, String> {
+pub fn parse_cli(text: &str, names: &[String]) -> Result<Expectation, Error> {
     let mut depth = 0;
     let split = text.char_indices().find(|&(_, c)| {
         match c {
@@ -118,12 +124,19 @@ pub fn parse_cli(text: &str, names: &[String]) -> Result<Expectation, String> {
         depth == 0 && matches!(c, '<' | '>' | '=' | '!')
     });
     let Some((i, _)) = split else {
-        return Err(format!("--expect `{text}`: write METRIC OP NUMBER, e.g. --expect 'latency_ms.claim.p99 < 100'"));
+        return Err(Error::Flag {
+            flag: "--expect".into(),
+            reason: format!("`{text}`: write METRIC OP NUMBER, e.g. --expect 'latency_ms.claim.p99 < 100'"),
+        });
     };
-    parse_expectation(text[..i].trim(), &text[i..], names).map_err(|e| format!("--expect: {e}"))
+    parse_expectation(text[..i].trim(), &text[i..], names).map_err(|invalid| Error::FlagValue {
+        flag: "--expect".into(),
+        value: None,
+        invalid,
+    })
 }
 
-fn build(name: &str, expr: &str, abort: bool, names: &[String]) -> Result<Expectation, String> {
+fn build(name: &str, expr: &str, abort: bool, names: &[String]) -> Result<Expectation, Invalid> {
     let metric = resolve(name)?;
     if !names.contains(&metric) {
         return Err(unknown_metric(name, &metric, names));
@@ -131,28 +144,31 @@ fn build(name: &str, expr: &str, abort: bool, names: &[String]) -> Result<Expect
     let (op, rest) = [("==", Op::Eq), ("!=", Op::Ne), ("<=", Op::Le), (">=", Op::Ge), ("<", Op::Lt), (">", Op::Gt)]
         .into_iter()
         .find_map(|(tok, op)| expr.strip_prefix(tok).map(|r| (op, r)))
-        .ok_or_else(|| format!("`{expr}` must start with ==, !=, <, <=, > or >=, e.g. \"> 0\""))?;
-    let value: f64 =
-        rest.trim().replace('_', "").parse().map_err(|_| format!("`{expr}`: `{}` is not a number", rest.trim()))?;
+        .ok_or_else(|| Invalid::new(format!("`{expr}` must start with ==, !=, <, <=, > or >=, e.g. \"> 0\"")))?;
+    let value: f64 = rest
+        .trim()
+        .replace('_', "")
+        .parse()
+        .map_err(|_| Invalid::new(format!("`{expr}`: `{}` is not a number", rest.trim())))?;
     if !value.is_finite() {
-        return Err(format!("`{expr}`: the number must be finite"));
+        return Err(Invalid::new(format!("`{expr}`: the number must be finite")));
     }
     if abort {
-        check_abortable(&metric, op).map_err(|e| format!("`{name}` with abort: {e}"))?;
+        check_abortable(&metric, op).map_err(|e| e.within(format_args!("`{name}` with abort")))?;
     }
     Ok(Expectation { name: name.to_string(), metric, op, value, expr: expr.to_string(), abort })
 }
 
 /// "`name` is not a summary metric (did you mean …?)" with the three nearest names.
-pub fn unknown_metric(name: &str, metric: &str, names: &[String]) -> String {
+pub fn unknown_metric(name: &str, metric: &str, names: &[String]) -> Invalid {
     let mut near: Vec<&String> = names.iter().collect();
     near.sort_by_key(|n| strsim::levenshtein(n, metric));
     let near: Vec<String> = near.iter().take(3).map(|n| format!("`{n}`")).collect();
     let shown = if name == metric { format!("`{name}`") } else { format!("`{name}` (= `{metric}`)") };
-    format!(
+    Invalid::new(format!(
         "{shown} is not a summary metric (did you mean {}?); the metrics are listed in the README under \"summary.json\"",
         near.join(", ")
-    )
+    ))
 }
 
 // ---- Abort-on-fail: judged while the run goes ----
@@ -181,12 +197,12 @@ pub const LIVE_METRICS: &[&str] = &[
     "latency_ms.claim.max",
 ];
 
-pub fn check_abortable(metric: &str, op: Op) -> Result<(), String> {
+pub fn check_abortable(metric: &str, op: Op) -> Result<(), Invalid> {
     if !LIVE_METRICS.contains(&metric) {
-        return Err(format!("`{metric}` cannot be watched live; these can: {}", LIVE_METRICS.join(", ")));
+        return Err(Invalid::new(format!("`{metric}` cannot be watched live; these can: {}", LIVE_METRICS.join(", "))));
     }
     if !matches!(op, Op::Eq | Op::Lt | Op::Le) {
-        return Err("abort needs an upper bound (==, < or <=): a live value only grows".into());
+        return Err(Invalid::new("abort needs an upper bound (==, < or <=): a live value only grows"));
     }
     Ok(())
 }
@@ -254,10 +270,17 @@ mod tests {
 
     #[test]
     fn rejects_bad_expressions_and_metrics() {
-        assert!(parse_expectation("jobs.lost", "about 0", &names()).unwrap_err().contains("must start with"));
-        assert!(parse_expectation("jobs.lost", "> zero", &names()).unwrap_err().contains("not a number"));
+        assert!(
+            parse_expectation("jobs.lost", "about 0", &names()).unwrap_err().to_string().contains("must start with")
+        );
+        assert!(parse_expectation("jobs.lost", "> zero", &names()).unwrap_err().to_string().contains("not a number"));
         assert!(parse_expectation("jobs.lost", "> inf", &names()).is_err());
-        assert!(parse_expectation("jobs.lots", "== 0", &names()).unwrap_err().contains("did you mean `jobs.lost`"));
+        assert!(
+            parse_expectation("jobs.lots", "== 0", &names())
+                .unwrap_err()
+                .to_string()
+                .contains("did you mean `jobs.lost`")
+        );
     }
 
     #[test]
@@ -285,7 +308,7 @@ mod tests {
     #[test]
     fn bad_selectors_are_errors_naming_the_fix() {
         let n = names();
-        let err = |name: &str| parse_expectation(name, "< 1", &n).unwrap_err();
+        let err = |name: &str| parse_expectation(name, "< 1", &n).unwrap_err().reason;
         assert!(err("latency_ms.queue_wait{class=nobody}.p95").contains("did you mean"));
         assert!(err("latency_ms.queue_wait{colour=low}.p95").contains("unknown selector `colour`"));
         assert!(err("latency_ms.queue_wait{class=}.p95").contains("needs one value"));
@@ -303,11 +326,17 @@ mod tests {
         assert_eq!(e.metric, "by_phase.steady.latency_ms.queue_wait.low.p95");
         let e = parse_cli("executions.duplicate == 0, abort", &names()).unwrap();
         assert!(e.abort && e.expr == "== 0");
-        assert!(parse_cli("latency_ms.claim.p99", &names()).unwrap_err().contains("METRIC OP NUMBER"));
-        assert!(parse_cli("latency_ms.clam.p99 < 1", &names()).unwrap_err().contains("latency_ms.claim.p99"));
+        assert!(parse_cli("latency_ms.claim.p99", &names()).unwrap_err().to_string().contains("METRIC OP NUMBER"));
+        assert!(
+            parse_cli("latency_ms.clam.p99 < 1", &names()).unwrap_err().to_string().contains("latency_ms.claim.p99")
+        );
         // Abort needs an upper bound on a metric that can be watched live.
-        assert!(parse_cli("executions.duplicate > 0, abort", &names()).unwrap_err().contains("upper bound"));
-        assert!(parse_cli("fifo.inverted_pairs == 0, abort", &names()).unwrap_err().contains("watched live"));
+        assert!(
+            parse_cli("executions.duplicate > 0, abort", &names()).unwrap_err().to_string().contains("upper bound")
+        );
+        assert!(
+            parse_cli("fifo.inverted_pairs == 0, abort", &names()).unwrap_err().to_string().contains("watched live")
+        );
     }
 
     #[test]

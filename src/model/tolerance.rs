@@ -4,6 +4,7 @@
 //! counters may not rise at all and are judged on their worst repeat.
 //! `[baseline.tolerance]` and `--tolerance METRIC=VALUE` override them.
 
+use crate::error::{Error, Invalid};
 use crate::model::expect::resolve;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -75,23 +76,28 @@ impl Tolerances {
     pub fn from_pairs<'a>(
         pairs: impl Iterator<Item = (&'a String, &'a String)>,
         names: &[String],
-    ) -> Result<Tolerances, (String, String)> {
+    ) -> Result<Tolerances, Invalid> {
         let mut t = Tolerances::default();
         for (k, v) in pairs {
-            t.set(k, v, names).map_err(|e| (k.clone(), e))?;
+            t.set(k, v, names).map_err(|e| Invalid::at(k.clone(), e.reason))?;
         }
         Ok(t)
     }
 
     /// `--tolerance METRIC=VALUE`.
-    pub fn set_cli(&mut self, text: &str, names: &[String]) -> Result<(), String> {
-        let (k, v) = text
-            .rsplit_once('=')
-            .ok_or_else(|| format!("--tolerance `{text}`: write METRIC=VALUE, e.g. throughput.jobs_per_sec=5%"))?;
-        self.set(k.trim(), v.trim(), names).map_err(|e| format!("--tolerance: {e}"))
+    pub fn set_cli(&mut self, text: &str, names: &[String]) -> Result<(), Error> {
+        let (k, v) = text.rsplit_once('=').ok_or_else(|| Error::Flag {
+            flag: "--tolerance".into(),
+            reason: format!("`{text}`: write METRIC=VALUE, e.g. throughput.jobs_per_sec=5%"),
+        })?;
+        self.set(k.trim(), v.trim(), names).map_err(|invalid| Error::FlagValue {
+            flag: "--tolerance".into(),
+            value: None,
+            invalid,
+        })
     }
 
-    fn set(&mut self, name: &str, value: &str, names: &[String]) -> Result<(), String> {
+    fn set(&mut self, name: &str, value: &str, names: &[String]) -> Result<(), Invalid> {
         let metric = resolve(name)?;
         if !names.contains(&metric) {
             return Err(crate::model::expect::unknown_metric(name, &metric, names));
@@ -111,7 +117,7 @@ impl Tolerances {
 }
 
 /// `"10%"`, `"0"`, `"0.5%"` or `"off"`.
-pub fn parse_rule(value: &str) -> Result<Rule, String> {
+pub fn parse_rule(value: &str) -> Result<Rule, Invalid> {
     let v = value.trim();
     if v == "off" {
         return Ok(Rule::Off);
@@ -119,7 +125,9 @@ pub fn parse_rule(value: &str) -> Result<Rule, String> {
     let n = v.strip_suffix('%').unwrap_or(v).trim();
     match n.parse::<f64>() {
         Ok(x) if x.is_finite() && x >= 0.0 && (v.ends_with('%') || x == 0.0) => Ok(Rule::Relative(x / 100.0)),
-        _ => Err(format!("`{value}`: accepted: a percentage like \"10%\", \"0\" (no change allowed) or \"off\"")),
+        _ => Err(Invalid::new(format!(
+            "`{value}`: accepted: a percentage like \"10%\", \"0\" (no change allowed) or \"off\""
+        ))),
     }
 }
 
@@ -144,8 +152,8 @@ mod tests {
         assert_eq!(t.rule("latency_ms.claim.p99"), Some(Rule::Relative(0.5)));
         assert_eq!(t.rule("latency_ms.queue_wait.low.p95"), Some(Rule::Relative(0.05)));
         assert_eq!(t.rule("executions.duplicate"), Some(Rule::Off));
-        assert!(t.set_cli("latency_ms.clam.p99=5%", &names).unwrap_err().contains("not a summary metric"));
-        assert!(t.set_cli("latency_ms.claim.p99=5", &names).unwrap_err().contains("accepted"));
-        assert!(t.set_cli("latency_ms.claim.p99", &names).unwrap_err().contains("METRIC=VALUE"));
+        assert!(t.set_cli("latency_ms.clam.p99=5%", &names).unwrap_err().to_string().contains("not a summary metric"));
+        assert!(t.set_cli("latency_ms.claim.p99=5", &names).unwrap_err().to_string().contains("accepted"));
+        assert!(t.set_cli("latency_ms.claim.p99", &names).unwrap_err().to_string().contains("METRIC=VALUE"));
     }
 }

@@ -5,7 +5,7 @@
 
 use super::{RunResult, check_target, run_id, run_one};
 use crate::compare::{self, Comparison, store};
-use crate::error::{Error, ExitCode, Result};
+use crate::error::{ExitCode, Result};
 use crate::model::expect;
 use crate::model::summary::RunSummary;
 use crate::options::RunCommand;
@@ -67,10 +67,10 @@ fn plans(cmd: &RunCommand) -> Result<Vec<Plan>> {
         let phases: Vec<&str> = plan.load.phases.iter().map(|p| p.name.as_str()).collect();
         let names = RunSummary::metric_names(&classes, &vacuum, &phases);
         for text in &cmd.expect {
-            plan.expectations.push(expect::parse_cli(text, &names).map_err(Error::usage)?);
+            plan.expectations.push(expect::parse_cli(text, &names)?);
         }
         for text in &cmd.baseline.tolerances {
-            plan.tolerances.set_cli(text, &names).map_err(Error::usage)?;
+            plan.tolerances.set_cli(text, &names)?;
         }
         check_target(&plan, &cmd.run.database.target)?;
         plans.push(plan);

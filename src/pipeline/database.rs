@@ -3,7 +3,7 @@
 //! server is, and install the run's schema with its preloaded jobs.
 
 use crate::db::{Database, Kind, schema};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Unfit};
 use crate::model::protocol::Reclaim;
 use crate::model::summary::{DatabaseInfo, Environment};
 use crate::options::{DatabaseOptions, Target};
@@ -34,13 +34,10 @@ pub async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> Result<D
 /// which queuebench does only to its own ephemeral cluster.
 pub fn check_target(plan: &Plan, target: &Target) -> Result<()> {
     if plan.restarts_server() && *target != Target::Ephemeral {
-        return Err(Error::usage(format!(
-            "{}: [[faults]] kind = \"postgres_restart\" stops and starts the server, which queuebench does only to \
-             its own ephemeral cluster, never to a server given by {}. Run it with --postgres ephemeral \
-             (the default without --database-url), or remove the fault",
-            plan.source.path.display(),
-            target.given_by()
-        )));
+        return Err(Error::Unfit {
+            target: target.given_by().to_string(),
+            problem: Unfit::RestartNeedsEphemeral { file: plan.source.path.clone() },
+        });
     }
     Ok(())
 }
@@ -93,18 +90,10 @@ async fn check_connections(plan: &Plan, db: &Database, setup: &Client) -> Result
     if need <= slots {
         return Ok(());
     }
-    let fix = match db.kind {
-        Kind::Ephemeral | Kind::Docker => "or raise [postgres.settings] max_connections",
-        Kind::Url => "or raise the server's max_connections (or wait for its other clients to finish)",
-    };
-    Err(Error::usage(format!(
-        "{} workers need {need} connections (with the side connections: producers, sampler, reaper, faults, \
-         blockers, vacuum steps, probe, setup) but {} has only {slots} free (max_connections minus \
-         superuser_reserved_connections minus other clients' connections); lower workers.count {fix}. Nothing was \
-         created",
-        plan.workers.count,
-        db.shown()
-    )))
+    Err(Error::Unfit {
+        target: db.shown().to_string(),
+        problem: Unfit::TooFewConnections { workers: plan.workers.count, need, slots, own_server: db.kind.owned() },
+    })
 }
 
 /// Connections a run opens at once: one per worker, plus the setup connection held through
@@ -128,13 +117,15 @@ pub fn ephemeral_settings(plan: &Plan) -> Result<Vec<(String, String)>> {
     match settings.iter().find(|(k, _)| k == "max_connections") {
         Some((_, v)) => match v.parse::<i64>() {
             Ok(n) if n < need => {
-                return Err(Error::usage(format!(
-                    "{}: [postgres.settings] max_connections = {n} but {} workers need {need} connections with the \
-                     side connections and reserved slots; raise it to at least {need}, leave it out (queuebench \
-                     sizes it), or lower workers.count. Nothing was started",
-                    plan.source.path.display(),
-                    plan.workers.count
-                )));
+                return Err(Error::Unfit {
+                    target: "the ephemeral cluster".into(),
+                    problem: Unfit::MaxConnectionsTooLow {
+                        file: plan.source.path.clone(),
+                        setting: n,
+                        workers: plan.workers.count,
+                        need,
+                    },
+                });
             }
             _ => {}
         },

@@ -10,7 +10,7 @@ mod evidence;
 pub use batch::{comparison_files, run_files};
 pub use database::{check_target, connections_needed, ephemeral_settings, open as open_database};
 
-use crate::error::{Error, Result};
+use crate::error::{Access, Error, Result};
 use crate::model::summary::RunSummary;
 use crate::options::RunOptions;
 use crate::report::{self, export::Written};
@@ -88,18 +88,8 @@ struct ResultsFolder<'a> {
 impl<'a> ResultsFolder<'a> {
     fn create(path: &'a Path) -> Result<Self> {
         let fresh = !path.exists();
-        let unwritable = |e: std::io::Error| {
-            Error::usage(format!(
-                "cannot write in the results folder {}: {e}; pick a writable place with --out DIR",
-                path.display()
-            ))
-        };
-        std::fs::create_dir_all(path).map_err(|e| {
-            Error::usage(format!(
-                "cannot create the results folder {}: {e}; pick a writable place with --out DIR",
-                path.display()
-            ))
-        })?;
+        let unwritable = |e: std::io::Error| Error::path(Access::WriteInResultsFolder, path, e);
+        std::fs::create_dir_all(path).map_err(|e| Error::path(Access::CreateResultsFolder, path, e))?;
         let probe = path.join(".queuebench-write-test");
         if let Err(e) = std::fs::write(&probe, b"") {
             if fresh {

@@ -78,7 +78,15 @@ pub fn bars(chart: &BarChart, name: &str, caption: &str) -> Result<Chart> {
     render(name, caption, |area| draw_bars(area, chart), |area| draw_bars(area, chart))
 }
 
-pub(crate) type Drawn = std::result::Result<(), String>;
+/// A drawing's outcome: the backend's error (its type depends on the backend) boxed.
+pub(crate) type Drawn = std::result::Result<(), Box<dyn std::error::Error + Send + Sync>>;
+
+/// Boxes a drawing backend's error for [`Drawn`].
+pub(crate) fn drawing<E: std::error::Error + Send + Sync + 'static>(
+    e: DrawingAreaErrorKind<E>,
+) -> Box<dyn std::error::Error + Send + Sync> {
+    Box::new(e)
+}
 
 /// One drawn chart: its file stem and caption, and the same drawing as SVG (embedded in the
 /// HTML pages) and PNG. Drawn in memory; the exporters write `<stem>.svg` and `<stem>.png`.
@@ -111,12 +119,12 @@ pub(crate) fn render(
     let mut text = String::new();
     {
         let area = SVGBackend::with_string(&mut text, SIZE).into_drawing_area();
-        svg(area).map_err(|e| Error::infra(format!("chart {name}: {e}")))?;
+        svg(area).map_err(|e| Error::machine(format!("chart {name}"), e))?;
     }
     let mut rgb = vec![0u8; (SIZE.0 * SIZE.1 * 3) as usize];
     {
         let area = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
-        png(area).map_err(|e| Error::infra(format!("chart {name}: {e}")))?;
+        png(area).map_err(|e| Error::machine(format!("chart {name}"), e))?;
     }
     let mut bytes = Vec::new();
     image::ImageEncoder::write_image(
@@ -126,7 +134,7 @@ pub(crate) fn render(
         SIZE.1,
         image::ColorType::Rgb8,
     )
-    .map_err(|e| Error::infra(format!("chart {name}: encoding the PNG: {e}")))?;
+    .map_err(|e| Error::machine(format!("chart {name}: encoding the PNG"), e))?;
     Ok(Chart { name: name.to_string(), caption: caption.to_string(), svg: text, png: bytes })
 }
 
@@ -135,8 +143,11 @@ fn upper(v: f64) -> f64 {
     if v <= 0.0 { 1.0 } else { v * 1.3 }
 }
 
-fn draw_line<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, c: &LineChart, axes: Axes) -> Drawn {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+fn draw_line<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, c: &LineChart, axes: Axes) -> Drawn
+where
+    DB::ErrorType: 'static,
+{
+    let e = drawing::<DB::ErrorType>;
     area.fill(&WHITE).map_err(e)?;
     let pts = c.series.iter().flat_map(|s| s.points.iter());
     let (xmax, ymin, ymax) =
@@ -194,8 +205,11 @@ fn draw_line<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, c: &LineChart, ax
     area.present().map_err(e)
 }
 
-fn draw_bars<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, c: &BarChart) -> Drawn {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+fn draw_bars<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, c: &BarChart) -> Drawn
+where
+    DB::ErrorType: 'static,
+{
+    let e = drawing::<DB::ErrorType>;
     area.fill(&WHITE).map_err(e)?;
     let n = c.bars.len().max(1);
     let ymax = c.bars.iter().fold(0f64, |m, b| m.max(b.1));

@@ -8,7 +8,7 @@
 //! - then every other exporter, best-effort: a failure is one warning line naming the file
 //!   and the reason, and is returned in `not_written` so the run can record it.
 
-use crate::error::{Error, Result};
+use crate::error::{Access, Error, Result};
 use std::path::{Path, PathBuf};
 
 /// One file: its path relative to the output folder, and its bytes.
@@ -78,7 +78,7 @@ pub fn write(dir: &Path, required: &[&dyn Exporter], rest: &[&dyn Exporter]) -> 
             let path = dir.join(&f.path);
             match write_file(&path, &f.bytes) {
                 Ok(()) => written.files.push(path),
-                Err(err) => warn(&mut written, &f.path, &err),
+                Err(err) => warn(&mut written, &f.path, &err.to_string()),
             }
         }
     }
@@ -90,11 +90,11 @@ fn warn(written: &mut Written, what: &str, why: &str) {
     written.not_written.push(format!("{what}: {why}"));
 }
 
-fn write_file(path: &Path, bytes: &[u8]) -> std::result::Result<(), String> {
+fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(Access::Create, parent, e))?;
     }
-    std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    std::fs::write(path, bytes).map_err(|e| Error::io(Access::Write, path, e))
 }
 
 /// Writes `path` through a temporary file in the same folder and a rename.
@@ -102,12 +102,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
     let result = write_file(&tmp, bytes).and_then(|()| {
-        std::fs::rename(&tmp, path).map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), path.display()))
+        std::fs::rename(&tmp, path).map_err(|e| Error::io(Access::RenameTo(path.to_path_buf()), &tmp, e))
     });
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    result.map_err(|e| Error::infra(format!("{} was not written: {e}", path.display())))
+    result.map_err(|e| Error::io(Access::Replace, path, e))
 }
 
 #[cfg(test)]
@@ -118,7 +118,7 @@ mod tests {
     fn required_files_land_whole_and_the_rest_is_best_effort() {
         let dir = tempfile::tempdir().unwrap();
         let summary = one("summary.json", || "{}");
-        let broken = Output("charts", || Err(Error::infra("chart t: no font")));
+        let broken = Output("charts", || Err(Error::machine("chart t", "no font")));
         // A file whose folder is a file: it cannot be written.
         std::fs::write(dir.path().join("blocked"), "").unwrap();
         let blocked = one("blocked/x.csv", || "a");

@@ -4,7 +4,7 @@
 
 use crate::compare::stats::num;
 use crate::compare::{Comparison, markdown as compare_markdown};
-use crate::error::{Error, Result};
+use crate::error::{Access, Error, Result};
 use crate::model::summary::RunSummary;
 use std::io::Write;
 
@@ -62,10 +62,12 @@ pub fn markdown(runs: &[&RunSummary], comparison: Option<&Comparison>) -> String
 pub fn append(text: &str) -> Result<()> {
     match std::env::var_os("GITHUB_STEP_SUMMARY") {
         Some(path) => {
-            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| {
-                Error::infra(format!("cannot open $GITHUB_STEP_SUMMARY ({}): {e}", path.to_string_lossy()))
-            })?;
-            f.write_all(text.as_bytes()).map_err(|e| Error::infra(format!("cannot write $GITHUB_STEP_SUMMARY: {e}")))
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(|e| Error::io(Access::OpenStepSummary, &path, e))?;
+            f.write_all(text.as_bytes()).map_err(|e| Error::io(Access::WriteStepSummary, &path, e))
         }
         None => {
             print!("{text}");

@@ -198,7 +198,7 @@ pub fn export_comparison(dir: &Path, runs: &[(RunSummary, String)]) -> Result<Wr
 pub fn charts_output(charts: &Result<Vec<Chart>>) -> Output<impl Fn() -> Result<Vec<File>> + '_> {
     Output("charts", move || match charts {
         Ok(c) => Ok(c.iter().flat_map(|c| c.files("charts")).map(|(p, b)| File::new(p, b)).collect()),
-        Err(e) => Err(Error::infra(e.to_string())),
+        Err(e) => Err(e.clone()),
     })
 }
 
@@ -238,7 +238,7 @@ pub fn interval_log(samples: &[(u32, u32)], tag: &str) -> Result<Vec<u8>> {
     sorted.sort_unstable();
     let mut buf = Vec::new();
     let mut ser = V2DeflateSerializer::new();
-    let err = |e: String| Error::infra(format!("writing the claim interval log: {e}"));
+    let err = |e: String| Error::machine("writing the claim interval log", e);
     let mut w = IntervalLogWriterBuilder::new()
         .with_max_value_divisor(1000.0)
         .begin_log_with(&mut buf, &mut ser)

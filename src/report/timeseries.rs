@@ -4,7 +4,7 @@
 //! charts need nothing else.
 
 use crate::collect::{Second, WorkerStats};
-use crate::error::{Error, Result};
+use crate::error::{Access, Error, Result};
 use crate::model::records::PgSample;
 use crate::model::records::ProbeSample;
 use crate::scenario::Plan;
@@ -39,7 +39,7 @@ impl Timeseries {
     }
 
     pub fn read(path: &Path) -> Result<Timeseries> {
-        let io = |e: csv::Error| Error::usage(format!("cannot read {}: {e}", path.display()));
+        let io = |e: csv::Error| Error::path(Access::Read, path, e);
         let mut r = csv::Reader::from_path(path).map_err(io)?;
         let header = r.headers().map_err(io)?.iter().map(String::from).collect();
         let rows = r

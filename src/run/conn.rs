@@ -6,7 +6,8 @@
 //! unbounded channel, so a worker that LISTENs can wait for one while idle.
 
 use crate::db::statements::{EFFECTS_INSERT, REMAINING};
-use crate::db::{connect, error_text};
+use crate::db::{connect, sql};
+use crate::error::{Invalid, SessionFailure};
 use crate::strategy::{Param, Strategy};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
@@ -35,18 +36,26 @@ pub struct Conn {
 impl Conn {
     /// Connects and prepares every statement; an error names the statement and the SQLSTATE.
     /// With `listen`, the connection LISTENs on that channel (again after every reconnect).
-    pub async fn open(config: &Config, strategy: &Strategy, listen: Option<&str>) -> Result<Conn, String> {
+    pub async fn open(config: &Config, strategy: &Strategy, listen: Option<&str>) -> Result<Conn, SessionFailure> {
+        let failed = |step: &str, e: &tokio_postgres::Error| SessionFailure::Sql {
+            step: step.to_string(),
+            sql: sql(e),
+            statement: None,
+        };
         let (forward, notifications) = connect::notifications();
-        let (client, task) =
-            connect::open(config, forward).await.map_err(|e| format!("connecting: {}", error_text(&e)))?;
+        let (client, task) = connect::open(config, forward).await.map_err(|e| failed("connecting", &e))?;
         if let Some(channel) = listen {
-            let sql = format!("LISTEN {}", quote_ident(channel));
-            client.batch_execute(&sql).await.map_err(|e| format!("{sql}: {}", error_text(&e)))?;
+            let listen = format!("LISTEN {}", quote_ident(channel));
+            client.batch_execute(&listen).await.map_err(|e| failed(&listen, &e))?;
         }
-        let prep = |what: &'static str, sql: String| {
+        let prep = |what: &'static str, text: String| {
             let client = &client;
             async move {
-                client.prepare(&sql).await.map_err(|e| format!("preparing {what}: {}\n  SQL: {sql}", error_text(&e)))
+                client.prepare(&text).await.map_err(|e| SessionFailure::Sql {
+                    step: format!("preparing {what}"),
+                    sql: sql(&e),
+                    statement: Some(text),
+                })
             }
         };
         let select = match &strategy.select {
@@ -59,12 +68,13 @@ impl Conn {
         let heartbeat = prep("the strategy's heartbeat statement", strategy.heartbeat.sql.clone()).await?;
         let effects = prep("the effects insert", EFFECTS_INSERT.into()).await?;
         let remaining = prep("the drained check", REMAINING.into()).await?;
-        let (col_attempt, col_token) = check_columns(&claim, select.as_ref(), strategy)?;
+        let (col_attempt, col_token) =
+            check_columns(&claim, select.as_ref(), strategy).map_err(SessionFailure::Statements)?;
         let col_queue = claim.columns().iter().position(|c| c.name() == "class" && *c.type_() == Type::TEXT);
         let pid = client
             .query_one("SELECT pg_backend_pid()", &[])
             .await
-            .map_err(|e| format!("reading the backend pid: {}", error_text(&e)))?
+            .map_err(|e| failed("reading the backend pid", &e))?
             .get(0);
         Ok(Conn {
             client,
@@ -101,23 +111,26 @@ fn check_columns(
     claim: &Statement,
     select: Option<&Statement>,
     strategy: &Strategy,
-) -> Result<(Option<usize>, Option<usize>), String> {
-    let col = |name: &str, ty: Type| -> Result<Option<usize>, String> {
+) -> Result<(Option<usize>, Option<usize>), Invalid> {
+    let col = |name: &str, ty: Type| -> Result<Option<usize>, Invalid> {
         match claim.columns().iter().position(|c| c.name() == name) {
             Some(i) if *claim.columns()[i].type_() == ty => Ok(Some(i)),
-            Some(i) => Err(format!("the claim returns `{name}` as {}, expected {ty}", claim.columns()[i].type_())),
+            Some(i) => Err(Invalid::new(format!(
+                "the claim returns `{name}` as {}, expected {ty}",
+                claim.columns()[i].type_()
+            ))),
             None => Ok(None),
         }
     };
     if col("id", Type::INT8)?.is_none() {
-        return Err(
-            "the claim statement must return a bigint column `id` (e.g. RETURNING id, attempts, claim_token)".into()
-        );
+        return Err(Invalid::new(
+            "the claim statement must return a bigint column `id` (e.g. RETURNING id, attempts, claim_token)",
+        ));
     }
     if let Some(s) = select
         && !s.columns().first().is_some_and(|c| *c.type_() == Type::INT8)
     {
-        return Err("the select statement must return a bigint `id` first".into());
+        return Err(Invalid::new("the select statement must return a bigint `id` first"));
     }
     let col_attempt = col("attempts", Type::INT4)?;
     let col_token = col("claim_token", Type::UUID)?;
@@ -126,10 +139,10 @@ fn check_columns(
             [(Param::Attempt, col_attempt, "attempts"), (Param::Token, col_token, "claim_token")]
         {
             if st.params.contains(&param) && have.is_none() {
-                return Err(format!(
+                return Err(Invalid::new(format!(
                     "the {} statement uses {param}, so the claim must return `{column}`",
                     st.role.name()
-                ));
+                )));
             }
         }
     }

@@ -17,7 +17,8 @@
 //! is never delivered. `probe_rollback` shows it at the start of a listen run.
 
 use super::conn::quote_ident;
-use crate::db::error_text;
+use crate::db::sql;
+use crate::error::SessionFailure;
 use crate::scenario::plan::{Idle, Wakeup};
 use rand::{Rng, RngExt};
 use std::time::Duration;
@@ -116,13 +117,15 @@ pub struct Probe {
 /// LISTENs on `channel`, sends `NOTIFY` from a second session inside a
 /// transaction that rolls back, waits `quiet` and counts what arrived; then
 /// sends one that commits and waits up to 5 s for it. Payloads tell the two apart.
-pub async fn probe_rollback(config: &Config, channel: &str, quiet: Duration) -> Result<Probe, String> {
+pub async fn probe_rollback(config: &Config, channel: &str, quiet: Duration) -> Result<Probe, SessionFailure> {
     let connect = || async {
         let (forward, rx) = crate::db::connect::notifications();
-        let (client, task) = crate::db::connect::open(config, forward)
-            .await
-            .map_err(|e| format!("rollback probe: connecting: {}", error_text(&e)))?;
-        Ok::<_, String>((client, rx, task))
+        let (client, task) = crate::db::connect::open(config, forward).await.map_err(|e| SessionFailure::Sql {
+            step: "connecting".into(),
+            sql: sql(&e),
+            statement: None,
+        })?;
+        Ok::<_, SessionFailure>((client, rx, task))
     };
     let (listener, mut rx, listener_task) = connect().await?;
     let (sender, _, sender_task) = connect().await?;
@@ -149,8 +152,8 @@ pub async fn probe_rollback(config: &Config, channel: &str, quiet: Duration) -> 
     result
 }
 
-async fn run(client: &tokio_postgres::Client, sql: String) -> Result<(), String> {
-    client.batch_execute(&sql).await.map_err(|e| format!("rollback probe: {sql}: {}", error_text(&e)))
+async fn run(client: &tokio_postgres::Client, text: String) -> Result<(), SessionFailure> {
+    client.batch_execute(&text).await.map_err(|e| SessionFailure::Sql { step: text, sql: sql(&e), statement: None })
 }
 
 #[cfg(test)]

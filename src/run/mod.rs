@@ -18,7 +18,7 @@ pub mod worker;
 
 use crate::collect::{Arrival, Event, FaultEvent, Samples, WorkerStats};
 use crate::db::Database;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SessionFailure, Sql};
 use crate::model::protocol::Reclaim;
 use crate::model::records::PgSample;
 use crate::scenario::plan::Wakeup;
@@ -68,9 +68,8 @@ impl Side {
         }
     }
 
-    async fn open(&mut self) -> std::result::Result<(), String> {
-        let (client, _task) =
-            crate::db::connect::open(&self.config, |_| {}).await.map_err(|e| crate::db::error_text(&e))?;
+    async fn open(&mut self) -> std::result::Result<(), Sql> {
+        let (client, _task) = crate::db::connect::open(&self.config, |_| {}).await.map_err(|e| crate::db::sql(&e))?;
         self.client = Some(client);
         self.generation += 1;
         Ok(())
@@ -119,7 +118,7 @@ pub struct RunOutput {
     pub duration: Duration,
     pub interrupted: bool,
     pub timed_out: bool,
-    pub failures: Vec<String>,
+    pub failures: Vec<worker::WorkerFailure>,
     /// The rollback probe of a listen run (None when polling).
     pub probe: Option<idle::Probe>,
     /// The abort-on-fail expectation that stopped the run, with its live value.
@@ -141,12 +140,12 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         Some(ch) => Some(
             idle::probe_rollback(&config, &format!("{ch}_probe"), Duration::from_millis(200))
                 .await
-                .map_err(|e| Error::infra(format!("{e} (on {})", db.target)))?,
+                .map_err(|failure| Error::Probe { target: db.target.clone(), failure: Box::new(failure) })?,
         ),
         None => None,
     };
-    let lanes = lanes::Lanes::for_workers(plan.workers.count)
-        .map_err(|e| Error::infra(format!("starting the worker threads: {e}")))?;
+    let lanes =
+        lanes::Lanes::for_workers(plan.workers.count).map_err(|e| Error::machine("starting the worker threads", e))?;
     let shared_plan = Arc::new(plan.clone());
     // Each worker's connection is opened on the lane the worker will run on.
     let conns = join_all((0..plan.workers.count as usize).map(|i| {
@@ -156,9 +155,13 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
     .await;
     let conns = conns
         .into_iter()
-        .map(|c| c.unwrap_or_else(|e| Err(format!("opening a connection panicked: {e}"))))
-        .collect::<std::result::Result<Vec<_>, String>>()
-        .map_err(|e| Error::infra(format!("strategy `{}` on {}: {e}", plan.strategy.name, db.target)))?;
+        .map(|c| c.unwrap_or_else(|e| Err(SessionFailure::Panicked(e.to_string()))))
+        .collect::<std::result::Result<Vec<_>, SessionFailure>>()
+        .map_err(|failure| Error::Strategy {
+            strategy: plan.strategy.name.clone(),
+            target: db.target.clone(),
+            failure: Box::new(failure),
+        })?;
 
     let stop = interrupt.child_token();
     let timed_out = Arc::new(AtomicBool::new(false));
@@ -232,7 +235,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
     let mut failures = Vec::new();
     let mut latency = Samples::default();
     for task in join_all(tasks).await {
-        let (mut w, failure) = task.map_err(|e| Error::infra(format!("a worker task panicked: {e}")))?;
+        let (mut w, failure) = task.map_err(|e| Error::machine("a worker task panicked", e))?;
         stats += &w.stats;
         w.stats.take_samples(&mut latency);
         journal.extend(std::mem::take(&mut w.journal).into_vec());
@@ -250,12 +253,11 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
     // In the checkers' order, so they need no second copy of a long run's journal.
     journal.sort_unstable_by_key(Event::order);
     // Blockers and vacuum steps finish their schedule even when the workers are done early.
-    let mut horizon =
-        actors.await.map_err(|e| Error::infra(format!("a horizon blocker or vacuum step panicked: {e}")))?;
+    let mut horizon = actors.await.map_err(|e| Error::machine("a horizon blocker or vacuum step panicked", e))?;
     side_stop.cancel();
     timer.abort();
     let (reaper, injected, samples, produced, probes) =
-        side.await.map_err(|e| Error::infra(format!("the reaper, injector, sampler or a producer panicked: {e}")))?;
+        side.await.map_err(|e| Error::machine("the reaper, injector, sampler or a producer panicked", e))?;
     horizon.probes = probes;
     fault_events.extend(injected);
     fault_events.sort_by_key(|f| f.t_us);

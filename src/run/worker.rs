@@ -13,6 +13,7 @@ use super::idle::{self, Backoff, Woken};
 use super::work;
 use crate::collect::spill::Spill;
 use crate::collect::{Event, EventKind, FaultEvent, Latency, WorkerStats};
+use crate::error::SessionFailure;
 use crate::model::protocol::Mode;
 use crate::scenario::faults::{Kind, Point};
 use crate::scenario::{Plan, Stop};
@@ -102,7 +103,15 @@ pub struct Worker {
 }
 
 /// Why a worker stopped early (reported, not fatal to the run).
-pub type WorkerFailure = String;
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum WorkerFailure {
+    /// The run stopped while the worker was reconnecting.
+    #[error("worker {worker}: stopped while reconnecting")]
+    StoppedReconnecting { worker: String },
+    /// No connection within `run.reconnect_timeout`: the database is lost and the run stops.
+    #[error("worker {worker} could not reconnect for {seconds:.1} s (run.reconnect_timeout): {last}")]
+    Unreachable { worker: String, seconds: f64, last: SessionFailure },
+}
 
 impl Worker {
     pub fn new(slot: u32, conn: Conn, sh: Arc<Shared>) -> Worker {
@@ -233,7 +242,7 @@ impl Worker {
         let mut pause = Duration::from_millis(20);
         loop {
             if self.sh.stop.is_cancelled() {
-                return Err(format!("worker {}: stopped while reconnecting", self.name));
+                return Err(WorkerFailure::StoppedReconnecting { worker: self.name.clone() });
             }
             self.stats.reconnect_attempts += 1;
             let last = match Conn::open(&self.sh.config, &self.sh.plan.strategy, self.sh.channel.as_deref()).await {
@@ -248,13 +257,13 @@ impl Worker {
             };
             let left = timeout.saturating_sub(began.elapsed());
             if left.is_zero() {
-                let why = format!(
-                    "worker {} could not reconnect for {:.1} s (run.reconnect_timeout): {last}",
-                    self.name,
-                    began.elapsed().as_secs_f64()
-                );
+                let why = WorkerFailure::Unreachable {
+                    worker: self.name.clone(),
+                    seconds: began.elapsed().as_secs_f64(),
+                    last,
+                };
                 self.stats.outages.push((lost_at, self.now_us()));
-                if self.sh.lost.set(why.clone()).is_ok() {
+                if self.sh.lost.set(why.to_string()).is_ok() {
                     self.sh.stop.cancel();
                 }
                 return Err(why);

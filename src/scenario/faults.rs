@@ -4,6 +4,7 @@
 
 use super::raw::{RawFault, RawGroup, RawJobType};
 use super::units::parse_duration;
+use crate::error::Invalid;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -17,16 +18,16 @@ pub enum Point {
 }
 
 impl Point {
-    fn parse(s: &str) -> Result<Point, String> {
+    fn parse(s: &str) -> Result<Point, Invalid> {
         Ok(match s {
             "after_claim" => Point::AfterClaim,
             "mid_work" => Point::MidWork,
             "after_effect" => Point::AfterEffect,
             "before_complete" => Point::BeforeComplete,
             other => {
-                return Err(format!(
+                return Err(Invalid::new(format!(
                     "unknown point `{other}`; accepted: after_claim, mid_work, after_effect, before_complete"
-                ));
+                )));
             }
         })
     }
@@ -104,19 +105,26 @@ pub struct JobType {
 pub const FAIL_CODES: [&str; 5] = ["TIMEOUT", "RATE_LIMIT", "INVALID_PAYLOAD", "LEASE_EXPIRED", "PERMANENT"];
 
 /// Job types by id: `count` ids per type, spread evenly over 1..=preload.
-pub fn job_types(raw: &[RawJobType], preload: u64) -> Result<(Vec<JobType>, HashMap<i64, u16>), String> {
+pub fn job_types(raw: &[RawJobType], preload: u64) -> Result<(Vec<JobType>, HashMap<i64, u16>), Invalid> {
     let mut types = Vec::new();
     let mut by_id = HashMap::new();
     for (i, t) in raw.iter().enumerate() {
         let at = format!("jobs.types[{i}] ({})", t.name);
         if t.count <= 0 || t.count as u64 > preload {
-            return Err(format!("{at}: count must be between 1 and jobs.preload ({preload}), got {}", t.count));
+            return Err(Invalid::new(format!(
+                "{at}: count must be between 1 and jobs.preload ({preload}), got {}",
+                t.count
+            )));
         }
         if !(0.0..=1.0).contains(&t.fail_probability) {
-            return Err(format!("{at}: fail_probability must be between 0 and 1"));
+            return Err(Invalid::new(format!("{at}: fail_probability must be between 0 and 1")));
         }
         if !FAIL_CODES.contains(&t.fail_code.as_str()) {
-            return Err(format!("{at}: fail_code `{}` is not one of {}", t.fail_code, FAIL_CODES.join(", ")));
+            return Err(Invalid::new(format!(
+                "{at}: fail_code `{}` is not one of {}",
+                t.fail_code,
+                FAIL_CODES.join(", ")
+            )));
         }
         let c = t.count as u64;
         for k in 0..c {
@@ -134,7 +142,7 @@ pub fn job_types(raw: &[RawJobType], preload: u64) -> Result<(Vec<JobType>, Hash
 }
 
 /// Worker ids by group name; without groups every worker is in group "all".
-pub fn groups(raw: &[RawGroup], workers: u32) -> Result<Vec<(String, Vec<u32>)>, String> {
+pub fn groups(raw: &[RawGroup], workers: u32) -> Result<Vec<(String, Vec<u32>)>, Invalid> {
     if raw.is_empty() {
         return Ok(vec![("all".into(), (1..=workers).collect())]);
     }
@@ -142,102 +150,107 @@ pub fn groups(raw: &[RawGroup], workers: u32) -> Result<Vec<(String, Vec<u32>)>,
     let mut out = Vec::new();
     for g in raw {
         if g.count <= 0 {
-            return Err(format!("workers.groups `{}`: count must be at least 1", g.name));
+            return Err(Invalid::new(format!("workers.groups `{}`: count must be at least 1", g.name)));
         }
         let ids: Vec<u32> = (next..next + g.count as u32).collect();
         next += g.count as u32;
         out.push((g.name.clone(), ids));
     }
     if next - 1 != workers {
-        return Err(format!("workers.groups: the group counts add up to {}, but workers.count is {workers}", next - 1));
+        return Err(Invalid::new(format!(
+            "workers.groups: the group counts add up to {}, but workers.count is {workers}",
+            next - 1
+        )));
     }
     Ok(out)
 }
 
-pub fn fault(i: usize, f: &RawFault, groups: &[(String, Vec<u32>)], workers: u32) -> Result<Fault, String> {
-    let dur = |v: &Option<String>, key: &str| -> Result<Option<Duration>, String> {
-        v.as_deref().map(|s| parse_duration(s).map_err(|e| format!("{key}: {e}"))).transpose()
+pub fn fault(i: usize, f: &RawFault, groups: &[(String, Vec<u32>)], workers: u32) -> Result<Fault, Invalid> {
+    let dur = |v: &Option<String>, key: &str| -> Result<Option<Duration>, Invalid> {
+        v.as_deref().map(|s| parse_duration(s).map_err(|e| Invalid::from(e).within(key))).transpose()
     };
     let duration = dur(&f.duration, "duration")?;
     let at = dur(&f.at, "at")?;
     let point = f.point.as_deref().map(Point::parse).transpose()?;
     let trigger = match (f.probability, f.every, at, f.rate) {
         (Some(p), None, None, None) if (0.0..=1.0).contains(&p) => Trigger::Probability(p),
-        (Some(_), None, None, None) => return Err("probability must be between 0 and 1".into()),
+        (Some(_), None, None, None) => return Err(Invalid::new("probability must be between 0 and 1")),
         (None, Some(n), None, None) if n > 0 => Trigger::Every(n as u64),
         (None, None, Some(t), None) => Trigger::At(t),
         (None, None, None, Some(r)) if r > 0.0 && r <= 10_000.0 => Trigger::Rate(r),
         _ => {
-            return Err(
-                "give exactly one of probability (0..1), every (>= 1), at (a duration) or rate (per second)".into()
-            );
+            return Err(Invalid::new(
+                "give exactly one of probability (0..1), every (>= 1), at (a duration) or rate (per second)",
+            ));
         }
     };
     let per_job = matches!(trigger, Trigger::Probability(_) | Trigger::Every(_));
-    let need = |what: Option<Duration>, key: &str| what.ok_or_else(|| format!("kind = \"{}\" needs {key}", f.kind));
+    let need = |what: Option<Duration>, key: &str| {
+        what.ok_or_else(|| Invalid::new(format!("kind = \"{}\" needs {key}", f.kind)))
+    };
     let kind = match f.kind.as_str() {
         "crash" => {
             if !per_job {
-                return Err("a crash fires per job: give probability or every, and a point".into());
+                return Err(Invalid::new("a crash fires per job: give probability or every, and a point"));
             }
             Kind::Crash {
-                point: point.ok_or("kind = \"crash\" needs a point")?,
+                point: point.ok_or_else(|| Invalid::new("kind = \"crash\" needs a point"))?,
                 respawn_after: dur(&f.respawn_after, "respawn_after")?.unwrap_or(Duration::from_millis(100)),
                 new_identity: match f.identity.as_deref().unwrap_or("same") {
                     "same" => false,
                     "new" => true,
-                    other => return Err(format!("identity `{other}`; accepted: same, new")),
+                    other => return Err(Invalid::new(format!("identity `{other}`; accepted: same, new"))),
                 },
             }
         }
         "pause" => {
             if per_job != point.is_some() {
-                return Err(
-                    "a pause fires either per job at a point (probability/every + point) or at a time (at)".into()
-                );
+                return Err(Invalid::new(
+                    "a pause fires either per job at a point (probability/every + point) or at a time (at)",
+                ));
             }
             Kind::Pause { point, duration: need(duration, "duration")? }
         }
         "kill_backend" => {
             if per_job {
-                return Err("kill_backend fires at a time (at) or a rate (rate)".into());
+                return Err(Invalid::new("kill_backend fires at a time (at) or a rate (rate)"));
             }
             Kind::KillBackend
         }
         "lock_hold" => {
             if !matches!(trigger, Trigger::At(_)) {
-                return Err("lock_hold fires once at a time (at)".into());
+                return Err(Invalid::new("lock_hold fires once at a time (at)"));
             }
             Kind::LockHold { duration: need(duration, "duration")?, rows: f.rows }
         }
         "cancel" => {
             if !matches!(trigger, Trigger::At(_)) {
-                return Err("cancel fires once at a time (at)".into());
+                return Err(Invalid::new("cancel fires once at a time (at)"));
             }
             match f.rows {
-                Some(n) if n <= 0 => return Err("rows must be at least 1".into()),
+                Some(n) if n <= 0 => return Err(Invalid::new("rows must be at least 1")),
                 n => Kind::Cancel { rows: n.unwrap_or(1) },
             }
         }
         "postgres_restart" => {
             if !matches!(trigger, Trigger::At(_)) {
-                return Err("postgres_restart fires once at a time (at)".into());
+                return Err(Invalid::new("postgres_restart fires once at a time (at)"));
             }
             let immediate = match f.mode.as_deref().unwrap_or("immediate") {
                 "immediate" => true,
                 "fast" => false,
-                other => return Err(format!("mode `{other}`; accepted: immediate, fast")),
+                other => return Err(Invalid::new(format!("mode `{other}`; accepted: immediate, fast"))),
             };
             Kind::PostgresRestart { immediate, down: duration.unwrap_or(Duration::ZERO) }
         }
         other => {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "unknown kind `{other}`; accepted: crash, pause, kill_backend, lock_hold, cancel, postgres_restart"
-            ));
+            )));
         }
     };
     if f.mode.is_some() && !matches!(kind, Kind::PostgresRestart { .. }) {
-        return Err("mode applies only to kind = \"postgres_restart\"".into());
+        return Err(Invalid::new("mode applies only to kind = \"postgres_restart\""));
     }
     let target = f.workers.as_deref().unwrap_or("all");
     let ids = if target == "all" {
@@ -250,10 +263,13 @@ pub fn fault(i: usize, f: &RawFault, groups: &[(String, Vec<u32>)], workers: u32
         vec![n]
     } else {
         let names: Vec<&str> = groups.iter().map(|(g, _)| g.as_str()).collect();
-        return Err(format!("workers `{target}`: accepted: all, w1..w{workers}, or a group ({})", names.join(", ")));
+        return Err(Invalid::new(format!(
+            "workers `{target}`: accepted: all, w1..w{workers}, or a group ({})",
+            names.join(", ")
+        )));
     };
     let limit = match f.limit {
-        Some(n) if n <= 0 => return Err("limit must be at least 1".into()),
+        Some(n) if n <= 0 => return Err(Invalid::new("limit must be at least 1")),
         other => other.map(|n| n as u64),
     };
     Ok(Fault { index: i, kind, trigger, limit, workers: ids })
@@ -296,11 +312,11 @@ mod tests {
         let g = groups(&[], 2).unwrap();
         let mut f = raw("crash");
         f.probability = Some(0.01);
-        assert!(fault(0, &f, &g, 2).unwrap_err().contains("point"));
+        assert!(fault(0, &f, &g, 2).unwrap_err().to_string().contains("point"));
         f.point = Some("after_claim".into());
         assert!(matches!(fault(0, &f, &g, 2).unwrap().kind, Kind::Crash { .. }));
         f.point = Some("later".into());
-        assert!(fault(0, &f, &g, 2).unwrap_err().contains("accepted: after_claim"));
+        assert!(fault(0, &f, &g, 2).unwrap_err().to_string().contains("accepted: after_claim"));
     }
 
     #[test]
@@ -323,7 +339,7 @@ mod tests {
         let g = groups(&[], 1).unwrap();
         let mut f = raw("postgres_restart");
         f.every = Some(3);
-        assert!(fault(0, &f, &g, 1).unwrap_err().contains("at a time"));
+        assert!(fault(0, &f, &g, 1).unwrap_err().to_string().contains("at a time"));
         f.every = None;
         f.at = Some("2s".into());
         assert_eq!(fault(0, &f, &g, 1).unwrap().kind, Kind::PostgresRestart { immediate: true, down: Duration::ZERO });
@@ -332,11 +348,11 @@ mod tests {
         let down = Duration::from_secs(1);
         assert_eq!(fault(0, &f, &g, 1).unwrap().kind, Kind::PostgresRestart { immediate: false, down });
         f.mode = Some("smart".into());
-        assert!(fault(0, &f, &g, 1).unwrap_err().contains("accepted: immediate, fast"));
+        assert!(fault(0, &f, &g, 1).unwrap_err().to_string().contains("accepted: immediate, fast"));
         let mut k = raw("kill_backend");
         k.at = Some("1s".into());
         k.mode = Some("fast".into());
-        assert!(fault(0, &k, &g, 1).unwrap_err().contains("only to kind"));
+        assert!(fault(0, &k, &g, 1).unwrap_err().to_string().contains("only to kind"));
     }
 
     #[test]

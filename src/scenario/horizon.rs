@@ -5,6 +5,7 @@
 
 use super::raw::{RawBlocker, RawVacuum};
 use super::units::parse_duration;
+use crate::error::Invalid;
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,27 +46,27 @@ pub struct VacuumStep {
     pub command: String,
 }
 
-pub fn blockers(raw: &[RawBlocker]) -> Result<Vec<Blocker>, String> {
+pub fn blockers(raw: &[RawBlocker]) -> Result<Vec<Blocker>, Invalid> {
     raw.iter()
         .enumerate()
         .map(|(i, b)| {
-            let at = |key: &str, v: &str| parse_duration(v).map_err(|e| format!("blockers[{i}].{key}: {e}"));
+            let at = |key: &str, v: &str| parse_duration(v).map_err(|e| Invalid::from(e).within(format!("blockers[{i}].{key}")));
             let kind = match b.kind.as_str() {
                 "idle_in_transaction" => BlockerKind::IdleInTransaction,
                 "repeatable_read" => BlockerKind::RepeatableRead,
                 "long_query" => BlockerKind::LongQuery,
                 other => {
-                    return Err(format!(
+                    return Err(Invalid::new(format!(
                         "blockers[{i}]: unknown kind `{other}`; accepted: idle_in_transaction, repeatable_read, long_query"
-                    ));
+                    )));
                 }
             };
             if !(1..=100).contains(&b.sessions) {
-                return Err(format!("blockers[{i}].sessions must be between 1 and 100"));
+                return Err(Invalid::new(format!("blockers[{i}].sessions must be between 1 and 100")));
             }
             let duration = at("duration", &b.duration)?;
             if duration.is_zero() {
-                return Err(format!("blockers[{i}].duration must be above 0"));
+                return Err(Invalid::new(format!("blockers[{i}].duration must be above 0")));
             }
             Ok(Blocker {
                 kind,
@@ -78,19 +79,24 @@ pub fn blockers(raw: &[RawBlocker]) -> Result<Vec<Blocker>, String> {
         .collect()
 }
 
-pub fn vacuum_steps(raw: &[RawVacuum]) -> Result<Vec<VacuumStep>, String> {
+pub fn vacuum_steps(raw: &[RawVacuum]) -> Result<Vec<VacuumStep>, Invalid> {
     let mut out: Vec<VacuumStep> = Vec::new();
     for v in raw {
         let ok = !v.name.is_empty() && v.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
         if !ok || out.iter().any(|o| o.name == v.name) {
-            return Err(format!("vacuum `{}`: needs a unique name of letters, digits, - and _", v.name));
+            return Err(Invalid::new(format!("vacuum `{}`: needs a unique name of letters, digits, - and _", v.name)));
         }
-        let at = parse_duration(&v.at).map_err(|e| format!("vacuum `{}`.at: {e}", v.name))?;
+        let at = parse_duration(&v.at).map_err(|e| Invalid::from(e).within(format!("vacuum `{}`.at", v.name)))?;
         let cleanup = match v.index_cleanup.as_str() {
             "auto" => "",
             "on" => ", INDEX_CLEANUP ON",
             "off" => ", INDEX_CLEANUP OFF",
-            other => return Err(format!("vacuum `{}`.index_cleanup `{other}`; accepted: auto, on, off", v.name)),
+            other => {
+                return Err(Invalid::new(format!(
+                    "vacuum `{}`.index_cleanup `{other}`; accepted: auto, on, off",
+                    v.name
+                )));
+            }
         };
         let command = format!("VACUUM (VERBOSE{cleanup}) jobs");
         out.push(VacuumStep { name: v.name.clone(), at, pgstattuple: v.pgstattuple, command });
@@ -114,7 +120,7 @@ mod tests {
         assert_eq!(blockers(std::slice::from_ref(&b)).unwrap()[0].at, Duration::from_secs(1));
         let mut bad = b.clone();
         bad.kind = "vacuum".into();
-        assert!(blockers(&[bad]).unwrap_err().contains("accepted: idle_in_transaction"));
+        assert!(blockers(&[bad]).unwrap_err().reason.contains("accepted: idle_in_transaction"));
         let mut bad = b;
         bad.sessions = 0;
         assert!(blockers(&[bad]).is_err());

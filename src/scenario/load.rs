@@ -5,7 +5,7 @@
 //! applied, so an override gets exactly the same validation as the file.
 
 use super::raw::RawScenario;
-use crate::error::{Error, Result};
+use crate::error::{Access, Error, Invalid, Result};
 use std::path::{Path, PathBuf};
 
 /// Where a scenario came from, kept so later errors can point at a line.
@@ -18,48 +18,56 @@ pub struct Source {
 }
 
 impl Source {
-    /// `file:line` for a dotted key, or the `--set` that supplied it.
-    pub fn locate(&self, key: &str) -> String {
-        let path = self.path.display();
-        if let Some(o) = self.overrides.iter().find(|o| o.split('=').next() == Some(key)) {
-            return format!("{path}: --set {o}");
-        }
-        match find_key_line(&self.text, key) {
-            Some(line) => format!("{path}:{line}: {key}"),
-            None => format!("{path}: {key}"),
+    /// A rule broken at a dotted key: the error names the file and the key's line, or the
+    /// `--set` that supplied the value.
+    pub fn error(&self, key: &str, reason: impl std::fmt::Display) -> Error {
+        let via_set = self.overrides.iter().find(|o| o.split('=').next() == Some(key)).cloned();
+        Error::Scenario {
+            file: self.path.clone(),
+            line: find_key_line(&self.text, key),
+            key: key.to_string(),
+            via_set,
+            reason: reason.to_string(),
         }
     }
 }
 
 /// Reads and parses `path`, then applies `sets` on top.
 pub fn load(path: &Path, sets: &[String]) -> Result<(RawScenario, Source)> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::usage(format!("cannot read scenario {}: {e}", path.display())))?;
-    let raw = parse_text(&text).map_err(|e| Error::usage(format!("{}: {e}", path.display())))?;
+    let text = std::fs::read_to_string(path).map_err(|e| Error::path(Access::ReadScenario, path, e))?;
+    let not_a_scenario = |sets: &[String], e: Invalid| Error::ScenarioFile {
+        file: path.to_path_buf(),
+        sets: sets.to_vec(),
+        reason: e.reason,
+    };
+    let raw = parse_text(&text).map_err(|e| not_a_scenario(&[], e))?;
     let source = Source { path: path.to_path_buf(), text, overrides: sets.to_vec() };
     if sets.is_empty() {
         return Ok((raw, source));
     }
     let mut table: toml::Table =
-        toml::from_str(&source.text).map_err(|e| Error::usage(format!("{}: {e}", path.display())))?;
+        toml::from_str(&source.text).map_err(|e| not_a_scenario(&[], Invalid::new(e.to_string())))?;
     for set in sets {
-        apply_override(&mut table, set).map_err(|e| Error::usage(format!("--set {set}: {e}")))?;
+        apply_override(&mut table, set).map_err(|invalid| Error::FlagValue {
+            flag: "--set".into(),
+            value: Some(set.clone()),
+            invalid,
+        })?;
     }
-    let raw = RawScenario::deserialize_table(table)
-        .map_err(|e| Error::usage(format!("{} with --set {}: {e}", path.display(), sets.join(" --set "))))?;
+    let raw = RawScenario::deserialize_table(table).map_err(|e| not_a_scenario(sets, e))?;
     Ok((raw, source))
 }
 
 impl RawScenario {
-    fn deserialize_table(table: toml::Table) -> std::result::Result<RawScenario, String> {
+    fn deserialize_table(table: toml::Table) -> std::result::Result<RawScenario, Invalid> {
         use serde::Deserialize;
-        RawScenario::deserialize(table).map_err(|e| with_hint(e.to_string()))
+        RawScenario::deserialize(table).map_err(|e| Invalid::new(with_hint(e.to_string())))
     }
 }
 
 /// Parses scenario text; the error names line and column and suggests the nearest key.
-pub fn parse_text(text: &str) -> std::result::Result<RawScenario, String> {
-    toml::from_str::<RawScenario>(text).map_err(|e| with_hint(e.to_string()))
+pub fn parse_text(text: &str) -> std::result::Result<RawScenario, Invalid> {
+    toml::from_str::<RawScenario>(text).map_err(|e| Invalid::new(with_hint(e.to_string())))
 }
 
 /// Adds "did you mean `count`?" to serde's "unknown field `coutn`, expected one of …",
@@ -99,17 +107,18 @@ fn with_hint(message: String) -> String {
 
 /// Applies one `dotted.key=value`. The value is read as TOML if it parses
 /// (`16`, `true`, `"x"`, `{ p50 = "8ms", p99 = "70ms" }`) and as a string otherwise (`30s`).
-pub fn apply_override(table: &mut toml::Table, set: &str) -> std::result::Result<(), String> {
-    let (key, value) = set.split_once('=').ok_or("expected key=value, e.g. --set workers.count=16")?;
+pub fn apply_override(table: &mut toml::Table, set: &str) -> std::result::Result<(), Invalid> {
+    let (key, value) =
+        set.split_once('=').ok_or_else(|| Invalid::new("expected key=value, e.g. --set workers.count=16"))?;
     let path = split_key(key.trim())?;
     let value = parse_value(value.trim());
-    let (last, parents) = path.split_last().ok_or("empty key")?;
+    let (last, parents) = path.split_last().ok_or_else(|| Invalid::new("empty key"))?;
     let mut node = table;
     for (i, part) in parents.iter().enumerate() {
         let entry = node.entry(part.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        node = entry
-            .as_table_mut()
-            .ok_or_else(|| format!("`{}` is a value, not a table, so `{key}` cannot be set", path[..=i].join(".")))?;
+        node = entry.as_table_mut().ok_or_else(|| {
+            Invalid::new(format!("`{}` is a value, not a table, so `{key}` cannot be set", path[..=i].join(".")))
+        })?;
     }
     node.insert(last.clone(), value);
     Ok(())
@@ -124,12 +133,12 @@ fn parse_value(text: &str) -> toml::Value {
 }
 
 /// Splits `a.b."c.d"` into `["a", "b", "c.d"]`.
-fn split_key(key: &str) -> std::result::Result<Vec<String>, String> {
+fn split_key(key: &str) -> std::result::Result<Vec<String>, Invalid> {
     let mut parts = Vec::new();
     let mut rest = key;
     while !rest.is_empty() {
         if let Some(quoted) = rest.strip_prefix('"') {
-            let end = quoted.find('"').ok_or_else(|| format!("unclosed quote in `{key}`"))?;
+            let end = quoted.find('"').ok_or_else(|| Invalid::new(format!("unclosed quote in `{key}`")))?;
             parts.push(quoted[..end].to_string());
             rest = &quoted[end + 1..];
         } else {
@@ -140,14 +149,14 @@ fn split_key(key: &str) -> std::result::Result<Vec<String>, String> {
         if let Some(r) = rest.strip_prefix('.') {
             rest = r;
             if rest.is_empty() {
-                return Err(format!("`{key}` ends with a dot"));
+                return Err(Invalid::new(format!("`{key}` ends with a dot")));
             }
         } else if !rest.is_empty() {
-            return Err(format!("unexpected text after a quoted part of `{key}`"));
+            return Err(Invalid::new(format!("unexpected text after a quoted part of `{key}`")));
         }
     }
     if parts.iter().any(|p| p.is_empty()) {
-        return Err(format!("`{key}` has an empty part"));
+        return Err(Invalid::new(format!("`{key}` has an empty part")));
     }
     Ok(parts)
 }
@@ -184,7 +193,7 @@ mod tests {
 
     #[test]
     fn unknown_key_names_line_and_nearest_key() {
-        let err = parse_text("name = \"x\"\n[workers]\ncoutn = 8\n").unwrap_err();
+        let err = parse_text("name = \"x\"\n[workers]\ncoutn = 8\n").unwrap_err().reason;
         assert!(err.contains("line 3"), "{err}");
         assert!(err.contains("coutn"), "{err}");
         assert!(err.contains("did you mean `count`?"), "{err}");
@@ -205,7 +214,7 @@ mod tests {
     fn bad_override_paths_are_errors() {
         let mut t: toml::Table = toml::from_str("name = \"x\"\n").unwrap();
         assert!(apply_override(&mut t, "workers.count").is_err());
-        assert!(apply_override(&mut t, "name.first=1").unwrap_err().contains("not a table"));
+        assert!(apply_override(&mut t, "name.first=1").unwrap_err().reason.contains("not a table"));
         assert!(apply_override(&mut t, "workers..count=1").is_err());
         assert!(apply_override(&mut t, "workers.=1").is_err());
     }

@@ -5,6 +5,7 @@
 use super::plan::{Arrivals, Class, DEFAULT_CLASS, LoadModel, Phase, WorkModel};
 use super::raw::{RawClass, RawPhase};
 use super::units::parse_duration;
+use crate::error::Invalid;
 use std::time::Duration;
 
 pub fn build(
@@ -12,26 +13,39 @@ pub fn build(
     phases: &[RawPhase],
     arrivals: &str,
     business_row: bool,
-    work: impl Fn(&toml::Value) -> Result<WorkModel, String>,
-) -> Result<LoadModel, String> {
+    work: impl Fn(&toml::Value) -> Result<WorkModel, Invalid>,
+) -> Result<LoadModel, Invalid> {
     let arrivals = match arrivals {
         "constant" => Arrivals::Constant,
         "poisson" => Arrivals::Poisson,
-        other => return Err(format!("jobs.arrivals `{other}`; accepted: constant, poisson")),
+        other => return Err(Invalid::new(format!("jobs.arrivals `{other}`; accepted: constant, poisson"))),
     };
     let mut out = Vec::new();
     for c in classes {
         if c.name.is_empty() || c.name == DEFAULT_CLASS || out.iter().any(|o: &Class| o.name == c.name) {
-            return Err(format!("jobs.classes: `{}` must be a unique name other than \"{DEFAULT_CLASS}\"", c.name));
+            return Err(Invalid::new(format!(
+                "jobs.classes: `{}` must be a unique name other than \"{DEFAULT_CLASS}\"",
+                c.name
+            )));
         }
         if !(c.rate > 0.0 && c.rate <= 100_000.0) {
-            return Err(format!("jobs.classes `{}`: rate must be above 0 and at most 100000 per second", c.name));
+            return Err(Invalid::new(format!(
+                "jobs.classes `{}`: rate must be above 0 and at most 100000 per second",
+                c.name
+            )));
         }
         if !(0..=1_000_000).contains(&c.payload_bytes) {
-            return Err(format!("jobs.classes `{}`: payload_bytes must be between 0 and 1000000", c.name));
+            return Err(Invalid::new(format!(
+                "jobs.classes `{}`: payload_bytes must be between 0 and 1000000",
+                c.name
+            )));
         }
-        let work =
-            c.work.as_ref().map(&work).transpose().map_err(|e| format!("jobs.classes `{}`: work: {e}", c.name))?;
+        let work = c
+            .work
+            .as_ref()
+            .map(&work)
+            .transpose()
+            .map_err(|e| e.within(format_args!("jobs.classes `{}`: work", c.name)))?;
         out.push(Class {
             name: c.name.clone(),
             priority: c.priority.clamp(i32::MIN as i64, i32::MAX as i64) as i32,
@@ -43,18 +57,22 @@ pub fn build(
     let mut start = Duration::ZERO;
     let mut ps = Vec::new();
     for p in phases {
-        let duration = parse_duration(&p.duration).map_err(|e| format!("run.phases `{}`: duration: {e}", p.name))?;
+        let duration = parse_duration(&p.duration)
+            .map_err(|e| Invalid::from(e).within(format_args!("run.phases `{}`: duration", p.name)))?;
         if duration.is_zero() || !(p.rate >= 0.0 && p.rate <= 1000.0) {
-            return Err(format!("run.phases `{}`: needs a duration above 0 and a rate multiplier in 0..1000", p.name));
+            return Err(Invalid::new(format!(
+                "run.phases `{}`: needs a duration above 0 and a rate multiplier in 0..1000",
+                p.name
+            )));
         }
         ps.push(Phase { name: p.name.clone(), start, duration, rate: p.rate, warmup: p.warmup });
         start += duration;
     }
     if !out.is_empty() && ps.is_empty() {
-        return Err("jobs.classes needs [[run.phases]] to say how long the producers run".into());
+        return Err(Invalid::new("jobs.classes needs [[run.phases]] to say how long the producers run"));
     }
     if out.is_empty() && !ps.is_empty() {
-        return Err("run.phases needs [[jobs.classes]] to produce jobs".into());
+        return Err(Invalid::new("run.phases needs [[jobs.classes]] to produce jobs"));
     }
     Ok(LoadModel { classes: out, phases: ps, arrivals, business_row })
 }

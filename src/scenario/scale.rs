@@ -21,6 +21,7 @@
 use super::faults::{Kind, Trigger};
 use super::plan::{Plan, Stop, WorkModel};
 use super::units::format_duration;
+use crate::error::{Error, Invalid};
 use std::time::Duration;
 
 /// Scales accepted by `run.time_scale` / `--time-scale`.
@@ -29,7 +30,7 @@ pub const RANGE: std::ops::RangeInclusive<f64> = 0.0001..=1000.0;
 const MIN: Duration = Duration::from_millis(1);
 
 /// Applies `plan.time_scale` to every duration and rate of the plan (once: the scale stays recorded).
-pub fn apply(plan: &mut Plan) -> Result<(), String> {
+pub fn apply(plan: &mut Plan) -> Result<(), Invalid> {
     let k = plan.time_scale;
     if k == 1.0 {
         return Ok(());
@@ -84,27 +85,27 @@ pub fn apply(plan: &mut Plan) -> Result<(), String> {
 }
 
 /// `--set` overrides plus `--time-scale X` as one more (`run.time_scale=X`); both at once is an error.
-pub fn with_flag(sets: &[String], scale: Option<f64>) -> Result<Vec<String>, String> {
+pub fn with_flag(sets: &[String], scale: Option<f64>) -> Result<Vec<String>, Error> {
     let mut out = sets.to_vec();
     if let Some(k) = scale {
         if sets.iter().any(|s| s.split('=').next().map(str::trim) == Some("run.time_scale")) {
-            return Err("give the time scale once: --time-scale or --set run.time_scale, not both".into());
+            return Err(Error::TimeScaleTwice);
         }
         out.push(format!("run.time_scale={k}"));
     }
     Ok(out)
 }
 
-fn at_least_1ms(key: &str, d: Duration, k: f64) -> Result<Duration, String> {
+fn at_least_1ms(key: &str, d: Duration, k: f64) -> Result<Duration, Invalid> {
     let scaled = d.mul_f64(k);
     if scaled < MIN {
-        return Err(format!(
+        return Err(Invalid::new(format!(
             "{key} {} × time_scale {k} is {}µs; it must stay at least 1ms (PostgreSQL keeps microseconds, the \
              workers' timers milliseconds): raise run.time_scale to at least {}",
             format_duration(d),
             scaled.as_micros(),
             MIN.as_secs_f64() / d.as_secs_f64().max(1e-9)
-        ));
+        )));
     }
     Ok(scaled)
 }
@@ -163,9 +164,10 @@ kind = "kill_backend"
 rate = 0.5
 "#;
 
+    /// The plan at `scale`, or its error's message.
     fn plan(scale: &str) -> Result<Plan, String> {
         let text = SCENARIO.replace("[run]\n", &format!("[run]\ntime_scale = {scale}\n"));
-        let raw = parse_text(&text)?;
+        let raw = parse_text(&text).map_err(|e| e.reason)?;
         validate(raw, Source { path: "t.toml".into(), text, overrides: vec![] }, Some(1)).map_err(|e| e.to_string())
     }
 
@@ -197,7 +199,7 @@ rate = 0.5
         let sets = vec!["workers.count=2".to_string()];
         assert_eq!(with_flag(&sets, None).unwrap(), sets);
         assert_eq!(with_flag(&sets, Some(0.01)).unwrap(), ["workers.count=2", "run.time_scale=0.01"]);
-        assert!(with_flag(&["run.time_scale=1".into()], Some(0.5)).unwrap_err().contains("once"));
+        assert!(with_flag(&["run.time_scale=1".into()], Some(0.5)).unwrap_err().to_string().contains("once"));
     }
 
     #[test]

@@ -1,17 +1,35 @@
 //! Durations as people write them in scenario files: `0ms`, `250us`, `1.5s`, `5m`, `1h`.
 
+use crate::error::Invalid;
 use std::time::Duration;
+
+/// Why a duration does not parse. Each message shows the text and an example.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error("`{0}` has no unit; write it as e.g. \"250ms\", \"30s\", \"5m\"")]
+    NoUnit(String),
+    #[error("`{0}` does not start with a number; write e.g. \"250ms\", \"30s\"")]
+    NotANumber(String),
+    #[error("`{text}` has an unknown unit `{unit}`; accepted units: us, ms, s, m, h")]
+    UnknownUnit { text: String, unit: String },
+    #[error("`{0}` is longer than a week")]
+    TooLong(String),
+}
+
+impl From<DurationError> for Invalid {
+    fn from(e: DurationError) -> Invalid {
+        Invalid::new(e.to_string())
+    }
+}
 
 /// Parses a human duration. A bare number is rejected: the unit is what
 /// makes `lease = "90"` unambiguous.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .ok_or_else(|| format!("`{text}` has no unit; write it as e.g. \"250ms\", \"30s\", \"5m\""))?;
+    let split =
+        t.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(|| DurationError::NoUnit(text.to_string()))?;
     let (num, unit) = t.split_at(split);
-    let value: f64 =
-        num.parse().map_err(|_| format!("`{text}` does not start with a number; write e.g. \"250ms\", \"30s\""))?;
+    let value: f64 = num.parse().map_err(|_| DurationError::NotANumber(text.to_string()))?;
     let scale = match unit.trim() {
         "us" | "µs" => 1e-6,
         "ms" => 1e-3,
@@ -19,12 +37,12 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "m" | "min" => 60.0,
         "h" => 3600.0,
         other => {
-            return Err(format!("`{text}` has an unknown unit `{other}`; accepted units: us, ms, s, m, h"));
+            return Err(DurationError::UnknownUnit { text: text.to_string(), unit: other.to_string() });
         }
     };
     let secs = value * scale;
     if !secs.is_finite() || secs > 7.0 * 86400.0 {
-        return Err(format!("`{text}` is longer than a week"));
+        return Err(DurationError::TooLong(text.to_string()));
     }
     Ok(Duration::from_secs_f64(secs))
 }
@@ -58,9 +76,9 @@ mod tests {
 
     #[test]
     fn rejects_nonsense_with_a_hint() {
-        assert!(parse_duration("90").unwrap_err().contains("no unit"));
-        assert!(parse_duration("5 parsecs").unwrap_err().contains("accepted units"));
-        assert!(parse_duration("ms").is_err());
+        assert!(parse_duration("90").unwrap_err().to_string().contains("no unit"));
+        assert!(parse_duration("5 parsecs").unwrap_err().to_string().contains("accepted units"));
+        assert_eq!(parse_duration("ms"), Err(DurationError::NotANumber("ms".into())));
         assert!(parse_duration("-1s").is_err());
         assert!(parse_duration("1e400s").is_err());
         assert!(parse_duration("9999999h").is_err());

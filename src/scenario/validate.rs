@@ -13,19 +13,28 @@ use super::plan::{
 };
 use super::raw::{RawExpect, RawScenario, Reclaim};
 use super::units::{format_duration, parse_duration};
-use crate::error::{Error, Result};
+use crate::error::{Error, Invalid, Result};
 use crate::model::expect::{self, Expectation};
 use crate::model::summary::RunSummary;
 use crate::model::tolerance::Tolerances;
 use crate::strategy::{self, Strategy};
+use std::fmt::Display;
 use std::time::Duration;
 
 /// Turns a rule broken at `key` into an error naming the file and line (or the `--set`).
 struct At<'a>(&'a Source);
 
 impl At<'_> {
-    fn err(&self, key: &str, msg: impl Into<String>) -> Error {
-        Error::usage(format!("{}: {}", self.0.locate(key), msg.into()))
+    fn err(&self, key: &str, reason: impl Display) -> Error {
+        self.0.error(key, reason)
+    }
+
+    /// A lower layer's verdict on the value under `key` (or under its own key below that).
+    fn invalid(&self, key: &str, e: Invalid) -> Error {
+        match &e.key {
+            Some(below) => self.0.error(&format!("{key}.{below}"), e.reason),
+            None => self.0.error(key, e.reason),
+        }
     }
 
     fn duration(&self, key: &str, text: &str) -> Result<Duration> {
@@ -67,13 +76,14 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         .iter()
         .enumerate()
         .map(|(i, f)| {
-            faults::fault(i, f, &workers.groups, workers.count)
-                .map_err(|e| at.err("faults", format!("[[faults]] #{} (kind = \"{}\"): {e}", i + 1, f.kind)))
+            faults::fault(i, f, &workers.groups, workers.count).map_err(|e| {
+                at.invalid("faults", e.within(format_args!("[[faults]] #{} (kind = \"{}\")", i + 1, f.kind)))
+            })
         })
         .collect::<Result<Vec<_>>>()?;
     let load =
         load_model::build(&raw.jobs.classes, &raw.run.phases, &raw.jobs.arrivals, raw.jobs.business_row, work_model)
-            .map_err(|e| at.err("jobs.classes", e))?;
+            .map_err(|e| at.invalid("jobs.classes", e))?;
     let run = run_settings(&raw, &at)?;
     if run.stop == Stop::Claims && workers.max_claims.is_none() {
         return Err(at.err("run.stop", "stop = \"claims\" needs workers.max_claims"));
@@ -83,8 +93,8 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         return Err(at.err("jobs.preload", "nothing to do: preload jobs, or add [[jobs.classes]] producers"));
     }
     let mut plan = Plan {
-        blockers: horizon::blockers(&raw.blockers).map_err(|e| at.err("blockers", e))?,
-        vacuum: horizon::vacuum_steps(&raw.vacuum).map_err(|e| at.err("vacuum", e))?,
+        blockers: horizon::blockers(&raw.blockers).map_err(|e| at.invalid("blockers", e))?,
+        vacuum: horizon::vacuum_steps(&raw.vacuum).map_err(|e| at.invalid("vacuum", e))?,
         postgres: postgres(&raw, &at)?,
         seed: seed.or(raw.seed).unwrap_or_else(rand::random),
         name: raw.name,
@@ -103,7 +113,7 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         source,
     };
     if let Err(e) = super::scale::apply(&mut plan) {
-        return Err(Error::usage(format!("{}: {e}", plan.source.locate("run.time_scale"))));
+        return Err(plan.source.error("run.time_scale", e));
     }
     Ok(plan)
 }
@@ -115,7 +125,7 @@ fn jobs(raw: &RawScenario, at: &At) -> Result<JobSettings> {
         return Err(at.err("jobs.preload", format!("must be between 0 and 1000000000, got {}", raw.jobs.preload)));
     }
     let (types, type_of) =
-        faults::job_types(&raw.jobs.types, raw.jobs.preload as u64).map_err(|e| at.err("jobs.types", e))?;
+        faults::job_types(&raw.jobs.types, raw.jobs.preload as u64).map_err(|e| at.invalid("jobs.types", e))?;
     Ok(JobSettings { preload: raw.jobs.preload as u64, max_attempts, types, type_of })
 }
 
@@ -128,11 +138,11 @@ fn workers(raw: &RawScenario, at: &At) -> Result<(WorkerSettings, Strategy)> {
         Some(n) if n <= 0 => return Err(at.err("workers.max_claims", format!("must be at least 1, got {n}"))),
         other => other.map(|n| n as u64),
     };
-    let idle = idle(w).map_err(|(key, e)| at.err(&key, e))?;
-    let work = work_model(&w.work).map_err(|e| at.err("workers.work", e))?;
-    let quotas = quotas(raw).map_err(|e| at.err("workers.quotas", e))?;
+    let idle = idle(w).map_err(|e| at.invalid("workers", e))?;
+    let work = work_model(&w.work).map_err(|e| at.invalid("workers.work", e))?;
+    let quotas = quotas(raw).map_err(|e| at.invalid("workers.quotas", e))?;
     let strategy = strategy::resolve(&w.strategy, &raw.strategies, raw.lease.fencing, &quotas)
-        .map_err(|e| at.err("workers.strategy", e))?;
+        .map_err(|e| at.invalid("workers.strategy", e))?;
     // A quota claim's batch is the sum of its quotas: `workers.batch` may be
     // left out or set to that sum, nothing else (it would mean nothing).
     let batch = if quotas.is_empty() {
@@ -149,9 +159,9 @@ fn workers(raw: &RawScenario, at: &At) -> Result<(WorkerSettings, Strategy)> {
         }
         sum
     };
-    let groups = faults::groups(&w.groups, count).map_err(|e| at.err("workers.groups", e))?;
+    let groups = faults::groups(&w.groups, count).map_err(|e| at.invalid("workers.groups", e))?;
     if w.strategy == "priority-pools" {
-        pools(raw).map_err(|e| at.err("workers.groups", e))?;
+        pools(raw).map_err(|e| at.invalid("workers.groups", e))?;
     }
     let ordering = ClaimOrder {
         aging_step: at.duration("workers.aging_step", &w.aging_step)?,
@@ -263,7 +273,7 @@ fn postgres(raw: &RawScenario, at: &At) -> Result<PostgresSettings> {
         .settings
         .iter()
         .map(|(k, v)| {
-            setting_value(v).map(|v| (k.clone(), v)).map_err(|e| at.err(&format!("postgres.settings.{k}"), e))
+            setting_value(v).map(|v| (k.clone(), v)).map_err(|e| at.invalid(&format!("postgres.settings.{k}"), e))
         })
         .collect::<Result<Vec<_>>>()?;
     let table_settings = raw
@@ -273,7 +283,7 @@ fn postgres(raw: &RawScenario, at: &At) -> Result<PostgresSettings> {
         .map(|(k, v)| {
             let key = format!("postgres.table_settings.{k}");
             let key_ok = !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
-            let value = setting_value(v).map_err(|e| at.err(&key, e))?;
+            let value = setting_value(v).map_err(|e| at.invalid(&key, e))?;
             let value_ok = value.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-');
             if !key_ok || !value_ok {
                 return Err(at.err(&key, "names and values are plain words or numbers"));
@@ -298,18 +308,18 @@ fn gate(raw: &RawScenario, at: &At) -> Result<(Vec<Expectation>, Tolerances)> {
             let parsed = match e {
                 RawExpect::Expr(expr) => expect::parse_expectation(metric, expr, &metric_names),
                 RawExpect::Table(t) if t.expr.contains("abort") => {
-                    Err("write abort = true beside expr, not inside it".to_string())
+                    Err(Invalid::new("write abort = true beside expr, not inside it"))
                 }
                 RawExpect::Table(t) => {
                     let expr = if t.abort { format!("{}, abort", t.expr) } else { t.expr.clone() };
                     expect::parse_expectation(metric, &expr, &metric_names)
                 }
             };
-            parsed.map_err(|e| at.err(&format!("expect.{metric}"), e))
+            parsed.map_err(|e| at.invalid(&format!("expect.{metric}"), e))
         })
         .collect::<Result<Vec<_>>>()?;
     let tolerances = Tolerances::from_pairs(raw.baseline.tolerance.iter(), &metric_names)
-        .map_err(|(k, e)| at.err(&format!("baseline.tolerance.{k}"), e))?;
+        .map_err(|e| at.invalid("baseline.tolerance", e))?;
     Ok((expectations, tolerances))
 }
 
@@ -330,105 +340,115 @@ fn job_classes(raw: &RawScenario) -> (Vec<&str>, Vec<&str>) {
 
 /// `workers.quotas` as (class, jobs per claim) in class order; empty unless
 /// the strategy is `priority-quota`, which needs one for every class.
-fn quotas(raw: &RawScenario) -> std::result::Result<Vec<(String, u32)>, String> {
+fn quotas(raw: &RawScenario) -> std::result::Result<Vec<(String, u32)>, Invalid> {
     let q = &raw.workers.quotas;
     if raw.workers.strategy != "priority-quota" {
         if !q.is_empty() {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "only strategy = \"priority-quota\" uses quotas (strategy is \"{}\"); remove them or switch",
                 raw.workers.strategy
-            ));
+            )));
         }
         return Ok(Vec::new());
     }
     let (accepted, required) = job_classes(raw);
     for (class, n) in q {
         if !strategy::safe_class_name(class) {
-            return Err(format!("`{class}`: class names here may use only letters, digits, `-` and `_`"));
+            return Err(Invalid::new(format!("`{class}`: class names here may use only letters, digits, `-` and `_`")));
         }
         if !accepted.contains(&class.as_str()) {
-            return Err(format!("`{class}` is not a class of this scenario; accepted: {}", accepted.join(", ")));
+            return Err(Invalid::new(format!(
+                "`{class}` is not a class of this scenario; accepted: {}",
+                accepted.join(", ")
+            )));
         }
         if !(1..=1000).contains(n) {
-            return Err(format!("`{class}`: jobs per claim must be between 1 and 1000, got {n}"));
+            return Err(Invalid::new(format!("`{class}`: jobs per claim must be between 1 and 1000, got {n}")));
         }
     }
     let missing: Vec<&str> = required.iter().copied().filter(|c| !q.contains_key(*c)).collect();
     if !missing.is_empty() {
-        return Err(format!(
+        return Err(Invalid::new(format!(
             "no quota for {}: a class without a quota is never claimed; priority-quota needs one for every class ({})",
             missing.join(", "),
             required.join(", ")
-        ));
+        )));
     }
     Ok(accepted.iter().filter_map(|c| q.get(*c).map(|n| (c.to_string(), *n as u32))).collect())
 }
 
 /// `priority-pools`: every group is a pool named after the class it serves,
 /// and every class that gets jobs has a pool.
-fn pools(raw: &RawScenario) -> std::result::Result<(), String> {
+fn pools(raw: &RawScenario) -> std::result::Result<(), Invalid> {
     let (accepted, required) = job_classes(raw);
     let groups = &raw.workers.groups;
     if groups.is_empty() {
-        return Err(format!(
+        return Err(Invalid::new(format!(
             "strategy = \"priority-pools\" needs [[workers.groups]], one per class, named after it ({})",
             required.join(", ")
-        ));
+        )));
     }
     for g in groups {
         if !accepted.contains(&g.name.as_str()) {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "group `{}`: with priority-pools a group's name is the class its workers claim; accepted: {}",
                 g.name,
                 accepted.join(", ")
-            ));
+            )));
         }
     }
     let missing: Vec<&str> = required.iter().copied().filter(|c| !groups.iter().any(|g| g.name == *c)).collect();
     if !missing.is_empty() {
-        return Err(format!("no pool for {}: a class without a group of workers is never claimed", missing.join(", ")));
+        return Err(Invalid::new(format!(
+            "no pool for {}: a class without a group of workers is never claimed",
+            missing.join(", ")
+        )));
     }
     Ok(())
 }
 
-/// `[workers] idle_backoff / idle_jitter / wakeup / fallback_poll`; an error names its key.
-fn idle(w: &super::raw::RawWorkers) -> std::result::Result<Idle, (String, String)> {
+/// `[workers] idle_backoff / idle_jitter / wakeup / fallback_poll`; an error names its key in `[workers]`.
+fn idle(w: &super::raw::RawWorkers) -> std::result::Result<Idle, Invalid> {
     const ACCEPTED: &str = "accepted: \"5ms\" or a schedule [\"100ms\", \"250ms\", \"2s\"]";
-    let key = |k: &str| format!("workers.{k}");
     let step = |v: &toml::Value| match v.as_str() {
-        Some(text) => parse_duration(text),
-        None => Err(format!("{v} is not a duration string; {ACCEPTED}")),
+        Some(text) => parse_duration(text).map_err(Invalid::from),
+        None => Err(Invalid::new(format!("{v} is not a duration string; {ACCEPTED}"))),
     };
     let backoff = match &w.idle_backoff {
-        toml::Value::Array(steps) if steps.is_empty() => Err(format!("the schedule is empty; {ACCEPTED}")),
+        toml::Value::Array(steps) if steps.is_empty() => {
+            Err(Invalid::new(format!("the schedule is empty; {ACCEPTED}")))
+        }
         toml::Value::Array(steps) => steps.iter().map(step).collect(),
         other => step(other).map(|d| vec![d]),
     }
-    .map_err(|e| (key("idle_backoff"), e))?;
+    .map_err(|e| Invalid::at("idle_backoff", e.reason))?;
     let wakeup = match w.wakeup.as_str() {
         "poll" => Wakeup::Poll,
         "listen" => Wakeup::Listen,
-        other => return Err((key("wakeup"), format!("unknown wakeup `{other}`; accepted: \"poll\" or \"listen\""))),
+        other => {
+            return Err(Invalid::at("wakeup", format!("unknown wakeup `{other}`; accepted: \"poll\" or \"listen\"")));
+        }
     };
-    let fallback_poll = parse_duration(&w.fallback_poll).map_err(|e| (key("fallback_poll"), e))?;
+    let fallback_poll = parse_duration(&w.fallback_poll).map_err(|e| Invalid::at("fallback_poll", e.to_string()))?;
     if fallback_poll < Duration::from_millis(1) {
-        return Err((
-            key("fallback_poll"),
-            "must be at least 1ms (it bounds how long a missed notification delays work)".into(),
+        return Err(Invalid::at(
+            "fallback_poll",
+            "must be at least 1ms (it bounds how long a missed notification delays work)",
         ));
     }
     Ok(Idle { backoff, jitter: w.idle_jitter, wakeup, fallback_poll })
 }
 
-fn work_model(value: &toml::Value) -> std::result::Result<WorkModel, String> {
+fn work_model(value: &toml::Value) -> std::result::Result<WorkModel, Invalid> {
     const ACCEPTED: &str = "accepted: \"5ms\", { p50 = \"8ms\", p99 = \"70ms\" }, { p50 = \"8s\", p95 = \"35s\", p99 = \"70s\" } or { min = \"1ms\", max = \"5ms\" }";
-    let dur = |v: Option<&toml::Value>, key: &str| -> std::result::Result<Duration, String> {
-        let text =
-            v.and_then(|v| v.as_str()).ok_or_else(|| format!("`{key}` must be a duration string; {ACCEPTED}"))?;
-        parse_duration(text)
+    let dur = |v: Option<&toml::Value>, key: &str| -> std::result::Result<Duration, Invalid> {
+        let text = v
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| Invalid::new(format!("`{key}` must be a duration string; {ACCEPTED}")))?;
+        Ok(parse_duration(text)?)
     };
     match value {
-        toml::Value::String(s) => parse_duration(s).map(WorkModel::Fixed),
+        toml::Value::String(s) => Ok(WorkModel::Fixed(parse_duration(s)?)),
         toml::Value::Table(t) => {
             let mut keys: Vec<&str> = t.keys().map(String::as_str).collect();
             keys.sort_unstable();
@@ -437,38 +457,38 @@ fn work_model(value: &toml::Value) -> std::result::Result<WorkModel, String> {
                     let (p50, p95, p99) =
                         (dur(t.get("p50"), "p50")?, dur(t.get("p95"), "p95")?, dur(t.get("p99"), "p99")?);
                     if p50.is_zero() || p95 <= p50 || p99 <= p95 {
-                        return Err("needs 0 < p50 < p95 < p99".into());
+                        return Err(Invalid::new("needs 0 < p50 < p95 < p99"));
                     }
                     Ok(WorkModel::Quantiles { p50, p95, p99 })
                 }
                 ["p50", "p99"] => {
                     let (p50, p99) = (dur(t.get("p50"), "p50")?, dur(t.get("p99"), "p99")?);
                     if p50.is_zero() || p99 <= p50 {
-                        return Err("needs 0 < p50 < p99".into());
+                        return Err(Invalid::new("needs 0 < p50 < p99"));
                     }
                     Ok(WorkModel::LogNormal { p50, p99 })
                 }
                 ["max", "min"] => {
                     let (min, max) = (dur(t.get("min"), "min")?, dur(t.get("max"), "max")?);
                     if max < min {
-                        return Err("needs min <= max".into());
+                        return Err(Invalid::new("needs min <= max"));
                     }
                     Ok(WorkModel::Uniform { min, max })
                 }
-                _ => Err(format!("unexpected keys {keys:?}; {ACCEPTED}")),
+                _ => Err(Invalid::new(format!("unexpected keys {keys:?}; {ACCEPTED}"))),
             }
         }
-        _ => Err(ACCEPTED.into()),
+        _ => Err(Invalid::new(ACCEPTED)),
     }
 }
 
-fn setting_value(v: &toml::Value) -> std::result::Result<String, String> {
+fn setting_value(v: &toml::Value) -> std::result::Result<String, Invalid> {
     match v {
         toml::Value::String(s) => Ok(s.clone()),
         toml::Value::Integer(i) => Ok(i.to_string()),
         toml::Value::Float(f) => Ok(f.to_string()),
         toml::Value::Boolean(b) => Ok(if *b { "on" } else { "off" }.into()),
-        _ => Err("a setting must be a string, number or boolean".into()),
+        _ => Err(Invalid::new("a setting must be a string, number or boolean")),
     }
 }
 
@@ -480,7 +500,11 @@ mod tests {
     fn plan(text: &str) -> Result<Plan> {
         // Every scenario needs work; tests that do not say otherwise get one preloaded job.
         let text = &if text.contains("[jobs]") { text.to_string() } else { format!("{text}[jobs]\npreload = 1\n") };
-        let raw = parse_text(text).map_err(Error::usage)?;
+        let raw = parse_text(text).map_err(|e| Error::ScenarioFile {
+            file: "t.toml".into(),
+            sets: vec![],
+            reason: e.reason,
+        })?;
         let source = Source { path: "t.toml".into(), text: text.into(), overrides: vec![] };
         validate(raw, source, Some(1))
     }

@@ -5,6 +5,7 @@
 
 pub mod params;
 
+use crate::error::Invalid;
 use crate::model::protocol::Fencing;
 pub use params::Param;
 use params::translate;
@@ -218,18 +219,20 @@ pub fn safe_class_name(name: &str) -> bool {
 /// The `priority-quota` claim for these (class, jobs per claim) pairs, in
 /// their order. Class names become SQL literals, so they are checked here
 /// too, not only in the scenario's validation.
-pub fn quota_claim(quotas: &[(String, u32)]) -> Result<String, String> {
+pub fn quota_claim(quotas: &[(String, u32)]) -> Result<String, Invalid> {
     if quotas.is_empty() {
-        return Err("priority-quota needs workers.quotas, e.g. quotas = { high = 5, normal = 3 }".into());
+        return Err(Invalid::new("priority-quota needs workers.quotas, e.g. quotas = { high = 5, normal = 3 }"));
     }
     let mut ctes = Vec::new();
     let mut union = Vec::new();
     for (i, (class, n)) in quotas.iter().enumerate() {
         if !safe_class_name(class) {
-            return Err(format!("quota class `{class}`: class names may use only letters, digits, `-` and `_`"));
+            return Err(Invalid::new(format!(
+                "quota class `{class}`: class names may use only letters, digits, `-` and `_`"
+            )));
         }
         if !(1..=1000).contains(n) {
-            return Err(format!("quota for `{class}`: must be between 1 and 1000, got {n}"));
+            return Err(Invalid::new(format!("quota for `{class}`: must be between 1 and 1000, got {n}")));
         }
         let q = format!("q{}", i + 1);
         ctes.push(format!(
@@ -249,7 +252,7 @@ pub fn resolve(
     custom: &BTreeMap<String, RawStrategy>,
     fencing: Fencing,
     quotas: &[(String, u32)],
-) -> Result<Strategy, String> {
+) -> Result<Strategy, Invalid> {
     let fence = fence_predicate(fencing);
     let texts = if let Some(c) = custom.get(name) {
         Texts {
@@ -266,7 +269,7 @@ pub fn resolve(
         }
     } else if let Some((select, claim, locks, desc)) = builtin_sql(name) {
         let claim = if name == "priority-quota" {
-            quota_claim(quotas).map_err(|e| format!("strategy `{name}`: {e}"))?
+            quota_claim(quotas).map_err(|e| e.within(format_args!("strategy `{name}`")))?
         } else {
             claim.to_string()
         };
@@ -285,26 +288,26 @@ pub fn resolve(
     } else {
         let mut known: Vec<String> = BUILTINS.iter().map(|s| s.to_string()).collect();
         known.extend(custom.keys().cloned());
-        return Err(format!(
+        return Err(Invalid::new(format!(
             "unknown strategy `{name}`; accepted: {} (or define [strategies.{name}] with claim and complete)",
             known.join(", ")
-        ));
+        )));
     };
     let has_select = texts.select.is_some();
-    let stmt = |role: Role, text: &str| -> Result<Statement, String> {
+    let stmt = |role: Role, text: &str| -> Result<Statement, Invalid> {
         let text = text.replace("{fence}", fence);
         let text = text.trim().trim_end_matches(';').trim_end().to_string();
         if text.is_empty() {
-            return Err(format!("strategy `{name}`: the {} statement is empty", role.name()));
+            return Err(Invalid::new(format!("strategy `{name}`: the {} statement is empty", role.name())));
         }
         let p = translate(&text, &role.allowed(has_select))
-            .map_err(|e| format!("strategy `{name}`, {} statement: {e}", role.name()))?;
+            .map_err(|e| Invalid::new(format!("strategy `{name}`, {} statement: {e}", role.name())))?;
         Ok(Statement { role, text, sql: p.sql, params: p.params })
     };
     let select = texts.select.as_deref().map(|s| stmt(Role::Select, s)).transpose()?;
     let claim = stmt(Role::Claim, &texts.claim)?;
     if has_select && !claim.params.contains(&Param::Ids) {
-        return Err(format!("strategy `{name}`: it has a select statement, so its claim must use :ids"));
+        return Err(Invalid::new(format!("strategy `{name}`: it has a select statement, so its claim must use :ids")));
     }
     Ok(Strategy {
         name: name.to_string(),
@@ -364,7 +367,7 @@ mod tests {
 
     #[test]
     fn unknown_strategy_lists_the_accepted_ones() {
-        let e = resolve("skip-lock", &BTreeMap::new(), Fencing::Token, &[]).unwrap_err();
+        let e = resolve("skip-lock", &BTreeMap::new(), Fencing::Token, &[]).unwrap_err().reason;
         assert!(e.contains("skip-locked-inline-reclaim"), "{e}");
     }
 
@@ -385,7 +388,7 @@ mod tests {
                 locks_rows: false,
             },
         );
-        let e = resolve("mine", &custom, Fencing::None, &[]).unwrap_err();
+        let e = resolve("mine", &custom, Fencing::None, &[]).unwrap_err().reason;
         assert!(e.contains("claim statement") && e.contains(":id"), "{e}");
     }
 
@@ -416,14 +419,14 @@ mod tests {
     #[test]
     fn quota_claim_rejects_unsafe_names_bad_numbers_and_no_quotas() {
         let one = |c: &str, n: u32| quota_claim(&[(c.to_string(), n)]);
-        let e = one("x'; DROP TABLE jobs; --", 1).unwrap_err();
+        let e = one("x'; DROP TABLE jobs; --", 1).unwrap_err().reason;
         assert!(e.contains("letters, digits"), "{e}");
         assert!(one("", 1).is_err());
-        let e = one("high", 0).unwrap_err();
+        let e = one("high", 0).unwrap_err().reason;
         assert!(e.contains("between 1 and 1000, got 0"), "{e}");
         assert!(one("high", 1001).is_err());
         assert!(one("high", 1000).is_ok());
-        let e = resolve("priority-quota", &BTreeMap::new(), Fencing::None, &[]).unwrap_err();
+        let e = resolve("priority-quota", &BTreeMap::new(), Fencing::None, &[]).unwrap_err().reason;
         assert!(e.contains("workers.quotas"), "{e}");
     }
 

@@ -114,10 +114,19 @@ pub struct Positional {
     pub params: Vec<Param>,
 }
 
+/// A `:name` in a statement that cannot be bound; both list what the statement accepts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParamError {
+    #[error("unknown parameter `:{name}`; this statement accepts {accepted}")]
+    Unknown { name: String, accepted: String },
+    #[error("parameter `:{name}` is not available here; this statement accepts {accepted}")]
+    Unavailable { name: String, accepted: String },
+}
+
 /// Rewrites `:name` to `$n::type`, leaving string literals, quoted
 /// identifiers, comments and `::` casts alone. A name that is not a known
 /// parameter, or not in `allowed`, is an error listing what is allowed.
-pub fn translate(text: &str, allowed: &[Param]) -> Result<Positional, String> {
+pub fn translate(text: &str, allowed: &[Param]) -> Result<Positional, ParamError> {
     let mut sql = String::with_capacity(text.len() + 16);
     let mut params: Vec<Param> = Vec::new();
     let b = text.as_bytes();
@@ -141,12 +150,9 @@ pub fn translate(text: &str, allowed: &[Param]) -> Result<Positional, String> {
             let name = &text[i + 1..end];
             let accepted = || allowed.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ");
             let param = Param::from_name(name)
-                .ok_or_else(|| format!("unknown parameter `:{name}`; this statement accepts {}", accepted()))?;
+                .ok_or_else(|| ParamError::Unknown { name: name.to_string(), accepted: accepted() })?;
             if !allowed.contains(&param) {
-                return Err(format!(
-                    "parameter `:{name}` is not available here; this statement accepts {}",
-                    accepted()
-                ));
+                return Err(ParamError::Unavailable { name: name.to_string(), accepted: accepted() });
             }
             let n = match params.iter().position(|p| *p == param) {
                 Some(n) => n + 1,
@@ -208,9 +214,10 @@ mod tests {
     #[test]
     fn unknown_and_unavailable_parameters_are_errors() {
         let e = translate("SELECT :bogus", &[Param::Id]).unwrap_err();
-        assert!(e.contains("unknown parameter `:bogus`") && e.contains(":id"), "{e}");
+        assert_eq!(e, ParamError::Unknown { name: "bogus".into(), accepted: ":id".into() });
+        assert!(e.to_string().contains("unknown parameter `:bogus`") && e.to_string().contains(":id"), "{e}");
         let e = translate("SELECT :batch", &[Param::Id]).unwrap_err();
-        assert!(e.contains("not available"), "{e}");
+        assert!(e.to_string().contains("not available"), "{e}");
     }
 
     #[test]

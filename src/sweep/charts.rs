@@ -114,8 +114,11 @@ struct Heatmap<'a> {
     values: Vec<Vec<Option<f64>>>,
 }
 
-fn heatmap<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, h: &Heatmap) -> Drawn {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+fn heatmap<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, h: &Heatmap) -> Drawn
+where
+    DB::ErrorType: 'static,
+{
+    let e = charts::drawing::<DB::ErrorType>;
     area.fill(&WHITE).map_err(e)?;
     let (nx, ny) = (h.x.1.len() as i32, h.y.1.len() as i32);
     let max = h.values.iter().flatten().flatten().fold(0f64, |m, v| m.max(*v)).max(1e-9);

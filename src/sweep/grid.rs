@@ -3,6 +3,8 @@
 //! overrides that `scenario::plan_from_file` validates like any other, so a
 //! typo or a bad value gets the same file/key error as `queuebench run`.
 
+use crate::error::{Error, Invalid};
+
 /// One swept key and its values in the order given.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Axis {
@@ -43,24 +45,28 @@ impl Cell {
 /// Reads the `--set` arguments of a sweep. A key may be given once; a value
 /// list splits at commas outside quotes, brackets and braces, so
 /// `workers.work={ p50 = "8s", p99 = "70s" }` stays one value.
-pub fn parse(sets: &[String]) -> Result<Grid, String> {
+pub fn parse(sets: &[String]) -> Result<Grid, Error> {
     let mut grid = Grid::default();
     let mut seen: Vec<String> = Vec::new();
     for set in sets {
-        let (key, list) = set
-            .split_once('=')
-            .ok_or_else(|| format!("--set {set}: expected key=value[,value…], e.g. workers.batch=1,10"))?;
+        let bad = |reason: String| Error::FlagValue {
+            flag: "--set".into(),
+            value: Some(set.clone()),
+            invalid: Invalid::new(reason),
+        };
+        let (key, list) =
+            set.split_once('=').ok_or_else(|| bad("expected key=value[,value…], e.g. workers.batch=1,10".into()))?;
         let key = key.trim();
         if key.is_empty() {
-            return Err(format!("--set {set}: the key is empty"));
+            return Err(bad("the key is empty".into()));
         }
         if seen.iter().any(|k| k == key) {
-            return Err(format!("--set {set}: `{key}` is given twice; list its values once, e.g. {key}=a,b"));
+            return Err(bad(format!("`{key}` is given twice; list its values once, e.g. {key}=a,b")));
         }
         seen.push(key.to_string());
         let values = split_values(list);
         if values.iter().any(|v| v.is_empty()) {
-            return Err(format!("--set {set}: an empty value in the list of `{key}`"));
+            return Err(bad(format!("an empty value in the list of `{key}`")));
         }
         match values.as_slice() {
             [one] => grid.fixed.push(format!("{key}={one}")),
@@ -152,9 +158,9 @@ mod tests {
 
     #[test]
     fn bad_lists_name_the_key() {
-        assert!(parse(&sets(&["a"])).unwrap_err().contains("expected key=value"));
-        assert!(parse(&sets(&["a=1,,2"])).unwrap_err().contains("empty value in the list of `a`"));
-        assert!(parse(&sets(&["a=1,2", "a=3"])).unwrap_err().contains("`a` is given twice"));
-        assert!(parse(&sets(&["=1,2"])).unwrap_err().contains("key is empty"));
+        assert!(parse(&sets(&["a"])).unwrap_err().to_string().contains("expected key=value"));
+        assert!(parse(&sets(&["a=1,,2"])).unwrap_err().to_string().contains("empty value in the list of `a`"));
+        assert!(parse(&sets(&["a=1,2", "a=3"])).unwrap_err().to_string().contains("`a` is given twice"));
+        assert!(parse(&sets(&["=1,2"])).unwrap_err().to_string().contains("key is empty"));
     }
 }

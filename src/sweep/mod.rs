@@ -13,7 +13,7 @@ pub mod output;
 pub mod recommend;
 pub mod results;
 
-use crate::error::{Error, ExitCode, Result};
+use crate::error::{Access, Error, ExitCode, Result};
 use crate::options::{RunOptions, SweepCommand};
 use crate::pipeline::{RunResult, run_id, run_one};
 use crate::report::{self, export};
@@ -39,8 +39,7 @@ pub async fn sweep(args: &SweepCommand, interrupt: &CancellationToken) -> Result
     for (_, plan) in &plans {
         crate::pipeline::check_target(plan, &args.run.database.target)?;
     }
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Error::usage(format!("cannot create the sweep folder {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(&dir).map_err(|e| Error::path(Access::CreateSweepFolder, &dir, e))?;
     let total = plans.len();
     println!("{}: sweeping {total} cells × {} repeat(s) into {}", first.name, args.repeat, dir.display());
     let mut done: Vec<CellResult> = Vec::new();
@@ -70,14 +69,11 @@ pub async fn sweep(args: &SweepCommand, interrupt: &CancellationToken) -> Result
 
 /// The grid and a validated plan per cell; nothing runs when any cell is wrong.
 fn plan_cells(args: &SweepCommand) -> Result<(Grid, Vec<(Cell, Plan)>)> {
-    let grid = grid::parse(&args.grid).map_err(Error::usage)?;
-    let fixed = scenario::scale::with_flag(&grid.fixed, args.time_scale).map_err(Error::usage)?;
+    let grid = grid::parse(&args.grid)?;
+    let fixed = scenario::scale::with_flag(&grid.fixed, args.time_scale)?;
     let cells = grid.cells();
     if cells.len() > MAX_CELLS {
-        return Err(Error::usage(format!(
-            "the grid has {} cells (more than {MAX_CELLS}); shorten the --set lists",
-            cells.len()
-        )));
+        return Err(Error::GridTooLarge { cells: cells.len(), max: MAX_CELLS });
     }
     // One seed for every cell, so cells differ by their parameters only.
     let seed = match args.seed {
