@@ -77,7 +77,14 @@ impl ToSql for Key {
     fn accepts(ty: &Type) -> bool {
         matches!(
             *ty,
-            Type::INT2 | Type::INT4 | Type::INT8 | Type::UUID | Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::UNKNOWN
+            Type::INT2
+                | Type::INT4
+                | Type::INT8
+                | Type::UUID
+                | Type::TEXT
+                | Type::VARCHAR
+                | Type::BPCHAR
+                | Type::UNKNOWN
         )
     }
 

@@ -20,7 +20,7 @@ use crate::collect::{Arrival, Event, FaultEvent, Samples, WorkerStats};
 use crate::db::Database;
 use crate::error::{Error, Result, SessionFailure, Sql};
 use crate::model::protocol::Reclaim;
-use crate::model::records::PgSample;
+use crate::model::records::{PgSample, ProbeSample};
 use crate::scenario::plan::Wakeup;
 use crate::scenario::{Plan, Stop};
 use conn::Conn;
@@ -132,8 +132,6 @@ pub struct RunOutput {
 
 /// Runs the plan's workers against `db`. `interrupt` is cancelled by Ctrl-C/SIGTERM.
 pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show_progress: bool) -> Result<RunOutput> {
-    // Extensions (pgstattuple) are created only in a cluster of our own.
-    let extensions = db.kind.owned();
     let config = db.worker_config();
     let channel = (plan.workers.idle.wakeup == Wakeup::Listen).then(|| db.schema.clone());
     let probe = match &channel {
@@ -144,40 +142,11 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         ),
         None => None,
     };
-    let lanes =
-        lanes::Lanes::for_workers(plan.workers.count).map_err(|e| Error::machine("starting the worker threads", e))?;
     let shared_plan = Arc::new(plan.clone());
-    // Each worker's connection is opened on the lane the worker will run on.
-    let conns = join_all((0..plan.workers.count as usize).map(|i| {
-        let (config, plan, channel) = (config.clone(), shared_plan.clone(), channel.clone());
-        lanes.spawn(i, async move { Conn::open(&config, &plan.strategy, channel.as_deref()).await })
-    }))
-    .await;
-    let conns = conns
-        .into_iter()
-        .map(|c| c.unwrap_or_else(|e| Err(SessionFailure::Panicked(e.to_string()))))
-        .collect::<std::result::Result<Vec<_>, SessionFailure>>()
-        .map_err(|failure| Error::Strategy {
-            strategy: plan.strategy.name.clone(),
-            target: db.target.clone(),
-            failure: Box::new(failure),
-        })?;
-
+    let (lanes, conns) = open_workers(&shared_plan, db, &config, channel.as_deref()).await?;
     let stop = interrupt.child_token();
-    let timed_out = Arc::new(AtomicBool::new(false));
     let start = Instant::now();
-    let (after, is_timeout) = match plan.run.stop {
-        Stop::After(d) => (d.min(plan.run.timeout), d > plan.run.timeout),
-        _ => (plan.run.timeout, true),
-    };
-    let timer = {
-        let (stop, flag) = (stop.clone(), timed_out.clone());
-        tokio::spawn(async move {
-            tokio::time::sleep(after).await;
-            flag.store(is_timeout, Ordering::Relaxed);
-            stop.cancel();
-        })
-    };
+    let timer = Timer::start(plan, &stop);
     let shared = Arc::new(Shared {
         plan: shared_plan,
         config: config.clone(),
@@ -194,9 +163,9 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         let (sh, stop) = (shared.clone(), stop.clone());
         tokio::spawn(async move { live::watch(&l, &sh.plan, &sh.progress.errors, start, &stop).await })
     });
-    let server = db.postmaster();
+    // Extensions (pgstattuple) are created only in a cluster of our own.
     let actors = {
-        let (sh, stop, config) = (shared.clone(), stop.clone(), config.clone());
+        let (sh, stop, config, extensions) = (shared.clone(), stop.clone(), config.clone(), db.kind.owned());
         tokio::spawn(async move { horizon::actors(&sh.plan, &config, start, extensions, &stop).await })
     };
     let tasks: Vec<_> = conns
@@ -204,44 +173,10 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         .enumerate()
         .map(|(i, c)| lanes.spawn(i, Worker::new(i as u32 + 1, c, shared.clone()).run()))
         .collect();
-    // The reaper and the injector stop when the workers are done.
+    // The reaper, the injector, the sampler and the probe stop when the workers are done.
     let side_stop = stop.child_token();
-    let side = {
-        let (sh, side_stop, config) = (shared.clone(), side_stop.clone(), config.clone());
-        let server = server.clone();
-        tokio::spawn(async move {
-            let reap = async {
-                match sh.plan.lease.reclaim {
-                    Reclaim::Reaper => reaper::run(&sh.plan, &config, &side_stop).await,
-                    _ => ReaperStats::default(),
-                }
-            };
-            let inject = faults::inject(&sh.plan, &sh.faults, &config, server.as_deref(), &side_stop);
-            let opts = sampler::SamplerOptions { progress: show_progress };
-            let sample = sampler::run(&sh.plan, &config, start, &sh.progress, opts, &side_stop);
-            let produce = async {
-                let out = producer::run(&sh.plan, &config, start, &sh.stop).await;
-                sh.producers_done.store(true, Ordering::Relaxed);
-                out
-            };
-            let probe = horizon::probe(&sh.plan, &config, start, &side_stop);
-            tokio::join!(reap, inject, sample, produce, probe)
-        })
-    };
-
-    let mut stats = WorkerStats::default();
-    let mut journal = Vec::new();
-    let mut fault_events = Vec::new();
-    let mut failures = Vec::new();
-    let mut latency = Samples::default();
-    for task in join_all(tasks).await {
-        let (mut w, failure) = task.map_err(|e| Error::machine("a worker task panicked", e))?;
-        stats += &w.stats;
-        w.stats.take_samples(&mut latency);
-        journal.extend(std::mem::take(&mut w.journal).into_vec());
-        fault_events.extend(w.faults);
-        failures.extend(failure);
-    }
+    let side = spawn_side_tasks(&shared, db.postmaster(), start, show_progress, &side_stop);
+    let mut workers = gather(join_all(tasks).await)?;
     let duration = start.elapsed();
     let aborted = match watcher {
         Some(w) => {
@@ -250,22 +185,20 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         }
         None => None,
     };
-    // In the checkers' order, so they need no second copy of a long run's journal.
-    journal.sort_unstable_by_key(Event::order);
     // Blockers and vacuum steps finish their schedule even when the workers are done early.
     let mut horizon = actors.await.map_err(|e| Error::machine("a horizon blocker or vacuum step panicked", e))?;
     side_stop.cancel();
-    timer.abort();
+    timer.task.abort();
     let (reaper, injected, samples, produced, probes) =
         side.await.map_err(|e| Error::machine("the reaper, injector, sampler or a producer panicked", e))?;
     horizon.probes = probes;
-    fault_events.extend(injected);
-    fault_events.sort_by_key(|f| f.t_us);
+    workers.faults.extend(injected);
+    workers.faults.sort_by_key(|f| f.t_us);
     Ok(RunOutput {
-        stats,
-        latency,
-        journal,
-        faults: fault_events,
+        stats: workers.stats,
+        latency: workers.latency,
+        journal: workers.journal,
+        faults: workers.faults,
         reaper,
         arrivals: produced.arrivals,
         unsent: produced.unsent,
@@ -274,11 +207,126 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         horizon,
         duration,
         interrupted: interrupt.is_cancelled(),
-        timed_out: timed_out.load(Ordering::Relaxed),
-        failures,
+        timed_out: timer.fired.load(Ordering::Relaxed),
+        failures: workers.failures,
         probe,
         aborted,
         database_lost: shared.lost.get().cloned(),
         restarts: shared.faults.restarts.lock().unwrap().clone(),
     })
+}
+
+/// The worker threads, and every worker's connection opened (and its statements prepared) on
+/// the thread the worker will run on, before the clock starts.
+async fn open_workers(
+    plan: &Arc<Plan>,
+    db: &Database,
+    config: &tokio_postgres::Config,
+    channel: Option<&str>,
+) -> Result<(lanes::Lanes, Vec<Conn>)> {
+    let lanes =
+        lanes::Lanes::for_workers(plan.workers.count).map_err(|e| Error::machine("starting the worker threads", e))?;
+    let conns = join_all((0..plan.workers.count as usize).map(|i| {
+        let (config, plan, channel) = (config.clone(), plan.clone(), channel.map(String::from));
+        lanes.spawn(i, async move { Conn::open(&config, &plan.strategy, channel.as_deref()).await })
+    }))
+    .await;
+    let conns = conns
+        .into_iter()
+        .map(|c| c.unwrap_or_else(|e| Err(SessionFailure::Panicked(e.to_string()))))
+        .collect::<std::result::Result<Vec<_>, SessionFailure>>()
+        .map_err(|failure| Error::Strategy {
+            strategy: plan.strategy.name.clone(),
+            target: db.target.clone(),
+            failure: Box::new(failure),
+        })?;
+    Ok((lanes, conns))
+}
+
+/// Stops the run at `run.stop` when it is a duration, else at `run.timeout` (then `fired`
+/// says the run timed out).
+struct Timer {
+    task: tokio::task::JoinHandle<()>,
+    fired: Arc<AtomicBool>,
+}
+
+impl Timer {
+    fn start(plan: &Plan, stop: &CancellationToken) -> Timer {
+        let fired = Arc::new(AtomicBool::new(false));
+        let (after, is_timeout) = match plan.run.stop {
+            Stop::After(d) => (d.min(plan.run.timeout), d > plan.run.timeout),
+            _ => (plan.run.timeout, true),
+        };
+        let (stop, flag) = (stop.clone(), fired.clone());
+        let task = tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            flag.store(is_timeout, Ordering::Relaxed);
+            stop.cancel();
+        });
+        Timer { task, fired }
+    }
+}
+
+type SideOutput = (ReaperStats, Vec<FaultEvent>, Vec<PgSample>, producer::ProducerOutput, Vec<ProbeSample>);
+
+/// The tasks beside the workers: reaper, fault injector, sampler, producers, claim-plan probe.
+fn spawn_side_tasks(
+    shared: &Arc<Shared>,
+    server: Option<Arc<crate::db::ephemeral::Postmaster>>,
+    start: Instant,
+    show_progress: bool,
+    side_stop: &CancellationToken,
+) -> tokio::task::JoinHandle<SideOutput> {
+    let (sh, side_stop) = (shared.clone(), side_stop.clone());
+    tokio::spawn(async move {
+        let config = &sh.config;
+        let reap = async {
+            match sh.plan.lease.reclaim {
+                Reclaim::Reaper => reaper::run(&sh.plan, config, &side_stop).await,
+                _ => ReaperStats::default(),
+            }
+        };
+        let inject = faults::inject(&sh.plan, &sh.faults, config, server.as_deref(), &side_stop);
+        let opts = sampler::SamplerOptions { progress: show_progress };
+        let sample = sampler::run(&sh.plan, config, start, &sh.progress, opts, &side_stop);
+        let produce = async {
+            let out = producer::run(&sh.plan, config, start, &sh.stop).await;
+            sh.producers_done.store(true, Ordering::Relaxed);
+            out
+        };
+        let probe = horizon::probe(&sh.plan, config, start, &side_stop);
+        tokio::join!(reap, inject, sample, produce, probe)
+    })
+}
+
+/// What the workers recorded, merged.
+struct Gathered {
+    stats: WorkerStats,
+    latency: Samples,
+    journal: Vec<Event>,
+    faults: Vec<FaultEvent>,
+    failures: Vec<worker::WorkerFailure>,
+}
+
+fn gather(
+    finished: Vec<std::result::Result<(Worker, Option<worker::WorkerFailure>), tokio::task::JoinError>>,
+) -> Result<Gathered> {
+    let mut g = Gathered {
+        stats: WorkerStats::default(),
+        latency: Samples::default(),
+        journal: Vec::new(),
+        faults: Vec::new(),
+        failures: Vec::new(),
+    };
+    for task in finished {
+        let (mut w, failure) = task.map_err(|e| Error::machine("a worker task panicked", e))?;
+        g.stats += &w.stats;
+        w.stats.take_samples(&mut g.latency);
+        g.journal.extend(std::mem::take(&mut w.journal).into_vec());
+        g.faults.extend(w.faults);
+        g.failures.extend(failure);
+    }
+    // In the checkers' order, so they need no second copy of a long run's journal.
+    g.journal.sort_unstable_by_key(Event::order);
+    Ok(g)
 }

@@ -166,13 +166,26 @@ pub fn groups(raw: &[RawGroup], workers: u32) -> Result<Vec<(String, Vec<u32>)>,
 }
 
 pub fn fault(i: usize, f: &RawFault, groups: &[(String, Vec<u32>)], workers: u32) -> Result<Fault, Invalid> {
-    let dur = |v: &Option<String>, key: &str| -> Result<Option<Duration>, Invalid> {
-        v.as_deref().map(|s| parse_duration(s).map_err(|e| Invalid::from(e).within(key))).transpose()
+    let trigger = trigger(f)?;
+    let kind = kind(f, trigger)?;
+    if f.mode.is_some() && !matches!(kind, Kind::PostgresRestart { .. }) {
+        return Err(Invalid::new("mode applies only to kind = \"postgres_restart\""));
+    }
+    let limit = match f.limit {
+        Some(n) if n <= 0 => return Err(Invalid::new("limit must be at least 1")),
+        other => other.map(|n| n as u64),
     };
-    let duration = dur(&f.duration, "duration")?;
-    let at = dur(&f.at, "at")?;
-    let point = f.point.as_deref().map(Point::parse).transpose()?;
-    let trigger = match (f.probability, f.every, at, f.rate) {
+    Ok(Fault { index: i, kind, trigger, limit, workers: targets(f, groups, workers)? })
+}
+
+/// An optional duration key of a fault.
+fn duration(v: &Option<String>, key: &str) -> Result<Option<Duration>, Invalid> {
+    v.as_deref().map(|s| parse_duration(s).map_err(|e| Invalid::from(e).within(key))).transpose()
+}
+
+/// Exactly one of probability, every, at and rate.
+fn trigger(f: &RawFault) -> Result<Trigger, Invalid> {
+    Ok(match (f.probability, f.every, duration(&f.at, "at")?, f.rate) {
         (Some(p), None, None, None) if (0.0..=1.0).contains(&p) => Trigger::Probability(p),
         (Some(_), None, None, None) => return Err(Invalid::new("probability must be between 0 and 1")),
         (None, Some(n), None, None) if n > 0 => Trigger::Every(n as u64),
@@ -183,96 +196,79 @@ pub fn fault(i: usize, f: &RawFault, groups: &[(String, Vec<u32>)], workers: u32
                 "give exactly one of probability (0..1), every (>= 1), at (a duration) or rate (per second)",
             ));
         }
-    };
+    })
+}
+
+/// The kind, with the keys it needs and the triggers it accepts.
+fn kind(f: &RawFault, trigger: Trigger) -> Result<Kind, Invalid> {
     let per_job = matches!(trigger, Trigger::Probability(_) | Trigger::Every(_));
+    let once = matches!(trigger, Trigger::At(_));
+    let point = f.point.as_deref().map(Point::parse).transpose()?;
+    let length = duration(&f.duration, "duration")?;
     let need = |what: Option<Duration>, key: &str| {
         what.ok_or_else(|| Invalid::new(format!("kind = \"{}\" needs {key}", f.kind)))
     };
-    let kind = match f.kind.as_str() {
-        "crash" => {
-            if !per_job {
-                return Err(Invalid::new("a crash fires per job: give probability or every, and a point"));
-            }
-            Kind::Crash {
-                point: point.ok_or_else(|| Invalid::new("kind = \"crash\" needs a point"))?,
-                respawn_after: dur(&f.respawn_after, "respawn_after")?.unwrap_or(Duration::from_millis(100)),
-                new_identity: match f.identity.as_deref().unwrap_or("same") {
-                    "same" => false,
-                    "new" => true,
-                    other => return Err(Invalid::new(format!("identity `{other}`; accepted: same, new"))),
-                },
-            }
+    let refuse = |why: &str| Err(Invalid::new(why));
+    Ok(match f.kind.as_str() {
+        "crash" if !per_job => return refuse("a crash fires per job: give probability or every, and a point"),
+        "crash" => Kind::Crash {
+            point: point.ok_or_else(|| Invalid::new("kind = \"crash\" needs a point"))?,
+            respawn_after: duration(&f.respawn_after, "respawn_after")?.unwrap_or(Duration::from_millis(100)),
+            new_identity: match f.identity.as_deref().unwrap_or("same") {
+                "same" => false,
+                "new" => true,
+                other => return Err(Invalid::new(format!("identity `{other}`; accepted: same, new"))),
+            },
+        },
+        "pause" if per_job != point.is_some() => {
+            return refuse("a pause fires either per job at a point (probability/every + point) or at a time (at)");
         }
-        "pause" => {
-            if per_job != point.is_some() {
-                return Err(Invalid::new(
-                    "a pause fires either per job at a point (probability/every + point) or at a time (at)",
-                ));
-            }
-            Kind::Pause { point, duration: need(duration, "duration")? }
-        }
-        "kill_backend" => {
-            if per_job {
-                return Err(Invalid::new("kill_backend fires at a time (at) or a rate (rate)"));
-            }
-            Kind::KillBackend
-        }
-        "lock_hold" => {
-            if !matches!(trigger, Trigger::At(_)) {
-                return Err(Invalid::new("lock_hold fires once at a time (at)"));
-            }
-            Kind::LockHold { duration: need(duration, "duration")?, rows: f.rows }
-        }
-        "cancel" => {
-            if !matches!(trigger, Trigger::At(_)) {
-                return Err(Invalid::new("cancel fires once at a time (at)"));
-            }
-            match f.rows {
-                Some(n) if n <= 0 => return Err(Invalid::new("rows must be at least 1")),
-                n => Kind::Cancel { rows: n.unwrap_or(1) },
-            }
-        }
-        "postgres_restart" => {
-            if !matches!(trigger, Trigger::At(_)) {
-                return Err(Invalid::new("postgres_restart fires once at a time (at)"));
-            }
-            let immediate = match f.mode.as_deref().unwrap_or("immediate") {
+        "pause" => Kind::Pause { point, duration: need(length, "duration")? },
+        "kill_backend" if per_job => return refuse("kill_backend fires at a time (at) or a rate (rate)"),
+        "kill_backend" => Kind::KillBackend,
+        "lock_hold" if !once => return refuse("lock_hold fires once at a time (at)"),
+        "lock_hold" => Kind::LockHold { duration: need(length, "duration")?, rows: f.rows },
+        "cancel" if !once => return refuse("cancel fires once at a time (at)"),
+        "cancel" => match f.rows {
+            Some(n) if n <= 0 => return refuse("rows must be at least 1"),
+            n => Kind::Cancel { rows: n.unwrap_or(1) },
+        },
+        "postgres_restart" if !once => return refuse("postgres_restart fires once at a time (at)"),
+        "postgres_restart" => Kind::PostgresRestart {
+            immediate: match f.mode.as_deref().unwrap_or("immediate") {
                 "immediate" => true,
                 "fast" => false,
                 other => return Err(Invalid::new(format!("mode `{other}`; accepted: immediate, fast"))),
-            };
-            Kind::PostgresRestart { immediate, down: duration.unwrap_or(Duration::ZERO) }
-        }
+            },
+            down: length.unwrap_or(Duration::ZERO),
+        },
         other => {
             return Err(Invalid::new(format!(
                 "unknown kind `{other}`; accepted: crash, pause, kill_backend, lock_hold, cancel, postgres_restart"
             )));
         }
-    };
-    if f.mode.is_some() && !matches!(kind, Kind::PostgresRestart { .. }) {
-        return Err(Invalid::new("mode applies only to kind = \"postgres_restart\""));
-    }
+    })
+}
+
+/// The workers a fault may hit: all, one (`w3`) or a group.
+fn targets(f: &RawFault, groups: &[(String, Vec<u32>)], workers: u32) -> Result<Vec<u32>, Invalid> {
     let target = f.workers.as_deref().unwrap_or("all");
-    let ids = if target == "all" {
-        (1..=workers).collect()
-    } else if let Some((_, ids)) = groups.iter().find(|(g, _)| g == target) {
-        ids.clone()
-    } else if let Some(n) =
-        target.strip_prefix('w').and_then(|n| n.parse::<u32>().ok()).filter(|n| (1..=workers).contains(n))
-    {
-        vec![n]
-    } else {
-        let names: Vec<&str> = groups.iter().map(|(g, _)| g.as_str()).collect();
-        return Err(Invalid::new(format!(
-            "workers `{target}`: accepted: all, w1..w{workers}, or a group ({})",
-            names.join(", ")
-        )));
-    };
-    let limit = match f.limit {
-        Some(n) if n <= 0 => return Err(Invalid::new("limit must be at least 1")),
-        other => other.map(|n| n as u64),
-    };
-    Ok(Fault { index: i, kind, trigger, limit, workers: ids })
+    if target == "all" {
+        return Ok((1..=workers).collect());
+    }
+    if let Some((_, ids)) = groups.iter().find(|(g, _)| g == target) {
+        return Ok(ids.clone());
+    }
+    match target.strip_prefix('w').and_then(|n| n.parse::<u32>().ok()).filter(|n| (1..=workers).contains(n)) {
+        Some(n) => Ok(vec![n]),
+        None => {
+            let names: Vec<&str> = groups.iter().map(|(g, _)| g.as_str()).collect();
+            Err(Invalid::new(format!(
+                "workers `{target}`: accepted: all, w1..w{workers}, or a group ({})",
+                names.join(", ")
+            )))
+        }
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ pub mod raw;
 pub mod scale;
 pub mod units;
 pub mod validate;
+mod values;
 
 pub use plan::{Plan, Stop, WorkModel};
 
