@@ -7,7 +7,7 @@
 #   scripts/fencing-table.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-qb=${QUEUEBENCH:-$root/target/release/queuebench}
+qb=${QUEUEBENCH:-${CARGO_TARGET_DIR:-$root/target}/release/queuebench}
 [ -x "$qb" ] || (cd "$root" && cargo build --release --quiet)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -31,6 +31,40 @@ pub enum Command {
         /// A run folder (holding summary.json and timeseries.csv).
         dir: PathBuf,
     },
+    /// Run every checker again over a run folder's saved history; exit by the same rule as the run.
+    Check {
+        /// A run folder (holding history.csv.gz, final_state.csv.gz, evidence.json, summary.json).
+        dir: PathBuf,
+        /// Print the checks, the expectations and the verdict as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Tell one job's story from a run folder's history, and why it ran more than once or got lost.
+    Explain {
+        /// A run folder.
+        dir: PathBuf,
+        /// The job (its number in the history; the first example of a failed check when left out).
+        #[arg(long)]
+        job: Option<i64>,
+    },
+    /// Replay a strategy's race as a deterministic interleaving of two connections; exit 1 when
+    /// the job was handed out twice (or a stale completion landed, with --fencing).
+    Repro {
+        file: PathBuf,
+        #[command(flatten)]
+        overrides: Overrides,
+        /// Show the stale-completion interleaving instead: a pause past the lease, a re-claim, a
+        /// late completion, against each fencing mode.
+        #[arg(long)]
+        fencing: bool,
+        /// Prove against this server (in a schema created and dropped for it) instead of an
+        /// ephemeral cluster.
+        #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+        database_url: Option<String>,
+        /// Play the interleaving N times (the first one is told step by step).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        repeat: u32,
+    },
     /// Compare two runs (or a run and a baseline) metric by metric; exit 1 on a regression.
     Compare {
         /// The reference: a summary.json, a run folder, a baseline file or a baseline name.
@@ -43,12 +77,19 @@ pub enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Check scenario files without running them.
+    /// Check scenario files without running them; custom SQL (a [strategies] claim, an adapter) is
+    /// prepared against a scratch schema of an ephemeral cluster (or --database-url).
     Validate {
         #[arg(required = true)]
         files: Vec<PathBuf>,
         #[command(flatten)]
         overrides: Overrides,
+        /// Prove the SQL against this server (in a schema created and dropped for it).
+        #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+        database_url: Option<String>,
+        /// The --database-url host is not on this machine, and that is intended.
+        #[arg(long)]
+        yes: bool,
     },
     /// Print every SQL statement a scenario will execute (or a pgbench script of it).
     Sql {

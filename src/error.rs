@@ -441,6 +441,65 @@ fn missing(what: &Missing) -> String {
     }
 }
 
+/// Adds "did you mean `count`?" to serde's "unknown field `coutn`, expected one of …", and
+/// what to add to "missing field `complete`" (`keys_listed`: where every key is listed), for
+/// the TOML files queuebench reads (scenarios, adapters).
+pub fn toml_hint(message: String, keys_listed: &str) -> String {
+    // serde names Rust types; a scenario author thinks in TOML values.
+    let message = [
+        ("expected i64", "expected a whole number"),
+        ("expected u64", "expected a whole number"),
+        ("expected u32", "expected a whole number"),
+        ("expected f64", "expected a number"),
+        ("expected a sequence", "expected a list [ … ]"),
+        ("expected a map", "expected a table { … }"),
+    ]
+    .iter()
+    .fold(message, |m, (from, to)| m.replace(from, to));
+    if let Some(field) = message.split("missing field `").nth(1).and_then(|r| r.split('`').next()) {
+        return format!("{}\nadd `{field} = …` to the table shown above ({keys_listed})", message.trim_end());
+    }
+    let Some(pos) = message.find("unknown field `").or_else(|| message.find("unknown variant `")) else {
+        return message;
+    };
+    let words: Vec<&str> = message[pos..].split('`').skip(1).step_by(2).collect();
+    let Some((wrong, candidates)) = words.split_first() else {
+        return message;
+    };
+    let best =
+        candidates.iter().map(|c| (strsim::levenshtein(wrong, c), *c)).filter(|(d, c)| *d <= 2.max(c.len() / 3)).min();
+    match best {
+        Some((_, c)) => format!("{}\ndid you mean `{c}`?", message.trim_end()),
+        None => message,
+    }
+}
+
+/// Finds the 1-based line that sets `key` (`workers.count`), following
+/// `[table]` headers. Good enough for error messages; not a TOML parser.
+pub fn find_key_line(text: &str, key: &str) -> Option<usize> {
+    let (table, leaf) = match key.rsplit_once('.') {
+        Some((t, l)) => (t, l),
+        None => ("", key),
+    };
+    let mut current = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if let Some(h) = l.strip_prefix('[') {
+            current = h.trim_start_matches('[').trim_end_matches(']').trim().to_string();
+            continue;
+        }
+        let Some((k, _)) = l.split_once('=') else {
+            continue;
+        };
+        let k = k.trim().trim_matches('"');
+        let full = if current.is_empty() { k.to_string() } else { format!("{current}.{k}") };
+        if full == key || (current == table && k == leaf) {
+            return Some(i + 1);
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -104,10 +104,10 @@ fn expectations_and_durations_never_panic() {
 #[test]
 fn strategy_sql_translation_never_panics() {
     let mut rng = StdRng::seed_from_u64(4);
-    let claim = include_str!("strategy/sql/skip-locked.claim.sql");
+    let claim = include_str!("adapter/sql/skip-locked.claim.sql");
     for _ in 0..SQL_CASES {
         let text = mutate(&mut rng, claim);
-        let _ = crate::strategy::params::translate(&text, &crate::strategy::params::ALL);
+        let _ = crate::adapter::params::translate(&text, &crate::adapter::params::ALL);
     }
 }
 

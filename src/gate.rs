@@ -1,11 +1,11 @@
-//! The gate: the verdict a finished run earns from its expectations
+//! The gate: the verdict a finished run earns from its checks and its expectations
 //! (`[expect]`, `--expect`; parsed in `model::expect`). The baseline
 //! comparison is in `crate::compare`.
 
 use crate::model::expect::Expectation;
 
 use crate::error::ExitCode;
-use crate::model::summary::{ExpectationResult, RunSummary};
+use crate::model::summary::{CheckResult, ExpectationResult, RunSummary};
 
 /// Evaluates every expectation against the summary's own numbers.
 pub fn evaluate(expectations: &[Expectation], summary: &RunSummary) -> Vec<ExpectationResult> {
@@ -22,6 +22,40 @@ pub fn evaluate(expectations: &[Expectation], summary: &RunSummary) -> Vec<Expec
             }
         })
         .collect()
+}
+
+/// A run's verdict: whether it passed, and the checks that failed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judgement {
+    pub passed: bool,
+    /// Violated checks that no expectation names, in the summary's order.
+    pub failed_checks: Vec<String>,
+}
+
+/// The rule, and its only home. A run passes when it finished (not interrupted, timed out,
+/// partial or aborted), every expectation holds, and every check that no expectation names
+/// passed. An expectation on `checks.<name>` replaces that check's default: the check is then
+/// judged by the expectation alone (`"checks.exactly_once" = "> 0"` makes duplicates the
+/// expected outcome). Selectors do not apply to checks, so the name is matched as written.
+pub fn judge(s: &RunSummary) -> Judgement {
+    let failed_checks = failed_checks(&s.checks, &s.expectations);
+    let finished = !s.interrupted && !s.timed_out && !s.partial && s.aborted_by.is_none();
+    let passed = finished && s.expectations.iter().all(|e| e.passed) && failed_checks.is_empty();
+    Judgement { passed, failed_checks }
+}
+
+/// The checks that fail the run: violated, and named by no expectation.
+fn failed_checks(checks: &[CheckResult], expectations: &[ExpectationResult]) -> Vec<String> {
+    checks
+        .iter()
+        .filter(|c| !c.passed && gating(&c.name, expectations).next().is_none())
+        .map(|c| c.name.clone())
+        .collect()
+}
+
+/// The expectations that name check `name` (`checks.<name>`), which judge it instead of its default.
+pub fn gating<'a>(name: &str, expectations: &'a [ExpectationResult]) -> impl Iterator<Item = &'a ExpectationResult> {
+    expectations.iter().filter(move |e| e.name.strip_prefix("checks.") == Some(name))
 }
 
 /// The exit code a finished run earns.
@@ -54,6 +88,57 @@ mod tests {
         let r = evaluate(&exps, &s);
         assert!(r[0].passed && !r[1].passed);
         assert_eq!(r[0].actual, Some(3.0));
+    }
+
+    fn check(name: &str, violations: u64) -> CheckResult {
+        CheckResult { name: name.into(), passed: violations == 0, violations, ..Default::default() }
+    }
+
+    fn result(name: &str, expression: &str, passed: bool) -> ExpectationResult {
+        ExpectationResult { name: name.into(), expression: expression.into(), actual: Some(0.0), passed }
+    }
+
+    #[test]
+    fn a_violated_check_fails_the_run_unless_an_expectation_names_it() {
+        let mut s = RunSummary {
+            checks: vec![check("exactly_once", 12), check("no_lost_jobs", 0), check("ownership_overlap", 3)],
+            expectations: vec![result("executions.duplicate", "> 0", true)],
+            ..Default::default()
+        };
+        let j = judge(&s);
+        assert!(!j.passed);
+        assert_eq!(j.failed_checks, ["exactly_once", "ownership_overlap"]);
+
+        // Named checks are judged by their expectations: the run expects the duplicates.
+        s.expectations.push(result("checks.exactly_once", "> 0", true));
+        s.expectations.push(result("checks.ownership_overlap", ">= 0", true));
+        assert_eq!(judge(&s), Judgement { passed: true, failed_checks: vec![] });
+
+        // An expectation that names a check and fails still fails the run, on its own account.
+        s.expectations[1].passed = false;
+        assert_eq!(judge(&s), Judgement { passed: false, failed_checks: vec![] });
+
+        // Only `checks.<name>` names a check; a metric with the check's name elsewhere does not.
+        let s = RunSummary {
+            checks: vec![check("starvation", 1)],
+            expectations: vec![result("starvation.worst_age_s", "> 0", true)],
+            ..Default::default()
+        };
+        assert_eq!(judge(&s).failed_checks, ["starvation"]);
+    }
+
+    #[test]
+    fn a_run_that_did_not_finish_fails_whatever_its_checks_say() {
+        let clean = RunSummary { checks: vec![check("exactly_once", 0)], ..Default::default() };
+        assert!(judge(&clean).passed, "no expectations and every check held");
+        for s in [
+            RunSummary { interrupted: true, ..clean.clone() },
+            RunSummary { timed_out: true, ..clean.clone() },
+            RunSummary { partial: true, ..clean.clone() },
+            RunSummary { aborted_by: Some("jobs.lost == 0".into()), ..clean.clone() },
+        ] {
+            assert_eq!(judge(&s), Judgement { passed: false, failed_checks: vec![] });
+        }
     }
 
     #[test]

@@ -19,7 +19,6 @@ pub mod pipeline;
 pub mod report;
 pub mod run;
 pub mod scenario;
-pub mod strategy;
 pub mod sweep;
 pub mod verify;
 
@@ -42,10 +41,25 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
             Err(e) => Err(e),
         },
         Command::Report { dir } => commands::report::rebuild_report(&dir),
+        Command::Check { dir, json } => commands::check::check(&dir, json),
+        Command::Explain { dir, job } => commands::explain::explain(&dir, job),
+        Command::Repro { file, overrides, fencing, database_url, repeat } => {
+            let target = match database_url {
+                Some(url) => options::Target::Url { url, allow_remote: false },
+                None => options::Target::Ephemeral,
+            };
+            commands::repro::repro(&file, &overrides.set, fencing, &target, repeat).await
+        }
         Command::Compare { old, new, baseline, out } => {
             commands::compare::compare_runs(&old, &new, &baseline, out.as_deref())
         }
-        Command::Validate { files, overrides } => commands::validate::validate(&files, &overrides.set),
+        Command::Validate { files, overrides, database_url, yes } => {
+            let target = match database_url {
+                Some(url) => options::Target::Url { url, allow_remote: yes },
+                None => options::Target::Ephemeral,
+            };
+            commands::validate::validate(&files, &overrides.set, &target).await
+        }
         Command::Sql { file, overrides, pgbench } => commands::sql::print_sql(&file, &overrides.set, pgbench),
         Command::Prepare { file, overrides, database_url, schema, reuse } => {
             commands::prepare::prepare(&file, &overrides.set, &database_url, schema, reuse).await

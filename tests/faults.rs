@@ -183,6 +183,9 @@ reaper_interval = "50ms"
 "jobs.lost" = "== 0"
 "stale.fails_accepted" = "> 0"
 "checks.attempts_within_budget" = "== 0"
+# Failed jobs run again on retry and crashed ones after their lease: more than one execution
+# per job is what this scenario does (checks gate by default, so it says so).
+"checks.exactly_once" = "> 0"
 "#,
     )
     .unwrap();

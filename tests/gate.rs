@@ -153,3 +153,87 @@ fn unknown_metrics_in_expect_and_tolerance_exit_2_before_anything_starts() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("--save-baseline nope") && !r.out.exists(), "{}", r.stderr);
 }
+
+/// naive-duplicates' shape, smaller: the lock-free claim, 4 workers × 250 claims against 1,000
+/// jobs. `expect` is the scenario's `[expect]` table, if any.
+fn naive_scenario(expect: &str) -> String {
+    format!(
+        r#"
+name = "naive-small"
+seed = 42
+[jobs]
+preload = 1000
+[workers]
+count = 4
+strategy = "naive"
+batch = 1
+mode = "lease"
+work = "0ms"
+max_claims = 250
+[lease]
+duration = "90s"
+fencing = "token"
+[run]
+stop = "claims"
+{expect}
+"#
+    )
+}
+
+/// Runs `text` as a scenario file with `--quiet`.
+fn run_text(text: &str) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("naive-small.toml");
+    std::fs::write(&file, text).unwrap();
+    queuebench(&["run", file.to_str().unwrap(), "--quiet"])
+}
+
+#[test]
+fn checks_gate_by_default_and_an_expectation_on_a_check_replaces_its_default() {
+    // No [expect] at all: the duplicates the naive claim makes fail the run on their own.
+    let run = run_text(&naive_scenario(""));
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.check("exactly_once") > 0, "the naive claim duplicated nothing:\n{}", run.stdout);
+    let s = run.summary();
+    assert_eq!(s["passed"], false);
+    let failed: Vec<&str> = s["failed_checks"].as_array().unwrap().iter().filter_map(|c| c.as_str()).collect();
+    assert!(failed.contains(&"exactly_once"), "{failed:?}");
+    assert!(run.stdout.contains("naive-small: FAILED"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("check exactly_once failed: ")
+            && run.stdout.contains("executed jobs ran more than once")
+            && run.stdout.contains("(name \"checks.exactly_once\" in [expect] if the scenario expects it)"),
+        "--quiet names the check:\n{}",
+        run.stdout
+    );
+    let failures = junit_failures(&run);
+    let check = failures.iter().find(|(n, _)| n == "check exactly_once");
+    let (_, msg) = check.unwrap_or_else(|| panic!("check exactly_once is not a JUnit failure: {failures:?}"));
+    assert!(msg.starts_with(&format!("exactly_once: {} violation(s): ", run.check("exactly_once"))), "{msg}");
+    // Every check that failed the run is a JUnit failure, and nothing else is (no expectations).
+    let mut junit_checks: Vec<&str> = failures.iter().filter_map(|(n, _)| n.strip_prefix("check ")).collect();
+    junit_checks.sort();
+    let mut summary_checks = failed.clone();
+    summary_checks.sort();
+    assert_eq!(junit_checks, summary_checks, "{failures:?}");
+    assert_eq!(failures.len(), failed.len(), "{failures:?}");
+    run.assert_clean();
+
+    // The scenario says it expects the duplicates: the same run passes. The naive claim can also
+    // overlap owners and overrun the attempt budget (naive-duplicates reports both); this
+    // scenario names them too, as reported, so that the run passes whatever the timing.
+    let expect = r#"
+[expect]
+"checks.exactly_once" = "> 0"
+"checks.ownership_overlap" = ">= 0"
+"checks.attempts_within_budget" = ">= 0"
+"#;
+    let run = run_text(&naive_scenario(expect));
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.check("exactly_once") > 0);
+    let s = run.summary();
+    assert_eq!((s["passed"].as_bool(), s["failed_checks"].as_array().map(Vec::len)), (Some(true), Some(0)));
+    assert_eq!(run.stdout.trim(), "naive-small: passed", "{}", run.stdout);
+    assert_eq!(junit_failures(&run), [], "the expected duplicates are no JUnit failure");
+    run.assert_clean();
+}

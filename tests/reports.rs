@@ -42,22 +42,30 @@ fn open_model_run_writes_every_output_and_matches_the_schema() {
     assert!(r.num("latency_ms.queue_wait.high.count") > 0.0);
     assert!(r.num("latency_ms.queue_wait.low.count") > 0.0);
     assert_eq!(r.num("jobs.enqueued"), r.num("producer.sent"));
-    // One row per sample, at most one per 500 ms (the first at the start, one more at the end).
-    // The sampler stretches its interval after a sample slower than 5 ms (to 200 × its time: a
-    // big table, a very loaded machine), so there may be fewer rows, never more, and never
-    // closer together.
+    // The harness's series: a row for every second of the run, whatever the sampler did.
     let (header, rows) = csv_rows(&r.out.join("timeseries.csv"));
     let secs = r.num("throughput.duration_s");
+    let t: Vec<f64> = rows.iter().map(|r| r[0].parse().unwrap()).collect();
+    assert_eq!(t.len(), secs.ceil() as usize, "one row per second of a {secs} s run: {t:?}");
+    assert!(t.iter().enumerate().all(|(i, x)| *x == (i + 1) as f64 || i + 1 == t.len()), "{t:?}");
+    for col in ["completions_per_s", "claim_p99_ms", "claim_max_ms"] {
+        assert!(header.iter().any(|h| h == col), "timeseries.csv lacks {col}");
+    }
+    let phase = header.iter().position(|h| h == "phase").unwrap();
+    assert!(rows.iter().any(|r| r[phase] == "overload"));
+    // The sampler's: one row per sample, at most one per 500 ms (the first at the start, one
+    // more at the end). The sampler stretches its interval after a sample slower than 5 ms
+    // (to 200 × its time: a big table, a very loaded machine), so there may be fewer rows,
+    // never more, and never closer together.
+    let (header, rows) = csv_rows(&r.out.join("samples.csv"));
     let expected = (secs / 0.5).floor() as usize;
     assert!((3..=expected + 3).contains(&rows.len()), "{} rows for {secs} s", rows.len());
     let t: Vec<f64> = rows.iter().map(|r| r[0].parse().unwrap()).collect();
     let gaps = t.windows(2).take(t.len().saturating_sub(2)); // the last sample comes when the run ends
     assert!(gaps.clone().all(|w| w[1] - w[0] >= 0.49), "samples closer than 500 ms: {t:?}");
-    for col in ["completions_per_s", "claim_p99_ms", "n_dead_tup", "queued_high", "oldest_ready_s_low", "wait_events"] {
-        assert!(header.iter().any(|h| h == col), "timeseries.csv lacks {col}");
+    for col in ["n_dead_tup", "queued_high", "oldest_ready_s_low", "wait_events"] {
+        assert!(header.iter().any(|h| h == col), "samples.csv lacks {col}");
     }
-    let phase = header.iter().position(|h| h == "phase").unwrap();
-    assert!(rows.iter().any(|r| r[phase] == "overload"));
     for f in [
         "summary.csv",
         "report.html",
@@ -139,7 +147,13 @@ fn several_scenarios_write_a_comparison() {
         .env_remove("DATABASE_URL")
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // `expect={}` also drops the lines by which naive-duplicates expects its broken checks, so
+    // its duplicates fail it (checks gate by default) while skip-locked passes; the comparison
+    // is written either way.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("naive-duplicates: FAILED") && stdout.contains("check exactly_once failed"), "{stdout}");
+    assert!(stdout.contains("skip-locked: passed"), "{stdout}");
     let html = std::fs::read_to_string(dir.join("comparison.html")).unwrap();
     assert!(html.contains("naive-duplicates") && html.contains("skip-locked"));
     assert!(html.contains("naive-duplicates/report.html"), "links each run's report");

@@ -44,8 +44,8 @@ qb_endgroup() {
 # What queuebench's exit code means (README, "Exit codes").
 qb_exit_meaning() {
   case "$1" in
-    0) echo "every expectation met" ;;
-    1) echo "an expectation failed, a run was aborted or timed out, or a regression against the baseline" ;;
+    0) echo "every expectation met and every check held" ;;
+    1) echo "an expectation or a check failed, a run was aborted or timed out, or a regression against the baseline" ;;
     2) echo "usage or scenario error" ;;
     3) echo "infrastructure error (database, cluster, PostgreSQL binaries)" ;;
     130) echo "interrupted" ;;

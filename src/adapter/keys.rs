@@ -30,6 +30,21 @@ impl Key {
         }
     }
 
+    /// 64 bits that tell tokens apart in the journal: a uuid's first 8 bytes, an integer as it
+    /// is, a text's hash.
+    pub fn tag(&self) -> u64 {
+        match self {
+            Key::Int(i) => *i as u64,
+            Key::Uuid(u) => u64::from_be_bytes(u.as_bytes()[..8].try_into().expect("8 bytes")),
+            Key::Text(t) => {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                t.hash(&mut h);
+                h.finish()
+            }
+        }
+    }
+
     pub fn as_int(&self) -> Option<i64> {
         match self {
             Key::Int(i) => Some(*i),

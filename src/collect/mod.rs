@@ -3,6 +3,7 @@
 //! latency. Nothing here is shared while the run is hot; the runner merges
 //! the workers' parts with `+=` at the end.
 
+pub mod history;
 pub mod phases;
 pub mod spill;
 pub mod waits;
@@ -35,7 +36,7 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    const ALL: [EventKind; 9] = [
+    pub const ALL: [EventKind; 9] = [
         EventKind::Claimed,
         EventKind::HeartbeatOk,
         EventKind::HeartbeatRejected,
@@ -46,6 +47,29 @@ impl EventKind {
         EventKind::FailRejected,
         EventKind::Abandoned,
     ];
+
+    fn index(self) -> u8 {
+        EventKind::ALL.iter().position(|k| *k == self).expect("listed") as u8
+    }
+
+    /// Its name in the history file (`history.csv.gz`, schema/history.schema.json).
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Claimed => "claim",
+            EventKind::HeartbeatOk => "heartbeat_accepted",
+            EventKind::HeartbeatRejected => "heartbeat_rejected",
+            EventKind::Executed => "execute",
+            EventKind::Accepted => "complete_accepted",
+            EventKind::Rejected => "complete_rejected",
+            EventKind::FailAccepted => "fail_accepted",
+            EventKind::FailRejected => "fail_rejected",
+            EventKind::Abandoned => "abandon",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<EventKind> {
+        EventKind::ALL.into_iter().find(|k| k.name() == name)
+    }
 
     /// Does this event end the worker's belief that it owns the job?
     pub fn ends_ownership(self) -> bool {
@@ -73,6 +97,12 @@ pub struct Event {
     pub worker: u32,
     pub claim: u32,
     pub kind: EventKind,
+    /// How long it took: a claim's round trip (it was sent at `t_us - dur_us`), an
+    /// execution's work (it started then), a completion's or failure's round trip (it
+    /// returned at `t_us + dur_us`); 0 when not measured.
+    pub dur_us: u32,
+    /// The claim's token, as 64 bits (the first 8 bytes of a uuid; 0: none).
+    pub token: u64,
 }
 
 /// An injected fault, as it happened.
@@ -121,14 +151,16 @@ impl Event {
 }
 
 impl Record for Event {
-    const SIZE: usize = 29;
+    const SIZE: usize = 41;
     fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.t_us.to_le_bytes());
         out.extend_from_slice(&self.job.to_le_bytes());
         out.extend_from_slice(&self.attempt.to_le_bytes());
         out.extend_from_slice(&self.worker.to_le_bytes());
         out.extend_from_slice(&self.claim.to_le_bytes());
-        out.push(EventKind::ALL.iter().position(|k| *k == self.kind).expect("listed") as u8);
+        out.push(self.kind.index());
+        out.extend_from_slice(&self.dur_us.to_le_bytes());
+        out.extend_from_slice(&self.token.to_le_bytes());
     }
     fn decode(b: &[u8]) -> Self {
         Event {
@@ -138,6 +170,8 @@ impl Record for Event {
             worker: u32::from_le_bytes(b[20..24].try_into().unwrap()),
             claim: u32::from_le_bytes(b[24..28].try_into().unwrap()),
             kind: EventKind::ALL[b[28] as usize],
+            dur_us: u32::from_le_bytes(b[29..33].try_into().unwrap()),
+            token: u64::from_le_bytes(b[33..41].try_into().unwrap()),
         }
     }
 }
@@ -325,8 +359,16 @@ mod tests {
     #[test]
     fn events_and_arrivals_survive_their_binary_form() {
         for (i, kind) in EventKind::ALL.into_iter().enumerate() {
-            let e =
-                Event { t_us: u64::MAX - i as u64, job: -7 - i as i64, attempt: -1, worker: 9, claim: 1 << 31, kind };
+            let e = Event {
+                t_us: u64::MAX - i as u64,
+                job: -7 - i as i64,
+                attempt: -1,
+                worker: 9,
+                claim: 1 << 31,
+                kind,
+                dur_us: 7,
+                token: u64::MAX,
+            };
             let mut b = Vec::new();
             e.encode(&mut b);
             assert_eq!((b.len(), Event::decode(&b)), (Event::SIZE, e));

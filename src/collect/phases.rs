@@ -65,7 +65,16 @@ mod tests {
         st.record(Latency::Claim, 1_500_000, 9_000);
         st.record(Latency::Claim, 1_700_000, 8_000);
         st.record(Latency::Claim, 9_000_000, 1);
-        let ev = |t_us| Event { t_us, job: 1, attempt: 1, worker: 1, claim: 1, kind: EventKind::Executed };
+        let ev = |t_us| Event {
+            t_us,
+            job: 1,
+            attempt: 1,
+            worker: 1,
+            claim: 1,
+            kind: EventKind::Executed,
+            dur_us: 0,
+            token: 0,
+        };
         let journal = [ev(100), ev(1_200_000), ev(1_300_000), ev(1_999_999)];
         let mut samples = Samples::default();
         st.take_samples(&mut samples);

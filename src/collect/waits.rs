@@ -110,7 +110,7 @@ mod tests {
     use super::*;
 
     fn ev(t_us: u64, job: i64, kind: EventKind) -> Event {
-        Event { t_us, job, attempt: 1, worker: 1, claim: 1, kind }
+        Event { t_us, job, attempt: 1, worker: 1, claim: 1, kind, dur_us: 0, token: 0 }
     }
 
     #[test]

@@ -1,7 +1,6 @@
 //! `queuebench prepare FILE --database-url URL --schema NAME`: a scenario's schema and preloaded
 //! jobs in a server, for pgbench comparisons.
 
-use crate::db::schema;
 use crate::error::{ExitCode, Result};
 use crate::options::{DatabaseOptions, Target};
 use crate::{pipeline, scenario};
@@ -13,18 +12,14 @@ pub async fn prepare(file: &Path, sets: &[String], url: &str, schema_name: Strin
     let target = Target::Url { url: url.to_string(), allow_remote: true };
     let opts = DatabaseOptions::new(target, Some(schema_name), reuse, true)?;
     let db = pipeline::open_database(&plan, &opts, "").await?;
-    let notify = plan.workers.idle.wakeup == scenario::plan::Wakeup::Listen;
-    let preload =
-        match schema::install(&db, plan.jobs.preload, plan.jobs.max_attempts, &plan.postgres.table_settings, notify)
-            .await
-        {
-            Ok((_, preload)) => preload,
-            Err(e) => {
-                // Nothing half-built stays behind to block the retry.
-                let _ = db.discard().await;
-                return Err(e);
-            }
-        };
+    let preload = match pipeline::prepare_database(&plan, &db).await {
+        Ok(prepared) => prepared.facts.preload,
+        Err(e) => {
+            // Nothing half-built stays behind to block the retry.
+            let _ = db.discard().await;
+            return Err(e);
+        }
+    };
     println!(
         "{}: schema {} ready with {} jobs (preload {:.3} s)",
         db.target,

@@ -14,8 +14,11 @@ pub fn rebuild_report(dir: &Path) -> Result<ExitCode> {
         path: dir.join("summary.json"),
         reason: format!("not a queuebench summary: {e}"),
     })?;
-    let ts = Timeseries::read(&dir.join("timeseries.csv"))?;
-    report::rebuild(dir, &summary, &ts, &read("scenario.toml").unwrap_or_default())?;
+    let harness = Timeseries::read(&dir.join("timeseries.csv"))?;
+    // A folder from before samples.csv (or whose sampler was off) has no database series.
+    let samples = dir.join("samples.csv");
+    let database = if samples.exists() { Timeseries::read(&samples)? } else { Timeseries::default() };
+    report::rebuild(dir, &summary, (&harness, &database), &read("scenario.toml").unwrap_or_default())?;
     println!("rebuilt {}", dir.join("report.html").display());
     Ok(ExitCode::Passed)
 }

@@ -2,12 +2,13 @@
 //! equivalent pgbench script (same statements, pgbench's `:name` variables),
 //! so the harness can be cross-checked against pgbench.
 
-use crate::db::statements::{EFFECTS_INSERT, FINAL_STATE, MIGRATION, PRELOAD, REMAINING, listed};
+use crate::adapter::{Accepted, Origin, Step};
+use crate::adapter::{Param, Role};
+use crate::db::statements::{ADAPTER_EFFECTS, ADAPTER_EFFECTS_INSERT, EFFECTS_INSERT, MIGRATION, listed};
 use crate::error::{Error, ExitCode, Result};
 use crate::model::protocol::Mode;
 use crate::scenario;
 use crate::scenario::{Plan, Stop, WorkModel};
-use crate::strategy::Param;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -28,28 +29,24 @@ pub fn print_sql(file: &Path, sets: &[String], pgbench: bool) -> Result<ExitCode
 
 /// The full listing, named parameters as written.
 pub fn listing(plan: &Plan) -> String {
-    let s = &plan.strategy;
+    let a = &plan.adapter;
     let mut o = String::new();
     let _ = writeln!(o, "-- queuebench sql: scenario {}", plan.name);
+    let origin = match &a.origin {
+        Origin::Builtin => "built-in strategy".to_string(),
+        Origin::Scenario => "custom strategy".to_string(),
+        Origin::File(p) => format!("adapter {}", p.display()),
+    };
     let _ = writeln!(
         o,
-        "-- strategy {} ({}), mode {}, fencing {:?}, {} workers, batch {}\n",
-        s.name,
-        if s.builtin { "built-in" } else { "custom" },
+        "-- {} ({origin}), mode {}, fencing {:?}, {} workers, batch {}\n",
+        a.name,
         mode_name(plan.workers.mode),
         plan.lease.fencing,
         plan.workers.count,
         plan.workers.batch
     );
-    let _ = writeln!(o, "-- 1. once: the run's own schema (dropped at the end in --database-url mode)");
-    let _ = writeln!(o, "CREATE SCHEMA \"queuebench_<run id>\";\nSET search_path = \"queuebench_<run id>\";");
-    let _ = writeln!(o, "{}", MIGRATION.trim());
-    let _ = writeln!(
-        o,
-        "\n-- 2. once: preload ($1 = {} jobs, $2 = max_attempts {})",
-        plan.jobs.preload, plan.jobs.max_attempts
-    );
-    let _ = writeln!(o, "{};\nVACUUM ANALYZE jobs;", listed(PRELOAD));
+    setup_listing(&mut o, plan);
     let _ = writeln!(
         o,
         "\n-- 3. each worker, every round. :batch = {}, :lease_secs = {}, :worker = 'w<n>'",
@@ -59,7 +56,10 @@ pub fn listing(plan: &Plan) -> String {
     for (name, value) in ordering_values(plan) {
         let _ = writeln!(o, "--   :{name} = {value}");
     }
-    if s.statements().any(|st| st.params.contains(&Param::Pool)) {
+    for (name, value) in &a.constants {
+        let _ = writeln!(o, "--   :{name} = {}", value.literal());
+    }
+    if a.statements().any(|st| st.params.contains(&Param::Pool)) {
         let pools: Vec<String> =
             plan.workers.groups.iter().map(|(n, ids)| format!("{n} for {} worker(s)", ids.len())).collect();
         let _ = writeln!(o, "--   :pool = the worker's group name: {}", pools.join(", "));
@@ -68,58 +68,112 @@ pub fn listing(plan: &Plan) -> String {
     if hold {
         let _ = writeln!(o, "BEGIN;");
     }
-    for st in s.statements() {
-        let what = match st.role {
-            crate::strategy::Role::Select => "select (its ids become :ids)".to_string(),
-            crate::strategy::Role::Claim => "claim".to_string(),
-            crate::strategy::Role::Complete => {
-                format!("complete, once per job after {} of work", plan.workers.work.describe())
-            }
-            crate::strategy::Role::Heartbeat => match plan.lease.heartbeat {
-                Some(h) => format!("heartbeat, every {} while working", crate::scenario::units::format_duration(h)),
-                None => "heartbeat (not used: lease.heartbeat = \"off\")".into(),
-            },
-            crate::strategy::Role::Fail => {
-                "fail, instead of complete when a job type fails (:backoff_secs from [retry])".into()
-            }
-            crate::strategy::Role::Reclaim => "reclaim".into(),
-            crate::strategy::Role::Cancel => "cancel (by [[faults]] kind = \"cancel\")".into(),
-        };
-        let _ = writeln!(o, "-- {what}\n{};", st.text);
+    for step in a.worker_steps() {
+        step_listing(&mut o, plan, step);
     }
     if hold {
         let _ = writeln!(o, "COMMIT;");
     }
+    side_listing(&mut o, plan);
+    o
+}
+
+/// 1 and 2: the run's schema, the queue's tables, the preload.
+fn setup_listing(o: &mut String, plan: &Plan) {
+    let a = &plan.adapter;
+    let _ = writeln!(o, "-- 1. once: the run's own schema (dropped at the end in --database-url mode)");
+    let _ = writeln!(o, "CREATE SCHEMA \"queuebench_<run id>\";\nSET search_path = \"queuebench_<run id>\";");
+    match (&plan.setup_command, a.setup_sql()) {
+        (Some(c), _) => {
+            let _ = writeln!(o, "-- the setup command creates the queue's tables: {}", c.join(" "));
+        }
+        (None, Some(sql)) => {
+            let _ = writeln!(o, "{}", sql.trim());
+        }
+        (None, None) => {
+            let _ = writeln!(o, "{}", MIGRATION.trim());
+        }
+    }
+    if !a.own_table() {
+        let _ = writeln!(o, "{}", listed(ADAPTER_EFFECTS));
+    }
+    let _ = writeln!(
+        o,
+        "\n-- 2. once: preload (:count = {} jobs, :max_attempts = {})",
+        plan.jobs.preload, plan.jobs.max_attempts
+    );
+    match &a.preload {
+        Some(p) => statements(o, p),
+        None => {
+            let _ = writeln!(o, "-- the enqueue statement, once per job (:n = 1, 2, …; :payload = {{\"n\": :n}}):");
+            statements(o, &a.enqueue);
+        }
+    }
+    let _ = writeln!(o, "VACUUM ANALYZE \"{}\";", a.table);
+}
+
+/// One worker step with what it is for.
+fn step_listing(o: &mut String, plan: &Plan, step: &Step) {
+    let what = match step.role {
+        Role::Select => "select (its ids become :ids)".to_string(),
+        Role::Complete => format!("complete, once per job after {} of work", plan.workers.work.describe()),
+        Role::Heartbeat => match plan.lease.heartbeat {
+            Some(h) => format!("heartbeat, every {} while working", crate::scenario::units::format_duration(h)),
+            None => "heartbeat (not used: lease.heartbeat = \"off\")".into(),
+        },
+        Role::Fail => "fail, instead of complete when a job type fails (:backoff_secs from [retry])".into(),
+        role => role.name().to_string(),
+    };
+    let rule = match step.accepted {
+        Accepted::Rows => "",
+        Accepted::True => " (accepted: its first column is true)",
+        Accepted::Positive => " (accepted: its first column is above 0)",
+    };
+    let list = if step.is_single() { "" } else { " (one transaction)" };
+    let _ = writeln!(o, "-- {what}{rule}{list}");
+    statements(o, step);
+}
+
+fn statements(o: &mut String, step: &Step) {
+    for st in &step.statements {
+        let _ = writeln!(o, "{};", st.text);
+    }
+}
+
+/// The effects ledger, the drained check, the reaper, the producers and the end of the run.
+fn side_listing(o: &mut String, plan: &Plan) {
+    let a = &plan.adapter;
     if plan.run.effects_table {
-        let _ = writeln!(
-            o,
-            "\n-- every 64 executions and at the end, outside any claim transaction\n{};",
-            listed(EFFECTS_INSERT)
-        );
+        let insert = if a.own_table() { EFFECTS_INSERT } else { ADAPTER_EFFECTS_INSERT };
+        let _ =
+            writeln!(o, "\n-- every 64 executions and at the end, outside any claim transaction\n{};", listed(insert));
     }
     if plan.run.stop == Stop::Drained {
-        let _ = writeln!(o, "\n-- after a claim that returned nothing (stop = \"drained\")\n{};", listed(REMAINING));
+        let _ =
+            writeln!(o, "\n-- after a claim that returned nothing (stop = \"drained\")\n{};", a.observe.remaining.text);
     }
-    if plan.lease.reclaim == crate::model::protocol::Reclaim::Reaper {
-        let _ = writeln!(
-            o,
-            "\n-- the reaper, every {} on its own connection\n{};",
-            crate::scenario::units::format_duration(plan.lease.reaper_interval),
-            s.reclaim.text
-        );
+    if let (crate::model::protocol::Reclaim::Reaper, Some(reclaim)) = (plan.lease.reclaim, &a.reclaim) {
+        let every = crate::scenario::units::format_duration(plan.lease.reaper_interval);
+        let _ = writeln!(o, "\n-- the reaper, every {every} on its own connection");
+        statements(o, reclaim);
     }
-    let _ = writeln!(o, "\n-- 4. once, at the end\n{};", listed(FINAL_STATE));
+    if plan.load.is_open() {
+        let _ = writeln!(o, "\n-- each open-model arrival (its producer's connection)");
+        statements(o, &a.enqueue);
+    }
+    let _ = writeln!(o, "\n-- 4. once, at the end\n{};", a.observe.state.text);
     if plan.run.effects_table {
-        let _ = writeln!(o, "SELECT count(*) FROM effects;");
+        let table = if a.own_table() { "effects" } else { "queuebench_effects" };
+        let _ = writeln!(o, "SELECT count(*) FROM {table};");
     }
     let _ = writeln!(o, "DROP SCHEMA \"queuebench_<run id>\" CASCADE; -- --database-url mode without --keep");
-    o
 }
 
 /// The priority-ordering parameters the plan's select or claim uses, with their values.
 fn ordering_values(plan: &Plan) -> Vec<(&'static str, String)> {
-    let s = &plan.strategy;
-    let used = |p: Param| s.claim.params.contains(&p) || s.select.as_ref().is_some_and(|x| x.params.contains(&p));
+    let s = &plan.adapter;
+    let uses = |step: &Step, p: Param| step.statements.iter().any(|st| st.params.contains(&p));
+    let used = |p: Param| uses(&s.claim, p) || s.select.as_ref().is_some_and(|x| uses(x, p));
     let o = &plan.workers.ordering;
     [
         (Param::AgingStepSecs, format!("{:?}", o.aging_step.as_secs_f64())),
@@ -146,6 +200,8 @@ pub enum NoPgbench {
     NoFixedCount,
     #[error("the pgbench script needs workers.batch = 1 (pgbench's \\gset keeps one row)")]
     Batch,
+    #[error("the pgbench script is for queuebench's own table (a built-in or [strategies] claim), not an adapter")]
+    Adapter,
 }
 
 /// The pgbench options that match the plan (`-c`, `-j`, and `-t` or `-T`).
@@ -167,7 +223,10 @@ pub fn pgbench_script(plan: &Plan) -> std::result::Result<String, NoPgbench> {
     if plan.workers.batch != 1 {
         return Err(NoPgbench::Batch);
     }
-    let s = &plan.strategy;
+    if !plan.adapter.own_table() {
+        return Err(NoPgbench::Adapter);
+    }
+    let s = &plan.adapter;
     let args = pgbench_args(plan)?;
     // pgbench finds `:name` even inside comments, so comment lines go.
     // pgbench has no per-client text variables: :pool becomes the group of
@@ -213,13 +272,17 @@ pub fn pgbench_script(plan: &Plan) -> std::result::Result<String, NoPgbench> {
         let _ = writeln!(o, "BEGIN;");
     }
     if let Some(sel) = &s.select {
-        let _ = writeln!(o, "SELECT count(*) AS nsel, array_agg(id) AS ids FROM ({}) AS s \\gset", worker(&sel.text));
+        let _ = writeln!(
+            o,
+            "SELECT count(*) AS nsel, array_agg(id) AS ids FROM ({}) AS s \\gset",
+            worker(&sel.first().text)
+        );
         let _ = writeln!(o, "\\if :nsel > 0");
     }
     let _ = writeln!(
         o,
         "WITH c AS (\n{}\n)\nSELECT count(*) AS n, min(id) AS id, min(attempts) AS attempt, min(claim_token::text) AS token FROM c \\gset",
-        worker(&s.claim.text)
+        worker(&s.claim.first().text)
     );
     let _ = writeln!(o, "\\if :n > 0");
     if let WorkModel::Fixed(d) = plan.workers.work {
@@ -229,7 +292,7 @@ pub fn pgbench_script(plan: &Plan) -> std::result::Result<String, NoPgbench> {
     } else {
         let _ = writeln!(o, "-- work model {} has no pgbench equivalent; no sleep", plan.workers.work.describe());
     }
-    let _ = writeln!(o, "{};", worker(&s.complete.text));
+    let _ = writeln!(o, "{};", worker(&s.complete.first().text));
     let _ = writeln!(o, "\\endif");
     if s.select.is_some() {
         let _ = writeln!(o, "\\endif");

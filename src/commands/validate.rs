@@ -1,20 +1,35 @@
-//! `queuebench validate FILE…`: scenario files checked without running them.
+//! `queuebench validate FILE…`: scenario files checked without running them. A scenario with
+//! SQL of its own (a `[strategies]` claim, an adapter) is also proved against a server: its
+//! setup runs in a scratch schema (an ephemeral cluster, or `--database-url`) and every
+//! statement is prepared there, so a syntax error, an unknown column or a claim that lacks a
+//! column the other statements bind is exit 2 before any run. The schema is dropped after.
 
-use crate::error::{ExitCode, Result};
-use crate::scenario;
+use crate::db::schema;
+use crate::error::{Error, ExitCode, Result};
+use crate::options::{DatabaseOptions, Target};
+use crate::run::conn::{claim_columns, prepare_step};
+use crate::scenario::{self, Plan};
+use crate::{pipeline, run};
 use std::path::PathBuf;
 
-pub fn validate(files: &[PathBuf], sets: &[String]) -> Result<ExitCode> {
+pub async fn validate(files: &[PathBuf], sets: &[String], target: &Target) -> Result<ExitCode> {
     let mut worst = ExitCode::Passed;
     for f in files {
-        match scenario::plan_from_file(f, sets, Some(0)) {
+        let checked = match scenario::plan_from_file(f, sets, Some(0)) {
+            Ok(p) if p.adapter.builtin() => Ok(p),
+            Ok(p) => prove(&p, target).await.map(|()| p),
+            Err(e) => Err(e),
+        };
+        match checked {
             Ok(p) => {
+                let what = if p.adapter.own_table() { "strategy" } else { "adapter" };
+                let proved = if p.adapter.builtin() { "" } else { ", its SQL prepared" };
                 println!(
-                    "{}: ok ({} · {} workers · strategy {})",
+                    "{}: ok ({} · {} workers · {what} {}{proved})",
                     f.display(),
                     p.name,
                     p.workers.count,
-                    p.strategy.name
+                    p.adapter.name
                 )
             }
             Err(e) => {
@@ -24,4 +39,72 @@ pub fn validate(files: &[PathBuf], sets: &[String]) -> Result<ExitCode> {
         }
     }
     Ok(worst)
+}
+
+/// Runs the plan's setup in a scratch schema and prepares every statement there.
+async fn prove(plan: &Plan, target: &Target) -> Result<()> {
+    let schema = format!("queuebench_validate_{:08x}", rand::random::<u32>());
+    let opts = DatabaseOptions::new(target.clone(), Some(schema), false, false)?;
+    let db = pipeline::open_database(plan, &opts, "").await?;
+    let result = prove_in(plan, &db).await;
+    let teardown = db.teardown().await;
+    result?;
+    teardown
+}
+
+async fn prove_in(plan: &Plan, db: &crate::db::Database) -> Result<()> {
+    let setup = pipeline::setup_of(plan);
+    let client = schema::install(db, setup.as_setup(), &plan.adapter.table, &[]).await.map_err(|e| wrong(plan, e))?;
+    let a = &plan.adapter;
+    if let Some(init) = &a.on_connect {
+        client.batch_execute(init).await.map_err(|e| wrong(plan, db_error("the adapter's on_connect", &e)))?;
+    }
+    let worker = |s: crate::error::SessionFailure| Error::ScenarioFile {
+        file: plan.source.path.clone(),
+        sets: plan.source.overrides.clone(),
+        reason: s.to_string(),
+    };
+    let mut claim = None;
+    let mut select = None;
+    let steps = a.worker_steps().chain(&a.reclaim).chain(&a.cancel).chain([&a.enqueue]).chain(&a.preload);
+    for step in steps {
+        let prepared = prepare_step(&client, step).await.map_err(worker)?;
+        match step.role {
+            crate::adapter::Role::Claim => claim = Some(prepared),
+            crate::adapter::Role::Select => select = Some(prepared),
+            _ => {}
+        }
+    }
+    for st in [&a.observe.state, &a.observe.remaining].into_iter().chain(&a.observe.depth) {
+        client.prepare(&st.sql).await.map_err(|e| {
+            wrong(
+                plan,
+                db_error(&format!("preparing the observer query ({})\n  SQL: {}", first_words(&st.text), st.sql), &e),
+            )
+        })?;
+    }
+    let claim = claim.expect("every adapter has a claim");
+    claim_columns(claim.last(), select.as_ref().map(run::conn::Prepared::last), a)
+        .map_err(|e| worker(crate::error::SessionFailure::Statements(e)))?;
+    Ok(())
+}
+
+/// The scenario's own SQL is wrong: exit 2, naming the scenario.
+fn wrong(plan: &Plan, e: Error) -> Error {
+    match e {
+        Error::Database { .. } | Error::Machine { .. } => Error::ScenarioFile {
+            file: plan.source.path.clone(),
+            sets: plan.source.overrides.clone(),
+            reason: e.to_string(),
+        },
+        other => other,
+    }
+}
+
+fn db_error(action: &str, e: &tokio_postgres::Error) -> Error {
+    Error::Database { action: action.to_string(), target: None, sql: crate::db::sql(e), hint: None }
+}
+
+fn first_words(text: &str) -> String {
+    text.lines().find(|l| !l.trim().starts_with("--")).unwrap_or("").chars().take(60).collect()
 }

@@ -189,6 +189,12 @@ impl Database {
     }
 
     /// A URL for other tools (pgbench, psql) to reach the same server.
+    /// The run's server as a URL with its password, for a child process's environment
+    /// (never printed): the cluster's socket, or the server of `--database-url`.
+    pub fn child_url(&self) -> String {
+        self.url_for_tools().unwrap_or_else(|| password::secret_url(&self.config))
+    }
+
     pub fn url_for_tools(&self) -> Option<String> {
         let c = self.cluster.as_ref()?;
         Some(format!("postgresql:///postgres?host={}&port={}&user=postgres", c.socket_dir().display(), ephemeral::PORT))

@@ -79,12 +79,24 @@ fn fields(line: &str) -> Option<[String; 5]> {
 
 /// `postgres://user:***@host:port/db`: the server as the user named it, the password replaced.
 pub fn display_url(config: &Config) -> String {
+    url(config, false)
+}
+
+/// The URL with its real password, for a child process's environment only (a setup command,
+/// a client's workers): never printed, never written to a file.
+pub fn secret_url(config: &Config) -> String {
+    url(config, true)
+}
+
+fn url(config: &Config, with_password: bool) -> String {
     let mut url = String::from("postgres://");
     if let Some(user) = config.get_user() {
         url.push_str(&encode(user));
     }
-    if config.get_password().is_some() {
-        url.push_str(":***");
+    match config.get_password() {
+        Some(p) if with_password => url.push_str(&format!(":{}", encode(&String::from_utf8_lossy(p)))),
+        Some(_) => url.push_str(":***"),
+        None => {}
     }
     if config.get_user().is_some() || config.get_password().is_some() {
         url.push('@');
@@ -130,6 +142,13 @@ fn encode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_secret_url_carries_the_password_and_the_shown_one_does_not() {
+        let c: Config = "postgres://al%40ice:p%3Ass@127.0.0.1:5433/db".parse().unwrap();
+        assert_eq!(display_url(&c), "postgres://al%40ice:***@127.0.0.1:5433/db");
+        assert_eq!(secret_url(&c), "postgres://al%40ice:p%3Ass@127.0.0.1:5433/db");
+    }
 
     #[test]
     fn pgpass_lines_match_like_libpq() {

@@ -3,58 +3,118 @@
 
 use super::{Database, error_text, sql};
 use crate::error::{Error, Result, Unfit};
-use crate::model::records::{JobRow, Status};
 use crate::model::summary::{Environment, SettingReport};
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
 use tokio_postgres::Client;
 
 use super::statements::{
-    CONNECTION_SLOTS, FINAL_STATE, LEFTOVER_SCHEMAS, MIGRATION, NOTIFY_MIGRATION, OWN_OBJECTS, PRELOAD, SETTINGS,
+    ADAPTER_EFFECTS, CONNECTION_SLOTS, LEFTOVER_SCHEMAS, MIGRATION, NOTIFY_MIGRATION, OWN_OBJECTS, SETTINGS,
 };
 
 fn sql_error(what: &str, e: &tokio_postgres::Error) -> Error {
     Error::Database { action: what.to_string(), target: None, sql: sql(e), hint: None }
 }
 
-/// The run's schema, then the migration inside it; with `notify`, the NOTIFY trigger too
-/// (installed before the preload, so it wakes listeners once). An existing schema is refused
-/// unless `--reuse`; then only queuebench's own tables in it are replaced.
-/// Returns the client and how long the preload INSERT took.
+/// What creates the queue's tables in the run's schema.
+#[derive(Debug, Clone, Copy)]
+pub enum Setup<'a> {
+    /// queuebench's own table (`migrations/`); with `notify`, the NOTIFY trigger too.
+    OwnTable { notify: bool },
+    /// An adapter's setup SQL, its constants already written in.
+    Sql(&'a str),
+    /// A command that creates the adapter's schema (the real library's own migrations), run
+    /// with `QUEUEBENCH_DATABASE_URL` and `QUEUEBENCH_SCHEMA` in its environment.
+    Command(&'a [String]),
+}
+
+/// The run's schema, then the queue's tables inside it (`setup`), queuebench's effects table
+/// beside an adapter's, and the table's storage parameters. An existing schema is refused
+/// unless `--reuse` (only for queuebench's own table); then only queuebench's own tables in it
+/// are replaced. Returns the setup connection (search_path = the run's schema).
 pub async fn install(
     db: &Database,
-    preload: u64,
-    max_attempts: i32,
+    setup: Setup<'_>,
+    table: &str,
     table_settings: &[(String, String)],
-    notify: bool,
-) -> Result<(Client, Duration)> {
+) -> Result<Client> {
+    if db.reuse && !matches!(setup, Setup::OwnTable { .. }) {
+        return Err(Error::Flag {
+            flag: "--reuse".into(),
+            reason: "replaces queuebench's own tables in an existing schema; an adapter's queue needs a schema of \
+                     its own: give another --schema, or leave it out"
+                .into(),
+        });
+    }
     let admin = db.connect_admin().await?;
     create_or_reuse(db, &admin).await?;
     drop(admin);
     let client = db.connect().await?;
-    client.batch_execute(MIGRATION).await.map_err(|e| sql_error("installing migrations/001_queue.sql", &e))?;
+    match setup {
+        Setup::OwnTable { notify } => {
+            client.batch_execute(MIGRATION).await.map_err(|e| sql_error("installing migrations/001_queue.sql", &e))?;
+            if notify {
+                client
+                    .batch_execute(NOTIFY_MIGRATION)
+                    .await
+                    .map_err(|e| sql_error("installing migrations/002_notify.sql", &e))?;
+            }
+        }
+        Setup::Sql(sql) => {
+            client.batch_execute(sql).await.map_err(|e| sql_error("running the adapter's setup", &e))?;
+            client.batch_execute(ADAPTER_EFFECTS).await.map_err(|e| sql_error("creating queuebench_effects", &e))?;
+        }
+        Setup::Command(command) => {
+            run_setup_command(db, command).await?;
+            client.batch_execute(ADAPTER_EFFECTS).await.map_err(|e| sql_error("creating queuebench_effects", &e))?;
+        }
+    }
     if !table_settings.is_empty() {
         // Names and values were checked to be plain words or numbers when the scenario was validated.
         let list: Vec<String> = table_settings.iter().map(|(k, v)| format!("{k} = {v}")).collect();
-        let alter = format!("ALTER TABLE jobs SET ({})", list.join(", "));
+        let alter = format!("ALTER TABLE \"{table}\" SET ({})", list.join(", "));
         client.batch_execute(&alter).await.map_err(|e| sql_error(&alter, &e))?;
     }
-    if notify {
-        client
-            .batch_execute(NOTIFY_MIGRATION)
-            .await
-            .map_err(|e| sql_error("installing migrations/002_notify.sql", &e))?;
+    Ok(client)
+}
+
+/// Runs an adapter's setup command (the queue library's own migrations) in the run's schema.
+async fn run_setup_command(db: &Database, command: &[String]) -> Result<()> {
+    let shown = command.join(" ");
+    let out = tokio::process::Command::new(&command[0])
+        .args(&command[1..])
+        .env("QUEUEBENCH_DATABASE_URL", db.child_url())
+        .env("QUEUEBENCH_SCHEMA", &db.schema)
+        .env("QUEUEBENCH_APPLICATION_NAME", "queuebench-setup")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| Error::Machine {
+            action: format!("starting the setup command `{shown}`"),
+            cause: e.to_string(),
+        })?;
+    if out.status.success() {
+        return Ok(());
     }
-    let started = Instant::now();
-    if preload > 0 {
-        client
-            .execute(PRELOAD, &[&(preload as i64), &max_attempts])
-            .await
-            .map_err(|e| sql_error("preloading jobs", &e))?;
-    }
-    let preload_time = started.elapsed();
-    client.batch_execute("VACUUM ANALYZE jobs").await.map_err(|e| sql_error("VACUUM ANALYZE jobs", &e))?;
-    Ok((client, preload_time))
+    let tail: String = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .rev()
+        .take(8)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect::<Vec<_>>()
+        .join("\n  ");
+    Err(Error::Machine {
+        action: format!("running the setup command `{shown}`"),
+        cause: format!("it exited with {}; its last lines:\n  {tail}", out.status),
+    })
+}
+
+/// `VACUUM ANALYZE` on the queue's table (after the preload).
+pub async fn vacuum_analyze(client: &Client, table: &str) -> Result<()> {
+    let sql = format!("VACUUM ANALYZE \"{table}\"");
+    client.batch_execute(&sql).await.map_err(|e| sql_error(&sql, &e))
 }
 
 /// The tables and function queuebench installs; each carries the comment [`MARK`].
@@ -170,23 +230,10 @@ pub async fn drop_schema(db: &Database) -> Result<()> {
         .map_err(|e| sql_error(&format!("dropping schema {}", db.schema), &e))
 }
 
-pub async fn final_state(client: &Client) -> Result<Vec<JobRow>> {
-    let rows = client.query(FINAL_STATE, &[]).await.map_err(|e| sql_error("reading the final job table", &e))?;
-    Ok(rows
-        .iter()
-        .map(|r| JobRow {
-            id: r.get(0),
-            status: Status::parse(r.get(1)),
-            attempts: r.get(2),
-            max_attempts: r.get(3),
-            lease_expired: r.get(4),
-        })
-        .collect())
-}
-
-pub async fn effects_rows(client: &Client) -> Result<u64> {
-    let row =
-        client.query_one("SELECT count(*) FROM effects", &[]).await.map_err(|e| sql_error("counting effects", &e))?;
+/// Rows in the effects table: queuebench's own (`effects`) or beside an adapter's queue.
+pub async fn effects_rows(client: &Client, own_table: bool) -> Result<u64> {
+    let sql = if own_table { "SELECT count(*) FROM effects" } else { "SELECT count(*) FROM queuebench_effects" };
+    let row = client.query_one(sql, &[]).await.map_err(|e| sql_error("counting effects", &e))?;
     Ok(row.get::<_, i64>(0) as u64)
 }
 

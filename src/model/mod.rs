@@ -7,8 +7,10 @@
 //!   abort-on-fail judges while the run goes;
 //! - `tolerance`: how much worse than a baseline a metric may get;
 //! - `records`: what the run produces for later stages (final job rows, samples, spans);
+//! - `evidence`: what the checkers read besides the history, saved as `evidence.json`;
 //! - `protocol`: the lease protocol's choices (mode, fencing, reclaim).
 
+pub mod evidence;
 pub mod expect;
 pub mod metrics;
 pub mod protocol;

@@ -3,6 +3,8 @@
 //! the final table state. Plain data; the runner fills them, the checkers and
 //! exporters read them.
 
+use serde::{Deserialize, Serialize};
+
 /// One row of the final table state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JobRow {
@@ -25,20 +27,35 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn parse(s: &str) -> Status {
-        match s {
+    /// The name an observer query gives it (and the history's final state).
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Queued => "queued",
+            Status::Running => "running",
+            Status::Done => "done",
+            Status::Failed => "failed",
+            Status::Dead => "dead",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    /// One of the six names an observer query maps a queue's states onto.
+    pub fn parse_known(s: &str) -> Option<Status> {
+        Some(match s {
             "queued" => Status::Queued,
             "running" => Status::Running,
             "done" => Status::Done,
             "failed" => Status::Failed,
+            "dead" => Status::Dead,
             "cancelled" => Status::Cancelled,
-            _ => Status::Dead,
-        }
+            _ => return None,
+        })
     }
 }
 
 /// One row of the Postgres side of the time series.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PgSample {
     pub t_ms: u64,
     pub queued: i64,
@@ -60,9 +77,9 @@ pub struct PgSample {
     pub took_ms: f64,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BlockerSpan {
-    pub kind: &'static str,
+    pub kind: String,
     pub start_us: u64,
     pub end_us: u64,
 }

@@ -18,6 +18,10 @@ pub struct RunSummary {
     pub started_at: String,
     pub seed: u64,
     pub strategy: String,
+    /// The adapter file the queue came from (`adapters/river.toml`); empty for queuebench's own table.
+    pub adapter: String,
+    /// The version of the queue's design the adapter follows (its `design`).
+    pub adapter_design: String,
     pub mode: String,
     pub fencing: String,
     pub workers: u32,
@@ -69,7 +73,12 @@ pub struct RunSummary {
     pub expectations: Vec<ExpectationResult>,
     /// The abort-on-fail expectation that stopped the run early (`"executions.duplicate == 0"`), if any.
     pub aborted_by: Option<String>,
+    /// The run finished, every expectation held and every check no expectation names passed
+    /// (`gate::judge`).
     pub passed: bool,
+    /// The violated checks that no expectation names (`checks.<name>`): the checks that failed
+    /// the run. Empty when every check held or the scenario's expectations judge them.
+    pub failed_checks: Vec<String>,
     /// Files of the run folder that could not be written (`file: reason`); empty when all were.
     /// summary.json is written first, so the verdict survives a full disk.
     pub not_written: Vec<String>,
@@ -176,8 +185,11 @@ pub struct Stale {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Ownership {
-    /// Jobs that two workers believed they owned at the same moment.
+    /// Jobs that two workers believed they owned at the same moment (a belief runs from the
+    /// claim's return to its completion, failure or release).
     pub overlapping_jobs: u64,
+    /// Claims sent while another holder's lease on the job still ran.
+    pub claims_during_lease: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -2,13 +2,17 @@
 //! check the run fits (connection budget, faults the target can take), record what the
 //! server is, and install the run's schema with its preloaded jobs.
 
-use crate::db::{Database, Kind, schema};
+use crate::adapter::keys::Interner;
+use crate::db::schema::{self, Setup};
+use crate::db::{Database, Kind};
 use crate::error::{Error, Result, Unfit};
 use crate::model::protocol::Reclaim;
 use crate::model::summary::{DatabaseInfo, Environment};
 use crate::options::{DatabaseOptions, Target};
+use crate::run::observe;
 use crate::scenario::Plan;
 use crate::scenario::plan::Wakeup;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_postgres::Client;
 
@@ -42,11 +46,12 @@ pub fn check_target(plan: &Plan, target: &Target) -> Result<()> {
     Ok(())
 }
 
-/// What the database stage hands on: the setup connection (kept through the run) and what
-/// the server is.
+/// What the database stage hands on: the setup connection (kept through the run), what the
+/// server is, and the numbering of the queue's job ids (filled by the preload and the run).
 pub struct Prepared {
     pub client: Client,
     pub facts: ServerFacts,
+    pub ids: Arc<Interner>,
 }
 
 /// The server and machine, recorded once per run, and how long the preload took.
@@ -77,10 +82,37 @@ pub async fn prepare(plan: &Plan, db: &Database) -> Result<Prepared> {
     };
     let environment = schema::environment(&setup).await;
     drop(setup);
-    let notify = plan.workers.idle.wakeup == Wakeup::Listen;
-    let (client, preload) =
-        schema::install(db, plan.jobs.preload, plan.jobs.max_attempts, &plan.postgres.table_settings, notify).await?;
-    Ok(Prepared { client, facts: ServerFacts { database, environment, preload } })
+    let client =
+        schema::install(db, setup_of(plan).as_setup(), &plan.adapter.table, &plan.postgres.table_settings).await?;
+    let ids = Arc::new(Interner::default());
+    let preload = observe::preload(&client, plan, &ids).await?;
+    Ok(Prepared { client, facts: ServerFacts { database, environment, preload }, ids })
+}
+
+/// How the plan's queue gets its tables (an owned form of `schema::Setup`).
+pub enum SetupOf {
+    Own { notify: bool },
+    Sql(String),
+    Command(Vec<String>),
+}
+
+impl SetupOf {
+    pub fn as_setup(&self) -> Setup<'_> {
+        match self {
+            SetupOf::Own { notify } => Setup::OwnTable { notify: *notify },
+            SetupOf::Sql(s) => Setup::Sql(s),
+            SetupOf::Command(c) => Setup::Command(c),
+        }
+    }
+}
+
+/// The plan's setup: queuebench's table, the adapter's setup command, or its SQL.
+pub fn setup_of(plan: &Plan) -> SetupOf {
+    match (&plan.setup_command, plan.adapter.setup_sql()) {
+        (Some(command), _) => SetupOf::Command(command.clone()),
+        (None, Some(sql)) => SetupOf::Sql(sql),
+        (None, None) => SetupOf::Own { notify: plan.workers.idle.wakeup == Wakeup::Listen },
+    }
 }
 
 /// More workers than the server has free connections is a usage error, before anything is created.

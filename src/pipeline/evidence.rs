@@ -3,16 +3,19 @@
 //! `final_table`.
 
 use super::database::ServerFacts;
-use crate::collect::{phases, waits};
+use crate::adapter::keys::Key;
+use crate::collect::{history, phases, waits};
 use crate::db::{Database, schema};
 use crate::error::Result;
+use crate::model::evidence::{EVIDENCE_VERSION, SavedEvidence};
 use crate::model::protocol::Mode;
 use crate::model::records::JobRow;
-use crate::model::summary::{Jobs, RunSummary, Timings};
+use crate::model::summary::{RunSummary, Timings};
 use crate::report::build::{self, Context};
 use crate::report::timeseries::{self, Timeseries};
 use crate::report::{self, RunFiles};
 use crate::run::RunOutput;
+use crate::run::observe;
 use crate::scenario::Plan;
 use crate::verify::{self, Verification};
 use std::time::{Duration, Instant};
@@ -26,13 +29,14 @@ pub struct FinalTable {
 
 /// Reads the final state, on the setup connection or (after a server restart closed it) a new one.
 pub async fn final_table(plan: &Plan, db: &Database, setup: Client, output: &RunOutput) -> Result<FinalTable> {
+    let own = plan.adapter.own_table();
     let client = match output.database_lost {
         Some(_) => return Ok(FinalTable { jobs: None, effects_rows: None }),
         None if setup.is_closed() => db.connect().await?,
         None => setup,
     };
-    let jobs = schema::final_state(&client).await?;
-    let effects_rows = if plan.run.effects_table { Some(schema::effects_rows(&client).await?) } else { None };
+    let jobs = observe::final_state(&client, plan, &output.ids).await?;
+    let effects_rows = if plan.run.effects_table { Some(schema::effects_rows(&client, own).await?) } else { None };
     Ok(FinalTable { jobs: Some(jobs), effects_rows })
 }
 
@@ -44,35 +48,49 @@ pub struct Checked {
     pub took: Duration,
 }
 
+/// What the checkers read besides the history, as saved with the run (`evidence.json`).
+pub fn saved_evidence(plan: &Plan, output: &RunOutput, table: &FinalTable) -> SavedEvidence {
+    SavedEvidence {
+        schema_version: EVIDENCE_VERSION,
+        enqueued: plan.jobs.preload + output.arrivals.len() as u64,
+        effects_rows: table.effects_rows,
+        lease_us: plan.lease.duration.as_micros() as u64,
+        hold_transaction: plan.workers.mode == Mode::HoldTransaction,
+        classes: plan.load.class_names().map(String::from).collect(),
+        samples: output.samples.clone(),
+        blockers: output.horizon.blockers.clone(),
+        restarts: output.restarts.iter().map(|r| r.down_us).collect(),
+        durability_untestable: plan.durability_untestable(),
+        starvation_threshold_us: plan.run.starvation_threshold.as_micros() as u64,
+        load_end_us: plan.load.duration().as_micros() as u64,
+        partial: table.jobs.is_none(),
+        time_scale: plan.time_scale,
+    }
+}
+
 /// Runs every checker over the evidence and measures waits and phases from the journal.
-pub fn check(plan: &Plan, output: &RunOutput, table: &FinalTable) -> Checked {
+pub fn check(plan: &Plan, output: &RunOutput, table: &FinalTable, saved: &SavedEvidence) -> Checked {
     let started = Instant::now();
-    let restarts: Vec<u64> = output.restarts.iter().map(|r| r.down_us).collect();
-    let classes: Vec<String> = plan.load.class_names().map(String::from).collect();
     let evidence = verify::Evidence {
         journal: &output.journal,
         final_jobs: table.jobs.as_deref().unwrap_or_default(),
-        enqueued: plan.jobs.preload + output.arrivals.len() as u64,
-        effects_rows: table.effects_rows,
+        enqueued: saved.enqueued,
+        effects_rows: saved.effects_rows,
         faults: &output.faults,
         lease: plan.lease.duration,
-        hold_transaction: plan.workers.mode == Mode::HoldTransaction,
+        hold_transaction: saved.hold_transaction,
         arrivals: &output.arrivals,
-        classes: &classes,
-        samples: &output.samples,
-        blockers: &output.horizon.blockers,
+        classes: &saved.classes,
+        samples: &saved.samples,
+        blockers: &saved.blockers,
         starvation: verify::starvation::Rule {
             threshold: plan.run.starvation_threshold,
             load_end: plan.load.duration(),
         },
-        restarts: &restarts,
-        durability_untestable: plan.durability_untestable(),
+        restarts: &saved.restarts,
+        durability_untestable: saved.durability_untestable.clone(),
     };
-    let mut verification = verify::verify(&evidence);
-    if table.jobs.is_none() {
-        verification.checks.retain(|c| !verify::NEEDS_FINAL_TABLE.contains(&c.name.as_str()));
-        verification.jobs = Jobs { enqueued: evidence.enqueued, ..Default::default() };
-    }
+    let verification = verify::verify_all(&evidence, saved.partial);
     let warmup_end = plan.load.warmup_end().as_micros() as u64;
     let windows: Vec<phases::Window> = plan
         .load
@@ -90,21 +108,27 @@ pub struct Finished {
     pub summary: RunSummary,
     pub output: RunOutput,
     pub waits: waits::Waits,
+    /// The harness's series (`timeseries.csv`) and the sampler's (`samples.csv`).
     pub timeseries: Timeseries,
+    pub samples: Timeseries,
+    /// The evidence the checkers read, kept in the run folder for `queuebench check`.
+    pub saved: SavedEvidence,
+    pub final_jobs: Vec<JobRow>,
 }
 
 /// The summary (verdict included) from everything the stages produced.
-pub fn summarize(
-    plan: &Plan,
-    run_id: String,
-    started_at: String,
-    facts: ServerFacts,
-    output: RunOutput,
-    table: FinalTable,
-    checked: Checked,
-) -> Finished {
-    let timeseries =
-        timeseries::build(plan, &output.samples, &output.stats, &output.latency.claim, &output.horizon.probes);
+/// Everything the run and the checkers produced, for the summary.
+pub struct Produced {
+    pub output: RunOutput,
+    pub table: FinalTable,
+    pub checked: Checked,
+    pub saved: SavedEvidence,
+}
+
+pub fn summarize(plan: &Plan, run_id: String, started_at: String, facts: ServerFacts, p: Produced) -> Finished {
+    let Produced { output, table, checked, saved } = p;
+    let timeseries = timeseries::harness(plan, &output.stats, &output.latency.claim, output.duration);
+    let samples = timeseries::database(plan, &output.samples, &output.horizon.probes);
     let ctx = Context {
         run_id,
         started_at,
@@ -119,7 +143,15 @@ pub fn summarize(
         sampler_s: output.samples.iter().fold(0.0, |a, s| a + s.took_ms) / 1000.0,
         probe_s: output.horizon.probes.iter().fold(0.0, |a, p| a + p.took_ms) / 1000.0,
     };
-    Finished { summary, output, waits: checked.waits, timeseries }
+    Finished {
+        summary,
+        output,
+        waits: checked.waits,
+        timeseries,
+        samples,
+        saved,
+        final_jobs: table.jobs.unwrap_or_default(),
+    }
 }
 
 impl Finished {
@@ -143,8 +175,21 @@ impl Finished {
         for ((class, h), samples) in classes.zip(&w.queue_wait).zip(&w.queue_wait_samples) {
             histograms.push((format!("queue-wait-{class}"), h, samples));
         }
+        let o = &self.output;
+        let keep = plan.run.history;
+        let history = keep.then(|| history::write(&o.journal, &o.arrivals, &o.faults, &self.saved.classes));
+        let ids = &o.ids;
+        let key = |id: i64| match ids.key(id) {
+            Key::Int(i) if i == id => None,
+            k => Some(k.show()),
+        };
+        let final_state = (keep && !self.saved.partial).then(|| history::write_final_state(&self.final_jobs, key));
         RunFiles {
+            history,
+            final_state,
+            evidence_json: serde_json::to_string_pretty(&self.saved).expect("evidence serialises"),
             timeseries: &self.timeseries,
+            samples: &self.samples,
             histograms,
             scenario_text: resolved_text(plan),
             environment_json: serde_json::to_string_pretty(&serde_json::json!({

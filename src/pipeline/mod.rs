@@ -8,7 +8,9 @@ mod database;
 mod evidence;
 
 pub use batch::{comparison_files, run_files};
-pub use database::{check_target, connections_needed, ephemeral_settings, open as open_database};
+pub use database::{
+    check_target, connections_needed, ephemeral_settings, open as open_database, prepare as prepare_database, setup_of,
+};
 
 use crate::error::{Access, Error, Result};
 use crate::model::summary::RunSummary;
@@ -64,13 +66,15 @@ async fn stages(
 ) -> Result<Finished> {
     let started_at = chrono::Utc::now().to_rfc3339();
     let prepared = database::prepare(plan, db).await?;
-    let output = run::run(plan, db, interrupt, progress).await?;
+    let output = run::run(plan, db, interrupt, progress, prepared.ids.clone()).await?;
     for f in &output.failures {
         eprintln!("warning: {f}");
     }
     let table = evidence::final_table(plan, db, prepared.client, &output).await?;
-    let checked = evidence::check(plan, &output, &table);
-    Ok(evidence::summarize(plan, run_id, started_at, prepared.facts, output, table, checked))
+    let saved = evidence::saved_evidence(plan, &output, &table);
+    let checked = evidence::check(plan, &output, &table, &saved);
+    let produced = evidence::Produced { output, table, checked, saved };
+    Ok(evidence::summarize(plan, run_id, started_at, prepared.facts, produced))
 }
 
 /// A run's id: its start (UTC, to the second) and four random hex digits.

@@ -31,15 +31,21 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
         description: plan.description.clone(),
         started_at: ctx.started_at,
         seed: plan.seed,
-        strategy: plan.strategy.name.clone(),
+        strategy: plan.adapter.name.clone(),
+        adapter: match &plan.adapter.origin {
+            crate::adapter::Origin::File(p) => p.display().to_string(),
+            _ => String::new(),
+        },
+        adapter_design: plan.adapter.design.clone(),
         mode: serde_json::to_value(plan.workers.mode)
             .ok()
             .and_then(|v| v.as_str().map(String::from))
             .unwrap_or_default(),
-        fencing: serde_json::to_value(plan.lease.fencing)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default(),
+        fencing: if plan.adapter.own_table() {
+            serde_json::to_value(plan.lease.fencing).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
+        } else {
+            "the adapter's own".into()
+        },
         workers: plan.workers.count,
         batch: plan.workers.batch,
         work: plan.workers.work.describe(),
@@ -51,20 +57,11 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
         partial: out.database_lost.is_some(),
         partial_reason: out.database_lost.as_ref().map(|w| format!("database lost: {w}")).unwrap_or_default(),
         outage: outage(plan, out),
-        durability: v.durability,
         throughput: Throughput {
             jobs_per_sec: v.executions.total as f64 / secs,
             claims_per_sec: st.claims as f64 / secs,
             duration_s: out.duration.as_secs_f64(),
         },
-        jobs: v.jobs,
-        executions: v.executions,
-        completions: v.completions,
-        stale: v.stale,
-        ownership: v.ownership,
-        starvation: v.starvation,
-        fifo: v.fifo,
-        faults: v.faults,
         reaper: Reaper { runs: out.reaper.runs, reclaimed: out.reaper.reclaimed, marked_dead: out.reaper.marked_dead },
         claims: Claims {
             total: st.claims,
@@ -82,24 +79,40 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
         by_phase: by_phase(plan, w, ph, out.duration),
         environment: ctx.environment,
         timings: Default::default(),
-        horizon: v.horizon,
         vacuum: vacuum(out),
         probe: probe(&out.horizon.probes),
-        checks: v.checks,
-        expectations: Vec::new(),
         aborted_by: out.aborted.clone(),
-        not_written: Vec::new(),
-        passed: false,
+        ..Default::default()
     };
-    s.effects.journal = s.executions.total;
+    apply_verification(&mut s, v);
     super::scale::unscale(&mut s, plan);
-    s.expectations = gate::evaluate(&plan.expectations, &s);
-    s.passed = !s.interrupted
-        && !s.timed_out
-        && !s.partial
-        && s.aborted_by.is_none()
-        && s.expectations.iter().all(|e| e.passed);
+    judge(&mut s, &plan.expectations);
     s
+}
+
+/// The checkers' numbers and verdicts into the summary (a run's, or `queuebench check`'s
+/// re-run over a saved history).
+pub fn apply_verification(s: &mut RunSummary, v: Verification) {
+    s.durability = v.durability;
+    s.jobs = v.jobs;
+    s.executions = v.executions;
+    s.completions = v.completions;
+    s.stale = v.stale;
+    s.ownership = v.ownership;
+    s.starvation = v.starvation;
+    s.fifo = v.fifo;
+    s.faults = v.faults;
+    s.horizon = v.horizon;
+    s.checks = v.checks;
+    s.effects.journal = s.executions.total;
+}
+
+/// The expectations, then the verdict (`gate::judge`).
+pub fn judge(s: &mut RunSummary, expectations: &[crate::model::expect::Expectation]) {
+    s.expectations = gate::evaluate(expectations, s);
+    let verdict = gate::judge(s);
+    s.passed = verdict.passed;
+    s.failed_checks = verdict.failed_checks;
 }
 
 fn latencies(plan: &Plan, out: &RunOutput, w: &Waits) -> Latencies {

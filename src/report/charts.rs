@@ -28,9 +28,18 @@ fn fonts() {
     });
 }
 
+/// One line. A point whose y is not finite (NaN) is a gap: the line breaks there, and a
+/// point alone between gaps is drawn as a dot.
 pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
+}
+
+impl Series {
+    /// The runs of finite points between gaps.
+    fn segments(&self) -> impl Iterator<Item = &[(f64, f64)]> {
+        self.points.split(|p| !p.1.is_finite()).filter(|s| !s.is_empty())
+    }
 }
 
 pub struct LineChart<'a> {
@@ -149,7 +158,7 @@ where
 {
     let e = drawing::<DB::ErrorType>;
     area.fill(&WHITE).map_err(e)?;
-    let pts = c.series.iter().flat_map(|s| s.points.iter());
+    let pts = c.series.iter().flat_map(|s| s.points.iter()).filter(|p| p.1.is_finite());
     let (xmax, ymin, ymax) =
         pts.fold((0f64, f64::MAX, f64::MIN), |(x, lo, hi), p| (x.max(p.0), lo.min(p.1), hi.max(p.1)));
     // Log y: whole decades around the data, a little headroom for the legend.
@@ -186,8 +195,14 @@ where
     mesh.draw().map_err(e)?;
     for (i, s) in c.series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
+        let lone = s.segments().filter(|seg| seg.len() == 1).map(|seg| Circle::new(seg[0], 3, color.filled()));
+        chart.draw_series(lone).map_err(e)?;
+        for seg in s.segments().filter(|seg| seg.len() > 1) {
+            chart.draw_series(LineSeries::new(seg.iter().copied(), color.stroke_width(2))).map_err(e)?;
+        }
+        // The legend entry, once per series (an empty series still names its line).
         chart
-            .draw_series(LineSeries::new(s.points.iter().copied(), color.stroke_width(2)))
+            .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())
             .map_err(e)?
             .label(s.name.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3)));
@@ -271,5 +286,19 @@ mod tests {
             bars: vec![("naive".into(), 465.0), ("skip".into(), 1450.0)],
         };
         assert!(bars(&b, "b", "").unwrap().svg.contains("naive"));
+    }
+
+    #[test]
+    fn a_gap_breaks_the_line_and_a_lone_point_is_a_dot() {
+        let points =
+            vec![(0.0, 1.0), (1.0, 2.0), (2.0, f64::NAN), (5.0, 3.0), (6.0, f64::NAN), (9.0, 4.0), (10.0, 5.0)];
+        let s = Series { name: "q".into(), points };
+        let lens: Vec<usize> = s.segments().map(|seg| seg.len()).collect();
+        assert_eq!(lens, [2, 1, 2]);
+        let chart = LineChart { title: "Gaps", x_label: "s", y_label: "n", series: vec![s] };
+        let svg = line(&chart, "g", "").unwrap().svg;
+        let ours = svg.lines().filter(|l| l.contains("<polyline") && l.contains("#1F77B4")).count();
+        assert_eq!(ours, 2 + 1, "two lines (not one across the gaps) and the legend's");
+        assert!(svg.contains("<circle"), "the lone point is a dot");
     }
 }

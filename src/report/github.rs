@@ -34,6 +34,16 @@ pub fn markdown(runs: &[&RunSummary], comparison: Option<&Comparison>) -> String
         if let Some(a) = &r.aborted_by {
             out.push_str(&format!("- run {}: **aborted** by `{a}`\n", i + 1));
         }
+        for name in &r.failed_checks {
+            let detail = r.checks.iter().find(|c| &c.name == name).map_or("", |c| c.detail.as_str());
+            out.push_str(&format!(
+                "- run {}: check `{name}` **FAILED**: {detail} (name `checks.{name}` in `[expect]` if the scenario expects it)\n",
+                i + 1
+            ));
+        }
+    }
+    if runs.iter().any(|r| r.aborted_by.is_some() || !r.failed_checks.is_empty()) {
+        out.push('\n');
     }
     if !first.expectations.is_empty() {
         out.push_str("| expectation | actual | verdict |\n|---|---:|---|\n");
@@ -76,7 +86,7 @@ pub fn append(text: &str) -> Result<()> {
     }
 }
 
-/// `::error` workflow commands, one per failed expectation, abort and regression.
+/// `::error` workflow commands, one per failed expectation, failed check, abort and regression.
 pub fn annotations(runs: &[&RunSummary], comparison: Option<&Comparison>) -> Vec<String> {
     let mut out = Vec::new();
     for r in runs {
@@ -87,6 +97,9 @@ pub fn annotations(runs: &[&RunSummary], comparison: Option<&Comparison>) -> Vec
         for e in r.expectations.iter().filter(|e| !e.passed) {
             let actual = e.actual.map_or("missing".into(), num);
             out.push(format!("::error title={title}::expectation {} {} failed: actual {actual}", e.name, e.expression));
+        }
+        for name in &r.failed_checks {
+            out.push(format!("::error title={title}::{}", super::terminal::check_failure(r, name)));
         }
     }
     if let Some(c) = comparison {
@@ -107,7 +120,7 @@ pub fn annotations(runs: &[&RunSummary], comparison: Option<&Comparison>) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::summary::ExpectationResult;
+    use crate::model::summary::{CheckResult, ExpectationResult};
 
     #[test]
     fn detection_needs_both_variables_or_the_flag() {
@@ -132,5 +145,51 @@ mod tests {
         assert!(md.contains("| `executions.duplicate == 0` | 37 | **FAILED** |"), "{md}");
         let a = annotations(&[&s], None);
         assert_eq!(a, ["::error title=queuebench smoke::expectation executions.duplicate == 0 failed: actual 37"]);
+    }
+
+    #[test]
+    fn markdown_and_annotations_name_a_check_that_failed_the_run() {
+        let mut s = RunSummary { scenario: "smoke".into(), strategy: "naive".into(), workers: 4, ..Default::default() };
+        s.checks = vec![
+            CheckResult {
+                name: "exactly_once".into(),
+                passed: false,
+                violations: 12,
+                detail: "12 of 40 executed jobs ran more than once".into(),
+                examples: vec![4],
+            },
+            CheckResult {
+                name: "ownership_overlap".into(),
+                passed: false,
+                violations: 2,
+                detail: "2 jobs had two workers".into(),
+                examples: vec![],
+            },
+        ];
+        // ownership_overlap is named by an expectation (and holds by it); exactly_once is not.
+        s.expectations = vec![ExpectationResult {
+            name: "checks.ownership_overlap".into(),
+            expression: ">= 0".into(),
+            actual: Some(2.0),
+            passed: true,
+        }];
+        s.failed_checks = vec!["exactly_once".into()];
+        let md = markdown(&[&s], None);
+        assert!(md.starts_with("### queuebench: `smoke` ❌ FAILED"), "{md}");
+        assert!(
+            md.contains(
+                "- run 1: check `exactly_once` **FAILED**: 12 of 40 executed jobs ran more than once \
+                 (name `checks.exactly_once` in `[expect]` if the scenario expects it)"
+            ),
+            "{md}"
+        );
+        assert!(!md.contains("check `ownership_overlap`"), "{md}");
+        assert!(md.contains("| `checks.ownership_overlap >= 0` | 2 | ok |"), "{md}");
+        let a = annotations(&[&s], None);
+        assert_eq!(
+            a,
+            ["::error title=queuebench smoke::check exactly_once failed: 12 of 40 executed jobs ran more than once \
+              (name \"checks.exactly_once\" in [expect] if the scenario expects it)"]
+        );
     }
 }

@@ -1,12 +1,14 @@
 //! `junit.xml`: one test suite per run, one test case per expectation, per
 //! checker and for the run itself (timed out, interrupted or aborted), and a
 //! `baseline` suite with one case per compared metric. Failure messages
-//! carry the actual value. JUnit failures match exit code 1: a checker that
-//! is violated but not gated by any expectation is reported as *skipped*
-//! with its count (some scenarios exist to show a bug), never as a pass.
+//! carry the actual value. JUnit failures match exit code 1 (`gate::judge`):
+//! a violated checker that no expectation names is a failure; a checker that
+//! an expectation names (`checks.<name>`) passes or fails with it, so a
+//! scenario that expects a bug (`"checks.exactly_once" = "> 0"`) passes.
 
 use crate::compare::stats::num;
 use crate::compare::{Comparison, Verdict};
+use crate::gate;
 use crate::model::summary::RunSummary;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
@@ -53,21 +55,20 @@ fn run_suite(label: &str, s: &RunSummary) -> TestSuite {
         suite.add_test_case(case(format!("expect {} {}", e.name, e.expression), class("expectations"), status, out));
     }
     for c in &s.checks {
-        let gate = s.expectations.iter().find(|e| e.name == format!("checks.{}", c.name));
         let examples = if c.examples.is_empty() { String::new() } else { format!("; example jobs {:?}", c.examples) };
         let text = format!("{}: {} violation(s): {}{examples}", c.name, c.violations, c.detail);
-        let status = match (c.passed, gate) {
-            (true, _) => TestCaseStatus::success(),
-            (false, Some(g)) if g.passed => TestCaseStatus::success(),
-            (false, Some(_)) => failure(text.clone(), "check"),
-            (false, None) => {
-                let mut st = TestCaseStatus::skipped();
-                st.set_message(format!(
-                    "violated ({} violation(s)) but not gated: add \"checks.{}\" = \"== 0\" to [expect] to fail on it",
-                    c.violations, c.name
-                ));
-                st
+        let named: Vec<_> = gate::gating(&c.name, &s.expectations).collect();
+        let status = if named.is_empty() {
+            if c.passed {
+                TestCaseStatus::success()
+            } else {
+                let hint = format!("name \"checks.{}\" in [expect] if the scenario expects it", c.name);
+                failure(format!("{text} ({hint})"), "check")
             }
+        } else if let Some(e) = named.iter().find(|e| !e.passed) {
+            failure(format!("{text}; the scenario expects checks.{} {}", c.name, e.expression), "check")
+        } else {
+            TestCaseStatus::success()
         };
         suite.add_test_case(case(format!("check {}", c.name), class("checks"), status, Some(text)));
     }
@@ -159,11 +160,15 @@ mod tests {
         );
         assert_eq!(failure_of("expect jobs.lost == 0"), None);
         assert_eq!(failure_of("run finished"), None);
-        let skipped = doc.descendants().find(|n| n.attribute("name") == Some("check exactly_once")).unwrap();
-        assert!(skipped.children().any(|n| n.has_tag_name("skipped")), "an ungated violation is skipped, not passed");
+        // No expectation names exactly_once: its violation fails the run, and says how to expect it.
+        let msg = failure_of("check exactly_once").expect("a violated check that no expectation names fails");
+        assert!(msg.starts_with("exactly_once: 12 violation(s): 12 jobs ran twice; example jobs [4, 9]"), "{msg}");
+        assert!(msg.ends_with("(name \"checks.exactly_once\" in [expect] if the scenario expects it)"), "{msg}");
+        assert_eq!(failure_of("check no_lost_jobs"), None);
+        assert!(!xml.contains("<skipped"), "nothing is skipped");
         let msg = failure_of("baseline throughput.jobs_per_sec").expect("the throughput drop is a failure");
         assert!(msg.contains("old 1000 → new 500") && msg.contains("-50.0%"), "{msg}");
-        assert_eq!(suites[0].attribute("failures"), Some("1"));
+        assert_eq!(suites[0].attribute("failures"), Some("2"));
     }
 
     #[test]
@@ -185,5 +190,45 @@ mod tests {
             .collect();
         assert!(failed.contains(&"check exactly_once") && failed.contains(&"run finished"), "{failed:?}");
         assert!(xml.contains("aborted by executions.duplicate == 0"));
+    }
+
+    /// (name, failure message) of every test case of `xml`.
+    fn cases(xml: &str) -> Vec<(String, Option<String>)> {
+        let doc = roxmltree::Document::parse(xml).unwrap();
+        let failure = |n: roxmltree::Node| {
+            n.children().find(|c| c.has_tag_name("failure")).and_then(|f| f.attribute("message")).map(String::from)
+        };
+        doc.descendants()
+            .filter(|n| n.has_tag_name("testcase"))
+            .map(|n| (n.attribute("name").unwrap_or_default().to_string(), failure(n)))
+            .collect()
+    }
+
+    #[test]
+    fn a_check_an_expectation_names_passes_or_fails_with_it() {
+        let mut s = summary();
+        s.expectations = vec![ExpectationResult {
+            name: "checks.exactly_once".into(),
+            expression: "> 0".into(),
+            actual: Some(12.0),
+            passed: true,
+        }];
+        let all = cases(&junit(&[("smoke".into(), &s)], None));
+        assert!(all.iter().all(|(_, f)| f.is_none()), "the scenario expects the duplicates: {all:?}");
+        assert!(all.iter().any(|(n, _)| n == "check exactly_once"));
+
+        // The same expectation on a run without duplicates: the check held, but not as expected.
+        s.checks[0] = CheckResult { name: "exactly_once".into(), passed: true, ..Default::default() };
+        s.expectations[0].actual = Some(0.0);
+        s.expectations[0].passed = false;
+        let all = cases(&junit(&[("smoke".into(), &s)], None));
+        let failed: Vec<_> = all.iter().filter_map(|(n, f)| Some((n.as_str(), f.as_deref()?))).collect();
+        assert_eq!(
+            failed,
+            [
+                ("expect checks.exactly_once > 0", "checks.exactly_once > 0: actual 0"),
+                ("check exactly_once", "exactly_once: 0 violation(s): ; the scenario expects checks.exactly_once > 0"),
+            ]
+        );
     }
 }

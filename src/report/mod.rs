@@ -1,8 +1,8 @@
 //! Exporters: the terminal table and the run folder (`summary.json`,
-//! `summary.csv`, `timeseries.csv`, HdrHistogram files, `charts/`,
+//! `summary.csv`, `timeseries.csv`, `samples.csv`, HdrHistogram files, `charts/`,
 //! `report.html`, `junit.xml`), all written through the one fan-out in `export`
 //! (summary.json first and whole, the rest best-effort). They read the `RunSummary` and the
-//! `Timeseries` and never recompute a statistic; `queuebench report DIR` runs the same code
+//! two time series and never recompute a statistic; `queuebench report DIR` runs the same code
 //! on the files a run saved. `build` assembles the summary (the only place its numbers are
 //! computed).
 
@@ -47,7 +47,15 @@ pub type Latency<'a> = (String, &'a Histogram<u64>, &'a [(u32, u32)]);
 
 /// What a run leaves for the exporters besides the summary.
 pub struct RunFiles<'a> {
+    /// `history.csv.gz` (collect::history), gzipped already; None with `run.history = false`.
+    pub history: Option<Vec<u8>>,
+    /// `final_state.csv.gz`; None when the database was lost (there is no final table).
+    pub final_state: Option<Vec<u8>>,
+    /// `evidence.json`: what else the checkers read.
+    pub evidence_json: String,
+    /// `timeseries.csv` (the harness's, every `run.series_interval`) and `samples.csv` (the sampler's).
     pub timeseries: &'a Timeseries,
+    pub samples: &'a Timeseries,
     /// (file stem, µs histogram, its samples as (ms since start, µs)): `latency-<stem>.hgrm`
     /// and, when there are samples, `latency-<stem>.hlog`.
     pub histograms: Vec<Latency<'a>>,
@@ -60,21 +68,34 @@ pub struct RunFiles<'a> {
 /// `not_written`. `junit`: also write `junit.xml` (false when the batch writes it there,
 /// with the baseline's suite in it).
 pub fn export_run(dir: &Path, summary: &RunSummary, files: &RunFiles, junit: bool) -> Result<Written> {
-    let charts = run_charts(summary, files.timeseries);
+    let charts = run_charts(summary, files.timeseries, files.samples);
     let mut rest: Vec<Box<dyn Exporter + '_>> = vec![
         Box::new(export::one("scenario.toml", || files.scenario_text.as_str())),
         Box::new(export::one("environment.json", || files.environment_json.as_str())),
         Box::new(Output("latency histograms", || histogram_files(&files.histograms))),
         Box::new(export::one("timeseries.csv", || files.timeseries.to_csv())),
+        Box::new(export::one("samples.csv", || files.samples.to_csv())),
+        Box::new(export::one("evidence.json", || files.evidence_json.as_str())),
     ];
+    if let Some(history) = &files.history {
+        rest.push(Box::new(export::one("history.csv.gz", || history.as_slice())));
+    }
+    if let Some(state) = &files.final_state {
+        rest.push(Box::new(export::one("final_state.csv.gz", || state.as_slice())));
+    }
     rest.extend(rebuildable(summary, &charts, &files.scenario_text, junit));
     write_with_summary(dir, summary, &rest)
 }
 
 /// `queuebench report DIR`: summary.json, summary.csv, junit.xml, charts/ and report.html
 /// again from the files a run saved.
-pub fn rebuild(dir: &Path, summary: &RunSummary, ts: &Timeseries, scenario_text: &str) -> Result<Written> {
-    let charts = run_charts(summary, ts);
+pub fn rebuild(
+    dir: &Path,
+    summary: &RunSummary,
+    (harness, database): (&Timeseries, &Timeseries),
+    scenario_text: &str,
+) -> Result<Written> {
+    let charts = run_charts(summary, harness, database);
     write_with_summary(dir, summary, &rebuildable(summary, &charts, scenario_text, true))
 }
 

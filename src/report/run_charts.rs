@@ -1,5 +1,9 @@
 //! The charts of one run's report: the harness's time series and the Postgres sampler's,
 //! one entry per chart (a data table, read top to bottom in report.html's order).
+//!
+//! Gaps stay gaps: the harness's claim latency has no point in a second without a claim,
+//! and the sampler's lines break where two samples are more than twice its usual (median)
+//! interval apart (the server down, a sample that took long), a lone point drawn as a dot.
 
 use super::charts::{self, Chart, LineChart, Series};
 use super::timeseries::Timeseries;
@@ -16,13 +20,25 @@ enum Lines {
     Mebibytes(&'static [(&'static str, &'static str)]),
 }
 
-/// (file stem, caption, title, y label, lines); x is seconds since the start.
-const TIME_CHARTS: &[(&str, &str, &str, &str, Lines)] = &[
+/// Which time series a chart reads.
+#[derive(Clone, Copy, PartialEq)]
+enum Source {
+    /// `timeseries.csv`: every `run.series_interval`, from the harness's own counters.
+    Harness,
+    /// `samples.csv`: the Postgres sampler's, at its own times.
+    Database,
+}
+
+type Spec = (&'static str, &'static str, &'static str, &'static str, Source, Lines);
+
+/// (file stem, caption, title, y label, source, lines); x is seconds since the start.
+const TIME_CHARTS: &[Spec] = &[
     (
         "throughput",
-        "Completions, claims and empty claims per second.",
+        "Completions, claims and empty claims per second (the harness's counters, every second).",
         "Throughput",
         "per second",
+        Source::Harness,
         Lines::Columns(&[
             ("completions_per_s", "completions/s"),
             ("claims_per_s", "claims/s"),
@@ -31,48 +47,54 @@ const TIME_CHARTS: &[(&str, &str, &str, &str, Lines)] = &[
     ),
     (
         "claim-latency",
-        "Claim statement latency per sample interval.",
+        "Claim statement latency per second (every claim; no point in a second without one).",
         "Claim latency",
         "ms",
+        Source::Harness,
         Lines::Columns(&[("claim_p50_ms", "p50"), ("claim_p99_ms", "p99"), ("claim_max_ms", "max")]),
     ),
     (
         "queue-depth",
-        "Jobs waiting (status queued) per class.",
+        "Jobs waiting (status queued) per class, per sample.",
         "Queue depth",
         "queued jobs",
+        Source::Database,
         Lines::PerClass("queued_"),
     ),
     (
         "oldest-ready-age",
-        "Age of the oldest ready job per class.",
+        "Age of the oldest ready job per class, per sample.",
         "Oldest ready job",
         "seconds",
+        Source::Database,
         Lines::PerClass("oldest_ready_s_"),
     ),
     (
         "dead-tuples",
-        "Live and dead tuples of the jobs table (pg_stat_user_tables).",
+        "Live and dead tuples of the jobs table (pg_stat_user_tables), per sample.",
         "Tuples",
         "tuples",
+        Source::Database,
         Lines::Columns(&[("n_dead_tup", "dead"), ("n_live_tup", "live")]),
     ),
     (
         "table-size",
-        "Size of the jobs table and its indexes.",
+        "Size of the jobs table and its indexes, per sample.",
         "Table size",
         "MiB",
+        Source::Database,
         Lines::Mebibytes(&[("table_bytes", "table"), ("index_bytes", "indexes")]),
     ),
 ];
 
 /// Drawn only when the claim-plan probe ran.
-const PROBE_CHARTS: &[(&str, &str, &str, &str, Lines)] = &[
+const PROBE_CHARTS: &[Spec] = &[
     (
         "claim-plan-buffers",
         "Shared buffers one claim touches (EXPLAIN ANALYZE, BUFFERS), rolled back.",
         "Claim plan: buffers per claim",
         "buffers",
+        Source::Database,
         Lines::Columns(&[("probe_buffers", "buffers")]),
     ),
     (
@@ -80,37 +102,61 @@ const PROBE_CHARTS: &[(&str, &str, &str, &str, Lines)] = &[
         "Execution time of one claim under EXPLAIN ANALYZE.",
         "Claim plan: execution time",
         "ms",
+        Source::Database,
         Lines::Columns(&[("probe_exec_ms", "execution")]),
     ),
 ];
 
-const HORIZON_CHART: (&str, &str, &str, &str, Lines) = (
+const HORIZON_CHART: Spec = (
     "horizon",
     "Age of the oldest open transaction, and of the xmin horizon in transactions.",
     "Oldest transaction",
     "seconds",
+    Source::Database,
     Lines::Columns(&[("oldest_xact_s", "oldest transaction")]),
 );
 
-/// The charts of one run, in report order.
-pub fn run_charts(s: &RunSummary, ts: &Timeseries) -> Result<Vec<Chart>> {
-    let probed = ts.column("probe_buffers").is_some_and(|c| c.iter().any(|v| *v > 0.0));
+/// The charts of one run, in report order: `harness` is `timeseries.csv`, `database` `samples.csv`.
+pub fn run_charts(s: &RunSummary, harness: &Timeseries, database: &Timeseries) -> Result<Vec<Chart>> {
+    let probed = database.column("probe_buffers").is_some_and(|c| c.iter().any(|v| *v > 0.0));
     let specs =
         TIME_CHARTS.iter().chain(if probed { PROBE_CHARTS } else { &[] }).chain(std::iter::once(&HORIZON_CHART));
     let mut out = Vec::new();
-    for (name, caption, title, y_label, lines) in specs {
-        let chart = LineChart { title, x_label: "seconds since start", y_label, series: series(ts, lines) };
+    for (name, caption, title, y_label, source, lines) in specs {
+        let series = match source {
+            Source::Harness => series(harness, lines, None),
+            Source::Database => series(database, lines, Some(usual_interval(database))),
+        };
+        let chart = LineChart { title, x_label: "seconds since start", y_label, series };
         out.push(charts::line(&chart, name, caption)?);
     }
     out.push(queue_wait(s)?);
     Ok(out)
 }
 
-fn series(ts: &Timeseries, lines: &Lines) -> Vec<Series> {
+/// The median time between two samples: the sampler's usual interval (stretched or not).
+fn usual_interval(ts: &Timeseries) -> f64 {
     let t = ts.column("t_s").unwrap_or_default();
-    let column = |col: &str, name: &str, scale: f64| Series {
-        name: name.to_string(),
-        points: t.iter().copied().zip(ts.column(col).unwrap_or_default().into_iter().map(|v| v / scale)).collect(),
+    let mut gaps: Vec<f64> = t.windows(2).map(|w| w[1] - w[0]).collect();
+    gaps.sort_unstable_by(f64::total_cmp);
+    gaps.get(gaps.len() / 2).copied().unwrap_or(f64::INFINITY)
+}
+
+/// The lines of one chart. `gap_after`: a line breaks (a NaN point) where two points are
+/// more than twice that many seconds apart.
+fn series(ts: &Timeseries, lines: &Lines, gap_after: Option<f64>) -> Vec<Series> {
+    let t = ts.column("t_s").unwrap_or_default();
+    let column = |col: &str, name: &str, scale: f64| {
+        let values = ts.column(col).unwrap_or_default().into_iter().map(|v| v / scale);
+        let mut points: Vec<(f64, f64)> = Vec::with_capacity(t.len());
+        for (x, y) in t.iter().copied().zip(values) {
+            let far = |last: &(f64, f64)| gap_after.is_some_and(|g| x - last.0 > 2.0 * g);
+            if points.last().is_some_and(far) {
+                points.push((x, f64::NAN));
+            }
+            points.push((x, y));
+        }
+        Series { name: name.to_string(), points }
     };
     match lines {
         Lines::Columns(cols) => cols.iter().map(|(c, n)| column(c, n, 1.0)).collect(),
@@ -135,4 +181,24 @@ fn queue_wait(s: &RunSummary) -> Result<Chart> {
         .collect();
     let chart = LineChart { title: "Queue wait distribution", x_label: "percentile", y_label: "ms", series: waits };
     charts::line(&chart, "queue-wait", "Queue wait from the intended enqueue time, by percentile, per class.")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_far_apart_break_the_line() {
+        let t = ["0.0", "1.0", "2.0", "3.0", "10.0", "11.0", "11.3"];
+        let ts = Timeseries {
+            header: vec!["t_s".into(), "n_dead_tup".into()],
+            rows: t.iter().map(|t| vec![t.to_string(), "5".into()]).collect(),
+        };
+        assert_eq!(usual_interval(&ts), 1.0, "the median, not the short last one");
+        let lines = series(&ts, &Lines::Columns(&[("n_dead_tup", "dead")]), Some(usual_interval(&ts)));
+        let gaps: Vec<f64> = lines[0].points.iter().filter(|p| p.1.is_nan()).map(|p| p.0).collect();
+        assert_eq!(gaps, [10.0], "one break, between 3 s and 10 s");
+        let joined = series(&ts, &Lines::Columns(&[("n_dead_tup", "dead")]), None);
+        assert!(joined[0].points.iter().all(|p| p.1.is_finite()));
+    }
 }

@@ -43,13 +43,7 @@ pub fn unscale(s: &mut RunSummary, plan: &Plan) {
     for q in [&mut l.work, &mut l.end_to_end, &mut l.pickup].into_iter().chain(l.queue_wait.values_mut()) {
         p(q);
     }
-    t(&mut s.faults.recovery_ms_max);
-    t(&mut s.faults.recovery_ms_mean);
-    t(&mut s.faults.recovery_ms_total);
-    let st = &mut s.starvation;
-    t(&mut st.threshold_s);
-    t(&mut st.worst_age_s);
-    st.max_oldest_ready_age_s.values_mut().for_each(t);
+    unscale_verification(s, k);
     for ph in &mut s.phases {
         t(&mut ph.start_s);
         t(&mut ph.duration_s);
@@ -64,11 +58,27 @@ pub fn unscale(s: &mut RunSummary, plan: &Plan) {
             p(q);
         }
     }
+    s.vacuum.values_mut().for_each(|v| t(&mut v.at_s));
+}
+
+/// The times the checkers measure (fault recovery, starvation ages, blocker holds), back to
+/// the scenario's units: part of `unscale`, and all `queuebench check` recomputes.
+pub fn unscale_verification(s: &mut RunSummary, k: f64) {
+    if k == 1.0 || k == 0.0 {
+        return;
+    }
+    let t = |v: &mut f64| *v /= k;
+    t(&mut s.faults.recovery_ms_max);
+    t(&mut s.faults.recovery_ms_mean);
+    t(&mut s.faults.recovery_ms_total);
+    let st = &mut s.starvation;
+    t(&mut st.threshold_s);
+    t(&mut st.worst_age_s);
+    st.max_oldest_ready_age_s.values_mut().for_each(t);
     t(&mut s.horizon.held_s);
     if s.horizon.catch_up_s >= 0.0 {
         t(&mut s.horizon.catch_up_s);
     }
-    s.vacuum.values_mut().for_each(|v| t(&mut v.at_s));
 }
 
 #[cfg(test)]

@@ -17,11 +17,15 @@ pub fn render(s: &RunSummary) -> String {
         "FAILED"
     };
     let _ = writeln!(o, "\n{} — {status}", s.scenario);
-    let _ = writeln!(
-        o,
-        "  strategy {} · mode {} · fencing {} · {} workers · batch {} · work {} · stop {}",
-        s.strategy, s.mode, s.fencing, s.workers, s.batch, s.work, s.stop
-    );
+    let queue = if s.adapter.is_empty() {
+        format!("strategy {} · mode {} · fencing {}", s.strategy, s.mode, s.fencing)
+    } else {
+        format!("adapter {} ({}) · mode {}", s.strategy, s.adapter, s.mode)
+    };
+    let _ = writeln!(o, "  {queue} · {} workers · batch {} · work {} · stop {}", s.workers, s.batch, s.work, s.stop);
+    if !s.adapter_design.is_empty() {
+        let _ = writeln!(o, "  design   {}", s.adapter_design);
+    }
     let _ =
         writeln!(o, "  database {} {} (PostgreSQL {})", s.database.kind, s.database.shown(), s.database.server_version);
     if s.partial {
@@ -30,6 +34,13 @@ pub fn render(s: &RunSummary) -> String {
     for (k, v) in lines(s) {
         let _ = writeln!(o, "  {k:<14} {v}");
     }
+    o.push_str(&checks_and_expectations(s));
+    o
+}
+
+/// The checks and the expectations, as the run's summary lists them (and `queuebench check`).
+pub fn checks_and_expectations(s: &RunSummary) -> String {
+    let mut o = String::new();
     let _ = writeln!(o, "  checks");
     for c in &s.checks {
         let ex = if c.examples.is_empty() { String::new() } else { format!(" e.g. jobs {:?}", c.examples) };
@@ -45,9 +56,10 @@ pub fn render(s: &RunSummary) -> String {
     o
 }
 
-/// Why a run failed, one line per reason: what `--quiet` prints under FAILED. The verdict comes
-/// from the expectations (a failing check the scenario expects, as in naive-duplicates, is not a
-/// reason), a timeout or an interruption.
+/// Why a run failed, one line per reason: what `--quiet` prints under FAILED. The reasons are
+/// those of `gate::judge`: the run did not finish, an expectation failed, or a check failed that
+/// no expectation names (a check the scenario names, as naive-duplicates names `exactly_once`,
+/// is judged by that expectation instead).
 pub fn failures(s: &RunSummary) -> Vec<String> {
     let stopped = [(s.timed_out, "timed out before the stop condition"), (s.interrupted, "interrupted")];
     let stopped = stopped.into_iter().filter(|(hit, _)| *hit).map(|(_, why)| why.to_string());
@@ -56,8 +68,16 @@ pub fn failures(s: &RunSummary) -> Vec<String> {
         let actual = e.actual.map_or("missing".into(), |a| format!("{a}"));
         format!("expect {} {} (actual {actual})", e.name, e.expression)
     });
+    let checks = s.failed_checks.iter().map(|name| check_failure(s, name));
     let aborted = s.aborted_by.iter().map(|a| format!("aborted by {a}"));
-    partial.into_iter().chain(aborted).chain(stopped).chain(expects).collect()
+    partial.into_iter().chain(aborted).chain(stopped).chain(expects).chain(checks).collect()
+}
+
+/// `check exactly_once failed: <detail> (name "checks.exactly_once" in [expect] if the scenario
+/// expects it)`.
+pub fn check_failure(s: &RunSummary, name: &str) -> String {
+    let detail = s.checks.iter().find(|c| c.name == name).map_or(String::new(), |c| c.detail.clone());
+    format!("check {name} failed: {detail} (name \"checks.{name}\" in [expect] if the scenario expects it)")
 }
 
 /// One labelled line of the summary.
@@ -360,4 +380,46 @@ fn durability(s: &RunSummary) -> Vec<Row> {
 
 fn mark(ok: bool) -> &'static str {
     if ok { "ok  " } else { "FAIL" }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::summary::{CheckResult, ExpectationResult};
+
+    #[test]
+    fn quiet_failure_lines_name_the_checks_that_failed_the_run() {
+        let checks = vec![
+            CheckResult {
+                name: "exactly_once".into(),
+                passed: false,
+                violations: 3,
+                detail: "3 ran twice".into(),
+                ..Default::default()
+            },
+            CheckResult {
+                name: "ownership_overlap".into(),
+                passed: false,
+                violations: 1,
+                detail: "1 job".into(),
+                ..Default::default()
+            },
+        ];
+        let expectations = vec![ExpectationResult {
+            name: "checks.ownership_overlap".into(),
+            expression: ">= 0".into(),
+            actual: Some(1.0),
+            passed: true,
+        }];
+        let mut s =
+            RunSummary { checks, expectations, failed_checks: vec!["exactly_once".into()], ..Default::default() };
+        assert_eq!(
+            failures(&s),
+            [
+                "check exactly_once failed: 3 ran twice (name \"checks.exactly_once\" in [expect] if the scenario expects it)"
+            ]
+        );
+        s.failed_checks.clear();
+        assert!(failures(&s).is_empty(), "a check the scenario names is judged by its expectation");
+    }
 }

@@ -1,7 +1,12 @@
-//! The time series: one row per sample interval, joining the Postgres
-//! samples with the workers' per-second counters and claim latencies.
-//! Written as `timeseries.csv` and read back by `queuebench report`, so the
-//! charts need nothing else.
+//! The time series, two tables with their own clocks:
+//! - `timeseries.csv`, the harness's own: one row per `run.series_interval` (1 s unless set)
+//!   for every interval of the run, from the workers' per-second counters and every claim's
+//!   latency — claims, empty claims, executions and completions per second, claim p50/p99/max
+//!   (empty in an interval with no claim: a gap, not a zero);
+//! - `samples.csv`, the Postgres sampler's: one row per sample at the time it was taken (the
+//!   sampler stretches its interval on big tables, and skips while the server is down).
+//!
+//! Both are read back by `queuebench report`, so the charts need nothing else.
 
 use crate::collect::{Second, WorkerStats};
 use crate::error::{Access, Error, Result};
@@ -9,6 +14,7 @@ use crate::model::records::PgSample;
 use crate::model::records::ProbeSample;
 use crate::scenario::Plan;
 use std::path::Path;
+use std::time::Duration;
 
 /// Column names first, then rows of the same width.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -18,10 +24,11 @@ pub struct Timeseries {
 }
 
 impl Timeseries {
-    /// A numeric column by name (missing or unparsable cells are 0).
+    /// A numeric column by name; an empty cell (nothing measured) is NaN, an unparsable one 0.
     pub fn column(&self, name: &str) -> Option<Vec<f64>> {
         let i = self.header.iter().position(|h| h == name)?;
-        Some(self.rows.iter().map(|r| r.get(i).and_then(|v| v.parse().ok()).unwrap_or(0.0)).collect())
+        let cell = |v: &str| if v.is_empty() { f64::NAN } else { v.parse().unwrap_or(0.0) };
+        Some(self.rows.iter().map(|r| r.get(i).map_or(f64::NAN, |v| cell(v))).collect())
     }
 
     /// Column names that start with `prefix` (per-class columns), with the class names.
@@ -29,7 +36,7 @@ impl Timeseries {
         self.header.iter().filter_map(|h| h.strip_prefix(prefix).map(|c| (h.clone(), c.to_string()))).collect()
     }
 
-    /// The CSV text (`timeseries.csv`).
+    /// The CSV text.
     pub fn to_csv(&self) -> String {
         let mut w = csv::Writer::from_writer(Vec::new());
         for r in std::iter::once(&self.header).chain(&self.rows) {
@@ -51,8 +58,8 @@ impl Timeseries {
     }
 }
 
-/// The columns every time series has, before the per-class ones.
-pub const COLUMNS: [&str; 24] = [
+/// The harness's columns (`timeseries.csv`); `t_s` is the end of the interval.
+pub const HARNESS: [&str; 9] = [
     "t_s",
     "phase",
     "claims_per_s",
@@ -62,6 +69,12 @@ pub const COLUMNS: [&str; 24] = [
     "claim_p50_ms",
     "claim_p99_ms",
     "claim_max_ms",
+];
+
+/// The sampler's columns (`samples.csv`), before the per-class ones; `t_s` is when it was taken.
+pub const DATABASE: [&str; 17] = [
+    "t_s",
+    "phase",
     "queued",
     "running",
     "done",
@@ -79,54 +92,58 @@ pub const COLUMNS: [&str; 24] = [
     "probe_exec_ms",
 ];
 
-/// `claim_samples`: (ms since start, µs) of every claim statement.
-pub fn build(
-    plan: &Plan,
-    samples: &[PgSample],
-    stats: &WorkerStats,
-    claim_samples: &[(u32, u32)],
-    probes: &[ProbeSample],
-) -> Timeseries {
-    let classes: Vec<&str> = plan.load.class_names().collect();
-    let mut header: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
-    for c in &classes {
-        header.push(format!("queued_{c}"));
-    }
-    for c in &classes {
-        header.push(format!("oldest_ready_s_{c}"));
-    }
+/// The harness's series: a row for every `interval` (whole seconds) from the start to
+/// `duration`, the last one possibly shorter. `claim_samples`: (ms since start, µs) of every
+/// claim statement.
+pub fn harness(plan: &Plan, stats: &WorkerStats, claim_samples: &[(u32, u32)], duration: Duration) -> Timeseries {
+    let header = HARNESS.iter().map(|c| c.to_string()).collect();
+    let step = plan.run.series_interval.as_millis().max(1000) as u64 / 1000 * 1000;
+    let end = duration.as_millis() as u64;
     let mut claims: Vec<(u32, u32)> = claim_samples.to_vec();
     claims.sort_unstable();
-    let interval_ms = plan.run.sample_interval.map_or(0, |d| d.as_millis() as u64);
-    let mut rows = Vec::with_capacity(samples.len());
-    // Each row covers the time since the previous sample (the sampler stretches its interval
-    // when samples are slow), the first one interval before it.
-    let mut prev: Option<u64> = None;
-    for s in samples {
-        let (from, to) = (prev.unwrap_or(s.t_ms.saturating_sub(interval_ms)).min(s.t_ms), s.t_ms);
-        prev = Some(s.t_ms);
-        let secs = (to - from) as f64 / 1000.0;
+    let mut rows = Vec::new();
+    let mut from = 0;
+    while from < end {
+        let to = (from + step).min(end);
         let counts = sum_seconds(&stats.per_second, from, to);
+        let secs = (to - from) as f64 / 1000.0;
         let lo = claims.partition_point(|c| u64::from(c.0) < from);
         let hi = claims.partition_point(|c| u64::from(c.0) < to);
         let mut window: Vec<u32> = claims[lo..hi].iter().map(|c| c.1).collect();
         window.sort_unstable();
-        let q =
-            |p: f64| window.get(((window.len() as f64 - 1.0) * p).round() as usize).map_or(0.0, |v| *v as f64 / 1000.0);
-        let phase = plan.load.phase_name(std::time::Duration::from_millis(s.t_ms));
-        let mut row: Vec<String> = vec![
-            format!("{:.3}", s.t_ms as f64 / 1000.0),
+        let q = |p: f64| match window.len() {
+            0 => String::new(),
+            n => format!("{:.3}", window[((n as f64 - 1.0) * p).round() as usize] as f64 / 1000.0),
+        };
+        let phase = plan.load.phase_name(Duration::from_millis(from));
+        rows.push(vec![
+            format!("{:.3}", to as f64 / 1000.0),
             phase.to_string(),
             format!("{:.1}", counts.claims as f64 / secs),
             format!("{:.1}", counts.empty_claims as f64 / secs),
             format!("{:.1}", counts.executions as f64 / secs),
             format!("{:.1}", counts.completions as f64 / secs),
-            format!("{:.3}", q(0.5)),
-            format!("{:.3}", q(0.99)),
-            format!("{:.3}", q(1.0)),
-        ];
-        row.extend(
-            [
+            q(0.5),
+            q(0.99),
+            q(1.0),
+        ]);
+        from = to;
+    }
+    Timeseries { header, rows }
+}
+
+/// The sampler's series: a row per sample, with the latest claim-plan probe at or before it.
+pub fn database(plan: &Plan, samples: &[PgSample], probes: &[ProbeSample]) -> Timeseries {
+    let classes: Vec<&str> = plan.load.class_names().collect();
+    let mut header: Vec<String> = DATABASE.iter().map(|c| c.to_string()).collect();
+    header.extend(classes.iter().map(|c| format!("queued_{c}")));
+    header.extend(classes.iter().map(|c| format!("oldest_ready_s_{c}")));
+    let rows = samples
+        .iter()
+        .map(|s| {
+            let phase = plan.load.phase_name(Duration::from_millis(s.t_ms));
+            let mut row = vec![format!("{:.3}", s.t_ms as f64 / 1000.0), phase.to_string()];
+            let counts = [
                 s.queued,
                 s.running,
                 s.done,
@@ -137,21 +154,19 @@ pub fn build(
                 s.autovacuum_count,
                 s.table_bytes,
                 s.index_bytes,
-            ]
-            .iter()
-            .map(|v| v.to_string()),
-        );
-        row.push(format!("{:.3}", s.oldest_xact_s));
-        row.push(s.xmin_age.to_string());
-        row.push(s.waits.clone());
-        // The latest claim-plan probe at or before this sample.
-        let probe = probes.iter().rev().find(|p| p.t_ms <= s.t_ms);
-        row.push(probe.map_or(String::new(), |p| p.buffers.to_string()));
-        row.push(probe.map_or(String::new(), |p| format!("{:.3}", p.exec_ms)));
-        row.extend(s.per_class.iter().map(|(n, _)| n.to_string()));
-        row.extend(s.per_class.iter().map(|(_, age)| format!("{age:.3}")));
-        rows.push(row);
-    }
+            ];
+            row.extend(counts.iter().map(|v| v.to_string()));
+            row.push(format!("{:.3}", s.oldest_xact_s));
+            row.push(s.xmin_age.to_string());
+            row.push(s.waits.clone());
+            let probe = probes.iter().rev().find(|p| p.t_ms <= s.t_ms);
+            row.push(probe.map_or(String::new(), |p| p.buffers.to_string()));
+            row.push(probe.map_or(String::new(), |p| format!("{:.3}", p.exec_ms)));
+            row.extend(s.per_class.iter().map(|(n, _)| n.to_string()));
+            row.extend(s.per_class.iter().map(|(_, age)| format!("{age:.3}")));
+            row
+        })
+        .collect();
     Timeseries { header, rows }
 }
 
@@ -192,6 +207,36 @@ mod tests {
         assert_eq!(back, ts);
         assert_eq!(back.column("queued_high").unwrap(), [5.0]);
         assert_eq!(back.classes("queued_"), [("queued_high".to_string(), "high".to_string())]);
+    }
+
+    fn plan(series_interval: &str) -> Plan {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.toml");
+        std::fs::write(&path, "name = \"x\"\n[jobs]\npreload = 1\n").unwrap();
+        let set = format!("run.series_interval={series_interval}");
+        crate::scenario::plan_from_file(&path, &[set], None).unwrap()
+    }
+
+    #[test]
+    fn the_harness_series_has_a_row_for_every_second_and_gaps_without_claims() {
+        let mut stats = WorkerStats {
+            per_second: vec![Second { claims: 4, completions: 4, ..Second::default() }; 5],
+            ..Default::default()
+        };
+        stats.per_second[2] = Second::default();
+        // Claims in seconds 0, 1, 3 and 4; none in second 2.
+        let claims = [(100, 2000), (900, 4000), (1500, 1000), (3100, 3000), (4999, 5000)];
+        let ts = harness(&plan("1s"), &stats, &claims, Duration::from_millis(4500));
+        assert_eq!(ts.column("t_s").unwrap(), [1.0, 2.0, 3.0, 4.0, 4.5], "every second, the last one short");
+        let p50 = ts.column("claim_p50_ms").unwrap();
+        assert!(p50[2].is_nan(), "no claim in the third second: a gap, not a zero");
+        assert_eq!(p50[1], 1.0);
+        assert_eq!(ts.column("claim_max_ms").unwrap()[0], 4.0);
+        assert_eq!(ts.column("completions_per_s").unwrap()[..3], [4.0, 4.0, 0.0]);
+        assert_eq!(ts.column("completions_per_s").unwrap()[4], 4.0, "half a second: 2 completions, 4/s");
+        let wide = harness(&plan("2s"), &stats, &claims, Duration::from_millis(4500));
+        assert_eq!(wide.column("t_s").unwrap(), [2.0, 4.0, 4.5]);
+        assert_eq!(wide.column("claims_per_s").unwrap()[1], 2.0);
     }
 
     #[test]

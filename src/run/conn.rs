@@ -4,15 +4,42 @@
 //!
 //! The connection task (`db::connect::open`) forwards every `NOTIFY` to an
 //! unbounded channel, so a worker that LISTENs can wait for one while idle.
+//!
+//! The claim's columns are found by the names the adapter gives (`[result]`), with whatever
+//! type the queue keeps them in (`adapter::keys`).
 
-use crate::db::statements::{EFFECTS_INSERT, REMAINING};
+use crate::adapter::keys::Key;
+use crate::adapter::{Adapter, Param, Step};
+use crate::db::statements::{ADAPTER_EFFECTS_INSERT, EFFECTS_INSERT};
 use crate::db::{connect, sql};
 use crate::error::{Invalid, SessionFailure};
-use crate::strategy::{Param, Strategy};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 use tokio_postgres::types::Type;
 use tokio_postgres::{Client, Config, Notification, Statement};
+
+/// A step's statements, prepared, with the step itself (parameters, acceptance rule).
+pub struct Prepared {
+    pub step: Step,
+    pub statements: Vec<Statement>,
+}
+
+impl Prepared {
+    /// The statement whose result a claim reads: the last one of the step.
+    pub fn last(&self) -> &Statement {
+        self.statements.last().expect("a step has a statement")
+    }
+}
+
+/// Where the claim's result keeps each part of a job.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClaimColumns {
+    pub id: usize,
+    pub attempt: Option<usize>,
+    pub token: Option<usize>,
+    /// The job's class, if the claim returns it as text.
+    pub class: Option<usize>,
+}
 
 pub struct Conn {
     pub client: Client,
@@ -20,23 +47,20 @@ pub struct Conn {
     /// Notifications on the channels this connection LISTENs on; closed when the connection ends.
     pub notifications: UnboundedReceiver<Notification>,
     pub pid: i32,
-    pub select: Option<Statement>,
-    pub claim: Statement,
-    pub complete: Statement,
-    pub fail: Statement,
-    pub heartbeat: Statement,
+    pub select: Option<Prepared>,
+    pub claim: Prepared,
+    pub complete: Prepared,
+    pub fail: Option<Prepared>,
+    pub heartbeat: Option<Prepared>,
     pub effects: Statement,
     pub remaining: Statement,
-    pub col_attempt: Option<usize>,
-    pub col_token: Option<usize>,
-    /// The `class` column (the job's class), if the claim returns it.
-    pub col_queue: Option<usize>,
+    pub columns: ClaimColumns,
 }
 
 impl Conn {
     /// Connects and prepares every statement; an error names the statement and the SQLSTATE.
     /// With `listen`, the connection LISTENs on that channel (again after every reconnect).
-    pub async fn open(config: &Config, strategy: &Strategy, listen: Option<&str>) -> Result<Conn, SessionFailure> {
+    pub async fn open(config: &Config, adapter: &Adapter, listen: Option<&str>) -> Result<Conn, SessionFailure> {
         let failed = |step: &str, e: &tokio_postgres::Error| SessionFailure::Sql {
             step: step.to_string(),
             sql: sql(e),
@@ -44,33 +68,33 @@ impl Conn {
         };
         let (forward, notifications) = connect::notifications();
         let (client, task) = connect::open(config, forward).await.map_err(|e| failed("connecting", &e))?;
+        if let Some(init) = &adapter.on_connect {
+            client.batch_execute(init).await.map_err(|e| failed("the adapter's on_connect", &e))?;
+        }
         if let Some(channel) = listen {
             let listen = format!("LISTEN {}", quote_ident(channel));
             client.batch_execute(&listen).await.map_err(|e| failed(&listen, &e))?;
         }
-        let prep = |what: &'static str, text: String| {
-            let client = &client;
-            async move {
-                client.prepare(&text).await.map_err(|e| SessionFailure::Sql {
-                    step: format!("preparing {what}"),
-                    sql: sql(&e),
-                    statement: Some(text),
-                })
-            }
-        };
-        let select = match &strategy.select {
-            Some(s) => Some(prep("the strategy's select statement", s.sql.clone()).await?),
+        let select = match &adapter.select {
+            Some(s) => Some(prepare_step(&client, s).await?),
             None => None,
         };
-        let claim = prep("the strategy's claim statement", strategy.claim.sql.clone()).await?;
-        let complete = prep("the strategy's complete statement", strategy.complete.sql.clone()).await?;
-        let fail = prep("the strategy's fail statement", strategy.fail.sql.clone()).await?;
-        let heartbeat = prep("the strategy's heartbeat statement", strategy.heartbeat.sql.clone()).await?;
-        let effects = prep("the effects insert", EFFECTS_INSERT.into()).await?;
-        let remaining = prep("the drained check", REMAINING.into()).await?;
-        let (col_attempt, col_token) =
-            check_columns(&claim, select.as_ref(), strategy).map_err(SessionFailure::Statements)?;
-        let col_queue = claim.columns().iter().position(|c| c.name() == "class" && *c.type_() == Type::TEXT);
+        let claim = prepare_step(&client, &adapter.claim).await?;
+        let complete = prepare_step(&client, &adapter.complete).await?;
+        let fail = match &adapter.fail {
+            Some(s) => Some(prepare_step(&client, s).await?),
+            None => None,
+        };
+        let heartbeat = match &adapter.heartbeat {
+            Some(s) => Some(prepare_step(&client, s).await?),
+            None => None,
+        };
+        let effects_sql = if adapter.own_table() { EFFECTS_INSERT } else { ADAPTER_EFFECTS_INSERT };
+        let effects = prepare(&client, "the effects insert", effects_sql).await?;
+        let remaining =
+            prepare(&client, "the drained check (observe.remaining)", &adapter.observe.remaining.sql).await?;
+        let columns = claim_columns(claim.last(), select.as_ref().map(Prepared::last), adapter)
+            .map_err(SessionFailure::Statements)?;
         let pid = client
             .query_one("SELECT pg_backend_pid()", &[])
             .await
@@ -88,9 +112,7 @@ impl Conn {
             heartbeat,
             effects,
             remaining,
-            col_attempt,
-            col_token,
-            col_queue,
+            columns,
         })
     }
 
@@ -100,29 +122,56 @@ impl Conn {
     }
 }
 
+async fn prepare(client: &Client, what: &str, text: &str) -> Result<Statement, SessionFailure> {
+    client.prepare(text).await.map_err(|e| SessionFailure::Sql {
+        step: format!("preparing {what}"),
+        sql: sql(&e),
+        statement: Some(text.to_string()),
+    })
+}
+
+/// Prepares every statement of a step; an error names the step (`the adapter's claim statement`).
+pub async fn prepare_step(client: &Client, step: &Step) -> Result<Prepared, SessionFailure> {
+    let mut statements = Vec::with_capacity(step.statements.len());
+    for (i, s) in step.statements.iter().enumerate() {
+        let which = if step.is_single() { String::new() } else { format!(" #{}", i + 1) };
+        statements.push(prepare(client, &format!("the {} statement{which}", step.role.name()), &s.sql).await?);
+    }
+    Ok(Prepared { step: step.clone(), statements })
+}
+
 /// `"name"`, for LISTEN (channel names are identifiers; the schema name is lower case already).
 pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-/// The claim must return a bigint `id`, and `attempts`/`claim_token` when
-/// the other statements fence on them.
-fn check_columns(
+/// Finds the claim's columns by the adapter's names: the id (any integer, uuid or text), and
+/// the attempt and token when the other statements bind them.
+pub fn claim_columns(
     claim: &Statement,
     select: Option<&Statement>,
-    strategy: &Strategy,
-) -> Result<(Option<usize>, Option<usize>), Invalid> {
-    let col = |name: &str, ty: Type| -> Result<Option<usize>, Invalid> {
-        match claim.columns().iter().position(|c| c.name() == name) {
-            Some(i) if *claim.columns()[i].type_() == ty => Ok(Some(i)),
+    adapter: &Adapter,
+) -> Result<ClaimColumns, Invalid> {
+    let cols = claim.columns();
+    let find = |name: &Option<String>, what: &str, ok: fn(&Type) -> bool| -> Result<Option<usize>, Invalid> {
+        let Some(name) = name else { return Ok(None) };
+        match cols.iter().position(|c| c.name() == name) {
+            Some(i) if ok(cols[i].type_()) => Ok(Some(i)),
             Some(i) => Err(Invalid::new(format!(
-                "the claim returns `{name}` as {}, expected {ty}",
-                claim.columns()[i].type_()
+                "the claim returns {what} `{name}` as {}; accepted: smallint, integer, bigint, uuid or text",
+                cols[i].type_()
             ))),
             None => Ok(None),
         }
     };
-    if col("id", Type::INT8)?.is_none() {
+    let id_name = Some(adapter.columns.id.clone());
+    let Some(id) = find(&id_name, "the id", Key::column_type_ok)? else {
+        return Err(Invalid::new(format!(
+            "the claim statement must return the job's id as a column `{}` (e.g. RETURNING {0}, …)",
+            adapter.columns.id
+        )));
+    };
+    if adapter.own_table() && *cols[id].type_() != Type::INT8 {
         return Err(Invalid::new(
             "the claim statement must return a bigint column `id` (e.g. RETURNING id, attempts, claim_token)",
         ));
@@ -132,19 +181,26 @@ fn check_columns(
     {
         return Err(Invalid::new("the select statement must return a bigint `id` first"));
     }
-    let col_attempt = col("attempts", Type::INT4)?;
-    let col_token = col("claim_token", Type::UUID)?;
-    for st in [&strategy.complete, &strategy.fail, &strategy.heartbeat] {
+    let integer = |t: &Type| matches!(*t, Type::INT2 | Type::INT4 | Type::INT8);
+    let attempt = find(&adapter.columns.attempt, "the attempt", integer)?;
+    let token = find(&adapter.columns.token, "the token", Key::column_type_ok)?;
+    let class = adapter
+        .columns
+        .class
+        .as_ref()
+        .and_then(|n| cols.iter().position(|c| c.name() == n && *c.type_() == Type::TEXT));
+    for step in adapter.worker_steps().filter(|s| s.role != crate::adapter::Role::Claim) {
         for (param, have, column) in
-            [(Param::Attempt, col_attempt, "attempts"), (Param::Token, col_token, "claim_token")]
+            [(Param::Attempt, attempt, &adapter.columns.attempt), (Param::Token, token, &adapter.columns.token)]
         {
-            if st.params.contains(&param) && have.is_none() {
+            if step.statements.iter().any(|st| st.params.contains(&param)) && have.is_none() {
                 return Err(Invalid::new(format!(
-                    "the {} statement uses {param}, so the claim must return `{column}`",
-                    st.role.name()
+                    "the {} statement uses {param}, so the claim must return `{}`",
+                    step.role.name(),
+                    column.as_deref().unwrap_or(param.name())
                 )));
             }
         }
     }
-    Ok((col_attempt, col_token))
+    Ok(ClaimColumns { id, attempt, token, class })
 }

@@ -3,16 +3,19 @@
 //! that fire at a time or a rate (group pauses, killed backends, lock holds).
 //! Every random choice comes from a generator seeded from the scenario seed.
 
+use super::values::{Claimed, Values};
+use crate::adapter::keys::{Interner, Key};
 use crate::collect::FaultEvent;
 use crate::db::ephemeral::Postmaster;
+use crate::model::records::Status;
 use crate::scenario::Plan;
 use crate::scenario::faults::{Fault, Kind, Point, Trigger};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio_postgres::Config;
+use tokio_postgres::{Client, Config};
 use tokio_util::sync::CancellationToken;
 
 /// Shared by all workers and the injector; only atomics, touched once per job at most.
@@ -26,6 +29,8 @@ pub struct FaultState {
     pub pids: Vec<AtomicI32>,
     /// Server restarts (`postgres_restart`), as they happened.
     pub restarts: Mutex<Vec<Restart>>,
+    /// The queue's job ids by their journal numbers (a cancel binds the queue's own id).
+    pub ids: Arc<Interner>,
 }
 
 /// One `postgres_restart`: when the server process was gone (after it exited) and when it
@@ -37,7 +42,7 @@ pub struct Restart {
 }
 
 impl FaultState {
-    pub fn new(plan: &Plan, start: Instant) -> FaultState {
+    pub fn new(plan: &Plan, start: Instant, ids: Arc<Interner>) -> FaultState {
         let n = plan.workers.count as usize + 1;
         FaultState {
             start,
@@ -46,6 +51,7 @@ impl FaultState {
             paused_until: (0..n).map(|_| AtomicU64::new(0)).collect(),
             pids: (0..n).map(|_| AtomicI32::new(0)).collect(),
             restarts: Mutex::new(Vec::new()),
+            ids,
         }
     }
 
@@ -189,17 +195,14 @@ async fn on_database(
             }
         }
         Kind::LockHold { duration, rows } => {
-            if let Some(job) = hold_locks(admin, *rows, *duration, stop).await {
+            if let Some(job) = hold_locks(admin, &plan.adapter.table, *rows, *duration, stop).await {
                 events.push(FaultEvent { t_us, kind: "lock_hold", worker: None, job });
             }
         }
         Kind::Cancel { rows } => {
-            let pick = format!("SELECT id FROM jobs WHERE status = 'queued' ORDER BY run_at DESC LIMIT {rows}");
-            let ids: Vec<i64> =
-                admin.query(&pick, &[]).await.map(|r| r.iter().map(|r| r.get(0)).collect()).unwrap_or_default();
-            for id in ids {
+            for id in cancel_candidates(plan, state, admin, *rows).await {
                 let t_us = state.now_us();
-                if let Ok(1) = admin.execute(&plan.strategy.cancel.sql, &[&id]).await {
+                if cancel(plan, &state.ids, admin, id).await {
                     events.push(FaultEvent { t_us, kind: "cancel", worker: None, job: Some(id) });
                 }
             }
@@ -207,6 +210,32 @@ async fn on_database(
         Kind::Crash { .. } | Kind::Pause { .. } | Kind::PostgresRestart { .. } => {}
     }
     events
+}
+
+/// The newest `rows` waiting jobs: from queuebench's own table by its columns, from an
+/// adapter's queue by its `observe.state` (the highest numbers among the queued).
+async fn cancel_candidates(plan: &Plan, state: &FaultState, admin: &Client, rows: i64) -> Vec<i64> {
+    if plan.adapter.own_table() {
+        let pick = format!("SELECT id FROM jobs WHERE status = 'queued' ORDER BY run_at DESC LIMIT {rows}");
+        return admin.query(&pick, &[]).await.map(|r| r.iter().map(|r| r.get(0)).collect()).unwrap_or_default();
+    }
+    let Ok(jobs) = super::observe::final_state(admin, plan, &state.ids).await else { return Vec::new() };
+    let mut queued: Vec<i64> = jobs.iter().filter(|j| j.status == Status::Queued).map(|j| j.id).collect();
+    queued.sort_unstable_by(|a, b| b.cmp(a));
+    queued.truncate(rows.max(0) as usize);
+    queued
+}
+
+/// One cancel through the queue's own statement: did it land?
+async fn cancel(plan: &Plan, ids: &Interner, admin: &Client, id: i64) -> bool {
+    let step = plan.adapter.cancel.as_ref().expect("validated: a cancel fault needs the adapter's cancel");
+    let Ok(prepared) = super::conn::prepare_step(admin, step).await else { return false };
+    let key = ids.key(id);
+    let job =
+        Claimed { id, key: key.clone(), attempt: -1, attempt_key: Key::Int(-1), token: None, tag: 0, seq: 0, class: 0 };
+    let mut v = Values::new(plan);
+    v.job = Some(&job);
+    super::steps::write(admin, &prepared, &v, false).await.unwrap_or(false)
 }
 
 /// Stops the ephemeral server (`immediate`: as a crash), leaves it down for `down`, starts it
@@ -268,6 +297,7 @@ async fn restart(
 /// the row they want next; SKIP LOCKED takes exactly the row every worker reaches next.
 async fn hold_locks(
     admin: &tokio_postgres::Client,
+    table: &str,
     rows: Option<i64>,
     duration: Duration,
     stop: &CancellationToken,
@@ -283,7 +313,9 @@ async fn hold_locks(
                 Err(_) => None,
             }
         }
-        None => admin.batch_execute("BEGIN; LOCK TABLE jobs IN EXCLUSIVE MODE").await.ok().map(|()| None),
+        None => {
+            admin.batch_execute(&format!("BEGIN; LOCK TABLE \"{table}\" IN EXCLUSIVE MODE")).await.ok().map(|()| None)
+        }
     };
     if held.is_some() {
         tokio::select! {

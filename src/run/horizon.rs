@@ -5,11 +5,11 @@
 //! and the claim-plan probe: the strategy's claim under
 //! `EXPLAIN (ANALYZE, BUFFERS)` in a rolled-back transaction.
 
+use super::values::Values;
 use crate::db::error_text;
 use crate::model::records::{BlockerSpan, ProbeSample, VacuumResult};
 use crate::scenario::Plan;
 use crate::scenario::horizon::{Blocker, BlockerKind, VacuumStep};
-use crate::strategy::Param;
 use futures_util::future::join_all;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -66,8 +66,9 @@ pub async fn actors(
             let _ = c.batch_execute("CREATE EXTENSION IF NOT EXISTS pgstattuple").await;
         }
     }
-    let blockers = join_all(plan.blockers.iter().map(|b| blocker(b, config, start, stop)));
-    let vacuum = join_all(plan.vacuum.iter().map(|v| vacuum(v, config, start, stop)));
+    let table = &plan.adapter.table;
+    let blockers = join_all(plan.blockers.iter().map(|b| blocker(b, table, config, start, stop)));
+    let vacuum = join_all(plan.vacuum.iter().map(|v| vacuum(v, table, config, start, stop)));
     let (b, v) = tokio::join!(blockers, vacuum);
     HorizonOutput {
         blockers: b.into_iter().flatten().collect(),
@@ -76,7 +77,13 @@ pub async fn actors(
     }
 }
 
-async fn blocker(b: &Blocker, config: &Config, start: Instant, stop: &CancellationToken) -> Option<BlockerSpan> {
+async fn blocker(
+    b: &Blocker,
+    table: &str,
+    config: &Config,
+    start: Instant,
+    stop: &CancellationToken,
+) -> Option<BlockerSpan> {
     let mut clients = Vec::new();
     for _ in 0..b.sessions {
         clients.push(connect(config).await?.0);
@@ -86,15 +93,17 @@ async fn blocker(b: &Blocker, config: &Config, start: Instant, stop: &Cancellati
     }
     let start_us = start.elapsed().as_micros() as u64;
     let until = b.at + b.duration;
-    join_all(clients.iter().map(|c| hold(b, c, start, until, stop))).await;
-    Some(BlockerSpan { kind: b.kind.name(), start_us, end_us: start.elapsed().as_micros() as u64 })
+    join_all(clients.iter().map(|c| hold(b, table, c, start, until, stop))).await;
+    Some(BlockerSpan { kind: b.kind.name().into(), start_us, end_us: start.elapsed().as_micros() as u64 })
 }
 
-/// One blocker session, from its start to `until`.
-async fn hold(b: &Blocker, c: &Client, start: Instant, until: Duration, stop: &CancellationToken) {
+/// One blocker session, from its start to `until`; a reader scans the queue's `table`.
+async fn hold(b: &Blocker, table: &str, c: &Client, start: Instant, until: Duration, stop: &CancellationToken) {
+    let scan = format!("SELECT count(*) FROM \"{table}\"");
+    let reader = format!("BEGIN ISOLATION LEVEL REPEATABLE READ; {scan};");
     let begin = match b.kind {
         BlockerKind::IdleInTransaction => "BEGIN; SELECT txid_current();",
-        BlockerKind::RepeatableRead => "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM jobs;",
+        BlockerKind::RepeatableRead => reader.as_str(),
         BlockerKind::LongQuery => {
             let secs = b.duration.as_secs_f64();
             let _ = c.execute("SELECT pg_sleep($1)", &[&secs]).await;
@@ -112,13 +121,19 @@ async fn hold(b: &Blocker, c: &Client, start: Instant, until: Duration, stop: &C
             _ = stop.cancelled() => {}
         }
         if b.kind == BlockerKind::RepeatableRead && start.elapsed() < until {
-            let _ = c.batch_execute("SELECT count(*) FROM jobs").await;
+            let _ = c.batch_execute(&scan).await;
         }
     }
     let _ = c.batch_execute("COMMIT").await;
 }
 
-async fn vacuum(step: &VacuumStep, config: &Config, start: Instant, stop: &CancellationToken) -> Option<VacuumResult> {
+async fn vacuum(
+    step: &VacuumStep,
+    table: &str,
+    config: &Config,
+    start: Instant,
+    stop: &CancellationToken,
+) -> Option<VacuumResult> {
     let (client, mut notices) = connect(config).await?;
     let has_pgstattuple = step.pgstattuple
         && matches!(
@@ -134,15 +149,20 @@ async fn vacuum(step: &VacuumStep, config: &Config, start: Instant, stop: &Cance
     let t_us = start.elapsed().as_micros() as u64;
     let _ = client.batch_execute("SELECT pg_stat_force_next_flush()").await;
     let n_dead_tup = client
-        .query_one("SELECT coalesce(n_dead_tup, 0) FROM pg_stat_user_tables WHERE relid = 'jobs'::regclass", &[])
+        .query_one(
+            "SELECT coalesce(n_dead_tup, 0) FROM pg_stat_user_tables WHERE relid = to_regclass(quote_ident($1::text))",
+            &[&table],
+        )
         .await
         .map_or(0, |r| r.get(0));
     let pgstattuple_dead = if has_pgstattuple {
-        client.query_one("SELECT dead_tuple_count FROM pgstattuple('jobs')", &[]).await.ok().map(|r| r.get(0))
+        let sql = "SELECT dead_tuple_count FROM pgstattuple(to_regclass(quote_ident($1::text)))";
+        client.query_one(sql, &[&table]).await.ok().map(|r| r.get(0))
     } else {
         None
     };
-    if let Err(e) = client.batch_execute(&step.command).await {
+    let command = step.command.replace("{table}", &format!("\"{table}\""));
+    if let Err(e) = client.batch_execute(&command).await {
         eprintln!("warning: vacuum step {}: {}", step.name, error_text(&e));
         return None;
     }
@@ -172,15 +192,16 @@ pub fn parse_vacuum_tuples(msg: &str) -> Option<(i64, i64, i64)> {
 pub async fn probe(plan: &Plan, config: &Config, start: Instant, stop: &CancellationToken) -> Vec<ProbeSample> {
     let mut out = Vec::new();
     let Some(every) = plan.run.plan_probe else { return out };
-    if plan.strategy.select.is_some() {
+    if plan.adapter.select.is_some() || !plan.adapter.claim.is_single() {
         eprintln!(
-            "warning: the claim-plan probe needs a one-statement claim; strategy `{}` has a select",
-            plan.strategy.name
+            "warning: the claim-plan probe needs a one-statement claim; `{}` has a select or a list",
+            plan.adapter.name
         );
         return out;
     }
     let Some((client, _)) = connect(config).await else { return out };
-    let sql = format!("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {}", plan.strategy.claim.sql);
+    let claim = plan.adapter.claim.first();
+    let sql = format!("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {}", claim.sql);
     let explain = match client.prepare(&sql).await {
         Ok(st) => st,
         Err(e) => {
@@ -188,21 +209,9 @@ pub async fn probe(plan: &Plan, config: &Config, start: Instant, stop: &Cancella
             return out;
         }
     };
-    let (batch, lease, worker) =
-        (i64::from(plan.workers.batch), plan.lease.duration.as_secs_f64(), "probe".to_string());
-    let params: Vec<&(dyn ToSql + Sync)> = plan
-        .strategy
-        .claim
-        .params
-        .iter()
-        .map(|p| -> &(dyn ToSql + Sync) {
-            match p {
-                Param::Batch => &batch,
-                Param::LeaseSecs => &lease,
-                _ => &worker,
-            }
-        })
-        .collect();
+    let mut values = Values::new(plan);
+    values.worker = "probe";
+    let params: Vec<&(dyn ToSql + Sync)> = values.bind(&claim.params).collect();
     let mut next = tokio::time::Instant::now();
     let mut last = false;
     while !last {

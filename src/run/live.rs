@@ -136,7 +136,7 @@ mod tests {
     use super::*;
 
     fn ev(job: i64, worker: u32, claim: u32, attempt: i32, kind: EventKind) -> Event {
-        Event { t_us: 0, job, attempt, worker, claim, kind }
+        Event { t_us: 0, job, attempt, worker, claim, kind, dur_us: 0, token: 0 }
     }
 
     #[test]

@@ -10,12 +10,16 @@ pub mod horizon;
 pub mod idle;
 pub mod lanes;
 pub mod live;
+pub mod observe;
 pub mod producer;
 pub mod reaper;
 pub mod sampler;
+pub mod steps;
+pub mod values;
 pub mod work;
 pub mod worker;
 
+use crate::adapter::keys::Interner;
 use crate::collect::{Arrival, Event, FaultEvent, Samples, WorkerStats};
 use crate::db::Database;
 use crate::error::{Error, Result, SessionFailure, Sql};
@@ -126,12 +130,21 @@ pub struct RunOutput {
     /// Why the run gave up on the database (a worker could not reconnect within
     /// `run.reconnect_timeout`); the report is then partial.
     pub database_lost: Option<String>,
+    /// The numbering of the queue's job ids (the final state maps its ids through it).
+    pub ids: Arc<Interner>,
     /// Server restarts by the `postgres_restart` fault.
     pub restarts: Vec<faults::Restart>,
 }
 
 /// Runs the plan's workers against `db`. `interrupt` is cancelled by Ctrl-C/SIGTERM.
-pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show_progress: bool) -> Result<RunOutput> {
+/// `ids` numbers the queue's own job ids (the preload has filled it when ids are not integers).
+pub async fn run(
+    plan: &Plan,
+    db: &Database,
+    interrupt: &CancellationToken,
+    show_progress: bool,
+    ids: Arc<Interner>,
+) -> Result<RunOutput> {
     let config = db.worker_config();
     let channel = (plan.workers.idle.wakeup == Wakeup::Listen).then(|| db.schema.clone());
     let probe = match &channel {
@@ -150,7 +163,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
     let shared = Arc::new(Shared {
         plan: shared_plan,
         config: config.clone(),
-        faults: Arc::new(FaultState::new(plan, start)),
+        faults: Arc::new(FaultState::new(plan, start, ids.clone())),
         next_identity: Arc::new(AtomicU32::new(plan.workers.count + 1)),
         stop: stop.clone(),
         producers_done: Arc::new(AtomicBool::new(!plan.load.is_open())),
@@ -158,6 +171,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         live: live::Live::for_plan(plan).map(Arc::new),
         channel,
         lost: Arc::new(OnceLock::new()),
+        ids,
     });
     let watcher = shared.live.clone().map(|l| {
         let (sh, stop) = (shared.clone(), stop.clone());
@@ -212,6 +226,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, show
         probe,
         aborted,
         database_lost: shared.lost.get().cloned(),
+        ids: shared.ids.clone(),
         restarts: shared.faults.restarts.lock().unwrap().clone(),
     })
 }
@@ -228,7 +243,7 @@ async fn open_workers(
         lanes::Lanes::for_workers(plan.workers.count).map_err(|e| Error::machine("starting the worker threads", e))?;
     let conns = join_all((0..plan.workers.count as usize).map(|i| {
         let (config, plan, channel) = (config.clone(), plan.clone(), channel.map(String::from));
-        lanes.spawn(i, async move { Conn::open(&config, &plan.strategy, channel.as_deref()).await })
+        lanes.spawn(i, async move { Conn::open(&config, &plan.adapter, channel.as_deref()).await })
     }))
     .await;
     let conns = conns
@@ -236,7 +251,7 @@ async fn open_workers(
         .map(|c| c.unwrap_or_else(|e| Err(SessionFailure::Panicked(e.to_string()))))
         .collect::<std::result::Result<Vec<_>, SessionFailure>>()
         .map_err(|failure| Error::Strategy {
-            strategy: plan.strategy.name.clone(),
+            strategy: plan.adapter.name.clone(),
             target: db.target.clone(),
             failure: Box::new(failure),
         })?;
@@ -290,7 +305,7 @@ fn spawn_side_tasks(
         let opts = sampler::SamplerOptions { progress: show_progress };
         let sample = sampler::run(&sh.plan, config, start, &sh.progress, opts, &side_stop);
         let produce = async {
-            let out = producer::run(&sh.plan, config, start, &sh.stop).await;
+            let out = producer::run(&sh.plan, config, start, &sh.stop, &sh.ids).await;
             sh.producers_done.store(true, Ordering::Relaxed);
             out
         };

@@ -8,13 +8,18 @@
 //! (no coordinated omission). Arrivals still unsent when the load ends are
 //! counted as unsent.
 
+use super::conn::{Prepared, prepare_step};
+use super::steps;
+use super::values::{Enqueue, Values};
+use crate::adapter::keys::{Interner, Key};
 use crate::collect::Arrival;
 use crate::collect::spill::Spill;
-use crate::db::statements::{BUSINESS_ROW, ENQUEUE};
+use crate::db::statements::BUSINESS_ROW;
 use crate::scenario::Plan;
 use crate::scenario::plan::{Arrivals, Class};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 use tokio_postgres::{Config, Statement};
 use tokio_util::sync::CancellationToken;
@@ -36,8 +41,17 @@ struct ClassOutput {
 }
 
 /// Runs every class's producer until the phases end; merges their journals.
-pub async fn run(plan: &Plan, config: &Config, start: Instant, stop: &CancellationToken) -> ProducerOutput {
-    let tasks = plan.load.classes.iter().enumerate().map(|(i, c)| one(plan, i, c, config, start, stop));
+/// `ids` numbers the jobs an adapter's enqueue returns; the payload's `n` continues after the preload.
+pub async fn run(
+    plan: &Plan,
+    config: &Config,
+    start: Instant,
+    stop: &CancellationToken,
+    ids: &Interner,
+) -> ProducerOutput {
+    let next_n = AtomicI64::new(plan.jobs.preload as i64 + 1);
+    let feed = Feed { ids, next_n: &next_n };
+    let tasks = plan.load.classes.iter().enumerate().map(|(i, c)| one(plan, i, c, config, start, stop, &feed));
     let mut out = ProducerOutput::default();
     for o in futures_util::future::join_all(tasks).await {
         out.arrivals.extend(o.arrivals.into_vec());
@@ -74,6 +88,12 @@ pub fn schedule(plan: &Plan, class: usize) -> Vec<Duration> {
     out
 }
 
+/// What the producers share: the numbering of new jobs.
+struct Feed<'a> {
+    ids: &'a Interner,
+    next_n: &'a AtomicI64,
+}
+
 async fn one(
     plan: &Plan,
     index: usize,
@@ -81,11 +101,12 @@ async fn one(
     config: &Config,
     start: Instant,
     stop: &CancellationToken,
+    feed: &Feed<'_>,
 ) -> ClassOutput {
     let times = schedule(plan, index);
     let mut out = ClassOutput { arrivals: Spill::new(), unsent: times.len() as u64, errors: 0 };
     let Some(side) = super::Side::connect(config, &format!("producer {}", class.name)).await else { return out };
-    let mut enq = Enqueuer { side, prepared: None, pad: "x".repeat(class.payload_bytes), plan, class };
+    let mut enq = Enqueuer { side, prepared: None, pad: "x".repeat(class.payload_bytes), plan, class, feed };
     for (n, t) in times.iter().enumerate() {
         let now = start.elapsed();
         if *t > now {
@@ -127,10 +148,11 @@ enum Delivery {
 struct Enqueuer<'a> {
     side: super::Side,
     /// (connection generation, enqueue, business row)
-    prepared: Option<(u64, Statement, Statement)>,
+    prepared: Option<(u64, Prepared, Statement)>,
     pad: String,
     plan: &'a Plan,
     class: &'a Class,
+    feed: &'a Feed<'a>,
 }
 
 impl Enqueuer<'_> {
@@ -147,7 +169,7 @@ impl Enqueuer<'_> {
                 continue;
             };
             if self.prepared.as_ref().is_none_or(|(g, ..)| *g != generation) {
-                match (client.prepare(ENQUEUE).await, client.prepare(BUSINESS_ROW).await) {
+                match (prepare_step(client, &self.plan.adapter.enqueue).await, client.prepare(BUSINESS_ROW).await) {
                     (Ok(e), Ok(b)) => self.prepared = Some((generation, e, b)),
                     _ if client.is_closed() => continue,
                     _ => {
@@ -158,8 +180,9 @@ impl Enqueuer<'_> {
             }
             let (_, enqueue, business) = self.prepared.as_ref().expect("prepared above");
             let (sent, began) = (start.elapsed(), Instant::now());
-            match send(client, self.plan, self.class, enqueue, business, &self.pad).await {
-                Ok(row) => return Delivery::Sent { job: row.get(0), sent, took: began.elapsed() },
+            let n = self.feed.next_n.fetch_add(1, Ordering::Relaxed);
+            match send(client, self.plan, self.class, (enqueue, business), &self.pad, n).await {
+                Ok(key) => return Delivery::Sent { job: self.feed.ids.surrogate(&key), sent, took: began.elapsed() },
                 Err(e) if super::connection_lost(&e, client) => tokio::time::sleep(Duration::from_millis(10)).await,
                 Err(_) => {
                     let _ = client.batch_execute("ROLLBACK").await;
@@ -170,25 +193,30 @@ impl Enqueuer<'_> {
     }
 }
 
-/// One enqueue (with its business row, in one transaction, if the scenario says so).
+/// One enqueue (with its business row, in one transaction, if the scenario says so): the new
+/// job's id as the queue returned it.
 async fn send(
     client: &tokio_postgres::Client,
     plan: &Plan,
     class: &Class,
-    enqueue: &Statement,
-    business: &Statement,
+    (enqueue, business): (&Prepared, &Statement),
     pad: &String,
-) -> Result<tokio_postgres::Row, tokio_postgres::Error> {
-    let max_attempts = plan.jobs.max_attempts;
-    if plan.load.business_row {
+    n: i64,
+) -> Result<Key, tokio_postgres::Error> {
+    let mut v = Values::new(plan);
+    let payload =
+        if pad.is_empty() { serde_json::json!({ "n": n }) } else { serde_json::json!({ "n": n, "pad": pad }) };
+    v.enqueue = Enqueue { payload: Some(payload), n, count: 0, class: &class.name, priority: class.priority };
+    let business_row = plan.load.business_row;
+    if business_row {
         client.batch_execute("BEGIN").await?;
         client.execute(business, &[pad]).await?;
-        let row = client.query_one(enqueue, &[&class.name, &class.priority, pad, &max_attempts]).await?;
-        client.batch_execute("COMMIT").await?;
-        Ok(row)
-    } else {
-        client.query_one(enqueue, &[&class.name, &class.priority, pad, &max_attempts]).await
     }
+    let rows = steps::rows(client, enqueue, &v, business_row).await?;
+    if business_row {
+        client.batch_execute("COMMIT").await?;
+    }
+    Ok(rows.first().map(|r| r.try_get::<_, Key>(0)).transpose()?.unwrap_or(Key::Int(n)))
 }
 
 #[cfg(test)]

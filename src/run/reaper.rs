@@ -2,11 +2,12 @@
 //! statement every `reaper_interval` from its own connection, sending
 //! expired leases back to the queue (or to `dead` past max_attempts).
 
+use super::conn::{Prepared, prepare_step};
+use super::steps;
+use super::values::Values;
 use crate::db::error_text;
 use crate::scenario::Plan;
-use crate::strategy::Param;
-use tokio_postgres::types::ToSql;
-use tokio_postgres::{Config, Statement};
+use tokio_postgres::Config;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -19,18 +20,9 @@ pub struct ReaperStats {
 pub async fn run(plan: &Plan, config: &Config, stop: &CancellationToken) -> ReaperStats {
     let mut stats = ReaperStats::default();
     let Some(mut side) = super::Side::connect(config, "the reaper").await else { return stats };
-    let (base, cap) = (plan.retry.base.as_secs_f64(), plan.retry.cap.as_secs_f64());
-    let params: Vec<&(dyn ToSql + Sync)> = plan
-        .strategy
-        .reclaim
-        .params
-        .iter()
-        .map(|p| -> &(dyn ToSql + Sync) {
-            if *p == Param::RetryBaseSecs { &base } else { &cap }
-        })
-        .collect();
+    let step = plan.adapter.reclaim.as_ref().expect("validated: reclaim = \"reaper\" needs the adapter's reclaim");
     // (connection generation, statement): prepared again after a reconnect.
-    let mut prepared: Option<(u64, Statement)> = None;
+    let mut prepared: Option<(u64, Prepared)> = None;
     loop {
         tokio::select! {
             _ = tokio::time::sleep(plan.lease.reaper_interval) => {}
@@ -38,21 +30,31 @@ pub async fn run(plan: &Plan, config: &Config, stop: &CancellationToken) -> Reap
         }
         let Some((client, generation)) = side.client().await else { continue };
         if prepared.as_ref().is_none_or(|(g, _)| *g != generation) {
-            match client.prepare(&plan.strategy.reclaim.sql).await {
+            match prepare_step(client, step).await {
                 Ok(s) => prepared = Some((generation, s)),
                 Err(e) if client.is_closed() => {
-                    eprintln!("warning: reaper: {}", error_text(&e));
+                    eprintln!("warning: reaper: {e}");
                     continue;
                 }
                 Err(e) => {
-                    eprintln!("warning: the reclaim statement failed to prepare: {}", error_text(&e));
+                    eprintln!("warning: the reclaim statement failed to prepare: {e}");
                     return stats;
                 }
             }
         }
         let stmt = &prepared.as_ref().expect("prepared above").1;
         stats.runs += 1;
-        match client.query(stmt, &params).await {
+        let v = Values::new(plan);
+        // A reclaim that returns rows (the built-in one: id and new status) counts them;
+        // one that returns nothing counts the rows its first statement changed.
+        if stmt.last().columns().is_empty() {
+            match steps::affected(client, stmt, &v).await {
+                Ok(n) => stats.reclaimed += n,
+                Err(e) => eprintln!("warning: reaper: {}", error_text(&e)),
+            }
+            continue;
+        }
+        match steps::rows(client, stmt, &v, false).await {
             Ok(rows) => {
                 for r in rows {
                     let status: Option<String> = r.try_get("status").ok();

@@ -7,11 +7,13 @@
 //! of the run (`budget`); `run.sample_interval = "off"` turns them off (the
 //! progress line stays, from the workers' counters).
 
+use super::values::Values;
 use super::worker::Progress;
 use crate::db::error_text;
-use crate::db::statements::{DEPTH, STATS};
+use crate::db::statements::STATS;
 use crate::model::records::PgSample;
 use crate::scenario::Plan;
+use futures_util::TryStreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::Ordering;
@@ -61,7 +63,7 @@ pub async fn run(
                 // While the server is down there is nothing to sample: a gap in the series.
                 let Some((client, generation)) = side.client().await else { continue };
                 if prepared.as_ref().is_none_or(|p: &Prepared| p.generation != generation) {
-                    prepared = match Prepared::new(client, generation).await {
+                    prepared = match Prepared::new(client, generation, plan).await {
                         Ok(p) => Some(p),
                         Err(e) => {
                             eprintln!("warning: sampler: {}", error_text(&e));
@@ -70,7 +72,7 @@ pub async fn run(
                     };
                 }
                 let statements = prepared.as_ref().expect("prepared above");
-                match sample(client, statements, &classes, t_ms).await {
+                match sample(client, statements, plan, &classes, t_ms).await {
                     Ok(s) => Some(s),
                     Err(e) => {
                         eprintln!("warning: sampler: {}", error_text(&e));
@@ -103,17 +105,21 @@ pub async fn run(
     out
 }
 
-/// The sampler's statements, prepared once per connection (`generation` counts reconnects).
+/// The sampler's statements, prepared once per connection (`generation` counts reconnects):
+/// the adapter's depth query (if it has one) and the table statistics.
 struct Prepared {
     generation: u64,
-    depth: Statement,
+    depth: Option<Statement>,
     stats: Statement,
 }
 
 impl Prepared {
-    async fn new(client: &Client, generation: u64) -> Result<Prepared, tokio_postgres::Error> {
-        let (depth, stats) = tokio::try_join!(client.prepare(DEPTH), client.prepare(STATS))?;
-        Ok(Prepared { generation, depth, stats })
+    async fn new(client: &Client, generation: u64, plan: &Plan) -> Result<Prepared, tokio_postgres::Error> {
+        let depth = match &plan.adapter.observe.depth {
+            Some(d) => Some(client.prepare(&d.sql).await?),
+            None => None,
+        };
+        Ok(Prepared { generation, depth, stats: client.prepare(STATS).await? })
     }
 }
 
@@ -121,14 +127,23 @@ impl Prepared {
 async fn sample(
     client: &Client,
     st: &Prepared,
+    plan: &Plan,
     classes: &[&str],
     t_ms: u64,
 ) -> Result<PgSample, tokio_postgres::Error> {
     let sent = Instant::now();
+    let v = Values::new(plan);
+    let depth = async {
+        match (&st.depth, &plan.adapter.observe.depth) {
+            (Some(d), Some(s)) => client.query_raw(d, v.bind(&s.params)).await?.try_collect::<Vec<_>>().await,
+            _ => Ok(Vec::new()),
+        }
+    };
+    let table: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&plan.adapter.table];
     let (flushed, depth, stats) = tokio::join!(
         client.batch_execute("SELECT pg_stat_force_next_flush(); SELECT pg_stat_clear_snapshot()"),
-        client.query(&st.depth, &[]),
-        client.query_one(&st.stats, &[]),
+        depth,
+        client.query_one(&st.stats, &table),
     );
     flushed?;
     let mut s = PgSample { t_ms, per_class: vec![(0, 0.0); classes.len()], ..Default::default() };

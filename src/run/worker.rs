@@ -10,24 +10,23 @@
 use super::conn::Conn;
 use super::faults::FaultState;
 use super::idle::{self, Backoff, Woken};
+use super::steps;
+use super::values::{Claimed, Values};
 use super::work;
+use crate::adapter::keys::{Interner, Key};
 use crate::collect::spill::Spill;
 use crate::collect::{Event, EventKind, FaultEvent, Latency, WorkerStats};
 use crate::error::SessionFailure;
 use crate::model::protocol::Mode;
 use crate::scenario::faults::{Kind, Point};
 use crate::scenario::{Plan, Stop};
-use crate::strategy::Param;
-use futures_util::TryStreamExt;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
-use tokio_postgres::types::ToSql;
-use tokio_postgres::{Config, Row};
+use tokio_postgres::Config;
 use tokio_util::sync::CancellationToken;
-use uuid::Uuid;
 
 /// Effects are written in batches of this many executions.
 const EFFECT_BATCH: usize = 64;
@@ -43,17 +42,6 @@ impl From<tokio_postgres::Error> for Halt {
     fn from(e: tokio_postgres::Error) -> Self {
         Halt::Db(e)
     }
-}
-
-/// A job as the claim returned it; `seq` numbers the worker's claims.
-#[derive(Debug, Clone, Copy)]
-struct Claimed {
-    id: i64,
-    attempt: i32,
-    token: Option<Uuid>,
-    seq: u32,
-    /// 0 = preloaded ("default"), i + 1 = the plan's class i.
-    class: u16,
 }
 
 /// Counters the live progress line reads; bumped once per claim and per completion.
@@ -76,6 +64,8 @@ pub struct Shared {
     pub progress: Arc<Progress>,
     /// Live counters for abort-on-fail expectations (None without any).
     pub live: Option<Arc<super::live::Live>>,
+    /// Numbers for the queue's own ids (uuid or text ids get one the first time they are seen).
+    pub ids: Arc<Interner>,
     /// The channel every connection LISTENs on (wakeup = "listen").
     pub channel: Option<String>,
     /// Set (once) when a worker could not reconnect within `run.reconnect_timeout`: the
@@ -99,7 +89,7 @@ pub struct Worker {
     /// Spilled to disk as it grows (see `collect::spill`).
     pub journal: Spill<Event>,
     pub faults: Vec<FaultEvent>,
-    effects_pending: (Vec<i64>, Vec<i32>),
+    effects_pending: Effects,
 }
 
 /// Why a worker stopped early (reported, not fatal to the run).
@@ -131,7 +121,7 @@ impl Worker {
             stats: WorkerStats::default(),
             journal: Spill::new(),
             faults: Vec::new(),
-            effects_pending: (Vec::with_capacity(EFFECT_BATCH), Vec::with_capacity(EFFECT_BATCH)),
+            effects_pending: Effects::default(),
         }
     }
 
@@ -147,12 +137,22 @@ impl Worker {
     }
 
     fn log_at(&mut self, t_us: u64, job: &Claimed, kind: EventKind) {
-        self.log_witnessed(t_us, job, kind, None);
+        self.log_witnessed(t_us, 0, job, kind, None);
     }
 
-    /// `witness`: for a completion, the job's newest claim when it was sent (live staleness).
-    fn log_witnessed(&mut self, t_us: u64, job: &Claimed, kind: EventKind, witness: Option<(i32, u32, u32)>) {
-        let e = Event { t_us, job: job.id, attempt: job.attempt, worker: self.id, claim: job.seq, kind };
+    /// `dur_us`: how long it took (see `Event`). `witness`: for a completion, the job's newest
+    /// claim when it was sent (live staleness).
+    fn log_witnessed(
+        &mut self,
+        t_us: u64,
+        dur_us: u64,
+        job: &Claimed,
+        kind: EventKind,
+        witness: Option<(i32, u32, u32)>,
+    ) {
+        let dur_us = dur_us.min(u64::from(u32::MAX)) as u32;
+        let (attempt, worker, claim, token) = (job.attempt, self.id, job.seq, job.tag);
+        let e = Event { t_us, job: job.id, attempt, worker, claim, kind, dur_us, token };
         if let Some(live) = &self.sh.live {
             live.observe(&e, witness);
         }
@@ -188,7 +188,7 @@ impl Worker {
             }
             self.sh.faults.gate(self.slot, &self.sh.stop).await;
             let result = match self.round().await {
-                Ok(true) if plan.run.effects_table && self.effects_pending.0.len() >= EFFECT_BATCH => {
+                Ok(true) if plan.run.effects_table && self.effects_pending.ids.len() >= EFFECT_BATCH => {
                     self.backoff.reset();
                     self.flush_effects().await.map_err(Halt::Db)
                 }
@@ -245,7 +245,7 @@ impl Worker {
                 return Err(WorkerFailure::StoppedReconnecting { worker: self.name.clone() });
             }
             self.stats.reconnect_attempts += 1;
-            let last = match Conn::open(&self.sh.config, &self.sh.plan.strategy, self.sh.channel.as_deref()).await {
+            let last = match Conn::open(&self.sh.config, &self.sh.plan.adapter, self.sh.channel.as_deref()).await {
                 Ok(c) => {
                     self.sh.faults.pids[self.slot as usize].store(c.pid, Ordering::Relaxed);
                     self.conn = Some(c);
@@ -307,8 +307,10 @@ impl Worker {
         let now = self.now_us();
         self.stats.drained_checks += 1;
         self.stats.second(now).drained_checks += 1;
-        match self.conn().client.query_one(&self.conn().remaining, &[]).await {
-            Ok(row) => Ok(row.get(0)),
+        let v = Values::new(&self.sh.plan);
+        let params = &self.sh.plan.adapter.observe.remaining.params;
+        match steps::first_row(&self.conn().client, &self.conn().remaining, v.bind(params)).await {
+            Ok(row) => Ok(steps::truthy(row.as_ref())),
             Err(e) => {
                 self.recover(&e).await?;
                 Ok(true)
@@ -348,7 +350,7 @@ impl Worker {
         }
         self.stats.claimed_jobs += jobs.len() as u64;
         for job in &jobs {
-            self.log_at(t1_us, job, EventKind::Claimed);
+            self.log_witnessed(t1_us, claim_us, job, EventKind::Claimed, None);
         }
         for (k, job) in jobs.iter().enumerate() {
             if let Err(h) = self.process(job).await {
@@ -383,7 +385,8 @@ impl Worker {
         };
         let d = work::sample(model, &mut self.rng);
         let (w0, w0_us) = self.clock();
-        if !self.work(job, d / 2).await? {
+        let mut beat = Beat::default();
+        if !self.work(job, d / 2, &mut beat).await? {
             return Ok(());
         }
         if kind.is_some_and(|k| k.poison) {
@@ -396,17 +399,17 @@ impl Worker {
             return Err(Halt::Crash { respawn_after: Duration::from_millis(100), new_identity: false });
         }
         self.point(Point::MidWork, job).await?;
-        if !self.work(job, d - d / 2).await? {
+        if !self.work(job, d - d / 2, &mut beat).await? {
             return Ok(());
         }
         self.sh.faults.gate(self.slot, &self.sh.stop).await;
         let (w1, w1_us) = self.clock();
-        self.stats.record(Latency::Work, w0_us, w1.duration_since(w0).as_micros() as u64);
-        self.log_at(w1_us, job, EventKind::Executed);
+        let worked = w1.duration_since(w0).as_micros() as u64;
+        self.stats.record(Latency::Work, w0_us, worked);
+        self.log_witnessed(w1_us, worked, job, EventKind::Executed, None);
         self.stats.second(w1_us).executions += 1;
         if plan.run.effects_table {
-            self.effects_pending.0.push(job.id);
-            self.effects_pending.1.push(job.attempt);
+            self.effects_pending.push(job, !plan.adapter.own_table());
         }
         self.point(Point::AfterEffect, job).await?;
         if let Some(k) = kind
@@ -442,50 +445,63 @@ impl Worker {
 
     /// Works for `d`, heartbeating if the scenario says so. Ok(false): the
     /// job is no longer ours (0-row heartbeat, or two failed heartbeats in a
-    /// row), so the worker stops before its side effect.
-    async fn work(&mut self, job: &Claimed, d: Duration) -> Result<bool, Halt> {
+    /// row), so the worker stops before its side effect. `beat` carries the
+    /// heartbeat schedule from one stretch of the job's work to the next (the
+    /// work is split around the `mid_work` fault point), so a job heartbeats
+    /// every `lease.heartbeat` of work however it is split.
+    async fn work(&mut self, job: &Claimed, d: Duration, beat: &mut Beat) -> Result<bool, Halt> {
         let Some(every) = self.sh.plan.lease.heartbeat else {
             self.sleep(d).await?;
             return Ok(true);
         };
-        let (mut left, mut failures) = (d, 0);
-        while !left.is_zero() {
-            let chunk = left.min(every);
-            self.sleep(chunk).await?;
-            left -= chunk;
-            if left.is_zero() {
-                break;
+        let mut left = d;
+        loop {
+            let due = every.saturating_sub(beat.worked);
+            if left <= due {
+                // The work ends before (or as) the next heartbeat falls due.
+                self.sleep(left).await?;
+                beat.worked += left;
+                return Ok(true);
             }
+            self.sleep(due).await?;
+            left -= due;
+            beat.worked = Duration::ZERO;
             self.sh.faults.gate(self.slot, &self.sh.stop).await;
-            let t = self.now_us();
-            let v = self.values(Some(job), 0.0, "");
-            let result = self
-                .conn()
-                .client
-                .execute_raw(&self.conn().heartbeat, v.bind(&self.sh.plan.strategy.heartbeat.params))
-                .await;
-            self.stats.heartbeats += 1;
-            match result {
-                Ok(0) => {
-                    self.log_at(t, job, EventKind::HeartbeatRejected);
-                    return Ok(false);
-                }
-                Ok(_) => {
-                    self.log_at(t, job, EventKind::HeartbeatOk);
-                    failures = 0;
-                }
-                Err(e) if self.hold() => return Err(Halt::Db(e)),
-                Err(e) => {
-                    failures += 1;
-                    self.recover(&e).await.map_err(|_| Halt::Stopped)?;
-                    if failures >= 2 {
-                        self.log(job, EventKind::Abandoned);
-                        return Ok(false);
-                    }
-                }
+            if !self.heartbeat(job, &mut beat.failures).await? {
+                return Ok(false);
             }
         }
-        Ok(true)
+    }
+
+    /// One heartbeat. Ok(false): the job is no longer ours.
+    async fn heartbeat(&mut self, job: &Claimed, failures: &mut u32) -> Result<bool, Halt> {
+        let t = self.now_us();
+        let v = self.values(Some(job), 0.0, "");
+        let conn = self.conn();
+        let step = conn.heartbeat.as_ref().expect("validated: lease.heartbeat needs the adapter's heartbeat");
+        let result = steps::write(&conn.client, step, &v, self.hold()).await;
+        self.stats.heartbeats += 1;
+        match result {
+            Ok(false) => {
+                self.log_at(t, job, EventKind::HeartbeatRejected);
+                Ok(false)
+            }
+            Ok(true) => {
+                self.log_at(t, job, EventKind::HeartbeatOk);
+                *failures = 0;
+                Ok(true)
+            }
+            Err(e) if self.hold() => Err(Halt::Db(e)),
+            Err(e) => {
+                *failures += 1;
+                self.recover(&e).await.map_err(|_| Halt::Stopped)?;
+                if *failures >= 2 {
+                    self.log(job, EventKind::Abandoned);
+                    return Ok(false);
+                }
+                Ok(true)
+            }
+        }
     }
 
     async fn sleep(&self, d: Duration) -> Result<(), Halt> {
@@ -500,13 +516,11 @@ impl Worker {
     }
 
     async fn claim(&mut self) -> Result<Vec<Claimed>, tokio_postgres::Error> {
-        let strategy = &self.sh.plan.strategy;
         let conn = self.conn();
         let ids: Vec<i64> = match &conn.select {
             Some(select) => {
                 let v = self.values(None, 0.0, "");
-                let params = &strategy.select.as_ref().expect("select").params;
-                let rows: Vec<Row> = conn.client.query_raw(select, v.bind(params)).await?.try_collect().await?;
+                let rows = steps::rows(&conn.client, select, &v, self.hold()).await?;
                 let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
                 if ids.is_empty() {
                     return Ok(Vec::new());
@@ -517,26 +531,33 @@ impl Worker {
         };
         let mut v = self.values(None, 0.0, "");
         v.ids = &ids;
-        let rows: Vec<Row> =
-            conn.client.query_raw(&conn.claim, v.bind(&strategy.claim.params)).await?.try_collect().await?;
-        let (ca, ct, cq) = (conn.col_attempt, conn.col_token, conn.col_queue);
+        let rows = steps::rows(&conn.client, &conn.claim, &v, self.hold()).await?;
+        let cols = conn.columns;
         let classes = &self.sh.plan.load.classes;
         let first = self.seq;
         self.seq += rows.len() as u32;
-        Ok(rows
-            .iter()
-            .enumerate()
-            .map(|(i, r)| Claimed {
-                id: r.get("id"),
-                attempt: ca.map_or(-1, |i| r.get(i)),
-                token: ct.and_then(|i| r.get::<_, Option<Uuid>>(i)),
+        let mut out = Vec::with_capacity(rows.len());
+        for (i, r) in rows.iter().enumerate() {
+            let key: Key = r.try_get(cols.id)?;
+            let attempt_key: Option<Key> = cols.attempt.map(|c| r.try_get(c)).transpose()?;
+            let attempt = attempt_key.as_ref().and_then(Key::as_int).map_or(-1, |a| a as i32);
+            let token: Option<Key> = cols.token.map(|c| r.try_get::<_, Option<Key>>(c)).transpose()?.flatten();
+            out.push(Claimed {
+                tag: token.as_ref().map_or(0, Key::tag),
+                id: self.sh.ids.surrogate(&key),
+                key,
+                attempt,
+                attempt_key: attempt_key.unwrap_or(Key::Int(-1)),
+                token,
                 seq: first + i as u32 + 1,
-                class: cq
-                    .and_then(|i| r.get::<_, Option<&str>>(i))
+                class: cols
+                    .class
+                    .and_then(|c| r.get::<_, Option<&str>>(c))
                     .and_then(|q| classes.iter().position(|c| c.name == q))
                     .map_or(0, |c| c as u16 + 1),
-            })
-            .collect())
+            });
+        }
+        Ok(out)
     }
 
     /// Completes the job. In lease mode a lost connection is restored and the completion retried once.
@@ -568,18 +589,19 @@ impl Worker {
         for retry in [false, true] {
             let (sent, t) = self.clock();
             let conn = self.conn();
-            let (stmt, params) = if fail {
-                (&conn.fail, &self.sh.plan.strategy.fail.params)
+            let step = if fail {
+                conn.fail.as_ref().expect("validated: a failing job type needs the adapter's fail")
             } else {
-                (&conn.complete, &self.sh.plan.strategy.complete.params)
+                &conn.complete
             };
             let v = self.values(Some(job), backoff, code);
             let witness = self.sh.live.as_ref().filter(|_| !fail).and_then(|l| l.latest_claim(job.id));
-            match conn.client.execute_raw(stmt, v.bind(params)).await {
-                Ok(rows) => {
-                    self.stats.record(Latency::Complete, t, sent.elapsed().as_micros() as u64);
-                    self.log_witnessed(t, job, if rows > 0 { kinds.0 } else { kinds.1 }, witness);
-                    if rows > 0 && !fail {
+            match steps::write(&conn.client, step, &v, self.hold()).await {
+                Ok(accepted) => {
+                    let took = sent.elapsed().as_micros() as u64;
+                    self.stats.record(Latency::Complete, t, took);
+                    self.log_witnessed(t, took, job, if accepted { kinds.0 } else { kinds.1 }, witness);
+                    if accepted && !fail {
                         self.stats.second(t).completions += 1;
                         self.sh.progress.completed.fetch_add(1, Ordering::Relaxed);
                     }
@@ -595,88 +617,71 @@ impl Worker {
     }
 
     async fn flush_effects(&mut self) -> Result<(), tokio_postgres::Error> {
-        if self.effects_pending.0.is_empty() {
+        if self.effects_pending.ids.is_empty() {
             return Ok(());
         }
-        let worker = self.id as i32;
-        let (ids, attempts) = &self.effects_pending;
         let conn = self.conn.as_ref().expect("connected");
-        conn.client.execute(&conn.effects, &[ids, &worker, attempts]).await?;
-        self.effects_pending.0.clear();
-        self.effects_pending.1.clear();
+        let e = &self.effects_pending;
+        if self.sh.plan.adapter.own_table() {
+            let worker = self.id as i32;
+            conn.client.execute(&conn.effects, &[&e.ids, &worker, &e.attempts]).await?;
+        } else {
+            conn.client.execute(&conn.effects, &[&e.keys, &e.ids, &self.name, &e.attempts]).await?;
+        }
+        self.effects_pending.clear();
         Ok(())
     }
 
     /// The name of the group this worker's slot belongs to (`:pool`); the
     /// slot, not the connection, decides, so a respawned worker keeps its pool.
-    fn pool(&self) -> &String {
-        static NONE: String = String::new();
-        self.sh.plan.workers.groups.iter().find(|(_, ids)| ids.contains(&self.slot)).map_or(&NONE, |(name, _)| name)
+    fn pool(&self) -> &str {
+        self.sh.plan.workers.groups.iter().find(|(_, ids)| ids.contains(&self.slot)).map_or("", |(name, _)| name)
     }
 
     fn values<'a>(&'a self, job: Option<&'a Claimed>, backoff_secs: f64, error: &'a str) -> Values<'a> {
-        Values {
-            batch: i64::from(self.sh.plan.workers.batch),
-            lease_secs: self.sh.plan.lease.duration.as_secs_f64(),
-            aging_step_secs: self.sh.plan.workers.ordering.aging_step.as_secs_f64(),
-            aging_cap: self.sh.plan.workers.ordering.aging_cap,
-            deadline_secs: self.sh.plan.workers.ordering.deadline.as_secs_f64(),
-            worker: &self.name,
-            pool: self.pool(),
-            ids: &[],
-            job,
-            backoff_secs,
-            error,
-        }
+        let mut v = Values::new(&self.sh.plan);
+        v.worker = &self.name;
+        v.pool = self.pool();
+        v.job = job;
+        v.backoff_secs = backoff_secs;
+        v.error = error;
+        v
     }
 }
 
-/// The values a statement's named parameters draw from.
-struct Values<'a> {
-    batch: i64,
-    lease_secs: f64,
-    aging_step_secs: f64,
-    aging_cap: i64,
-    deadline_secs: f64,
-    worker: &'a String,
-    /// The worker's group name (`:pool`).
-    pool: &'a String,
-    ids: &'a [i64],
-    job: Option<&'a Claimed>,
-    backoff_secs: f64,
-    error: &'a str,
+/// Executions not yet in the effects table: the journal's numbers and attempts, and for an
+/// adapter the queue's own ids as text.
+#[derive(Debug, Default)]
+struct Effects {
+    ids: Vec<i64>,
+    attempts: Vec<i32>,
+    keys: Vec<String>,
 }
 
-static NO_UUID: Option<Uuid> = None;
-static NO_ID: i64 = 0;
-static NO_ATTEMPT: i32 = 0;
-static NO_SECS: f64 = 0.0;
+impl Effects {
+    fn push(&mut self, job: &Claimed, keys: bool) {
+        self.ids.push(job.id);
+        self.attempts.push(job.attempt);
+        if keys {
+            self.keys.push(job.key.show());
+        }
+    }
 
-impl<'a> Values<'a> {
-    /// The statement's parameters in order, as an iterator (the `*_raw` driver calls take one: no Vec per statement).
-    fn bind(&'a self, params: &'a [Param]) -> impl ExactSizeIterator<Item = &'a (dyn ToSql + Sync)> + 'a {
-        params.iter().map(|p| -> &'a (dyn ToSql + Sync) {
-            match p {
-                Param::Batch => &self.batch,
-                Param::LeaseSecs => &self.lease_secs,
-                Param::Worker => self.worker,
-                Param::Ids => &self.ids,
-                Param::Id => self.job.map_or(&NO_ID, |j| &j.id),
-                Param::Attempt => self.job.map_or(&NO_ATTEMPT, |j| &j.attempt),
-                Param::Token => self.job.map_or(&NO_UUID, |j| &j.token),
-                Param::BackoffSecs => &self.backoff_secs,
-                Param::Error => &self.error,
-                Param::RetryBaseSecs | Param::RetryCapSecs => &NO_SECS,
-                Param::AgingStepSecs => &self.aging_step_secs,
-                Param::AgingCap => &self.aging_cap,
-                Param::DeadlineSecs => &self.deadline_secs,
-                Param::Pool => self.pool,
-            }
-        })
+    fn clear(&mut self) {
+        self.ids.clear();
+        self.attempts.clear();
+        self.keys.clear();
     }
 }
 
 /// SQLSTATE, or `io` when the connection itself failed.
 pub fn error_code(e: &tokio_postgres::Error) -> String {
     e.code().map_or_else(|| "io".to_string(), |c| c.code().to_string())
+}
+/// A claim's heartbeat schedule across the stretches of its work: the work done since the
+/// last heartbeat (or the claim), and the failed heartbeats in a row.
+#[derive(Debug, Default)]
+struct Beat {
+    worked: Duration,
+    failures: u32,
 }

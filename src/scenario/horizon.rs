@@ -98,7 +98,8 @@ pub fn vacuum_steps(raw: &[RawVacuum]) -> Result<Vec<VacuumStep>, Invalid> {
                 )));
             }
         };
-        let command = format!("VACUUM (VERBOSE{cleanup}) jobs");
+        // `{table}`: the queue's table, written in by the runner (`jobs`, or an adapter's).
+        let command = format!("VACUUM (VERBOSE{cleanup}) {{table}}");
         out.push(VacuumStep { name: v.name.clone(), at, pgstattuple: v.pgstattuple, command });
     }
     Ok(out)

@@ -5,6 +5,10 @@
 //! applied, so an override gets exactly the same validation as the file.
 
 use super::raw::RawScenario;
+/// Where a scenario author finds every key (said after a missing key).
+const SCENARIO_KEYS: &str = "docs/scenario-files.md lists every key";
+
+use crate::error::toml_hint;
 use crate::error::{Access, Error, Invalid, Result};
 use std::path::{Path, PathBuf};
 
@@ -29,6 +33,18 @@ impl Source {
             via_set,
             reason: reason.to_string(),
         }
+    }
+}
+
+impl Source {
+    /// Does the file or a `--set` give this key (rather than its default)?
+    pub fn gives(&self, key: &str) -> bool {
+        self.overrides.iter().any(|o| o.split('=').next() == Some(key)) || find_key_line(&self.text, key).is_some()
+    }
+
+    /// The folder the scenario's relative paths start from.
+    pub fn folder(&self) -> &Path {
+        self.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
     }
 }
 
@@ -61,48 +77,13 @@ pub fn load(path: &Path, sets: &[String]) -> Result<(RawScenario, Source)> {
 impl RawScenario {
     fn deserialize_table(table: toml::Table) -> std::result::Result<RawScenario, Invalid> {
         use serde::Deserialize;
-        RawScenario::deserialize(table).map_err(|e| Invalid::new(with_hint(e.to_string())))
+        RawScenario::deserialize(table).map_err(|e| Invalid::new(toml_hint(e.to_string(), SCENARIO_KEYS)))
     }
 }
 
 /// Parses scenario text; the error names line and column and suggests the nearest key.
 pub fn parse_text(text: &str) -> std::result::Result<RawScenario, Invalid> {
-    toml::from_str::<RawScenario>(text).map_err(|e| Invalid::new(with_hint(e.to_string())))
-}
-
-/// Adds "did you mean `count`?" to serde's "unknown field `coutn`, expected one of …",
-/// and what to add to "missing field `complete`".
-fn with_hint(message: String) -> String {
-    // serde names Rust types; a scenario author thinks in TOML values.
-    let message = [
-        ("expected i64", "expected a whole number"),
-        ("expected u64", "expected a whole number"),
-        ("expected u32", "expected a whole number"),
-        ("expected f64", "expected a number"),
-        ("expected a sequence", "expected a list [ … ]"),
-        ("expected a map", "expected a table { … }"),
-    ]
-    .iter()
-    .fold(message, |m, (from, to)| m.replace(from, to));
-    if let Some(field) = message.split("missing field `").nth(1).and_then(|r| r.split('`').next()) {
-        return format!(
-            "{}\nadd `{field} = …` to the table shown above (README, \"Scenario files\", lists every key)",
-            message.trim_end()
-        );
-    }
-    let Some(pos) = message.find("unknown field `").or_else(|| message.find("unknown variant `")) else {
-        return message;
-    };
-    let words: Vec<&str> = message[pos..].split('`').skip(1).step_by(2).collect();
-    let Some((wrong, candidates)) = words.split_first() else {
-        return message;
-    };
-    let best =
-        candidates.iter().map(|c| (strsim::levenshtein(wrong, c), *c)).filter(|(d, c)| *d <= 2.max(c.len() / 3)).min();
-    match best {
-        Some((_, c)) => format!("{}\ndid you mean `{c}`?", message.trim_end()),
-        None => message,
-    }
+    toml::from_str::<RawScenario>(text).map_err(|e| Invalid::new(toml_hint(e.to_string(), SCENARIO_KEYS)))
 }
 
 /// Applies one `dotted.key=value`. The value is read as TOML if it parses
@@ -161,31 +142,7 @@ fn split_key(key: &str) -> std::result::Result<Vec<String>, Invalid> {
     Ok(parts)
 }
 
-/// Finds the 1-based line that sets `key` (`workers.count`), following
-/// `[table]` headers. Good enough for error messages; not a TOML parser.
-pub fn find_key_line(text: &str, key: &str) -> Option<usize> {
-    let (table, leaf) = match key.rsplit_once('.') {
-        Some((t, l)) => (t, l),
-        None => ("", key),
-    };
-    let mut current = String::new();
-    for (i, line) in text.lines().enumerate() {
-        let l = line.trim();
-        if let Some(h) = l.strip_prefix('[') {
-            current = h.trim_start_matches('[').trim_end_matches(']').trim().to_string();
-            continue;
-        }
-        let Some((k, _)) = l.split_once('=') else {
-            continue;
-        };
-        let k = k.trim().trim_matches('"');
-        let full = if current.is_empty() { k.to_string() } else { format!("{current}.{k}") };
-        if full == key || (current == table && k == leaf) {
-            return Some(i + 1);
-        }
-    }
-    None
-}
+pub use crate::error::find_key_line;
 
 #[cfg(test)]
 mod tests {

@@ -6,10 +6,10 @@ use super::faults::{Fault, JobType};
 use super::horizon::{Blocker, VacuumStep};
 use super::load::Source;
 use super::units::format_duration;
+use crate::adapter::Adapter;
 use crate::model::expect::Expectation;
 use crate::model::protocol::{Fencing, Mode, Reclaim};
 use crate::model::tolerance::Tolerances;
-use crate::strategy::Strategy;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -25,7 +25,10 @@ pub struct Plan {
     pub time_scale: f64,
     pub jobs: JobSettings,
     pub workers: WorkerSettings,
-    pub strategy: Strategy,
+    /// The queue: a built-in strategy over queuebench's table, or an adapter.
+    pub adapter: Adapter,
+    /// `setup_command`: creates the adapter's schema instead of its `setup` SQL (absolute paths).
+    pub setup_command: Option<Vec<String>>,
     pub lease: LeaseSettings,
     pub retry: Retry,
     pub faults: Vec<Fault>,
@@ -84,8 +87,12 @@ pub struct RunSettings {
     /// How long the workers wait for a lost server to come back before the run ends (exit 3).
     pub reconnect_timeout: Duration,
     pub effects_table: bool,
+    /// Write `history.csv.gz` and `final_state.csv.gz` (docs/history.md).
+    pub history: bool,
     /// None: `run.sample_interval = "off"` (no Postgres time series; the progress line still runs).
     pub sample_interval: Option<Duration>,
+    /// The harness's own time series (`timeseries.csv`), whole seconds.
+    pub series_interval: Duration,
     pub plan_probe: Option<Duration>,
     /// A class whose oldest ready job waits longer than this is starving.
     pub starvation_threshold: Duration,

@@ -2,8 +2,8 @@
 //! `deny_unknown_fields` everywhere so a typo is an error, and no I/O or
 //! validation. `plan.rs` turns this into a `Plan`.
 
+use crate::adapter::builtin::RawStrategy;
 pub use crate::model::protocol::{Fencing, Mode, Reclaim};
-use crate::strategy::RawStrategy;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -14,6 +14,12 @@ pub struct RawScenario {
     #[serde(default)]
     pub description: String,
     pub seed: Option<u64>,
+    /// The queue under test: a shipped adapter's name or an adapter file relative to the
+    /// scenario (`docs/adapters.md`); exclusive with `workers.strategy`.
+    pub adapter: Option<String>,
+    /// A command that creates the adapter's schema instead of its `setup` SQL (the real
+    /// library's migrations), relative to the scenario's folder.
+    pub setup_command: Option<Vec<String>>,
     #[serde(default)]
     pub jobs: RawJobs,
     #[serde(default)]
@@ -371,9 +377,15 @@ pub struct RawRun {
     pub timeout: String,
     #[serde(default = "yes")]
     pub effects_table: bool,
+    /// Keep the history (`history.csv.gz`, `final_state.csv.gz`) in the run folder.
+    #[serde(default = "yes")]
+    pub history: bool,
     /// How often the Postgres time series is sampled.
     #[serde(default = "default_sample_interval")]
     pub sample_interval: String,
+    /// The harness's own time series (`timeseries.csv`): whole seconds.
+    #[serde(default = "default_series_interval")]
+    pub series_interval: String,
     /// Run the claim under EXPLAIN (ANALYZE, BUFFERS) this often ("off" or a duration).
     #[serde(default = "off")]
     pub plan_probe: String,
@@ -405,6 +417,10 @@ fn default_sample_interval() -> String {
     "1s".into()
 }
 
+fn default_series_interval() -> String {
+    "1s".into()
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawPhase {
@@ -428,7 +444,9 @@ impl Default for RawRun {
             stop: default_stop(),
             timeout: default_timeout(),
             effects_table: true,
+            history: true,
             sample_interval: default_sample_interval(),
+            series_interval: default_series_interval(),
             plan_probe: off(),
             phases: Vec::new(),
             starvation_threshold: default_starvation_threshold(),

@@ -8,16 +8,16 @@ use super::horizon;
 use super::load::Source;
 use super::load_model;
 use super::plan::{
-    ClaimOrder, JobSettings, LeaseSettings, Plan, PostgresSettings, Retry, RunSettings, Stop, WorkerSettings,
+    ClaimOrder, JobSettings, LeaseSettings, Plan, PostgresSettings, Retry, RunSettings, Stop, Wakeup, WorkerSettings,
 };
 use super::raw::{RawExpect, RawScenario, Reclaim};
 use super::units::{format_duration, parse_duration};
 use super::values::{idle, pools, quotas, setting_value, work_model};
+use crate::adapter::{self, Adapter};
 use crate::error::{Error, Invalid, Result};
 use crate::model::expect::{self, Expectation};
 use crate::model::summary::RunSummary;
 use crate::model::tolerance::Tolerances;
-use crate::strategy::{self, Strategy};
 use std::fmt::Display;
 use std::time::Duration;
 
@@ -64,8 +64,8 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         ));
     }
     let jobs = jobs(&raw, &at)?;
-    let (workers, strategy) = workers(&raw, &at)?;
-    let lease = lease(&raw, &at)?;
+    let (workers, adapter) = workers(&raw, &at)?;
+    let lease = lease(&raw, &at, &adapter)?;
     let retry = Retry {
         base: at.duration("retry.base", &raw.retry.base)?,
         cap: at.duration("retry.cap", &raw.retry.cap)?,
@@ -89,6 +89,7 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         return Err(at.err("run.stop", "stop = \"claims\" needs workers.max_claims"));
     }
     let (expectations, tolerances) = gate(&raw, &at)?;
+    let setup_command = setup_command(&raw, &at, &adapter)?;
     if raw.jobs.preload == 0 && !load.is_open() && run.stop == Stop::Drained {
         return Err(at.err("jobs.preload", "nothing to do: preload jobs, or add [[jobs.classes]] producers"));
     }
@@ -102,7 +103,8 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         time_scale,
         jobs,
         workers,
-        strategy,
+        setup_command,
+        adapter,
         lease,
         retry,
         faults,
@@ -112,6 +114,7 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         tolerances,
         source,
     };
+    adapter_fits(&plan, &At(&plan.source))?;
     if let Err(e) = super::scale::apply(&mut plan) {
         return Err(plan.source.error("run.time_scale", e));
     }
@@ -129,8 +132,9 @@ fn jobs(raw: &RawScenario, at: &At) -> Result<JobSettings> {
     Ok(JobSettings { preload: raw.jobs.preload as u64, max_attempts, types, type_of })
 }
 
-/// `[workers]` and the strategy they claim with (a quota claim sets the batch).
-fn workers(raw: &RawScenario, at: &At) -> Result<(WorkerSettings, Strategy)> {
+/// `[workers]` and the queue they claim from: the adapter, or the strategy over queuebench's
+/// table (a quota claim sets the batch).
+fn workers(raw: &RawScenario, at: &At) -> Result<(WorkerSettings, Adapter)> {
     let w = &raw.workers;
     let count = at.count("workers.count", w.count)?;
     let batch = at.count("workers.batch", w.batch)?;
@@ -141,8 +145,17 @@ fn workers(raw: &RawScenario, at: &At) -> Result<(WorkerSettings, Strategy)> {
     let idle = idle(w).map_err(|e| at.invalid("workers", e))?;
     let work = work_model(&w.work).map_err(|e| at.invalid("workers.work", e))?;
     let quotas = quotas(raw).map_err(|e| at.invalid("workers.quotas", e))?;
-    let strategy = strategy::resolve(&w.strategy, &raw.strategies, raw.lease.fencing, &quotas)
-        .map_err(|e| at.invalid("workers.strategy", e))?;
+    let strategy = match &raw.adapter {
+        Some(spec) => {
+            if at.0.gives("workers.strategy") {
+                return Err(at.err("adapter", "adapter and workers.strategy are exclusive: the adapter is the queue"));
+            }
+            let lease = |s: &str| parse_duration(s).map_err(|e| e.to_string());
+            adapter::file::load(spec, at.0.folder(), lease)?
+        }
+        None => adapter::builtin::resolve(&w.strategy, &raw.strategies, raw.lease.fencing, &quotas)
+            .map_err(|e| at.invalid("workers.strategy", e))?,
+    };
     // A quota claim's batch is the sum of its quotas: `workers.batch` may be
     // left out or set to that sum, nothing else (it would mean nothing).
     let batch = if quotas.is_empty() {
@@ -181,10 +194,14 @@ fn workers(raw: &RawScenario, at: &At) -> Result<(WorkerSettings, Strategy)> {
     Ok((settings, strategy))
 }
 
-/// `[lease]`: duration, fencing, heartbeat, reclaim.
-fn lease(raw: &RawScenario, at: &At) -> Result<LeaseSettings> {
+/// `[lease]`: duration (the adapter's own default when the scenario leaves it out), fencing,
+/// heartbeat, reclaim.
+fn lease(raw: &RawScenario, at: &At, adapter: &Adapter) -> Result<LeaseSettings> {
     let l = &raw.lease;
-    let duration = at.duration("lease.duration", &l.duration)?;
+    let duration = match adapter.default_lease {
+        Some(d) if !at.0.gives("lease.duration") => d,
+        _ => at.duration("lease.duration", &l.duration)?,
+    };
     if duration < Duration::from_millis(1) {
         return Err(at.err("lease.duration", "must be at least 1ms"));
     }
@@ -204,6 +221,7 @@ fn lease(raw: &RawScenario, at: &At) -> Result<LeaseSettings> {
         ));
     }
     if l.reclaim == Reclaim::Inline
+        && adapter.own_table()
         && raw.workers.strategy != "skip-locked-inline-reclaim"
         && !raw.strategies.contains_key(&raw.workers.strategy)
     {
@@ -219,6 +237,62 @@ fn lease(raw: &RawScenario, at: &At) -> Result<LeaseSettings> {
         reclaim: l.reclaim,
         reaper_interval: at.duration("lease.reaper_interval", &l.reaper_interval)?,
     })
+}
+
+/// `setup_command`: only with an adapter file; its program relative to the scenario's folder.
+fn setup_command(raw: &RawScenario, at: &At, adapter: &Adapter) -> Result<Option<Vec<String>>> {
+    let Some(command) = &raw.setup_command else { return Ok(None) };
+    if adapter.own_table() {
+        return Err(at.err("setup_command", "replaces an adapter's setup SQL: it needs adapter = \"…\""));
+    }
+    let Some(program) = command.first().filter(|p| !p.trim().is_empty()) else {
+        return Err(
+            at.err("setup_command", "give the program and its arguments, e.g. [\"../clients/x/run\", \"setup\"]")
+        );
+    };
+    let resolved = if program.contains('/') { at.0.folder().join(program) } else { program.into() };
+    let resolved = std::path::absolute(&resolved).unwrap_or(resolved);
+    Ok(Some(std::iter::once(resolved.display().to_string()).chain(command[1..].iter().cloned()).collect()))
+}
+
+/// What an adapter file must have for the scenario's features, and the features that need
+/// queuebench's own table. Each error names the scenario key that asks for it.
+fn adapter_fits(plan: &Plan, at: &At) -> Result<()> {
+    let a = &plan.adapter;
+    let missing = |key: &str, step: &str| {
+        at.err(key, format!("needs the adapter's `{step}` statement, which `{}` does not have", a.name))
+    };
+    if plan.jobs.types.iter().any(|t| t.fail_probability > 0.0) && a.fail.is_none() {
+        return Err(missing("jobs.types", "fail"));
+    }
+    if plan.lease.heartbeat.is_some() && a.heartbeat.is_none() {
+        return Err(missing("lease.heartbeat", "heartbeat"));
+    }
+    if plan.lease.reclaim == Reclaim::Reaper && a.reclaim.is_none() {
+        return Err(missing("lease.reclaim", "reclaim"));
+    }
+    let cancels = plan.faults.iter().any(|f| matches!(f.kind, super::faults::Kind::Cancel { .. }));
+    if cancels && a.cancel.is_none() {
+        return Err(missing("faults", "cancel"));
+    }
+    if a.own_table() {
+        return Ok(());
+    }
+    let own_table_only = [
+        ("jobs.business_row", plan.load.business_row, "a business row is enqueued beside queuebench's own table"),
+        ("workers.wakeup", plan.workers.idle.wakeup == Wakeup::Listen, "LISTEN needs queuebench's NOTIFY trigger"),
+        (
+            "faults",
+            plan.faults.iter().any(|f| matches!(f.kind, super::faults::Kind::LockHold { rows: Some(_), .. })),
+            "lock_hold with rows picks rows of queuebench's own table (without rows it locks the adapter's table)",
+        ),
+    ];
+    for (key, used, why) in own_table_only {
+        if used {
+            return Err(at.err(key, format!("not with an adapter yet: {why}")));
+        }
+    }
+    Ok(())
 }
 
 /// `[run]`: stop condition, timeouts, sampler, probe, starvation threshold.
@@ -246,6 +320,10 @@ fn run_settings(raw: &RawScenario, at: &At) -> Result<RunSettings> {
             Some(d)
         }
     };
+    let series_interval = at.duration("run.series_interval", &r.series_interval)?;
+    if series_interval.is_zero() || series_interval.subsec_nanos() != 0 {
+        return Err(at.err("run.series_interval", "must be whole seconds, e.g. \"1s\" or \"5s\""));
+    }
     let starvation_threshold = at.duration("run.starvation_threshold", &r.starvation_threshold)?;
     if starvation_threshold.is_zero() {
         return Err(at.err("run.starvation_threshold", "must be above 0, e.g. \"10s\""));
@@ -259,7 +337,9 @@ fn run_settings(raw: &RawScenario, at: &At) -> Result<RunSettings> {
         timeout: at.duration("run.timeout", &r.timeout)?,
         reconnect_timeout,
         effects_table: r.effects_table,
+        history: r.history,
         sample_interval,
+        series_interval,
         plan_probe,
         starvation_threshold,
     })
@@ -326,7 +406,7 @@ fn gate(raw: &RawScenario, at: &At) -> Result<(Vec<Expectation>, Tolerances)> {
 #[cfg(test)]
 mod tests {
     use super::super::load::{Source, parse_text};
-    use super::super::plan::{Idle, Wakeup, WorkModel};
+    use super::super::plan::{Idle, WorkModel};
     use super::*;
 
     fn plan(text: &str) -> Result<Plan> {
@@ -354,12 +434,15 @@ mod tests {
         assert_eq!(plan("name = \"x\"\n[run]\nsample_interval = \"off\"\n").unwrap().run.sample_interval, None);
         let e = plan("name = \"x\"\n[run]\nsample_interval = \"50ms\"\n").unwrap_err().to_string();
         assert!(e.contains("run.sample_interval") && e.contains("\"off\""), "{e}");
+        assert_eq!(plan("name = \"x\"\n").unwrap().run.series_interval, Duration::from_secs(1));
+        let e = plan("name = \"x\"\n[run]\nseries_interval = \"1500ms\"\n").unwrap_err().to_string();
+        assert!(e.contains("run.series_interval") && e.contains("whole seconds"), "{e}");
     }
 
     #[test]
     fn defaults_resolve() {
         let p = plan("name = \"x\"\n[jobs]\npreload = 1\n").unwrap();
-        assert_eq!((p.workers.count, p.workers.batch, p.strategy.name.as_str()), (1, 1, "skip-locked"));
+        assert_eq!((p.workers.count, p.workers.batch, p.adapter.name.as_str()), (1, 1, "skip-locked"));
         assert_eq!(p.run.stop, Stop::Drained);
         assert_eq!(p.workers.work, WorkModel::Fixed(Duration::ZERO));
     }
@@ -431,7 +514,7 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(p.workers.batch, 8);
-        let sql = &p.strategy.claim.text;
+        let sql = &p.adapter.claim.first().text;
         // Class order, not the quotas' order: high's CTE comes first.
         assert!(sql.find("class = 'high'").unwrap() < sql.find("class = 'normal'").unwrap(), "{sql}");
         assert!(sql.contains("LIMIT 5") && sql.contains("LIMIT 3"), "{sql}");
@@ -479,7 +562,7 @@ mod tests {
         let ok = "[[workers.groups]]\nname = \"high\"\ncount = 1\n[[workers.groups]]\nname = \"normal\"\ncount = 1\n";
         let p = with(ok).unwrap();
         assert_eq!(p.workers.groups, vec![("high".to_string(), vec![1]), ("normal".to_string(), vec![2])]);
-        assert!(p.strategy.claim.params.contains(&crate::strategy::Param::Pool));
+        assert!(p.adapter.claim.first().params.contains(&crate::adapter::Param::Pool));
         let e = with(&ok.replace("\"normal\"", "\"slow\"")).unwrap_err().to_string();
         assert!(
             e.contains("workers.groups") && e.contains("group `slow`") && e.contains("high, normal, default"),

@@ -6,8 +6,8 @@
 use super::plan::{DEFAULT_CLASS, Idle, Wakeup, WorkModel};
 use super::raw::RawScenario;
 use super::units::parse_duration;
+use crate::adapter::builtin as strategy;
 use crate::error::Invalid;
-use crate::strategy;
 use std::time::Duration;
 
 /// The classes a scenario's jobs can have, in declaration order: its

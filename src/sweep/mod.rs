@@ -141,7 +141,7 @@ fn progress_line(r: &CellResult, total: usize) -> String {
             recommend::secs(m.work_p99_s),
             recommend::pct(m.expired_rate),
             recommend::pct(m.duplicate_rate),
-            if r.passed() { "" } else { " · expectations FAILED" }
+            if r.passed() { "" } else { " · FAILED" }
         ),
         None => format!("{head}: no finished run"),
     }

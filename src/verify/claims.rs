@@ -1,5 +1,12 @@
-//! The claims of one job, in the database's order, with each claim's
-//! lease end and the end of its holder's belief that it owned the job.
+//! The claims of one job, in the database's order, with each claim's lease and the end of its
+//! holder's belief that it owned the job.
+//!
+//! A claim's lease runs from the moment the claim was *sent* (the database may hand the job
+//! out at any moment of the round trip) to the lease's end — moved by accepted heartbeats,
+//! and cut short by an accepted completion or failure, which gives the job back. Two claims
+//! whose leases overlap are a race: the queue handed out a job someone held. A claim sent
+//! after the other's lease ended (it expired, or the job was finished or failed back into the
+//! queue) is the at-least-once a lease promises.
 
 use crate::collect::{Event, EventKind};
 use std::time::Duration;
@@ -9,9 +16,16 @@ pub struct ClaimSpan {
     pub worker: u32,
     pub claim: u32,
     pub attempt: i32,
+    /// When the claim came back.
     pub start_us: u64,
-    /// Claim time (or last accepted heartbeat) plus the lease.
+    /// When it was sent (its round trip before `start_us`; the same when not measured).
+    pub sent_us: u64,
+    /// Claim time (or last accepted heartbeat) plus the lease, or the accepted completion or
+    /// failure that gave the job back (when it returned), whichever came first.
     pub lease_end_us: u64,
+    /// The end is an acknowledged hand-back, measured on the harness's own clock (no
+    /// allowance for the server's clock is needed, as at a computed lease end).
+    pub handed_back: bool,
     /// When the holder let go (completion, failure, abandon, rejected heartbeat); None = held to the end.
     pub released_us: Option<u64>,
 }
@@ -30,11 +44,14 @@ pub fn spans(events: &[Event], lease: Duration, hold_transaction: bool) -> Vec<C
             claim: c.claim,
             attempt: c.attempt,
             start_us: c.t_us,
+            sent_us: c.t_us.saturating_sub(u64::from(c.dur_us)),
             lease_end_us: c.t_us + lease_us,
+            handed_back: false,
             released_us: None,
         })
         .collect();
     for s in &mut spans {
+        let mut handed_back = None;
         for e in events.iter().filter(|e| e.worker == s.worker && e.claim == s.claim) {
             if e.kind == EventKind::HeartbeatOk {
                 s.lease_end_us = s.lease_end_us.max(e.t_us + lease_us);
@@ -42,6 +59,13 @@ pub fn spans(events: &[Event], lease: Duration, hold_transaction: bool) -> Vec<C
             if e.kind.ends_ownership() && s.released_us.is_none() {
                 s.released_us = Some(e.t_us);
             }
+            if matches!(e.kind, EventKind::Accepted | EventKind::FailAccepted) && handed_back.is_none() {
+                handed_back = Some(e.t_us + u64::from(e.dur_us));
+            }
+        }
+        if let Some(t) = handed_back.filter(|t| *t < s.lease_end_us) {
+            s.lease_end_us = t.max(s.start_us);
+            s.handed_back = true;
         }
     }
     if hold_transaction {

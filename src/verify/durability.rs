@@ -1,6 +1,9 @@
 //! Durability across a server restart (`postgres_restart`): every completion
 //! the server acknowledged is still `done` in the final table, and every job
-//! whose INSERT it acknowledged is still there.
+//! whose INSERT it acknowledged is still there. A queue that deletes what it finishes keeps
+//! a completion by keeping the row gone: a job missing from the final table after an
+//! acknowledged completion (or failure, or cancel) counts as kept, as `lost` counts it as
+//! done; had the restart lost that commit, the row would be back, queued or running.
 //!
 //! *Acknowledged* means the worker saw the write return: in lease mode the
 //! completion statement (it commits on its own), in hold-transaction mode the
@@ -34,10 +37,15 @@ pub fn check(e: &Evidence, per_job: &[&[Event]]) -> (Durability, Option<CheckRes
     let status: HashMap<i64, Status> = e.final_jobs.iter().map(|j| (j.id, j.status)).collect();
     let mut d = Durability { tested: true, ..Default::default() };
     let mut lost = Vec::new();
+    let mut finished_and_gone = Vec::new();
     let first_restart = e.restarts.iter().copied().min().unwrap_or(0);
     for events in per_job {
         let job = events[0].job;
-        let done = status.get(&job) == Some(&Status::Done);
+        let row = status.get(&job);
+        let done = row == Some(&Status::Done) || row.is_none();
+        if row.is_none() && events.iter().any(|x| matches!(x.kind, EventKind::Accepted | EventKind::FailAccepted)) {
+            finished_and_gone.push(job);
+        }
         if let Some(t_us) = acknowledged(events) {
             d.acknowledged_completions += 1;
             if t_us < first_restart {
@@ -51,7 +59,14 @@ pub fn check(e: &Evidence, per_job: &[&[Event]]) -> (Durability, Option<CheckRes
         }
     }
     d.lost_completions = lost.len() as u64;
-    let missing: Vec<i64> = e.arrivals.iter().map(|a| a.job).filter(|j| !status.contains_key(j)).collect();
+    finished_and_gone.sort_unstable();
+    let cancelled = |j: &i64| e.faults.iter().any(|f| f.kind == "cancel" && f.job == Some(*j));
+    let missing: Vec<i64> = e
+        .arrivals
+        .iter()
+        .map(|a| a.job)
+        .filter(|j| !status.contains_key(j) && finished_and_gone.binary_search(j).is_err() && !cancelled(j))
+        .collect();
     d.acknowledged_enqueues = e.arrivals.len() as u64;
     d.lost_enqueues = missing.len() as u64;
     d.note = format!(

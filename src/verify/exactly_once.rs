@@ -38,10 +38,11 @@ pub fn check(per_job: &[&[Event]], lease: Duration, hold_transaction: bool) -> (
         for run in &runs[1..] {
             let Some(c) = claims.iter().find(|c| c.worker == run.worker && c.claim == run.claim) else { continue };
             // A race: the job was handed out while another claim's lease still ran (either way round).
+            let slack = |s: &super::claims::ClaimSpan| if s.handed_back { 0 } else { tolerance };
             let by_race = claims.iter().any(|o| {
                 (o.worker, o.claim) != (c.worker, c.claim)
-                    && c.start_us + tolerance < o.lease_end_us
-                    && o.start_us + tolerance < c.lease_end_us
+                    && c.sent_us + slack(o) < o.lease_end_us
+                    && o.sent_us + slack(c) < c.lease_end_us
             });
             if by_race {
                 x.duplicate_race += 1;

@@ -63,7 +63,7 @@ mod tests {
     #[test]
     fn the_first_accepted_completion_counts_and_rejected_ones_do_not() {
         use crate::collect::EventKind::*;
-        let ev = |t_us, job, kind| Event { t_us, job, attempt: 1, worker: 1, claim: 1, kind };
+        let ev = |t_us, job, kind| Event { t_us, job, attempt: 1, worker: 1, claim: 1, kind, dur_us: 0, token: 0 };
         let a = [ev(5, 1, Rejected), ev(30, 1, Accepted), ev(40, 1, Accepted)];
         let b = [ev(20, 2, Accepted)];
         let f = check(&[&a, &b]);

@@ -55,7 +55,7 @@ mod tests {
     #[test]
     fn peak_and_catch_up() {
         let samples = [s(0, 0), s(1000, 500), s(2000, 2000), s(3000, 2100), s(4000, 1500), s(5000, 50)];
-        let b = [BlockerSpan { kind: "idle_in_transaction", start_us: 500_000, end_us: 3_000_000 }];
+        let b = [BlockerSpan { kind: "idle_in_transaction".into(), start_us: 500_000, end_us: 3_000_000 }];
         let (h, c) = check(&samples, &b);
         assert_eq!(h.peak_dead_tuples, 2100);
         assert_eq!(h.catch_up_s, 2.0);
@@ -66,7 +66,7 @@ mod tests {
         assert!(check(&samples, &[]).1.is_none());
         // A steady load's dead tuples before the blocker set the bar for "caught up".
         let steady = [s(0, 400), s(1000, 2000), s(2000, 5000), s(3000, 550), s(4000, 300)];
-        let b = [BlockerSpan { kind: "repeatable_read", start_us: 900_000, end_us: 2_500_000 }];
+        let b = [BlockerSpan { kind: "repeatable_read".into(), start_us: 900_000, end_us: 2_500_000 }];
         let (h, _) = check(&steady, &b);
         assert_eq!(h.catch_up_s, 0.5, "550 is within 1.5 × the 400 seen before");
     }

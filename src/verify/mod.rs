@@ -2,7 +2,7 @@
 //! effects count, injected faults). No network, no clock. Each returns
 //! numbers for the summary and a named `CheckResult` with example job ids.
 
-mod claims;
+pub mod claims;
 mod durability;
 mod exactly_once;
 mod fifo;
@@ -13,8 +13,11 @@ mod ownership;
 mod recovery;
 mod stale;
 pub mod starvation;
+pub mod story;
 
+use crate::collect::history::History;
 use crate::collect::{Arrival, Event, EventKind, FaultEvent};
+use crate::model::evidence::SavedEvidence;
 use crate::model::records::BlockerSpan;
 use crate::model::records::PgSample;
 use crate::model::records::{JobRow, Status};
@@ -64,6 +67,42 @@ pub struct Verification {
     pub checks: Vec<CheckResult>,
 }
 
+impl<'a> Evidence<'a> {
+    /// The evidence a run saved (`evidence.json`, the history, the final table).
+    pub fn from_saved(saved: &'a SavedEvidence, history: &'a History, final_jobs: &'a [JobRow]) -> Evidence<'a> {
+        Evidence {
+            journal: &history.journal,
+            final_jobs,
+            enqueued: saved.enqueued,
+            effects_rows: saved.effects_rows,
+            faults: &history.faults,
+            lease: Duration::from_micros(saved.lease_us),
+            hold_transaction: saved.hold_transaction,
+            arrivals: &history.arrivals,
+            classes: &saved.classes,
+            samples: &saved.samples,
+            starvation: starvation::Rule {
+                threshold: Duration::from_micros(saved.starvation_threshold_us),
+                load_end: Duration::from_micros(saved.load_end_us),
+            },
+            blockers: &saved.blockers,
+            restarts: &saved.restarts,
+            durability_untestable: saved.durability_untestable.clone(),
+        }
+    }
+}
+
+/// Every checker, and the checks that need the final table left out when there is none
+/// (a partial run: the database was lost).
+pub fn verify_all(e: &Evidence, partial: bool) -> Verification {
+    let mut v = verify(e);
+    if partial {
+        v.checks.retain(|c| !NEEDS_FINAL_TABLE.contains(&c.name.as_str()));
+        v.jobs = Jobs { enqueued: e.enqueued, ..Default::default() };
+    }
+    v
+}
+
 /// Checks that read the final job table: left out of a partial report (the database was lost).
 pub const NEEDS_FINAL_TABLE: [&str; 4] =
     ["no_lost_jobs", "attempts_within_budget", "effects_ledger_agrees", "durability"];
@@ -82,14 +121,14 @@ pub fn verify(e: &Evidence) -> Verification {
     };
     let per_job: Vec<&[Event]> = events.chunk_by(|a, b| a.job == b.job).collect();
     let (executions, executed, once) = exactly_once::check(&per_job, e.lease, e.hold_transaction);
-    let (mut jobs, lost, budget) = lost::check(e, &executed);
+    let (mut jobs, lost, budget) = lost::check(e, &per_job, &executed);
     let class_of: HashMap<i64, u16> = e.arrivals.iter().map(|a| (a.job, a.class)).collect();
     jobs.completed_by_class = completed_by_class(e, &class_of);
     let fifo = fifo::check(&per_job);
     let waits = job_waits(e, &per_job, &class_of);
     let starving = starvation::check(e.samples, e.classes, &e.starvation, &waits);
     let (completions, stale, stale_check) = stale::check(&per_job);
-    let (ownership, overlap) = ownership::check(&per_job);
+    let (ownership, overlap) = ownership::check(&per_job, e.lease, e.hold_transaction);
     let faults = recovery::check(e.faults, &per_job);
     let mut checks = vec![once, lost, stale_check, overlap, budget];
     checks.extend(recovery::cancel_check(e.faults, &per_job));
@@ -163,7 +202,7 @@ mod tests {
     use crate::collect::EventKind::{self, *};
 
     pub fn ev(t_us: u64, job: i64, attempt: i32, worker: u32, kind: EventKind) -> Event {
-        Event { t_us, job, attempt, worker, claim: attempt as u32, kind }
+        Event { t_us, job, attempt, worker, claim: attempt as u32, kind, dur_us: 0, token: 0 }
     }
 
     fn row(id: i64, status: Status) -> JobRow {
@@ -228,6 +267,45 @@ mod tests {
     }
 
     #[test]
+    fn a_retry_after_an_accepted_failure_is_no_race_and_an_unserialized_claim_is() {
+        // w1 fails job 9 (accepted: back in the queue); w2 claims it 1 ms later, well inside
+        // w1's 1 s lease: the failure gave the job back, so the second run is a retry.
+        let journal = [
+            ev(0, 9, 1, 1, Claimed),
+            ev(10, 9, 1, 1, Executed),
+            ev(20, 9, 1, 1, FailAccepted),
+            ev(1_020, 9, 2, 2, Claimed),
+            ev(1_030, 9, 2, 2, Executed),
+            ev(1_040, 9, 2, 2, Accepted),
+        ];
+        let v = verify(&evidence(&journal, &[row(9, Status::Done)], 1, None));
+        assert_eq!((v.executions.duplicate_race, v.executions.duplicate_lease_expired), (0, 1));
+        assert_eq!(v.ownership.claims_during_lease, 0);
+        // The naive race with zero work: w2's claim was sent (at 5) before w1's claim came back
+        // (at 50) and returned after w1 had already completed: no two beliefs overlap, yet the
+        // job was handed out twice while w1's lease ran.
+        let mut race = [
+            ev(50, 8, 1, 1, Claimed),
+            ev(51, 8, 1, 1, Executed),
+            ev(52, 8, 1, 1, Accepted),
+            ev(90, 8, 1, 2, Claimed),
+            ev(91, 8, 1, 2, Executed),
+            ev(92, 8, 1, 2, Accepted),
+        ];
+        race[0].dur_us = 45;
+        race[3].dur_us = 85;
+        let v = verify(&evidence(&race, &[row(8, Status::Done)], 1, None));
+        assert_eq!(v.executions.duplicate_race, 1, "sent while the other claim was in flight");
+        assert_eq!(v.ownership.overlapping_jobs, 0, "w1 let go (52) before w2's claim came back (90)");
+        let overlap = v.checks.iter().find(|c| c.name == "ownership_overlap").unwrap();
+        assert!(
+            overlap.detail.contains("0 jobs had two workers") && overlap.detail.contains("claims were sent"),
+            "{}",
+            overlap.detail
+        );
+    }
+
+    #[test]
     fn a_reclaim_after_the_lease_is_an_expected_duplicate() {
         // w1's lease (1 s) ran out; w2 claimed at 1.5 s; w1 woke at 2 s and its completion was rejected.
         let journal = [
@@ -258,7 +336,7 @@ mod tests {
         ];
         let jobs = [row(4, Status::Done)];
         let mut e = evidence(&journal, &jobs, 1, None);
-        assert_eq!(verify(&e).executions.duplicate_race, 1, "in lease mode the lease still ran");
+        assert_eq!(verify(&e).executions.duplicate_race, 0, "the accepted completion gave the job back");
         e.hold_transaction = true;
         let x = verify(&e).executions;
         assert_eq!((x.duplicate_race, x.duplicate_lease_expired), (0, 1));
@@ -283,6 +361,37 @@ mod tests {
         assert_eq!(failed(&v), ["cancelled_jobs_not_run"]);
         assert_eq!(v.faults.by_kind["cancel"], 1);
         assert_eq!((v.faults.recovered, v.faults.unrecovered), (0, 0), "a cancel is not a fault to recover from");
+    }
+
+    #[test]
+    fn a_queue_that_deletes_what_it_finishes_is_judged_by_the_journal() {
+        // Job 1: executed and completed, then deleted by the queue: done. Job 2: completed
+        // (accepted) but never executed, then deleted: lost. Job 3: cancelled and deleted.
+        // Job 4: failed for good and deleted: dead. Job 5: gone without a trace: lost.
+        // Job 6: still queued.
+        let journal = [
+            ev(1, 1, 1, 1, Claimed),
+            ev(2, 1, 1, 1, Executed),
+            ev(3, 1, 1, 1, Accepted),
+            ev(4, 2, 1, 2, Claimed),
+            ev(5, 2, 1, 2, Accepted),
+            ev(6, 4, 1, 3, Claimed),
+            ev(7, 4, 1, 3, Executed),
+            ev(8, 4, 1, 3, FailAccepted),
+        ];
+        let cancel = [FaultEvent { t_us: 1, kind: "cancel", worker: None, job: Some(3) }];
+        let jobs = [row(6, Status::Queued)];
+        let mut e = evidence(&journal, &jobs, 6, None);
+        e.faults = &cancel;
+        let v = verify(&e);
+        let j = &v.jobs;
+        // Done as the queue counts it (as a `done` row never executed is): jobs 1 and 2.
+        assert_eq!((j.completed, j.dead, j.cancelled, j.queued), (2, 1, 1, 1));
+        assert_eq!(j.lost, 2, "the unexecuted completion and the job gone without a trace");
+        let lost = v.checks.iter().find(|c| c.name == "no_lost_jobs").unwrap();
+        assert!(!lost.passed && lost.detail.contains("1 done without an execution"), "{}", lost.detail);
+        assert!(lost.detail.contains("1 missing from the table"), "{}", lost.detail);
+        assert_eq!(lost.examples, [2]);
     }
 
     #[test]

@@ -1,5 +1,9 @@
-//! Ownership overlap: two workers both believed they owned a job at the
-//! same moment (a claim came back while an earlier holder had not yet let go).
+//! Ownership overlap: two workers both believed they owned a job at the same moment. A
+//! worker's belief runs from its claim's return to the moment it let go: its completion or
+//! failure was sent, it abandoned the job, or a heartbeat was rejected. Beside it, the claims
+//! sent while another holder's lease on the job still ran: with zero work a worker may let go
+//! before the next claim returns, so beliefs never overlap, yet every such claim handed out a
+//! job that was leased to someone else (the queue's claim ignored the lease).
 
 use super::claims::spans;
 use super::examples;
@@ -7,9 +11,19 @@ use crate::collect::Event;
 use crate::model::summary::{CheckResult, Ownership};
 use std::time::Duration;
 
-pub fn check(per_job: &[&[Event]]) -> (Ownership, CheckResult) {
+pub fn check(per_job: &[&[Event]], lease: Duration, hold_transaction: bool) -> (Ownership, CheckResult) {
     let mut jobs = Vec::new();
+    let mut during_lease = 0;
     for events in per_job {
+        let leases = spans(events, lease, hold_transaction);
+        during_lease += leases
+            .iter()
+            .filter(|c| {
+                leases.iter().any(|o| {
+                    (o.worker, o.claim) != (c.worker, c.claim) && o.start_us <= c.sent_us && c.sent_us < o.lease_end_us
+                })
+            })
+            .count() as u64;
         let mut claims = spans(events, Duration::ZERO, false);
         claims.sort_by_key(|c| c.start_us);
         let overlaps = claims.windows(2).any(|w| w[0].released_us.is_none_or(|r| r > w[1].start_us));
@@ -17,12 +31,17 @@ pub fn check(per_job: &[&[Event]]) -> (Ownership, CheckResult) {
             jobs.push(events[0].job);
         }
     }
-    let o = Ownership { overlapping_jobs: jobs.len() as u64 };
+    let o = Ownership { overlapping_jobs: jobs.len() as u64, claims_during_lease: during_lease };
     let check = CheckResult {
         name: "ownership_overlap".into(),
         passed: jobs.is_empty(),
         violations: o.overlapping_jobs,
-        detail: format!("{} jobs had two workers believing they owned them at once", o.overlapping_jobs),
+        detail: format!(
+            "{} jobs had two workers believing they owned them at once (a belief runs from the claim's return to \
+             the completion, failure or release); {} claims were sent while another holder's lease on the job \
+             still ran",
+            o.overlapping_jobs, o.claims_during_lease
+        ),
         examples: examples(jobs),
     };
     (o, check)

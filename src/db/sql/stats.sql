@@ -1,4 +1,4 @@
--- The sampler: the queue table's statistics and sizes, the oldest transaction,
+-- The sampler: the queue table's ($1) statistics and sizes, the oldest transaction,
 -- the xmin horizon's age and what non-idle backends wait on; one query per
 -- sample. The statistics come from the pg_stat_get_* functions (the
 -- pg_stat_user_tables view costs ~2 ms more) and the backends are read once
@@ -16,4 +16,4 @@ SELECT pg_stat_get_live_tuples(t.r), pg_stat_get_dead_tuples(t.r),
        (SELECT coalesce(string_agg(w || '=' || n, ' ' ORDER BY w), '') FROM (
           SELECT wait_event_type || ':' || wait_event AS w, count(*) AS n FROM a
           WHERE state <> 'idle' AND wait_event IS NOT NULL GROUP BY 1) AS x)
-FROM (SELECT 'jobs'::regclass AS r) AS t
+FROM (SELECT to_regclass(quote_ident($1::text)) AS r) AS t

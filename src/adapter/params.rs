@@ -3,9 +3,11 @@
 //! so the values the harness binds always match. The `:name` spelling is the
 //! one pgbench uses for its variables, so the same text feeds both.
 
+use bytes::BytesMut;
 use std::fmt;
+use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
-/// Every parameter a strategy statement may use.
+/// Every parameter a statement may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Param {
     /// Jobs to claim in one round trip (`workers.batch`), int8.
@@ -16,11 +18,11 @@ pub enum Param {
     Worker,
     /// The ids the strategy's `select` returned, int8[].
     Ids,
-    /// The job being completed, int8.
+    /// The job being completed (the claim's id column; int8 in the built-in table).
     Id,
-    /// The attempt number the claim returned for this job, int4.
+    /// The attempt number the claim returned for this job (int4 in the built-in table).
     Attempt,
-    /// The claim token the claim returned for this job, uuid.
+    /// The claim token the claim returned for this job (uuid in the built-in table).
     Token,
     /// Seconds until a failed job may run again, float8.
     BackoffSecs,
@@ -39,9 +41,25 @@ pub enum Param {
     /// The claiming worker's group name (`[[workers.groups]]`), text: with
     /// `priority-pools` it is the class the worker's pool serves.
     Pool,
+    /// An enqueued job's payload, jsonb.
+    Payload,
+    /// An enqueued job's sequence number, int8.
+    N,
+    /// How many jobs a preload inserts, int8.
+    Count,
+    /// An enqueued job's class, text.
+    Class,
+    /// An enqueued job's priority, int4.
+    Priority,
+    /// `jobs.max_attempts`, int4.
+    MaxAttempts,
+    /// The harness's clock when the statement is sent, timestamptz.
+    Now,
+    /// The adapter's `[constants]` entry with this index.
+    Const(u16),
 }
 
-pub const ALL: [Param; 15] = [
+pub const ALL: [Param; 22] = [
     Param::Batch,
     Param::LeaseSecs,
     Param::Worker,
@@ -57,9 +75,17 @@ pub const ALL: [Param; 15] = [
     Param::AgingCap,
     Param::DeadlineSecs,
     Param::Pool,
+    Param::Payload,
+    Param::N,
+    Param::Count,
+    Param::Class,
+    Param::Priority,
+    Param::MaxAttempts,
+    Param::Now,
 ];
 
 impl Param {
+    /// The name without the colon (a constant's name is its own; this says `const`).
     pub fn name(self) -> &'static str {
         match self {
             Param::Batch => "batch",
@@ -77,23 +103,40 @@ impl Param {
             Param::AgingCap => "aging_cap",
             Param::DeadlineSecs => "deadline_secs",
             Param::Pool => "pool",
+            Param::Payload => "payload",
+            Param::N => "n",
+            Param::Count => "count",
+            Param::Class => "class",
+            Param::Priority => "priority",
+            Param::MaxAttempts => "max_attempts",
+            Param::Now => "now",
+            Param::Const(_) => "const",
         }
     }
 
+    /// The cast written after `$n` (constants take their value's type).
     pub fn sql_type(self) -> &'static str {
         match self {
-            Param::Batch | Param::Id | Param::AgingCap => "int8",
+            Param::Batch | Param::Id | Param::AgingCap | Param::N | Param::Count => "int8",
             Param::LeaseSecs
             | Param::BackoffSecs
             | Param::RetryBaseSecs
             | Param::RetryCapSecs
             | Param::AgingStepSecs
             | Param::DeadlineSecs => "float8",
-            Param::Worker | Param::Error | Param::Pool => "text",
+            Param::Worker | Param::Error | Param::Pool | Param::Class => "text",
             Param::Ids => "int8[]",
-            Param::Attempt => "int4",
+            Param::Attempt | Param::Priority | Param::MaxAttempts => "int4",
             Param::Token => "uuid",
+            Param::Payload => "jsonb",
+            Param::Now => "timestamptz",
+            Param::Const(_) => "text",
         }
+    }
+
+    /// A parameter whose type is the claim's column (an adapter's own id, attempt, token).
+    pub fn is_key(self) -> bool {
+        matches!(self, Param::Id | Param::Attempt | Param::Token)
     }
 
     fn from_name(name: &str) -> Option<Param> {
@@ -105,6 +148,63 @@ impl fmt::Display for Param {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, ":{}", self.name())
     }
+}
+
+/// A `[constants]` value of an adapter: its type is its TOML type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Constant {
+    Text(String),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl Constant {
+    pub fn sql_type(&self) -> &'static str {
+        match self {
+            Constant::Text(_) => "text",
+            Constant::Int(_) => "int8",
+            Constant::Float(_) => "float8",
+            Constant::Bool(_) => "bool",
+        }
+    }
+
+    /// As a SQL literal (the adapter's `setup`, which runs as a simple query without parameters).
+    pub fn literal(&self) -> String {
+        match self {
+            Constant::Text(t) => format!("'{}'", t.replace('\'', "''")),
+            Constant::Int(i) => i.to_string(),
+            Constant::Float(f) => format!("{f:?}"),
+            Constant::Bool(b) => b.to_string(),
+        }
+    }
+}
+
+impl ToSql for Constant {
+    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self {
+            Constant::Text(t) => t.to_sql(ty, out),
+            Constant::Int(i) => i.to_sql(ty, out),
+            Constant::Float(f) => f.to_sql(ty, out),
+            Constant::Bool(b) => b.to_sql(ty, out),
+        }
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        matches!(*ty, Type::TEXT | Type::INT8 | Type::FLOAT8 | Type::BOOL)
+    }
+
+    to_sql_checked!();
+}
+
+/// What a statement may name: its role's parameters, the adapter's constants, and whether the
+/// key parameters (`:id`, `:attempt`, `:token`) are cast to the built-in table's types or left
+/// for the server to infer from the adapter's own columns.
+#[derive(Debug, Clone, Copy)]
+pub struct Names<'a> {
+    pub allowed: &'a [Param],
+    pub constants: &'a [(String, Constant)],
+    pub cast_keys: bool,
 }
 
 /// SQL with `$n::type` placeholders and the parameter bound to each `$n`.
@@ -123,10 +223,16 @@ pub enum ParamError {
     Unavailable { name: String, accepted: String },
 }
 
-/// Rewrites `:name` to `$n::type`, leaving string literals, quoted
-/// identifiers, comments and `::` casts alone. A name that is not a known
-/// parameter, or not in `allowed`, is an error listing what is allowed.
+/// Rewrites `:name` to `$n::type` with the built-in table's types (see [`translate_with`]).
 pub fn translate(text: &str, allowed: &[Param]) -> Result<Positional, ParamError> {
+    translate_with(text, &Names { allowed, constants: &[], cast_keys: true })
+}
+
+/// Rewrites `:name` to `$n::type`, leaving string literals, quoted identifiers, comments and
+/// `::` casts alone. A key parameter is written `$n` alone unless `cast_keys`. A name that is
+/// neither a parameter the statement may use nor a constant is an error listing what is allowed.
+pub fn translate_with(text: &str, names: &Names) -> Result<Positional, ParamError> {
+    let allowed = names.allowed;
     let mut sql = String::with_capacity(text.len() + 16);
     let mut params: Vec<Param> = Vec::new();
     let b = text.as_bytes();
@@ -148,10 +254,16 @@ pub fn translate(text: &str, allowed: &[Param]) -> Result<Positional, ParamError
         if c == b':' && b.get(i + 1).is_some_and(|n| n.is_ascii_alphabetic() || *n == b'_') {
             let end = (i + 1..b.len()).find(|&j| !(b[j].is_ascii_alphanumeric() || b[j] == b'_')).unwrap_or(b.len());
             let name = &text[i + 1..end];
-            let accepted = || allowed.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ");
-            let param = Param::from_name(name)
+            let accepted = || {
+                let mut all: Vec<String> = allowed.iter().map(|p| p.to_string()).collect();
+                all.extend(names.constants.iter().map(|(c, _)| format!(":{c}")));
+                all.join(", ")
+            };
+            let constant = names.constants.iter().position(|(c, _)| c == name).map(|i| Param::Const(i as u16));
+            let param = constant
+                .or_else(|| Param::from_name(name))
                 .ok_or_else(|| ParamError::Unknown { name: name.to_string(), accepted: accepted() })?;
-            if !allowed.contains(&param) {
+            if !matches!(param, Param::Const(_)) && !allowed.contains(&param) {
                 return Err(ParamError::Unavailable { name: name.to_string(), accepted: accepted() });
             }
             let n = match params.iter().position(|p| *p == param) {
@@ -161,7 +273,11 @@ pub fn translate(text: &str, allowed: &[Param]) -> Result<Positional, ParamError
                     params.len()
                 }
             };
-            sql.push_str(&format!("${n}::{}", param.sql_type()));
+            match param {
+                Param::Const(i) => sql.push_str(&format!("${n}::{}", names.constants[i as usize].1.sql_type())),
+                p if p.is_key() && !names.cast_keys => sql.push_str(&format!("${n}")),
+                p => sql.push_str(&format!("${n}::{}", p.sql_type())),
+            }
             i = end;
             continue;
         }
@@ -218,6 +334,18 @@ mod tests {
         assert!(e.to_string().contains("unknown parameter `:bogus`") && e.to_string().contains(":id"), "{e}");
         let e = translate("SELECT :batch", &[Param::Id]).unwrap_err();
         assert!(e.to_string().contains("not available"), "{e}");
+    }
+
+    #[test]
+    fn constants_and_adapter_keys() {
+        let constants = [("queue".to_string(), Constant::Text("default".into())), ("n_max".into(), Constant::Int(3))];
+        let names = Names { allowed: &[Param::Id, Param::Now], constants: &constants, cast_keys: false };
+        let p = translate_with("SELECT :id, :queue, :now, :n_max, :queue", &names).unwrap();
+        assert_eq!(p.sql, "SELECT $1, $2::text, $3::timestamptz, $4::int8, $2::text");
+        assert_eq!(p.params, vec![Param::Id, Param::Const(0), Param::Now, Param::Const(1)]);
+        let e = translate_with("SELECT :quux", &names).unwrap_err();
+        assert!(e.to_string().contains(":queue") && e.to_string().contains(":n_max"), "{e}");
+        assert_eq!(Constant::Text("it's".into()).literal(), "'it''s'");
     }
 
     #[test]

@@ -1,14 +1,13 @@
-//! Claim strategies as data: SQL text with named parameters plus a few
-//! properties. The built-ins are files in `strategy/sql/` compiled into the
-//! binary; a user's own strategy is the same thing written in the scenario
-//! under `[strategies.NAME]`, so users can test their queue's real SQL.
+//! The built-in strategies: adapters over queuebench's own `jobs` table, whose claim
+//! variants are the files in `adapter/sql/` compiled into the binary; and a scenario's own
+//! `[strategies.NAME]`, the same shape written in the scenario so users can test their claim
+//! and completion SQL against the harness's table. Enqueue, preload and the observer queries
+//! are the table's own (`sql/enqueue.sql`, `preload.sql`, `state.sql`, `remaining.sql`,
+//! `depth.sql`).
 
-pub mod params;
-
+use super::{Accepted, Adapter, Columns, Observe, Origin, Param, Role, Statement, Step, statement, verb};
 use crate::error::Invalid;
 use crate::model::protocol::Fencing;
-pub use params::Param;
-use params::translate;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -30,6 +29,8 @@ pub struct RawStrategy {
     /// Does the claim lock the rows it picks (reported; the checkers do not trust it).
     #[serde(default)]
     pub locks_rows: bool,
+    /// How complete, fail and heartbeat are judged accepted: `rows` (default), `true`, `positive`.
+    pub accepted: Option<String>,
 }
 
 /// The names of the built-in strategies, in the order the README lists them.
@@ -46,87 +47,6 @@ pub const BUILTINS: [&str; 10] = [
     "priority-pools",
 ];
 
-/// The parameters that order or pick jobs by class; a select or claim may use them.
-const ORDERING: [Param; 4] = [Param::AgingStepSecs, Param::AgingCap, Param::DeadlineSecs, Param::Pool];
-
-/// Which statement of a strategy; decides which parameters it may use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    Select,
-    Claim,
-    Complete,
-    Fail,
-    Heartbeat,
-    Reclaim,
-    Cancel,
-}
-
-impl Role {
-    pub fn name(self) -> &'static str {
-        match self {
-            Role::Select => "select",
-            Role::Claim => "claim",
-            Role::Complete => "complete",
-            Role::Fail => "fail",
-            Role::Heartbeat => "heartbeat",
-            Role::Reclaim => "reclaim",
-            Role::Cancel => "cancel",
-        }
-    }
-
-    fn allowed(self, has_select: bool) -> Vec<Param> {
-        let picking =
-            |extra: &[Param]| [&[Param::Batch, Param::LeaseSecs, Param::Worker][..], extra, &ORDERING[..]].concat();
-        match self {
-            Role::Select => picking(&[]),
-            Role::Claim if has_select => picking(&[Param::Ids]),
-            Role::Claim => picking(&[]),
-            Role::Complete => vec![Param::Id, Param::Attempt, Param::Token, Param::Worker],
-            Role::Fail => {
-                vec![Param::Id, Param::Attempt, Param::Token, Param::Worker, Param::BackoffSecs, Param::Error]
-            }
-            Role::Heartbeat => vec![Param::Id, Param::Attempt, Param::Token, Param::Worker, Param::LeaseSecs],
-            Role::Reclaim => vec![Param::RetryBaseSecs, Param::RetryCapSecs],
-            Role::Cancel => vec![Param::Id],
-        }
-    }
-}
-
-/// One statement: the text as written (named parameters, fence expanded)
-/// and its positional form for the driver.
-#[derive(Debug, Clone)]
-pub struct Statement {
-    pub role: Role,
-    pub text: String,
-    pub sql: String,
-    pub params: Vec<Param>,
-}
-
-#[derive(Debug, Clone)]
-pub struct Strategy {
-    pub name: String,
-    pub builtin: bool,
-    pub description: String,
-    /// Does the claim lock the rows it picks? Reported, never trusted by checkers.
-    pub locks_rows: bool,
-    /// The fencing predicate appended to `complete` (empty for `none`).
-    pub fence: String,
-    pub select: Option<Statement>,
-    pub claim: Statement,
-    pub complete: Statement,
-    pub fail: Statement,
-    pub heartbeat: Statement,
-    pub reclaim: Statement,
-    pub cancel: Statement,
-}
-
-impl Strategy {
-    /// Every statement a worker may run, in the order of a job's life.
-    pub fn statements(&self) -> impl Iterator<Item = &Statement> {
-        self.select.iter().chain([&self.claim, &self.heartbeat, &self.complete, &self.fail])
-    }
-}
-
 /// The predicate each fencing mode adds to a completion (seed 000 and 001).
 pub fn fence_predicate(fencing: Fencing) -> &'static str {
     match fencing {
@@ -142,6 +62,11 @@ const FAIL: &str = include_str!("sql/fail.sql");
 const HEARTBEAT: &str = include_str!("sql/heartbeat.sql");
 const RECLAIM: &str = include_str!("sql/reclaim.sql");
 const CANCEL: &str = include_str!("sql/cancel.sql");
+const ENQUEUE: &str = include_str!("sql/enqueue.sql");
+const PRELOAD: &str = include_str!("sql/preload.sql");
+const STATE: &str = include_str!("sql/state.sql");
+const REMAINING: &str = include_str!("sql/remaining.sql");
+const DEPTH: &str = include_str!("sql/depth.sql");
 
 fn builtin_sql(name: &str) -> Option<(Option<&'static str>, &'static str, bool, &'static str)> {
     Some(match name {
@@ -243,49 +168,147 @@ pub fn quota_claim(quotas: &[(String, u32)]) -> Result<String, Invalid> {
     Ok(QUOTA_TEMPLATE.replace("{per_class}", &ctes.join(",\n")).replace("{union}", &union.join(" UNION ALL ")))
 }
 
-/// Finds `name` among the scenario's own strategies, then the built-ins,
-/// and checks every statement's parameters.
-/// `quotas` (class, jobs per claim) feed the generated `priority-quota`
-/// claim; other strategies ignore them.
+/// Finds `name` among the scenario's own strategies, then the built-ins, and checks every
+/// statement's parameters. `quotas` (class, jobs per claim) feed the generated
+/// `priority-quota` claim; other strategies ignore them.
 pub fn resolve(
     name: &str,
     custom: &BTreeMap<String, RawStrategy>,
     fencing: Fencing,
     quotas: &[(String, u32)],
-) -> Result<Strategy, Invalid> {
+) -> Result<Adapter, Invalid> {
     let fence = fence_predicate(fencing);
-    let texts = if let Some(c) = custom.get(name) {
-        Texts {
+    let texts = texts(name, custom, quotas)?;
+    // The default fail and heartbeat of a custom strategy fence only on what its claim can
+    // return: never a column the claim does not mention.
+    let default_fence = fence_predicate(defaults_fencing(fencing, &texts));
+    let accepted = match texts.accepted.as_deref() {
+        None => Accepted::Rows,
+        Some(a) => Accepted::parse(a).ok_or_else(|| {
+            Invalid::new(format!("strategy `{name}`: accepted = `{a}`; accepted: rows, true, positive"))
+        })?,
+    };
+    let has_select = texts.select.is_some();
+    let stmt = |role: Role, text: &str| -> Result<Statement, Invalid> {
+        if text.trim().trim_end_matches(';').trim().is_empty() {
+            return Err(Invalid::new(format!("strategy `{name}`: the {} statement is empty", role.name())));
+        }
+        let defaulted = match role {
+            Role::Fail => texts.fail_default,
+            Role::Heartbeat => texts.heartbeat_default,
+            _ => false,
+        };
+        let fence = if defaulted { default_fence } else { fence };
+        statement(role, text, fence, has_select, &[], true)
+            .map_err(|e| Invalid::new(format!("strategy `{name}`, {} statement: {e}", role.name())))
+    };
+    let step = |role: Role, text: &str, accepted: Accepted| -> Result<Step, Invalid> {
+        let s = stmt(role, text)?;
+        if accepted == Accepted::Rows && matches!(role, Role::Complete | Role::Fail | Role::Heartbeat) {
+            rows_rule_fits(name, &s)?;
+        }
+        Ok(Step { role, statements: vec![s], accepted })
+    };
+    let select = texts.select.as_deref().map(|s| step(Role::Select, s, Accepted::Rows)).transpose()?;
+    let claim = step(Role::Claim, &texts.claim, Accepted::Rows)?;
+    if has_select && !claim.first().params.contains(&Param::Ids) {
+        return Err(Invalid::new(format!("strategy `{name}`: it has a select statement, so its claim must use :ids")));
+    }
+    Ok(Adapter {
+        name: name.to_string(),
+        origin: if texts.builtin { Origin::Builtin } else { Origin::Scenario },
+        description: texts.description,
+        design: String::new(),
+        locks_rows: texts.locks_rows,
+        fence: fence.to_string(),
+        table: "jobs".into(),
+        default_lease: None,
+        constants: Vec::new(),
+        setup: None,
+        on_connect: None,
+        columns: Columns {
+            id: "id".into(),
+            attempt: Some("attempts".into()),
+            token: Some("claim_token".into()),
+            class: Some("class".into()),
+        },
+        select,
+        claim,
+        complete: step(Role::Complete, &texts.complete, accepted)?,
+        fail: Some(step(Role::Fail, &texts.fail, accepted)?),
+        heartbeat: Some(step(Role::Heartbeat, &texts.heartbeat, accepted)?),
+        reclaim: Some(step(Role::Reclaim, &texts.reclaim, Accepted::Rows)?),
+        cancel: Some(step(Role::Cancel, &texts.cancel, Accepted::Rows)?),
+        enqueue: step(Role::Enqueue, ENQUEUE, Accepted::Rows)?,
+        preload: Some(step(Role::Preload, PRELOAD, Accepted::Rows)?),
+        observe: Observe {
+            state: stmt(Role::Observe, STATE)?,
+            remaining: stmt(Role::Observe, REMAINING)?,
+            depth: Some(stmt(Role::Observe, DEPTH)?),
+        },
+    })
+}
+
+/// A write judged by its row count must be plain DML: a top-level SELECT reports the rows it
+/// returned, whatever its data-modifying CTEs changed.
+pub fn rows_rule_fits(name: &str, s: &Statement) -> Result<(), Invalid> {
+    // A word that is no statement at all (a typo) is left for the server to name.
+    let returns_rows = matches!(
+        verb::top_level(&s.text).as_deref(),
+        Some("SELECT" | "VALUES" | "TABLE" | "CALL" | "EXECUTE" | "SHOW" | "EXPLAIN")
+    );
+    if verb::is_dml(&s.text) || !returns_rows {
+        return Ok(());
+    }
+    Err(Invalid::new(format!(
+        "`{name}`: the {} statement's top level is {}, so its row count says what it returned, not what it \
+         changed; declare accepted = \"true\" (its first column is true when the write landed) or \
+         accepted = \"positive\" (its first column counts the rows it changed)",
+        s.role.name(),
+        verb::top_level(&s.text).unwrap_or_else(|| "not a statement".into())
+    )))
+}
+
+/// The fencing the default fail and heartbeat of a custom strategy use: the scenario's, unless
+/// the claim's RETURNING does not name the column it needs (`claim_token`, `attempts`), then
+/// the next weaker one it can give.
+fn defaults_fencing(fencing: Fencing, texts: &Texts) -> Fencing {
+    if texts.builtin {
+        return fencing;
+    }
+    // What the claim returns: the words after its (last) RETURNING.
+    let claim = texts.claim.to_lowercase();
+    let returned = claim.rfind("returning").map_or("", |i| &claim[i..]);
+    let returns = |col: &str| returned.contains(col) || returned.contains('*');
+    let (token, attempts) = (returns("claim_token"), returns("attempts"));
+    match fencing {
+        Fencing::Token if !token && attempts => Fencing::Attempts,
+        Fencing::Token if !token => Fencing::Status,
+        Fencing::Attempts if !attempts => Fencing::Status,
+        f => f,
+    }
+}
+
+/// A strategy's SQL before translation: the scenario's own, else a built-in's.
+fn texts(name: &str, custom: &BTreeMap<String, RawStrategy>, quotas: &[(String, u32)]) -> Result<Texts, Invalid> {
+    if let Some(c) = custom.get(name) {
+        return Ok(Texts {
             builtin: false,
             description: c.description.clone(),
             locks_rows: c.locks_rows,
+            accepted: c.accepted.clone(),
             select: c.select.clone(),
             claim: c.claim.clone(),
             complete: c.complete.clone(),
             fail: c.fail.clone().unwrap_or_else(|| FAIL.into()),
+            fail_default: c.fail.is_none(),
             heartbeat: c.heartbeat.clone().unwrap_or_else(|| HEARTBEAT.into()),
+            heartbeat_default: c.heartbeat.is_none(),
             reclaim: c.reclaim.clone().unwrap_or_else(|| RECLAIM.into()),
             cancel: c.cancel.clone().unwrap_or_else(|| CANCEL.into()),
-        }
-    } else if let Some((select, claim, locks, desc)) = builtin_sql(name) {
-        let claim = if name == "priority-quota" {
-            quota_claim(quotas).map_err(|e| e.within(format_args!("strategy `{name}`")))?
-        } else {
-            claim.to_string()
-        };
-        Texts {
-            builtin: true,
-            description: desc.to_string(),
-            locks_rows: locks,
-            select: select.map(str::to_string),
-            claim,
-            complete: COMPLETE.into(),
-            fail: FAIL.into(),
-            heartbeat: HEARTBEAT.into(),
-            reclaim: RECLAIM.into(),
-            cancel: CANCEL.into(),
-        }
-    } else {
+        });
+    }
+    let Some((select, claim, locks, desc)) = builtin_sql(name) else {
         let mut known: Vec<String> = BUILTINS.iter().map(|s| s.to_string()).collect();
         known.extend(custom.keys().cloned());
         return Err(Invalid::new(format!(
@@ -293,35 +316,25 @@ pub fn resolve(
             known.join(", ")
         )));
     };
-    let has_select = texts.select.is_some();
-    let stmt = |role: Role, text: &str| -> Result<Statement, Invalid> {
-        let text = text.replace("{fence}", fence);
-        let text = text.trim().trim_end_matches(';').trim_end().to_string();
-        if text.is_empty() {
-            return Err(Invalid::new(format!("strategy `{name}`: the {} statement is empty", role.name())));
-        }
-        let p = translate(&text, &role.allowed(has_select))
-            .map_err(|e| Invalid::new(format!("strategy `{name}`, {} statement: {e}", role.name())))?;
-        Ok(Statement { role, text, sql: p.sql, params: p.params })
+    let claim = if name == "priority-quota" {
+        quota_claim(quotas).map_err(|e| e.within(format_args!("strategy `{name}`")))?
+    } else {
+        claim.to_string()
     };
-    let select = texts.select.as_deref().map(|s| stmt(Role::Select, s)).transpose()?;
-    let claim = stmt(Role::Claim, &texts.claim)?;
-    if has_select && !claim.params.contains(&Param::Ids) {
-        return Err(Invalid::new(format!("strategy `{name}`: it has a select statement, so its claim must use :ids")));
-    }
-    Ok(Strategy {
-        name: name.to_string(),
-        builtin: texts.builtin,
-        description: texts.description,
-        locks_rows: texts.locks_rows,
-        fence: fence.to_string(),
-        select,
+    Ok(Texts {
+        builtin: true,
+        description: desc.to_string(),
+        locks_rows: locks,
+        accepted: None,
+        select: select.map(str::to_string),
         claim,
-        complete: stmt(Role::Complete, &texts.complete)?,
-        fail: stmt(Role::Fail, &texts.fail)?,
-        heartbeat: stmt(Role::Heartbeat, &texts.heartbeat)?,
-        reclaim: stmt(Role::Reclaim, &texts.reclaim)?,
-        cancel: stmt(Role::Cancel, &texts.cancel)?,
+        complete: COMPLETE.into(),
+        fail: FAIL.into(),
+        fail_default: true,
+        heartbeat: HEARTBEAT.into(),
+        heartbeat_default: true,
+        reclaim: RECLAIM.into(),
+        cancel: CANCEL.into(),
     })
 }
 
@@ -330,11 +343,14 @@ struct Texts {
     builtin: bool,
     description: String,
     locks_rows: bool,
+    accepted: Option<String>,
     select: Option<String>,
     claim: String,
     complete: String,
     fail: String,
+    fail_default: bool,
     heartbeat: String,
+    heartbeat_default: bool,
     reclaim: String,
     cancel: String,
 }
@@ -352,7 +368,7 @@ mod tests {
                 // The quota claim's batch is the quotas' LIMITs, written into its text.
                 let batch = if name == "priority-quota" { Param::LeaseSecs } else { Param::Batch };
                 assert!(s.statements().any(|st| st.params.contains(&batch)), "{name}");
-                assert!(!s.complete.sql.contains("{fence}"));
+                assert!(!s.complete.first().sql.contains("{fence}"));
             }
         }
     }
@@ -360,9 +376,9 @@ mod tests {
     #[test]
     fn token_fence_binds_the_token() {
         let s = resolve("skip-locked", &BTreeMap::new(), Fencing::Token, &[]).unwrap();
-        assert_eq!(s.complete.params, vec![Param::Id, Param::Token]);
+        assert_eq!(s.complete.first().params, vec![Param::Id, Param::Token]);
         let s = resolve("skip-locked", &BTreeMap::new(), Fencing::None, &[]).unwrap();
-        assert_eq!(s.complete.params, vec![Param::Id]);
+        assert_eq!(s.complete.first().params, vec![Param::Id]);
     }
 
     #[test]
@@ -386,6 +402,7 @@ mod tests {
                 reclaim: None,
                 cancel: None,
                 locks_rows: false,
+                accepted: None,
             },
         );
         let e = resolve("mine", &custom, Fencing::None, &[]).unwrap_err().reason;
@@ -393,10 +410,37 @@ mod tests {
     }
 
     #[test]
+    fn default_fail_and_heartbeat_fence_only_on_what_the_claim_returns() {
+        let mut custom = BTreeMap::new();
+        custom.insert(
+            "mine".to_string(),
+            RawStrategy {
+                description: String::new(),
+                select: None,
+                claim: "UPDATE jobs SET status = 'running' WHERE id = (SELECT min(id) FROM jobs) RETURNING id".into(),
+                complete: "UPDATE jobs SET status = 'done' WHERE id = :id".into(),
+                fail: None,
+                heartbeat: None,
+                reclaim: None,
+                cancel: None,
+                locks_rows: false,
+                accepted: None,
+            },
+        );
+        let s = resolve("mine", &custom, Fencing::Token, &[]).unwrap();
+        for step in [s.fail.as_ref().unwrap(), s.heartbeat.as_ref().unwrap()] {
+            assert!(!step.first().params.contains(&Param::Token), "{}", step.first().text);
+            assert!(step.first().text.contains("status = 'running'"), "{}", step.first().text);
+        }
+        let builtin = resolve("skip-locked", &BTreeMap::new(), Fencing::Token, &[]).unwrap();
+        assert!(builtin.fail.unwrap().first().params.contains(&Param::Token), "built-ins keep the scenario's fence");
+    }
+
+    #[test]
     fn quota_claim_has_one_locking_cte_per_class() {
         let quotas = [("high".to_string(), 12), ("normal".to_string(), 6), ("low-1".to_string(), 2)];
         let s = resolve("priority-quota", &BTreeMap::new(), Fencing::Token, &quotas).unwrap();
-        let sql = &s.claim.text;
+        let sql = &s.claim.first().text;
         assert_eq!(sql.matches("FOR UPDATE SKIP LOCKED\n)").count(), 3, "{sql}");
         for (class, n) in [("high", 12), ("normal", 6), ("low-1", 2)] {
             let cte = sql.split(&format!("class = '{class}'")).nth(1).unwrap_or_else(|| panic!("{class}: {sql}"));
@@ -412,8 +456,8 @@ mod tests {
             "{sql}"
         );
         assert!(!sql.contains("{per_class}") && !sql.contains("{union}"), "{sql}");
-        assert_eq!(s.claim.params, vec![Param::LeaseSecs, Param::Worker]);
-        assert!(s.claim.text.contains("RETURNING j.id, j.attempts, j.claim_token, j.class"));
+        assert_eq!(s.claim.first().params, vec![Param::LeaseSecs, Param::Worker]);
+        assert!(s.claim.first().text.contains("RETURNING j.id, j.attempts, j.claim_token, j.class"));
     }
 
     #[test]
@@ -433,10 +477,10 @@ mod tests {
     #[test]
     fn pools_claim_filters_by_the_workers_pool() {
         let s = resolve("priority-pools", &BTreeMap::new(), Fencing::Token, &[]).unwrap();
-        assert!(s.claim.text.contains("AND class = :pool"));
-        assert!(s.claim.params.contains(&Param::Pool));
-        assert!(s.claim.sql.contains("::text"));
-        // :pool is for picking jobs, not for finishing them.
-        assert!(translate("SELECT :pool", &Role::Complete.allowed(false)).is_err());
+        assert!(s.claim.first().text.contains("AND class = :pool"));
+        assert!(s.claim.first().params.contains(&Param::Pool));
+        assert!(s.claim.first().sql.contains("::text"));
+        // :pool names a worker's group: a cancel (sent by the injector, not a worker) cannot use it.
+        assert!(crate::adapter::params::translate("SELECT :pool", &Role::Cancel.allowed(false)).is_err());
     }
 }

@@ -1,0 +1,254 @@
+//! The run's history, kept (`history.csv.gz` in the run folder; columns documented in
+//! `schema/history.schema.json`): every claim (with its round trip, attempt and token),
+//! execution (with its work time), completion, failure and heartbeat (with its round trip
+//! and outcome), abandon, enqueue and injected fault, one row each, by time. Gzipped CSV, so
+//! pandas (`read_csv(…, compression="gzip")`) and DuckDB (`read_csv('history.csv.gz')`) read
+//! it as it is; `queuebench check` and `explain` read it back (`read`), exactly: the rows
+//! carry every field the checkers use.
+//!
+//! The final table state the checkers read goes beside it (`final_state.csv.gz`).
+
+use super::{Arrival, Event, EventKind, FaultEvent};
+use crate::model::records::{JobRow, Status};
+use flate2::Compression;
+use flate2::read::GzDecoder;
+use flate2::write::GzEncoder;
+use std::io::{Read, Write};
+
+/// The history's columns, in order (schema/history.schema.json describes each).
+pub const COLUMNS: [&str; 10] =
+    ["t_us", "event", "worker", "job", "attempt", "claim", "dur_us", "token", "class", "detail"];
+
+/// The fault kinds a history may name (FaultEvent's `kind`).
+pub const FAULT_KINDS: [&str; 7] =
+    ["crash", "pause", "kill_backend", "lock_hold", "poison", "cancel", "postgres_restart"];
+
+/// What a history holds.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct History {
+    pub journal: Vec<Event>,
+    pub arrivals: Vec<Arrival>,
+    pub faults: Vec<FaultEvent>,
+}
+
+/// The history as gzipped CSV, rows by time. `classes`: the class names, "default" first
+/// (an arrival's class is an index into them).
+pub fn write(journal: &[Event], arrivals: &[Arrival], faults: &[FaultEvent], classes: &[String]) -> Vec<u8> {
+    enum Row<'a> {
+        E(&'a Event),
+        A(&'a Arrival),
+        F(&'a FaultEvent),
+    }
+    let t = |r: &Row| match r {
+        Row::E(e) => e.t_us,
+        Row::A(a) => a.sent_us,
+        Row::F(f) => f.t_us,
+    };
+    let mut rows: Vec<Row> = journal.iter().map(Row::E).chain(arrivals.iter().map(Row::A)).collect();
+    rows.extend(faults.iter().map(Row::F));
+    rows.sort_by_key(t);
+    let mut w = csv::Writer::from_writer(GzEncoder::new(Vec::new(), Compression::fast()));
+    let _ = w.write_record(COLUMNS);
+    let empty = String::new;
+    for r in &rows {
+        let record: [String; 10] = match r {
+            Row::E(e) => [
+                e.t_us.to_string(),
+                e.kind.name().into(),
+                e.worker.to_string(),
+                e.job.to_string(),
+                e.attempt.to_string(),
+                e.claim.to_string(),
+                e.dur_us.to_string(),
+                if e.token == 0 { empty() } else { format!("{:016x}", e.token) },
+                empty(),
+                empty(),
+            ],
+            Row::A(a) => [
+                a.sent_us.to_string(),
+                "enqueue".into(),
+                empty(),
+                a.job.to_string(),
+                empty(),
+                empty(),
+                a.enqueue_us.to_string(),
+                empty(),
+                classes.get(a.class as usize).cloned().unwrap_or_else(|| a.class.to_string()),
+                format!("intended_us={}", a.intended_us),
+            ],
+            Row::F(f) => [
+                f.t_us.to_string(),
+                "fault".into(),
+                f.worker.map(|w| w.to_string()).unwrap_or_default(),
+                f.job.map(|j| j.to_string()).unwrap_or_default(),
+                empty(),
+                empty(),
+                empty(),
+                empty(),
+                empty(),
+                f.kind.into(),
+            ],
+        };
+        let _ = w.write_record(&record);
+    }
+    let encoder = w.into_inner().map_err(|e| e.into_error()).expect("writing to memory");
+    encoder.finish().expect("writing to memory")
+}
+
+/// Reads a history back (`write`'s bytes); an error says which row.
+pub fn read(gz: &[u8], classes: &[String]) -> Result<History, String> {
+    let mut text = Vec::new();
+    GzDecoder::new(gz).read_to_end(&mut text).map_err(|e| format!("not gzip: {e}"))?;
+    let mut r = csv::Reader::from_reader(text.as_slice());
+    let header: Vec<String> = r.headers().map_err(|e| e.to_string())?.iter().map(String::from).collect();
+    if header != COLUMNS {
+        return Err(format!("unexpected columns {header:?}; expected {COLUMNS:?}"));
+    }
+    let mut h = History::default();
+    for (i, rec) in r.records().enumerate() {
+        let rec = rec.map_err(|e| format!("row {}: {e}", i + 2))?;
+        row(&rec, classes, &mut h).map_err(|e| format!("row {}: {e}", i + 2))?;
+    }
+    // The checkers read the journal by job, then time, then kind.
+    h.journal.sort_unstable_by_key(Event::order);
+    Ok(h)
+}
+
+fn row(rec: &csv::StringRecord, classes: &[String], h: &mut History) -> Result<(), String> {
+    let field = |i: usize| rec.get(i).unwrap_or("");
+    fn num<T: std::str::FromStr>(s: &str, what: &str) -> Result<T, String> {
+        s.parse().map_err(|_| format!("{what} `{s}` is not a number"))
+    }
+    let opt = |s: &str, what: &str| -> Result<Option<i64>, String> {
+        if s.is_empty() { Ok(None) } else { num(s, what).map(Some) }
+    };
+    let t_us: u64 = num(field(0), "t_us")?;
+    match field(1) {
+        "enqueue" => {
+            let intended = field(9).strip_prefix("intended_us=").ok_or("enqueue without intended_us")?;
+            let class = classes.iter().position(|c| c == field(8)).unwrap_or(0) as u16;
+            h.arrivals.push(Arrival {
+                job: num(field(3), "job")?,
+                class,
+                intended_us: num(intended, "intended_us")?,
+                sent_us: t_us,
+                enqueue_us: num(field(6), "dur_us")?,
+            });
+        }
+        "fault" => {
+            let kind =
+                FAULT_KINDS.iter().find(|k| **k == field(9)).ok_or_else(|| format!("unknown fault `{}`", field(9)))?;
+            let worker = opt(field(2), "worker")?.map(|w| w as u32);
+            h.faults.push(FaultEvent { t_us, kind, worker, job: opt(field(3), "job")? });
+        }
+        name => {
+            let kind = EventKind::from_name(name).ok_or_else(|| format!("unknown event `{name}`"))?;
+            let token =
+                if field(7).is_empty() { 0 } else { u64::from_str_radix(field(7), 16).map_err(|e| e.to_string())? };
+            h.journal.push(Event {
+                t_us,
+                job: num(field(3), "job")?,
+                attempt: num(field(4), "attempt")?,
+                worker: num(field(2), "worker")?,
+                claim: num(field(5), "claim")?,
+                kind,
+                dur_us: num(field(6), "dur_us")?,
+                token,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The final table state (`final_state.csv.gz`): one row per job the table still held,
+/// with the queue's own id when it is not the journal's number.
+pub fn write_final_state(jobs: &[JobRow], key: impl Fn(i64) -> Option<String>) -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(GzEncoder::new(Vec::new(), Compression::fast()));
+    let _ = w.write_record(["job", "status", "attempts", "max_attempts", "lease_expired", "key"]);
+    for j in jobs {
+        let max = if j.max_attempts == i32::MAX { String::new() } else { j.max_attempts.to_string() };
+        let _ = w.write_record([
+            j.id.to_string(),
+            j.status.name().into(),
+            j.attempts.to_string(),
+            max,
+            j.lease_expired.to_string(),
+            key(j.id).unwrap_or_default(),
+        ]);
+    }
+    let encoder = w.into_inner().map_err(|e| e.into_error()).expect("writing to memory");
+    encoder.finish().expect("writing to memory")
+}
+
+pub fn read_final_state(gz: &[u8]) -> Result<Vec<JobRow>, String> {
+    let mut text = Vec::new();
+    GzDecoder::new(gz).read_to_end(&mut text).map_err(|e| format!("not gzip: {e}"))?;
+    let mut r = csv::Reader::from_reader(text.as_slice());
+    let mut out = Vec::new();
+    for (i, rec) in r.records().enumerate() {
+        let rec = rec.map_err(|e| format!("row {}: {e}", i + 2))?;
+        let f = |k: usize| rec.get(k).unwrap_or("");
+        let bad = |what: &str| format!("row {}: {what} `{}`", i + 2, rec.iter().collect::<Vec<_>>().join(","));
+        out.push(JobRow {
+            id: f(0).parse().map_err(|_| bad("job"))?,
+            status: Status::parse_known(f(1)).ok_or_else(|| bad("status"))?,
+            attempts: f(2).parse().map_err(|_| bad("attempts"))?,
+            max_attempts: if f(3).is_empty() { i32::MAX } else { f(3).parse().map_err(|_| bad("max_attempts"))? },
+            lease_expired: f(4) == "true",
+        });
+    }
+    Ok(out)
+}
+
+/// Writes `bytes` through a gzip encoder (for callers that stream).
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut e = GzEncoder::new(Vec::new(), Compression::fast());
+    let _ = e.write_all(bytes);
+    e.finish().expect("writing to memory")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_history_reads_back_exactly() {
+        let classes = vec!["default".to_string(), "high".to_string()];
+        let mut journal: Vec<Event> = EventKind::ALL
+            .iter()
+            .enumerate()
+            .map(|(i, &kind)| Event {
+                t_us: 10 + i as u64,
+                job: 7,
+                attempt: 2,
+                worker: 3,
+                claim: 4,
+                kind,
+                dur_us: i as u32,
+                token: if i % 2 == 0 { 0 } else { 0xdead_beef_0000_0001 },
+            })
+            .collect();
+        journal.sort_unstable_by_key(Event::order);
+        let arrivals = vec![Arrival { job: 7, class: 1, intended_us: 5, sent_us: 6, enqueue_us: 900 }];
+        let faults = vec![
+            FaultEvent { t_us: 12, kind: "crash", worker: Some(3), job: Some(7) },
+            FaultEvent { t_us: 13, kind: "postgres_restart", worker: None, job: None },
+        ];
+        let gz = write(&journal, &arrivals, &faults, &classes);
+        let back = read(&gz, &classes).unwrap();
+        assert_eq!(back, History { journal, arrivals, faults });
+        let rows = [
+            JobRow { id: 7, status: Status::Done, attempts: 2, max_attempts: 5, lease_expired: false },
+            JobRow { id: 8, status: Status::Running, attempts: 1, max_attempts: i32::MAX, lease_expired: true },
+        ];
+        let state = write_final_state(&rows, |id| (id == 8).then(|| "uuid-8".into()));
+        assert_eq!(read_final_state(&state).unwrap(), rows);
+    }
+
+    #[test]
+    fn a_broken_history_names_the_row() {
+        let gz = gzip(b"t_us,event,worker,job,attempt,claim,dur_us,token,class,detail\n1,claim,1,x,1,1,0,,,\n");
+        let e = read(&gz, &[]).unwrap_err();
+        assert!(e.contains("row 2") && e.contains("job `x`"), "{e}");
+    }
+}

@@ -1,0 +1,96 @@
+//! `queuebench check RUN_DIR [--json]`: every checker again, offline, over the history, the
+//! final table and the evidence the run saved (`history.csv.gz`, `final_state.csv.gz`,
+//! `evidence.json`); prints the checks as the run did, says whether they agree with the
+//! run's own, and exits by the same rule (0 passed, 1 failed, 3 partial, 130 interrupted).
+
+use crate::collect::history;
+use crate::error::{Access, Error, ExitCode, Result};
+use crate::gate;
+use crate::model::evidence::SavedEvidence;
+use crate::model::expect::parse_expectation;
+use crate::model::summary::RunSummary;
+use crate::report::{build, scale, terminal};
+use crate::verify::{self, Evidence};
+use std::path::Path;
+
+pub fn check(dir: &Path, json: bool) -> Result<ExitCode> {
+    let (run, rechecked) = recheck(dir)?;
+    let agrees = same_verdicts(&run, &rechecked);
+    if json {
+        let out = serde_json::json!({
+            "run": dir.display().to_string(),
+            "passed": rechecked.passed,
+            "failed_checks": rechecked.failed_checks,
+            "checks": rechecked.checks,
+            "expectations": rechecked.expectations,
+            "agrees_with_run": agrees,
+        });
+        println!("{}", serde_json::to_string_pretty(&out).expect("serialises"));
+    } else {
+        let verdict = if rechecked.passed { "passed" } else { "FAILED" };
+        println!("{} — {verdict} (checked again from {})", rechecked.scenario, dir.display());
+        print!("{}", terminal::checks_and_expectations(&rechecked));
+        if agrees {
+            println!("  agrees with the run: the same checks, counts and verdict");
+        } else {
+            println!(
+                "  DIFFERS from the run's own summary.json (its verdict: {})",
+                if run.passed { "passed" } else { "FAILED" }
+            );
+        }
+    }
+    Ok(gate::verdict(&rechecked))
+}
+
+/// The run's summary, and the same summary with every check run again over the saved evidence.
+pub fn recheck(dir: &Path) -> Result<(RunSummary, RunSummary)> {
+    let run: RunSummary = parse(dir, "summary.json")?;
+    let saved: SavedEvidence = parse(dir, "evidence.json")?;
+    let history =
+        history::read(&read(dir, "history.csv.gz")?, &saved.classes).map_err(|e| bad(dir, "history.csv.gz", e))?;
+    let final_jobs = if saved.partial {
+        Vec::new()
+    } else {
+        history::read_final_state(&read(dir, "final_state.csv.gz")?).map_err(|e| bad(dir, "final_state.csv.gz", e))?
+    };
+    let evidence = Evidence::from_saved(&saved, &history, &final_jobs);
+    let mut s = run.clone();
+    build::apply_verification(&mut s, verify::verify_all(&evidence, saved.partial));
+    scale::unscale_verification(&mut s, saved.time_scale);
+    let names: Vec<String> = s.metrics().into_keys().chain(run.metric_paths()).collect();
+    let expectations = run
+        .expectations
+        .iter()
+        .map(|e| parse_expectation(&e.name, &e.expression, &names))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| bad(dir, "summary.json", e.to_string()))?;
+    build::judge(&mut s, &expectations);
+    Ok((run, s))
+}
+
+/// The same checks (names, verdicts, counts, examples) and the same verdict.
+pub fn same_verdicts(a: &RunSummary, b: &RunSummary) -> bool {
+    let key = |s: &RunSummary| {
+        s.checks.iter().map(|c| (c.name.clone(), c.passed, c.violations, c.examples.clone())).collect::<Vec<_>>()
+    };
+    key(a) == key(b) && a.passed == b.passed && a.failed_checks == b.failed_checks
+}
+
+pub(crate) fn read(dir: &Path, name: &str) -> Result<Vec<u8>> {
+    let path = dir.join(name);
+    if name.ends_with(".csv.gz") && !path.exists() && dir.join("evidence.json").exists() {
+        return Err(Error::Input {
+            path,
+            reason: "this run kept no history: its scenario says `run.history = false` (docs/history.md)".into(),
+        });
+    }
+    std::fs::read(&path).map_err(|e| Error::path(Access::Read, &path, e.to_string()))
+}
+
+fn parse<T: serde::de::DeserializeOwned>(dir: &Path, name: &str) -> Result<T> {
+    serde_json::from_slice(&read(dir, name)?).map_err(|e| bad(dir, name, e.to_string()))
+}
+
+fn bad(dir: &Path, name: &str, reason: String) -> Error {
+    Error::Input { path: dir.join(name), reason: format!("not what queuebench writes there: {reason}") }
+}

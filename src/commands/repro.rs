@@ -1,0 +1,350 @@
+//! `queuebench repro SCENARIO`: a strategy's race as a deterministic interleaving of two
+//! database connections, A and B, against a fresh schema with one waiting job:
+//!
+//! - a one-statement claim: A opens a transaction and claims; B claims (and waits, if A's row
+//!   lock is in its way); A commits; B's claim returns. A lock-free claim hands B the job A
+//!   holds (naive); `FOR UPDATE` makes B wait and then skip it; `SKIP LOCKED` skips it at once;
+//! - a select-then-claim strategy: A selects, B selects, A claims, B claims;
+//! - `--fencing`: A claims, pauses past its lease, the job is reclaimed, B claims it, A's late
+//!   completion is sent — against each fencing mode of queuebench's own table (an adapter's own
+//!   completion otherwise).
+//!
+//! It prints every step, the psql script that does the same by hand in two windows, and exits 1
+//! when the job was handed out twice (or the scenario's fencing let a stale completion land),
+//! 0 when the strategy withstood it. `--repeat N` plays it N times on the same schema.
+
+use crate::adapter::builtin;
+use crate::adapter::keys::{Interner, Key};
+use crate::adapter::{Param, Statement};
+use crate::db::Database;
+use crate::db::schema;
+use crate::error::{Error, ExitCode, Result};
+use crate::model::protocol::{Fencing, Reclaim};
+use crate::options::{DatabaseOptions, Target};
+use crate::pipeline;
+use crate::run::conn::{Conn, prepare_step};
+use crate::run::observe;
+use crate::run::steps;
+use crate::run::values::{Claimed, Values};
+use crate::scenario::{self, Plan};
+use std::path::Path;
+use std::time::Duration;
+
+pub async fn repro(file: &Path, sets: &[String], fencing: bool, target: &Target, repeat: u32) -> Result<ExitCode> {
+    let mut plan = scenario::plan_from_file(file, sets, Some(0))?;
+    plan.jobs.preload = 1;
+    plan.workers.batch = 1;
+    let schema_name = format!("queuebench_repro_{:08x}", rand::random::<u32>());
+    let opts = DatabaseOptions::new(target.clone(), Some(schema_name), false, false)?;
+    let db = pipeline::open_database(&plan, &opts, "").await?;
+    let result = play(&plan, &db, fencing, repeat.max(1)).await;
+    let teardown = db.teardown().await;
+    let code = result?;
+    teardown?;
+    Ok(code)
+}
+
+async fn play(plan: &Plan, db: &Database, fencing: bool, repeat: u32) -> Result<ExitCode> {
+    let setup = pipeline::setup_of(plan);
+    let client = schema::install(db, setup.as_setup(), &plan.adapter.table, &[]).await?;
+    let ids = Interner::default();
+    let mut bad = 0;
+    for round in 1..=repeat {
+        observe::preload(&client, plan, &ids).await?;
+        let verbose = round == 1;
+        let hit = if fencing {
+            fencing_rounds(plan, db, &client, &ids, verbose).await?
+        } else {
+            claim_race(plan, db, verbose).await?
+        };
+        bad += u32::from(hit);
+    }
+    let what = if fencing { "a stale completion landed" } else { "the job was handed out twice" };
+    println!("\n{}: {what} in {bad} of {repeat} interleaving(s)", plan.adapter.name);
+    Ok(if bad > 0 { ExitCode::ExpectationFailed } else { ExitCode::Passed })
+}
+
+async fn open(plan: &Plan, db: &Database) -> Result<Conn> {
+    Conn::open(&db.worker_config(), &plan.adapter, None).await.map_err(|failure| Error::Strategy {
+        strategy: plan.adapter.name.clone(),
+        target: db.target.clone(),
+        failure: Box::new(failure),
+    })
+}
+
+fn sql_err(what: &str, e: tokio_postgres::Error) -> Error {
+    Error::Database { action: what.into(), target: None, sql: crate::db::sql(&e), hint: None }
+}
+
+fn values<'a>(plan: &'a Plan, worker: &'a str) -> Values<'a> {
+    let mut v = Values::new(plan);
+    v.worker = worker;
+    v.pool = worker;
+    v
+}
+
+/// The ids a claim returned, as the queue keeps them.
+fn keys(rows: &[tokio_postgres::Row], plan: &Plan, conn: &Conn) -> Vec<Key> {
+    let _ = plan;
+    rows.iter().filter_map(|r| r.try_get::<_, Key>(conn.columns.id).ok()).collect()
+}
+
+fn shown(k: &[Key]) -> String {
+    if k.is_empty() {
+        "nothing".into()
+    } else {
+        format!("job {}", k.iter().map(Key::show).collect::<Vec<_>>().join(", "))
+    }
+}
+
+/// A and B claim at once; true when both got the same job.
+async fn claim_race(plan: &Plan, db: &Database, verbose: bool) -> Result<bool> {
+    let (a, b) = (open(plan, db).await?, open(plan, db).await?);
+    let (va, vb) = (values(plan, "A"), values(plan, "B"));
+    let mut script = Vec::new();
+    let say = |line: String| {
+        if verbose {
+            println!("{line}");
+        }
+    };
+    let (got_a, got_b) = match (&a.select, &b.select) {
+        (Some(sa), Some(sb)) => {
+            let rows_a = steps::rows(&a.client, sa, &va, false).await.map_err(|e| sql_err("A's select", e))?;
+            let rows_b = steps::rows(&b.client, sb, &vb, false).await.map_err(|e| sql_err("B's select", e))?;
+            let ids_a: Vec<i64> = rows_a.iter().map(|r| r.get(0)).collect();
+            let ids_b: Vec<i64> = rows_b.iter().map(|r| r.get(0)).collect();
+            say(format!("A selects: {ids_a:?}\nB selects: {ids_b:?}"));
+            script.push(("A", literal(&sa.step.statements[0], plan, "A", &[])));
+            script.push(("B", literal(&sb.step.statements[0], plan, "B", &[])));
+            let (mut va, mut vb) = (va, vb);
+            va.ids = &ids_a;
+            vb.ids = &ids_b;
+            let ka = keys(
+                &steps::rows(&a.client, &a.claim, &va, false).await.map_err(|e| sql_err("A's claim", e))?,
+                plan,
+                &a,
+            );
+            say(format!("A claims the ids it selected: {}", shown(&ka)));
+            let kb = keys(
+                &steps::rows(&b.client, &b.claim, &vb, false).await.map_err(|e| sql_err("B's claim", e))?,
+                plan,
+                &b,
+            );
+            say(format!("B claims the ids it selected: {}", shown(&kb)));
+            script.push(("A", literal(&a.claim.step.statements[0], plan, "A", &ids_a)));
+            script.push(("B", literal(&b.claim.step.statements[0], plan, "B", &ids_b)));
+            (ka, kb)
+        }
+        _ => {
+            a.client.batch_execute("BEGIN").await.map_err(|e| sql_err("A's BEGIN", e))?;
+            let ka = keys(
+                &steps::rows(&a.client, &a.claim, &va, true).await.map_err(|e| sql_err("A's claim", e))?,
+                plan,
+                &a,
+            );
+            say(format!("A (in an open transaction) claims: {}", shown(&ka)));
+            script.push(("A", "BEGIN".into()));
+            script.extend(a.claim.step.statements.iter().map(|s| ("A", literal(s, plan, "A", &[]))));
+            let b_claim = steps::rows(&b.client, &b.claim, &vb, false);
+            tokio::pin!(b_claim);
+            let waited = tokio::select! {
+                r = &mut b_claim => Some(r),
+                _ = tokio::time::sleep(Duration::from_millis(300)) => None,
+            };
+            script.extend(b.claim.step.statements.iter().map(|s| ("B", literal(s, plan, "B", &[]))));
+            if waited.is_none() {
+                say("B claims: it waits (A's row lock is in its way)".into());
+            }
+            a.client.batch_execute("COMMIT").await.map_err(|e| sql_err("A's COMMIT", e))?;
+            say("A commits".into());
+            script.push(("A", "COMMIT".into()));
+            let rows_b = match waited {
+                Some(r) => r,
+                None => b_claim.await,
+            }
+            .map_err(|e| sql_err("B's claim", e))?;
+            let kb = keys(&rows_b, plan, &b);
+            say(format!("B's claim returns: {}", shown(&kb)));
+            (ka, kb)
+        }
+    };
+    let twice = got_a.iter().any(|k| got_b.contains(k));
+    if verbose {
+        print_script(
+            &script,
+            if twice { "B's claim returns the job A holds: handed out twice." } else { "B does not get A's job." },
+        );
+        println!(
+            "{}",
+            if twice {
+                "→ DUPLICATE: both connections hold the same job"
+            } else {
+                "→ withstood: B did not get A's job"
+            }
+        );
+    }
+    Ok(twice)
+}
+
+fn print_script(script: &[(&str, String)], end: &str) {
+    println!("\n-- The same by hand: two psql windows in the run's schema (SET search_path = …).");
+    let mut last = "";
+    for (who, sql) in script {
+        if *who != last {
+            println!("-- window {who}");
+            last = who;
+        }
+        println!("{};", sql.trim().trim_end_matches(';'));
+    }
+    println!("-- {end}");
+}
+
+/// A statement with its parameters written in as literals (for psql).
+fn literal(s: &Statement, plan: &Plan, worker: &str, ids: &[i64]) -> String {
+    let mut sql = s.sql.clone();
+    for (i, p) in s.params.iter().enumerate().rev() {
+        let value = match p {
+            Param::Batch => plan.workers.batch.to_string(),
+            Param::LeaseSecs => format!("{:?}", plan.lease.duration.as_secs_f64()),
+            Param::Worker | Param::Pool => format!("'{worker}'"),
+            Param::Ids => format!("'{{{}}}'", ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")),
+            Param::Now => "now()".into(),
+            Param::MaxAttempts => plan.jobs.max_attempts.to_string(),
+            Param::Const(c) => plan.adapter.constants[*c as usize].1.literal(),
+            Param::AgingStepSecs => format!("{:?}", plan.workers.ordering.aging_step.as_secs_f64()),
+            Param::AgingCap => plan.workers.ordering.aging_cap.to_string(),
+            Param::DeadlineSecs => format!("{:?}", plan.workers.ordering.deadline.as_secs_f64()),
+            _ => format!(":{}", p.name()),
+        };
+        sql = sql.replace(&format!("${}", i + 1), &value);
+    }
+    sql
+}
+
+/// The stale-completion interleaving against each fencing mode (queuebench's own table), or
+/// the adapter's own completion; true when the scenario's own fencing let it land.
+async fn fencing_rounds(
+    plan: &Plan,
+    db: &Database,
+    client: &tokio_postgres::Client,
+    ids: &Interner,
+    verbose: bool,
+) -> Result<bool> {
+    let modes: Vec<Option<Fencing>> = if plan.adapter.own_table() {
+        vec![Some(Fencing::None), Some(Fencing::Status), Some(Fencing::Attempts), Some(Fencing::Token)]
+    } else {
+        vec![None]
+    };
+    let mut own = false;
+    for (i, mode) in modes.iter().enumerate() {
+        if i > 0 {
+            observe::preload(client, plan, ids).await?;
+        }
+        let mut p = plan.clone();
+        p.lease.duration = Duration::from_millis(200);
+        if let Some(f) = mode {
+            p.lease.fencing = *f;
+            let name = &plan.adapter.name;
+            let custom = std::collections::BTreeMap::new();
+            if plan.adapter.builtin() {
+                p.adapter = builtin::resolve(name, &custom, *f, &[])
+                    .map_err(|e| Error::Flag { flag: "--fencing".into(), reason: e.to_string() })?;
+            }
+        }
+        let late = stale_completion(&p, db, verbose && i == 0).await?;
+        let landed = late == Late::Landed;
+        let label = mode.map_or("the adapter's own".to_string(), |f| format!("{f:?}").to_lowercase());
+        let what = match late {
+            Late::Landed => "LANDED (a stale write)",
+            Late::Rejected => "was rejected",
+            Late::NotReclaimed => "was never needed: the job did not come back to B while A held it",
+        };
+        println!("  fencing {label:<9}: A's late completion {what}");
+        if mode.is_none() || *mode == Some(plan.lease.fencing) {
+            own |= landed;
+        }
+    }
+    Ok(own)
+}
+
+/// What became of A's late completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Late {
+    Landed,
+    Rejected,
+    /// The job never came back to B (the queue keeps it for A: a lock held by A's connection).
+    NotReclaimed,
+}
+
+/// A claims, pauses past its 200 ms lease, the job comes back (the reclaim, or a claim that
+/// takes expired leases), B claims it, A completes late.
+async fn stale_completion(plan: &Plan, db: &Database, verbose: bool) -> Result<Late> {
+    let (a, b) = (open(plan, db).await?, open(plan, db).await?);
+    let (va, vb) = (values(plan, "A"), values(plan, "B"));
+    let rows = steps::rows(&a.client, &a.claim, &va, false).await.map_err(|e| sql_err("A's claim", e))?;
+    let Some(first) = rows.first() else { return Ok(Late::NotReclaimed) };
+    let cols = a.columns;
+    let key: Key = first.try_get(cols.id).map_err(|e| sql_err("reading A's claim", e))?;
+    let attempt: Option<Key> =
+        cols.attempt.map(|c| first.try_get(c)).transpose().map_err(|e| sql_err("reading A's claim", e))?;
+    let token: Option<Key> = cols.token.and_then(|c| first.try_get::<_, Option<Key>>(c).ok().flatten());
+    let job = Claimed {
+        id: key.as_int().unwrap_or(1),
+        key: key.clone(),
+        attempt: attempt.as_ref().and_then(Key::as_int).map_or(-1, |a| a as i32),
+        attempt_key: attempt.unwrap_or(Key::Int(-1)),
+        tag: token.as_ref().map_or(0, Key::tag),
+        token,
+        seq: 1,
+        class: 0,
+    };
+    if verbose {
+        println!("A claims {}; its lease is 200 ms; A pauses for 300 ms", key.show());
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The job comes back: by the reclaim (a reaper pass, again every 100 ms, as a queue's
+    // maintenance would run) or by a claim that takes expired leases; B tries for up to 3 s
+    // (a queue may hold a reclaimed job back for a retry backoff).
+    let reclaim = match (&plan.adapter.reclaim, plan.lease.reclaim != Reclaim::Inline) {
+        (Some(r), true) => Some(
+            prepare_step(&b.client, r)
+                .await
+                .map_err(|f| Error::Machine { action: "preparing the reclaim".into(), cause: f.to_string() })?,
+        ),
+        _ => None,
+    };
+    let mut kb = Vec::new();
+    for _ in 0..30 {
+        if let Some(r) = &reclaim {
+            steps::affected(&b.client, r, &vb).await.map_err(|e| sql_err("the reclaim", e))?;
+        }
+        kb = keys(&steps::rows(&b.client, &b.claim, &vb, false).await.map_err(|e| sql_err("B's claim", e))?, plan, &b);
+        if !kb.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    if verbose {
+        if reclaim.is_some() {
+            println!("the reaper reclaims expired leases");
+        }
+        println!("B claims: {}", shown(&kb));
+    }
+    if !kb.contains(&key) {
+        if verbose {
+            println!("→ the job did not come back to B: no stale completion to send");
+        }
+        return Ok(Late::NotReclaimed);
+    }
+    let mut v = values(plan, "A");
+    v.job = Some(&job);
+    let landed =
+        steps::write(&a.client, &a.complete, &v, false).await.map_err(|e| sql_err("A's late completion", e))?;
+    if verbose {
+        println!(
+            "A wakes and completes: {}",
+            if landed { "accepted — a stale completion landed on B's job" } else { "rejected by the fence" }
+        );
+    }
+    Ok(if landed { Late::Landed } else { Late::Rejected })
+}

@@ -1,0 +1,11 @@
+-- An adapter's run: queuebench's own witness of every execution beside the
+-- queue's tables (the same table the process clients write, clients/CONTRACT.md):
+-- the queue's job id as text, the harness's number for it, the worker, the attempt.
+CREATE TABLE queuebench_effects (
+  job_id  text        NOT NULL,
+  n       bigint,
+  worker  text        NOT NULL,
+  attempt int,
+  at      timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+COMMENT ON TABLE queuebench_effects IS 'queuebench';

@@ -1,0 +1,39 @@
+//! What the checkers read besides the history and the final table, saved with the run
+//! (`evidence.json`), so `queuebench check` runs every checker again, offline, on exactly
+//! what the run saw: the counts, the lease, the classes, the Postgres time series, the
+//! blockers' spans, the restarts.
+
+use super::records::{BlockerSpan, PgSample};
+use serde::{Deserialize, Serialize};
+
+/// `evidence.json`'s `schema_version` (renaming or removing a field bumps it).
+pub const EVIDENCE_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SavedEvidence {
+    pub schema_version: u32,
+    /// Jobs enqueued (preloaded and produced).
+    pub enqueued: u64,
+    /// Rows in the effects table, when it was enabled and read.
+    pub effects_rows: Option<u64>,
+    /// The lease the claims took, in µs (as run: scaled by `run.time_scale`).
+    pub lease_us: u64,
+    /// hold-transaction mode: a claim ends with its transaction.
+    pub hold_transaction: bool,
+    /// Class names, "default" (preloaded) first: a history's class is one of these.
+    pub classes: Vec<String>,
+    pub samples: Vec<PgSample>,
+    pub blockers: Vec<BlockerSpan>,
+    /// When the server went down for each restart, µs after the start.
+    pub restarts: Vec<u64>,
+    /// Why those restarts cannot test durability (`fsync = off`), if so.
+    pub durability_untestable: Option<String>,
+    pub starvation_threshold_us: u64,
+    /// When the producers stopped, µs after the start.
+    pub load_end_us: u64,
+    /// The database was lost: there is no final table (the checks that need it are left out).
+    pub partial: bool,
+    /// `run.time_scale`, to report in the scenario's units.
+    pub time_scale: f64,
+}

@@ -1,0 +1,151 @@
+//! Running an adapter step on a worker's connection: a claim's rows, a write's verdict.
+//!
+//! A step of one statement is one round trip, as before adapters (a write judged by its row
+//! count is a plain `execute`: the hot path of the built-in table). A list runs in one
+//! transaction — the round's own in hold-transaction mode — and a failure rolls it back.
+//! A write is accepted by the step's rule on its first statement (`docs/adapters.md`).
+
+use super::conn::Prepared;
+use super::values::Values;
+use crate::adapter::Accepted;
+use futures_util::TryStreamExt;
+use std::error::Error as StdError;
+use tokio_postgres::types::{FromSql, ToSql, Type};
+use tokio_postgres::{Client, Row, Statement};
+
+/// The rows of the step's last statement (a claim, a select).
+pub async fn rows(
+    client: &Client,
+    p: &Prepared,
+    v: &Values<'_>,
+    in_tx: bool,
+) -> Result<Vec<Row>, tokio_postgres::Error> {
+    if p.statements.len() == 1 {
+        return client.query_raw(&p.statements[0], v.bind(&p.step.statements[0].params)).await?.try_collect().await;
+    }
+    in_transaction(client, in_tx, async {
+        let n = p.statements.len();
+        for (st, s) in p.statements[..n - 1].iter().zip(&p.step.statements) {
+            client.execute_raw(st, v.bind(&s.params)).await?;
+        }
+        client.query_raw(p.last(), v.bind(&p.step.last().params)).await?.try_collect().await
+    })
+    .await
+}
+
+/// Runs a write step (complete, fail, heartbeat) and says whether it landed.
+pub async fn write(client: &Client, p: &Prepared, v: &Values<'_>, in_tx: bool) -> Result<bool, tokio_postgres::Error> {
+    let first = &p.step.statements[0];
+    if p.statements.len() == 1 && p.step.accepted == Accepted::Rows {
+        return Ok(client.execute_raw(&p.statements[0], v.bind(&first.params)).await? > 0);
+    }
+    in_transaction(client, in_tx || p.statements.len() == 1, async {
+        let accepted = match p.step.accepted {
+            Accepted::Rows => client.execute_raw(&p.statements[0], v.bind(&first.params)).await? > 0,
+            rule => {
+                let rows: Vec<Row> =
+                    client.query_raw(&p.statements[0], v.bind(&first.params)).await?.try_collect().await?;
+                judge(rows.first(), rule)
+            }
+        };
+        for (st, s) in p.statements[1..].iter().zip(&p.step.statements[1..]) {
+            client.execute_raw(st, v.bind(&s.params)).await?;
+        }
+        Ok(accepted)
+    })
+    .await
+}
+
+/// Runs every statement of a step (one transaction when several) and returns the rows its
+/// first statement changed (a reclaim without `RETURNING`).
+pub async fn affected(client: &Client, p: &Prepared, v: &Values<'_>) -> Result<u64, tokio_postgres::Error> {
+    in_transaction(client, p.statements.len() == 1, async {
+        let mut first = None;
+        for (st, s) in p.statements.iter().zip(&p.step.statements) {
+            let n = client.execute_raw(st, v.bind(&s.params)).await?;
+            first.get_or_insert(n);
+        }
+        Ok(first.unwrap_or(0))
+    })
+    .await
+}
+
+/// The first row of a statement (an observer query), if any.
+pub async fn first_row<'a>(
+    client: &Client,
+    st: &Statement,
+    params: impl ExactSizeIterator<Item = &'a (dyn ToSql + Sync)>,
+) -> Result<Option<Row>, tokio_postgres::Error> {
+    let rows: Vec<Row> = client.query_raw(st, params).await?.try_collect().await?;
+    Ok(rows.into_iter().next())
+}
+
+/// `BEGIN` … `COMMIT` around `body` unless already inside a transaction; `ROLLBACK` on an error.
+async fn in_transaction<T>(
+    client: &Client,
+    already: bool,
+    body: impl Future<Output = Result<T, tokio_postgres::Error>>,
+) -> Result<T, tokio_postgres::Error> {
+    if already {
+        return body.await;
+    }
+    client.batch_execute("BEGIN").await?;
+    match body.await {
+        Ok(t) => {
+            client.batch_execute("COMMIT").await?;
+            Ok(t)
+        }
+        Err(e) => {
+            let _ = client.batch_execute("ROLLBACK").await;
+            Err(e)
+        }
+    }
+}
+
+/// Did the write land, by a rule that reads the first column of the first row?
+pub fn judge(row: Option<&Row>, rule: Accepted) -> bool {
+    let value = row.and_then(|r| r.try_get::<_, Option<Number>>(0).ok().flatten());
+    match (rule, value) {
+        (Accepted::True, Some(Number::Bool(b))) => b,
+        (Accepted::Positive, Some(n)) => n.value() > 0.0,
+        (Accepted::Rows, _) | (_, None) | (Accepted::True, Some(_)) => false,
+    }
+}
+
+/// An observer's "anything left?": true, or a count above 0.
+pub fn truthy(row: Option<&Row>) -> bool {
+    row.and_then(|r| r.try_get::<_, Option<Number>>(0).ok().flatten()).is_some_and(|n| n.value() > 0.0)
+}
+
+/// A first column read as a verdict: a boolean or any number.
+#[derive(Debug, Clone, Copy)]
+enum Number {
+    Bool(bool),
+    Value(f64),
+}
+
+impl Number {
+    fn value(self) -> f64 {
+        match self {
+            Number::Bool(b) => f64::from(u8::from(b)),
+            Number::Value(v) => v,
+        }
+    }
+}
+
+impl<'a> FromSql<'a> for Number {
+    fn from_sql(ty: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn StdError + Sync + Send>> {
+        Ok(match *ty {
+            Type::BOOL => Number::Bool(bool::from_sql(ty, raw)?),
+            Type::INT2 => Number::Value(f64::from(i16::from_sql(ty, raw)?)),
+            Type::INT4 => Number::Value(f64::from(i32::from_sql(ty, raw)?)),
+            Type::INT8 => Number::Value(i64::from_sql(ty, raw)? as f64),
+            Type::FLOAT4 => Number::Value(f64::from(f32::from_sql(ty, raw)?)),
+            _ => Number::Value(f64::from_sql(ty, raw)?),
+        })
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        matches!(*ty, Type::BOOL | Type::INT2 | Type::INT4 | Type::INT8 | Type::FLOAT4 | Type::FLOAT8)
+    }
+}

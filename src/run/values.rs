@@ -1,0 +1,123 @@
+//! The values a statement's named parameters draw from (`adapter::params`), bound in the
+//! statement's order without building a list (the driver's `*_raw` calls take an iterator):
+//! the plan's numbers, the worker's name and pool, the job in hand (its id, attempt and token
+//! as the queue keeps them), and the clock.
+
+use crate::adapter::Param;
+use crate::adapter::keys::Key;
+use crate::scenario::Plan;
+use std::time::SystemTime;
+use tokio_postgres::types::ToSql;
+
+/// A job as the claim returned it; `seq` numbers the worker's claims.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    /// The job's number in the journal (its id when the id is an integer).
+    pub id: i64,
+    /// The queue's own id, bound back as `:id`.
+    pub key: Key,
+    /// The attempt the claim returned (-1 when it returns none).
+    pub attempt: i32,
+    /// The same, bound back as `:attempt` in the claim's own type.
+    pub attempt_key: Key,
+    pub token: Option<Key>,
+    /// The token as 64 bits for the journal (0: none).
+    pub tag: u64,
+    pub seq: u32,
+    /// 0 = preloaded ("default"), i + 1 = the plan's class i.
+    pub class: u16,
+}
+
+/// What an enqueue or a preload binds.
+#[derive(Debug, Clone, Default)]
+pub struct Enqueue<'a> {
+    pub payload: Option<serde_json::Value>,
+    pub n: i64,
+    pub count: i64,
+    pub class: &'a str,
+    pub priority: i32,
+}
+
+/// The values for one statement.
+pub struct Values<'a> {
+    pub plan: &'a Plan,
+    batch: i64,
+    lease_secs: f64,
+    aging_step_secs: f64,
+    aging_cap: i64,
+    deadline_secs: f64,
+    retry_base_secs: f64,
+    retry_cap_secs: f64,
+    max_attempts: i32,
+    now: SystemTime,
+    pub worker: &'a str,
+    /// The worker's group name (`:pool`).
+    pub pool: &'a str,
+    pub ids: &'a [i64],
+    pub job: Option<&'a Claimed>,
+    pub backoff_secs: f64,
+    pub error: &'a str,
+    pub enqueue: Enqueue<'a>,
+}
+
+static NO_KEY: Key = Key::Int(0);
+static NO_TOKEN: Option<Key> = None;
+static NO_TEXT: &str = "";
+
+impl<'a> Values<'a> {
+    /// The plan's values, for a statement the harness sends itself (no worker, no job).
+    pub fn new(plan: &'a Plan) -> Values<'a> {
+        Values {
+            plan,
+            batch: i64::from(plan.workers.batch),
+            lease_secs: plan.lease.duration.as_secs_f64(),
+            aging_step_secs: plan.workers.ordering.aging_step.as_secs_f64(),
+            aging_cap: plan.workers.ordering.aging_cap,
+            deadline_secs: plan.workers.ordering.deadline.as_secs_f64(),
+            retry_base_secs: plan.retry.base.as_secs_f64(),
+            retry_cap_secs: plan.retry.cap.as_secs_f64(),
+            max_attempts: plan.jobs.max_attempts,
+            now: SystemTime::now(),
+            worker: NO_TEXT,
+            pool: NO_TEXT,
+            ids: &[],
+            job: None,
+            backoff_secs: 0.0,
+            error: NO_TEXT,
+            enqueue: Enqueue::default(),
+        }
+    }
+
+    /// The statement's parameters in order.
+    pub fn bind(&'a self, params: &'a [Param]) -> impl ExactSizeIterator<Item = &'a (dyn ToSql + Sync)> + 'a {
+        params.iter().map(|p| self.value(*p))
+    }
+
+    fn value(&'a self, p: Param) -> &'a (dyn ToSql + Sync) {
+        match p {
+            Param::Batch => &self.batch,
+            Param::LeaseSecs => &self.lease_secs,
+            Param::Worker => &self.worker,
+            Param::Pool => &self.pool,
+            Param::Ids => &self.ids,
+            Param::Id => self.job.map_or(&NO_KEY, |j| &j.key),
+            Param::Attempt => self.job.map_or(&NO_KEY, |j| &j.attempt_key),
+            Param::Token => self.job.map_or(&NO_TOKEN, |j| &j.token),
+            Param::BackoffSecs => &self.backoff_secs,
+            Param::Error => &self.error,
+            Param::RetryBaseSecs => &self.retry_base_secs,
+            Param::RetryCapSecs => &self.retry_cap_secs,
+            Param::AgingStepSecs => &self.aging_step_secs,
+            Param::AgingCap => &self.aging_cap,
+            Param::DeadlineSecs => &self.deadline_secs,
+            Param::Payload => &self.enqueue.payload,
+            Param::N => &self.enqueue.n,
+            Param::Count => &self.enqueue.count,
+            Param::Class => &self.enqueue.class,
+            Param::Priority => &self.enqueue.priority,
+            Param::MaxAttempts => &self.max_attempts,
+            Param::Now => &self.now,
+            Param::Const(i) => &self.plan.adapter.constants[i as usize].1,
+        }
+    }
+}

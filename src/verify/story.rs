@@ -1,0 +1,218 @@
+//! One job's story, from the evidence: who claimed it when (each claim's round trip and lease
+//! window), each execution, each write and whether it landed, the faults that touched it, and
+//! the cause of what went wrong in one line each — the same rules as the checkers
+//! (`exactly_once`, `stale`, `lost`), told for one job. `queuebench explain` prints it;
+//! report.html draws the same events as a swimlane.
+
+use super::claims::{ClaimSpan, spans};
+use crate::collect::{Event, EventKind, FaultEvent};
+use crate::model::records::{JobRow, Status};
+use std::time::Duration;
+
+/// A moment of the story: its time (µs after the start) and what happened.
+pub type Line = (u64, String);
+
+#[derive(Debug, Default, PartialEq)]
+pub struct Story {
+    pub lines: Vec<Line>,
+    /// What went wrong, one line each ("ran exactly once" when nothing did).
+    pub causes: Vec<String>,
+}
+
+/// `events`: the job's journal (any order); `faults`: the run's; `row`: the job in the final
+/// table (None: gone, or no table); `deleted_ok`: the queue removes what it finishes.
+pub fn story(events: &[Event], faults: &[FaultEvent], row: Option<&JobRow>, lease: Duration, hold: bool) -> Story {
+    let mut evs = events.to_vec();
+    evs.sort_by_key(|e| (e.t_us, e.kind));
+    let job = evs.first().map(|e| e.job);
+    let claims = spans(&evs, lease, hold);
+    let mut lines: Vec<Line> = evs.iter().flat_map(|e| event_lines(e, &claims)).collect();
+    for f in faults.iter().filter(|f| f.job.is_some() && f.job == job) {
+        let who = f.worker.map(|w| format!("w{w}")).unwrap_or_else(|| "the injector".into());
+        lines.push((f.t_us, format!("fault: {} ({who})", f.kind)));
+    }
+    lines.sort_by_key(|l| l.0);
+    Story { lines, causes: causes(&evs, &claims, row, lease) }
+}
+
+fn event_lines(e: &Event, claims: &[ClaimSpan]) -> Vec<Line> {
+    let w = format!("w{}", e.worker);
+    let took = |d: u32| format!("{:.1} ms", f64::from(d) / 1000.0);
+    let at = |t: u64| format!("t={}", secs(t));
+    match e.kind {
+        EventKind::Claimed => {
+            let span = claims.iter().find(|c| (c.worker, c.claim) == (e.worker, e.claim));
+            let lease = span.map(|s| format!(", lease until {}", at(s.lease_end_us))).unwrap_or_default();
+            let token = if e.token == 0 { String::new() } else { format!(", token {:08x}…", e.token >> 32) };
+            let mut out = Vec::new();
+            if e.dur_us > 0 {
+                out.push((e.t_us - u64::from(e.dur_us), format!("{w} sends its claim")));
+            }
+            out.push((e.t_us, format!("{w}'s claim returns the job: attempt {}{token}{lease}", e.attempt)));
+            out
+        }
+        EventKind::Executed => {
+            let start = e.t_us - u64::from(e.dur_us);
+            vec![
+                (start, format!("{w} starts the work")),
+                (e.t_us, format!("{w} executes it (the side effect, after {} of work)", took(e.dur_us))),
+            ]
+        }
+        EventKind::Accepted => vec![(e.t_us, format!("{w} completes it: accepted ({})", took(e.dur_us)))],
+        EventKind::Rejected => {
+            vec![(e.t_us, format!("{w} completes it: rejected, changed nothing ({})", took(e.dur_us)))]
+        }
+        EventKind::FailAccepted => vec![(e.t_us, format!("{w} records a failure: accepted"))],
+        EventKind::FailRejected => vec![(e.t_us, format!("{w} records a failure: rejected"))],
+        EventKind::HeartbeatOk => vec![(e.t_us, format!("{w} extends the lease (heartbeat accepted)"))],
+        EventKind::HeartbeatRejected => {
+            vec![(e.t_us, format!("{w}'s heartbeat is rejected: the job is no longer its"))]
+        }
+        EventKind::Abandoned => vec![(e.t_us, format!("{w} lets go of the job without finishing it"))],
+    }
+}
+
+/// Seconds with milliseconds, as the story prints times.
+pub fn secs(t_us: u64) -> String {
+    format!("{:.3} s", t_us as f64 / 1e6)
+}
+
+fn causes(evs: &[Event], claims: &[ClaimSpan], row: Option<&JobRow>, lease: Duration) -> Vec<String> {
+    let mut out = Vec::new();
+    let tolerance = (lease.as_micros() as u64 / 4).min(50_000);
+    let runs: Vec<&Event> = evs.iter().filter(|e| e.kind == EventKind::Executed).collect();
+    for run in runs.iter().skip(1) {
+        let Some(c) = claims.iter().find(|c| (c.worker, c.claim) == (run.worker, run.claim)) else { continue };
+        let slack = |s: &ClaimSpan| if s.handed_back { 0 } else { tolerance };
+        let rival = claims.iter().find(|o| {
+            (o.worker, o.claim) != (c.worker, c.claim)
+                && c.sent_us + slack(o) < o.lease_end_us
+                && o.sent_us + slack(c) < c.lease_end_us
+        });
+        out.push(match rival {
+            Some(o) => format!(
+                "racing claim: w{}'s claim (sent t={}, returned t={}) handed out the job while w{}'s lease ran until t={}",
+                c.worker,
+                secs(c.sent_us),
+                secs(c.start_us),
+                o.worker,
+                secs(o.lease_end_us)
+            ),
+            None => {
+                let before = claims.iter().filter(|o| o.start_us < c.start_us).max_by_key(|o| o.start_us);
+                match before {
+                    Some(o) if o.handed_back => format!(
+                        "ran again after w{} gave the job back at t={} (a retry: at-least-once, no race)",
+                        o.worker,
+                        secs(o.lease_end_us)
+                    ),
+                    Some(o) => format!(
+                        "after lease expiry: w{}'s lease ran out at t={} before w{}'s claim at t={} (at-least-once, no race)",
+                        o.worker,
+                        secs(o.lease_end_us),
+                        c.worker,
+                        secs(c.sent_us)
+                    ),
+                    None => format!("ran again by w{} (claim at t={})", c.worker, secs(c.start_us)),
+                }
+            }
+        });
+    }
+    out.extend(stale_writes(evs));
+    out.extend(lost(evs, row));
+    if out.is_empty() {
+        out.push(match runs.len() {
+            0 => "never executed".to_string(),
+            1 => "ran exactly once".to_string(),
+            n => format!("ran {n} times"),
+        });
+    }
+    out
+}
+
+/// Writes that landed after another claim superseded their own (the `stale` checker's rule).
+fn stale_writes(evs: &[Event]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut owner: Option<&Event> = None;
+    for e in evs {
+        match e.kind {
+            EventKind::Claimed if owner.is_none_or(|o| e.attempt < 0 || e.attempt >= o.attempt) => owner = Some(e),
+            EventKind::Accepted | EventKind::FailAccepted | EventKind::HeartbeatOk => {
+                if let Some(o) = owner.filter(|o| (o.worker, o.claim) != (e.worker, e.claim)) {
+                    let what = match e.kind {
+                        EventKind::Accepted => "completion",
+                        EventKind::FailAccepted => "failure",
+                        _ => "heartbeat",
+                    };
+                    out.push(format!(
+                        "stale {what} landed: w{}'s {what} at t={} (attempt {}) after w{} re-claimed at t={} (attempt {})",
+                        e.worker,
+                        secs(e.t_us),
+                        e.attempt,
+                        o.worker,
+                        secs(o.t_us),
+                        o.attempt
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn lost(evs: &[Event], row: Option<&JobRow>) -> Option<String> {
+    let executed = evs.iter().any(|e| e.kind == EventKind::Executed);
+    let accepted = evs.iter().any(|e| matches!(e.kind, EventKind::Accepted | EventKind::FailAccepted));
+    match row {
+        Some(r) if r.status == Status::Done && !executed => Some("lost: marked done without an execution".into()),
+        Some(r) if r.status == Status::Running && r.lease_expired => {
+            Some("lost: left running with an expired lease, and nobody reclaimed it".into())
+        }
+        None if !accepted => Some("lost: gone from the table without an accepted completion".into()),
+        None if !executed => Some("lost: completed and removed without an execution".into()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::EventKind::*;
+
+    fn ev(t_us: u64, worker: u32, attempt: i32, kind: EventKind, dur_us: u32) -> Event {
+        Event { t_us, job: 464, attempt, worker, claim: 1, kind, dur_us, token: 0 }
+    }
+
+    #[test]
+    fn a_racing_claim_is_told_with_both_workers_and_the_lease() {
+        let evs = [
+            ev(1_000, 3, 1, Claimed, 400),
+            ev(1_100, 3, 1, Executed, 50),
+            ev(1_200, 3, 1, Accepted, 100),
+            ev(1_500, 5, 1, Claimed, 1_200),
+            ev(1_600, 5, 1, Executed, 50),
+            ev(1_700, 5, 1, Rejected, 100),
+        ];
+        let row = JobRow { id: 464, status: Status::Done, attempts: 1, max_attempts: 5, lease_expired: false };
+        let s = story(&evs, &[], Some(&row), Duration::from_secs(90), false);
+        assert_eq!(s.causes.len(), 1, "{:?}", s.causes);
+        assert!(
+            s.causes[0].starts_with("racing claim: w5's claim (sent t=0.000 s, returned t=0.002 s)"),
+            "{}",
+            s.causes[0]
+        );
+        assert!(s.causes[0].contains("while w3's lease ran until t=0.001 s"), "{}", s.causes[0]);
+        assert!(s.lines.iter().any(|(_, l)| l == "w5 sends its claim"));
+        assert!(s.lines.windows(2).all(|w| w[0].0 <= w[1].0), "in time order");
+    }
+
+    #[test]
+    fn a_clean_job_ran_exactly_once_and_a_vanished_one_is_lost() {
+        let evs = [ev(1, 1, 1, Claimed, 0), ev(2, 1, 1, Executed, 0), ev(3, 1, 1, Accepted, 0)];
+        let row = JobRow { id: 464, status: Status::Done, attempts: 1, max_attempts: 5, lease_expired: false };
+        assert_eq!(story(&evs, &[], Some(&row), Duration::from_secs(1), false).causes, ["ran exactly once"]);
+        let s = story(&evs[..2], &[], None, Duration::from_secs(1), false);
+        assert_eq!(s.causes, ["lost: gone from the table without an accepted completion"]);
+    }
+}
