@@ -17,6 +17,9 @@
 #            charted (DIR/worker-curve-*.png/.svg)                          goal: 512 run clean
 #   sampler  time-series sampler + claim-plan probe on vs off (5 alternating
 #            rounds) and their own query time ÷ run time                    goal < 1 %
+#   history  the history kept (run.history) on vs off at 2/8/32 connections (3
+#            alternating rounds): jobs/s and wall time, bytes per million
+#            events                                                         goal ≤ 3 %
 # --quick runs every section small (~2 minutes) to check the script itself;
 # its figures mean nothing. The full suite takes about 20 minutes.
 #
@@ -38,15 +41,15 @@ curve=$(dirname "$qb")/queuebench-curve
 
 quick=false
 out=
-only=pgbench,preload,verify,workers,sampler
+only=pgbench,preload,verify,workers,sampler,history
 args=("$@")
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=true ;;
     --out) out=$2; shift ;;
     --only) only=$2; shift ;;
-    -h | --help) sed -n '2,28p' "$0"; exit 0 ;;
-    *) echo "unknown option $1 (accepted: --quick, --out DIR, --only pgbench,preload,verify,workers,sampler)" >&2; exit 2 ;;
+    -h | --help) sed -n '2,31p' "$0"; exit 0 ;;
+    *) echo "unknown option $1 (accepted: --quick, --out DIR, --only pgbench,preload,verify,workers,sampler,history)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -77,12 +80,14 @@ if $quick; then
   verify_jobs=50000
   curve_points="1 8 64 512" curve_secs=2 curve_jobs=20000
   sampler_jobs=5000 sampler_rounds=1
+  history_jobs=5000 history_rounds=1 history_conns="2 8"
 else
   grid=(--jobs 100000 --conns "2 8 32" --rounds 1)
   preload_jobs=1000000 preload_rounds=3
   verify_jobs=1000000
   curve_points="1 2 4 8 16 32 64 128 256 512" curve_secs=10 curve_jobs=150000
   sampler_jobs=100000 sampler_rounds=5
+  history_jobs=100000 history_rounds=3 history_conns="2 8 32"
 fi
 
 # json FILE EXPR: a value from a summary.json (EXPR indexes `s`, e.g. s['timings']['verify_s']).
@@ -232,6 +237,46 @@ if want sampler; then
   say "Cost = 1 − on ÷ off (negative: on was faster, i.e. noise). The second figure does not depend on noise: the"
   say "sampler's and the probe's own round trips (\`timings.sampler_s + timings.probe_s\`) as a share of the run's"
   say "wall time — the most time they can take from one connection's worth of the server."
+  say
+fi
+
+if want history; then
+  echo "== history on/off ($history_rounds rounds of $history_jobs jobs at $history_conns connections)" >&2
+  say "## The history kept"
+  say
+  say "| connections | jobs/s on | jobs/s off | throughput cost (goal ≤ 3 %) | | wall s on | wall s off | wall cost | history.csv.gz | bytes per million events |"
+  say "|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"
+  for c in $history_conns; do
+    ons=() offs=() won=() woff=() size=0 rows=0
+    for r in $(seq 1 "$history_rounds"); do
+      for side in $([ $((r % 2)) -eq 1 ] && echo "on off" || echo "off on"); do
+        d=$work/history-$c-$side-$r
+        t0=$(date +%s.%N)
+        "$qb" run "$scenario" --set "jobs.preload=$history_jobs" --set "workers.count=$c" \
+          --set "run.history=$([ "$side" = on ] && echo true || echo false)" \
+          --database-url "$DATABASE_URL" --out "$d" --quiet > "$d.out" 2>&1 ||
+          { echo "the history run failed:" >&2; cat "$d.out" >&2; exit 3; }
+        wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}')
+        jps=$(json "$d/summary.json" "s['throughput']['jobs_per_sec']")
+        if [ "$side" = on ]; then
+          ons+=("$jps") won+=("$wall")
+          size=$(stat -c %s "$d/history.csv.gz")
+          rows=$(python3 -c "import gzip,sys; print(sum(1 for _ in gzip.open(sys.argv[1])) - 1)" "$d/history.csv.gz")
+        else offs+=("$jps") woff+=("$wall"); fi
+      done
+      echo "    $c connections, round $r: on ${ons[-1]} jobs/s ${won[-1]} s, off ${offs[-1]} jobs/s ${woff[-1]} s" >&2
+    done
+    on=$(median "${ons[@]}") off=$(median "${offs[@]}") wo=$(median "${won[@]}") wf=$(median "${woff[@]}")
+    cost=$(awk -v a="$on" -v b="$off" 'BEGIN {printf "%.2f", (1 - a / b) * 100}')
+    wcost=$(awk -v a="$wo" -v b="$wf" 'BEGIN {printf "%.1f", (a / b - 1) * 100}')
+    per=$(awk -v s="$size" -v n="$rows" 'BEGIN {printf "%.1f MB (%.1f bytes/event)", s / n, s / n}')
+    say "| $c | $(printf '%.0f' "$on") | $(printf '%.0f' "$off") | $cost % | $(verdict "$cost" '<=' 3) | $wo | $wf | $wcost % | $(awk -v s="$size" 'BEGIN {printf "%.1f MB", s / 1e6}') ($rows events) | $per |"
+  done
+  say
+  say "Cost = 1 − on ÷ off (negative: on was faster, i.e. noise), medians of $history_rounds alternating rounds;"
+  say "wall time is the whole command (run, checkers, every file written). The history is written once,"
+  say "after the run, from the journal the checkers read anyway, so jobs/s can only move by noise; the"
+  say "wall cost is the writing."
   say
 fi
 

@@ -1,11 +1,17 @@
 //! Builds the runtime, installs the signal handlers, maps the outcome to an exit code.
 
 use clap::Parser;
-use queuebench::cli::Cli;
+use queuebench::cli::{Cli, Command};
 use tokio_util::sync::CancellationToken;
 
 fn main() {
     let cli = Cli::parse();
+    if prints_only(&cli.command) {
+        // `queuebench explain DIR | head`: end quietly when the reader goes away, as cat does.
+        // Not for commands that hold a cluster or a schema: those must get to their cleanup.
+        // SAFETY: setting a signal's disposition to the default before any thread starts.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let interrupt = CancellationToken::new();
     // Signals get a thread of their own, so a second Ctrl-C exits at once even while the run's
     // thread is busy with synchronous work (checkers over a million jobs, chart rendering).
@@ -16,6 +22,11 @@ fn main() {
     });
     let code = runtime().block_on(queuebench::main_with(cli, interrupt));
     std::process::exit(code.code());
+}
+
+/// Commands that only read files and print: nothing to clean up if they are cut short.
+fn prints_only(command: &Command) -> bool {
+    matches!(command, Command::Check { .. } | Command::Explain { .. } | Command::Sql { .. })
 }
 
 /// The main thread's runtime: setup, the side tasks (sampler, producers, reaper, faults),

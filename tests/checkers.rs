@@ -437,14 +437,14 @@ fn reference(h: &History) -> Numbers {
             }
         }
 
-        // Ownership: two claims whose beliefs overlap; claims sent while another claim that had
-        // come back still held its lease.
+        // Ownership: two claims whose beliefs overlap; claims that came back after another claim
+        // had, and were sent before that claim's lease ended.
         let overlap = claims.iter().enumerate().any(|(i, a)| claims[i + 1..].iter().any(|b| beliefs_overlap(a, b)));
         n.overlapping_jobs += u64::from(overlap);
         n.claims_during_lease += claims
             .iter()
             .filter(|c| {
-                claims.iter().any(|o| (o.worker, o.claim) != (c.worker, c.claim) && o.ret <= c.sent && c.sent < o.end)
+                claims.iter().any(|o| (o.worker, o.claim) != (c.worker, c.claim) && o.ret <= c.ret && c.sent < o.end)
             })
             .count() as u64;
     }
@@ -775,6 +775,9 @@ fn a_zero_work_race_has_no_ownership_overlap() {
             jobs_duplicated: 1,
             max_per_job: 2,
             accepted: 2,
+            // w2's claim was in flight over w1's lease (sent at 10 ms, before w1's hand-back at
+            // 53 ms; back at 90 ms, after w1's claim): the count that says so.
+            claims_during_lease: 1,
             exactly_once: false,
             ..CLEAN
         },
@@ -940,8 +943,9 @@ fn claims_recorded_out_of_their_database_order_follow_the_attempt_number() {
         rejected: 1,
         stale_rejected: 1,
         overlapping_jobs: 1,
-        // w1 was sent before w2 came back; w2 was sent before w1 came back: neither.
-        claims_during_lease: 0,
+        // w1's claim was in flight over w2's lease: sent (0 ms) before w2's hand-back (51 ms),
+        // back (30 ms) after w2's claim (20 ms).
+        claims_during_lease: 1,
         ownership_overlap: false,
         ..CLEAN
     };

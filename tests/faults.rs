@@ -95,6 +95,23 @@ fn heartbeats_keep_long_jobs_and_their_absence_duplicates_them() {
 }
 
 #[test]
+fn a_heartbeat_shorter_than_half_the_work_still_keeps_the_job() {
+    // 1.1 s of work, a 1 s lease and a heartbeat every 600 ms: one heartbeat per job, at 600 ms
+    // of work. The work is split around the mid_work fault point (at 550 ms); when each half
+    // restarted the heartbeat timer, neither half reached 600 ms, no heartbeat was sent, the
+    // lease ran out, and the reaper handed every job out again.
+    let r = run(
+        "heartbeat-long-jobs",
+        &["workers.work=1100ms", "lease.duration=1s", "lease.heartbeat=600ms", "lease.reaper_interval=50ms"],
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.num("claims.heartbeats"), 8.0, "one heartbeat for each of the 8 jobs");
+    assert_eq!(r.num("stale.heartbeats_accepted"), 8.0);
+    assert_eq!(r.num("executions.duplicate"), 0.0);
+    assert_eq!(r.num("jobs.completed"), 8.0);
+}
+
+#[test]
 fn killed_backends_are_counted_and_nothing_is_lost() {
     let r = run("backend-kill", &["jobs.preload=1500", "expect.\"jobs.completed\"=== 1500"]);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);

@@ -1,10 +1,14 @@
 //! `queuebench report DIR`: summary.json, summary.csv, charts and report.html again from a run's files.
 
+use crate::collect::history;
 use crate::error::{Access, Error, ExitCode, Result};
+use crate::model::evidence::SavedEvidence;
 use crate::model::summary::RunSummary;
 use crate::report;
+use crate::report::swimlane::{self, Swimlane};
 use crate::report::timeseries::Timeseries;
 use std::path::Path;
+use std::time::Duration;
 
 /// `queuebench report DIR`: summary.json, summary.csv, charts and report.html again from a run's files.
 pub fn rebuild_report(dir: &Path) -> Result<ExitCode> {
@@ -18,7 +22,27 @@ pub fn rebuild_report(dir: &Path) -> Result<ExitCode> {
     // A folder from before samples.csv (or whose sampler was off) has no database series.
     let samples = dir.join("samples.csv");
     let database = if samples.exists() { Timeseries::read(&samples)? } else { Timeseries::default() };
-    report::rebuild(dir, &summary, (&harness, &database), &read("scenario.toml").unwrap_or_default())?;
+    let lanes = swimlanes(dir, &summary);
+    report::rebuild(dir, &summary, (&harness, &database), &lanes, &read("scenario.toml").unwrap_or_default())?;
     println!("rebuilt {}", dir.join("report.html").display());
     Ok(ExitCode::Passed)
+}
+
+/// report.html's example jobs from the run's history, when it kept one (none otherwise: the
+/// rest of the report does not need it).
+fn swimlanes(dir: &Path, summary: &RunSummary) -> Vec<Swimlane> {
+    let Ok(saved) = std::fs::read(dir.join("evidence.json")) else { return Vec::new() };
+    let Ok(saved) = serde_json::from_slice::<SavedEvidence>(&saved) else { return Vec::new() };
+    let Ok(gz) = std::fs::read(dir.join("history.csv.gz")) else { return Vec::new() };
+    let Ok(h) = history::read(&gz, &saved.classes) else { return Vec::new() };
+    let state = std::fs::read(dir.join("final_state.csv.gz")).ok();
+    let final_jobs = state.and_then(|gz| history::read_final_state(&gz).ok()).unwrap_or_default();
+    let src = swimlane::Source {
+        journal: &h.journal,
+        faults: &h.faults,
+        final_jobs: &final_jobs,
+        lease: Duration::from_micros(saved.lease_us),
+        hold_transaction: saved.hold_transaction,
+    };
+    swimlane::swimlanes(&summary.checks, &src)
 }

@@ -188,7 +188,8 @@ pub struct Ownership {
     /// Jobs that two workers believed they owned at the same moment (a belief runs from the
     /// claim's return to its completion, failure or release).
     pub overlapping_jobs: u64,
-    /// Claims sent while another holder's lease on the job still ran.
+    /// Claims that handed a job out over another holder's lease: sent before that lease ended,
+    /// returned after that holder's claim did.
     pub claims_during_lease: u64,
 }
 

@@ -13,7 +13,7 @@ use crate::model::records::JobRow;
 use crate::model::summary::{RunSummary, Timings};
 use crate::report::build::{self, Context};
 use crate::report::timeseries::{self, Timeseries};
-use crate::report::{self, RunFiles};
+use crate::report::{self, RunFiles, swimlane};
 use crate::run::RunOutput;
 use crate::run::observe;
 use crate::scenario::Plan;
@@ -184,7 +184,15 @@ impl Finished {
             k => Some(k.show()),
         };
         let final_state = (keep && !self.saved.partial).then(|| history::write_final_state(&self.final_jobs, key));
+        let src = swimlane::Source {
+            journal: &o.journal,
+            faults: &o.faults,
+            final_jobs: &self.final_jobs,
+            lease: plan.lease.duration,
+            hold_transaction: self.saved.hold_transaction,
+        };
         RunFiles {
+            swimlanes: swimlane::swimlanes(&self.summary.checks, &src),
             history,
             final_state,
             evidence_json: serde_json::to_string_pretty(&self.saved).expect("evidence serialises"),

@@ -2,6 +2,7 @@
 //! self-contained files, charts inlined as SVG, no scripts, no fetches.
 
 use super::charts::Chart;
+use super::swimlane::Swimlane;
 use crate::model::summary::{Percentiles, RunSummary};
 use std::fmt::Write;
 
@@ -51,11 +52,12 @@ fn latency_row(o: &mut String, name: &str, p: &Percentiles) {
 }
 
 /// The report of one run, its charts inlined.
-pub fn report(s: &RunSummary, charts: &[Chart], scenario_text: &str) -> String {
+pub fn report(s: &RunSummary, charts: &[Chart], lanes: &[Swimlane], scenario_text: &str) -> String {
     let mut o = String::new();
     header(&mut o, s);
     expectations(&mut o, s);
     checks(&mut o, s);
+    super::swimlane::html(&mut o, lanes);
     o.push_str("<h2>Jobs and executions</h2>");
     rows(&mut o, &super::terminal::lines(s));
     latencies(&mut o, s);
@@ -221,7 +223,7 @@ mod tests {
         s.latency_ms.queue_wait.insert("high".into(), Percentiles { count: 3, ..Default::default() });
         s.latency_ms.queue_wait.insert("idle".into(), Percentiles::default());
         let chart = Chart { name: "t".into(), caption: "t".into(), svg: "<svg id=c></svg>".into(), png: Vec::new() };
-        let html = report(&s, &[chart], "name = \"<x>\"");
+        let html = report(&s, &[chart], &[], "name = \"<x>\"");
         assert!(html.contains("&lt;x&gt;") && !html.contains("<x>"));
         assert!(html.contains("<svg id=c></svg>"));
         assert!(html.contains("queue wait · high"));

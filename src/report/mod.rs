@@ -14,6 +14,7 @@ pub mod html;
 pub mod junit;
 mod run_charts;
 pub mod scale;
+pub mod swimlane;
 pub mod terminal;
 pub mod timeseries;
 
@@ -23,6 +24,7 @@ use charts::{BarChart, Chart};
 use export::{Exporter, File, Output, Written};
 use hdrhistogram::Histogram;
 use std::path::Path;
+use swimlane::Swimlane;
 use timeseries::Timeseries;
 
 /// Milliseconds percentiles of a microsecond histogram.
@@ -53,6 +55,8 @@ pub struct RunFiles<'a> {
     pub final_state: Option<Vec<u8>>,
     /// `evidence.json`: what else the checkers read.
     pub evidence_json: String,
+    /// report.html's example jobs (`swimlane`).
+    pub swimlanes: Vec<Swimlane>,
     /// `timeseries.csv` (the harness's, every `run.series_interval`) and `samples.csv` (the sampler's).
     pub timeseries: &'a Timeseries,
     pub samples: &'a Timeseries,
@@ -83,7 +87,7 @@ pub fn export_run(dir: &Path, summary: &RunSummary, files: &RunFiles, junit: boo
     if let Some(state) = &files.final_state {
         rest.push(Box::new(export::one("final_state.csv.gz", || state.as_slice())));
     }
-    rest.extend(rebuildable(summary, &charts, &files.scenario_text, junit));
+    rest.extend(rebuildable(summary, &charts, &files.swimlanes, &files.scenario_text, junit));
     write_with_summary(dir, summary, &rest)
 }
 
@@ -93,10 +97,11 @@ pub fn rebuild(
     dir: &Path,
     summary: &RunSummary,
     (harness, database): (&Timeseries, &Timeseries),
+    swimlanes: &[Swimlane],
     scenario_text: &str,
 ) -> Result<Written> {
     let charts = run_charts(summary, harness, database);
-    write_with_summary(dir, summary, &rebuildable(summary, &charts, scenario_text, true))
+    write_with_summary(dir, summary, &rebuildable(summary, &charts, swimlanes, scenario_text, true))
 }
 
 /// summary.json (required), then `rest`; if something of the rest failed, summary.json again
@@ -121,6 +126,7 @@ fn json(summary: &RunSummary) -> Vec<u8> {
 fn rebuildable<'a>(
     summary: &'a RunSummary,
     charts: &'a Result<Vec<Chart>>,
+    swimlanes: &'a [Swimlane],
     scenario_text: &'a str,
     junit: bool,
 ) -> Vec<Box<dyn Exporter + 'a>> {
@@ -132,7 +138,7 @@ fn rebuildable<'a>(
     out.push(Box::new(charts_output(charts)));
     out.push(Box::new(export::one("report.html", move || {
         let shown: &[Chart] = charts.as_deref().unwrap_or_default();
-        html::report(summary, shown, scenario_text)
+        html::report(summary, shown, swimlanes, scenario_text)
     })));
     out
 }

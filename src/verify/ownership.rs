@@ -1,9 +1,11 @@
 //! Ownership overlap: two workers both believed they owned a job at the same moment. A
 //! worker's belief runs from its claim's return to the moment it let go: its completion or
 //! failure was sent, it abandoned the job, or a heartbeat was rejected. Beside it, the claims
-//! sent while another holder's lease on the job still ran: with zero work a worker may let go
-//! before the next claim returns, so beliefs never overlap, yet every such claim handed out a
-//! job that was leased to someone else (the queue's claim ignored the lease).
+//! that handed the job out over another holder's lease: sent before that lease ended, and
+//! returned after that holder's claim did. With zero work a worker may let go before the next
+//! claim returns, so beliefs never overlap, yet every such claim handed out a job that was
+//! leased to someone else while it was in flight (the queue's claim ignored the lease, or
+//! waited on the holder's row lock and took the row anyway).
 
 use super::claims::spans;
 use super::examples;
@@ -20,7 +22,7 @@ pub fn check(per_job: &[&[Event]], lease: Duration, hold_transaction: bool) -> (
             .iter()
             .filter(|c| {
                 leases.iter().any(|o| {
-                    (o.worker, o.claim) != (c.worker, c.claim) && o.start_us <= c.sent_us && c.sent_us < o.lease_end_us
+                    (o.worker, o.claim) != (c.worker, c.claim) && o.start_us <= c.start_us && c.sent_us < o.lease_end_us
                 })
             })
             .count() as u64;
@@ -38,8 +40,8 @@ pub fn check(per_job: &[&[Event]], lease: Duration, hold_transaction: bool) -> (
         violations: o.overlapping_jobs,
         detail: format!(
             "{} jobs had two workers believing they owned them at once (a belief runs from the claim's return to \
-             the completion, failure or release); {} claims were sent while another holder's lease on the job \
-             still ran",
+             the completion, failure or release); {} claims handed a job out over another holder's lease (sent \
+             before that lease ended, returned after that holder's claim)",
             o.overlapping_jobs, o.claims_during_lease
         ),
         examples: examples(jobs),

@@ -1,0 +1,173 @@
+//! The history a run keeps, and the commands that read it back: `check` agrees with the run on
+//! shipped scenarios, `explain` tells a racing duplicate's story, `repro` turns the naive
+//! claim's race into a reproduction every time and finds none in SKIP LOCKED, report.html draws
+//! the example jobs, and the files match their schemas.
+
+mod common;
+
+use common::{bin, queuebench, repo};
+use flate2::read::GzDecoder;
+use serde_json::Value;
+use std::io::Read;
+use std::path::Path;
+
+fn run(scenario: &str, sets: &[&str]) -> common::Run {
+    let s = repo(scenario);
+    let mut args = vec!["run", s.to_str().unwrap(), "--quiet"];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    let r = queuebench(&args);
+    assert!([0, 1].contains(&r.code), "{scenario}: exit {}\n{}\n{}", r.code, r.stdout, r.stderr);
+    r
+}
+
+fn command(args: &[&str]) -> (i32, String, String) {
+    let o = bin().args(args).env_remove("DATABASE_URL").output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into(),
+        String::from_utf8_lossy(&o.stderr).into(),
+    )
+}
+
+fn gunzip(path: &Path) -> String {
+    let mut text = String::new();
+    GzDecoder::new(std::fs::File::open(path).unwrap()).read_to_string(&mut text).unwrap();
+    text
+}
+
+/// A small naive-duplicates run: it races, so its checks fail as the scenario expects.
+fn naive() -> common::Run {
+    run("scenarios/naive-duplicates.toml", &["jobs.preload=2000", "workers.max_claims=250"])
+}
+
+#[test]
+fn check_agrees_with_the_run_on_shipped_scenarios() {
+    let cases: [(&str, &[&str]); 5] = [
+        ("scenarios/naive-duplicates.toml", &["jobs.preload=2000", "workers.max_claims=250"]),
+        ("scenarios/gc-pause-fencing-none.toml", &[]),
+        ("scenarios/gc-pause-fencing-token.toml", &[]),
+        ("scenarios/cancel-waiting-jobs.toml", &[]),
+        // A queue that deletes what it finishes.
+        ("scenarios/adapters/graphile-worker.toml", &["jobs.preload=500"]),
+    ];
+    for (scenario, sets) in cases {
+        let r = run(scenario, sets);
+        let dir = r.out.to_str().unwrap();
+        let (code, out, err) = command(&["check", dir, "--json"]);
+        assert_eq!(code, r.code, "{scenario}: check exits as the run did\n{out}\n{err}");
+        let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{scenario}: {e}\n{out}\n{err}"));
+        assert_eq!(v["agrees_with_run"], true, "{scenario}: {out}");
+        assert_eq!(v["passed"], r.summary()["passed"], "{scenario}");
+        assert_eq!(v["checks"], r.summary()["checks"], "{scenario}: the same checks, counts and examples");
+        let (code, out, _) = command(&["check", dir]);
+        assert_eq!(code, r.code);
+        assert!(out.contains("agrees with the run"), "{scenario}: {out}");
+    }
+}
+
+#[test]
+fn a_changed_history_is_noticed() {
+    // Drop every second execution from a racing run's history: the duplicates shrink, and
+    // check must say so rather than echo the run's summary.
+    let r = naive();
+    let path = r.out.join("history.csv.gz");
+    let text = gunzip(&path);
+    let mut n = 0;
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            if l.split(',').nth(1) == Some("execute") {
+                n += 1;
+                return n % 2 == 0;
+            }
+            true
+        })
+        .collect();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, (kept.join("\n") + "\n").as_bytes()).unwrap();
+    std::fs::write(&path, gz.finish().unwrap()).unwrap();
+    let (_, out, err) = command(&["check", r.out.to_str().unwrap(), "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}\n{out}\n{err}"));
+    assert_eq!(v["agrees_with_run"], false, "{out}");
+}
+
+#[test]
+fn explain_tells_a_racing_duplicate_and_the_report_draws_it() {
+    let r = naive();
+    let dir = r.out.to_str().unwrap();
+    let (code, out, err) = command(&["explain", dir]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("in naive-duplicates"), "{out}");
+    assert!(out.contains("claim returns the job") && out.contains("executes it"), "{out}");
+    assert!(out.contains("→ racing claim"), "the cause, in one line:\n{out}");
+    // A job that does not exist is a usage error naming it.
+    let (code, _, err) = command(&["explain", dir, "--job", "99999999"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("99999999") && err.contains("no such job"), "{err}");
+    // report.html draws the example jobs, and `report` draws them again from the history.
+    let html = std::fs::read_to_string(r.out.join("report.html")).unwrap();
+    assert!(html.contains("<h2>Example jobs</h2>") && html.contains("exactly_once</h3>"), "no swimlane");
+    let lanes = html.matches("<h3>job ").count();
+    assert!((1..=15).contains(&lanes), "{lanes} example jobs (≤ 5 per failed check)");
+    std::fs::remove_file(r.out.join("report.html")).unwrap();
+    let (code, _, err) = command(&["report", dir]);
+    assert_eq!(code, 0, "{err}");
+    let again = std::fs::read_to_string(r.out.join("report.html")).unwrap();
+    assert_eq!(again.matches("<h3>job ").count(), lanes, "the rebuilt report draws the same jobs");
+}
+
+#[test]
+fn repro_hands_the_naive_claims_job_out_twice_every_time_and_skip_locked_never() {
+    let naive = repo("scenarios/naive-duplicates.toml");
+    let (code, out, err) = command(&["repro", naive.to_str().unwrap(), "--repeat", "10"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(out.contains("handed out twice in 10 of 10"), "{out}");
+    assert!(out.contains("psql"), "the by-hand script is printed:\n{out}");
+    let skip = repo("scenarios/skip-locked.toml");
+    let (code, out, err) = command(&["repro", skip.to_str().unwrap(), "--repeat", "10"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("handed out twice in 0 of 10"), "{out}");
+}
+
+#[test]
+fn the_history_files_match_their_schemas() {
+    let r = run("scenarios/gc-pause-fencing-token.toml", &[]);
+    for (file, schema) in
+        [("history.csv.gz", "schema/history.schema.json"), ("final_state.csv.gz", "schema/final_state.schema.json")]
+    {
+        let schema: Value = serde_json::from_str(&std::fs::read_to_string(repo(schema)).unwrap()).unwrap();
+        let fields = schema["fields"].as_array().unwrap();
+        let text = gunzip(&r.out.join(file));
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let names: Vec<&str> = fields.iter().map(|f| f["name"].as_str().unwrap()).collect();
+        assert_eq!(header, names, "{file}'s columns are the schema's, in order");
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+        assert!(!rows.is_empty(), "{file} is empty");
+        for (i, f) in fields.iter().enumerate() {
+            let values = rows.iter().map(|r| r[i]).filter(|v| !v.is_empty());
+            match (f["type"].as_str().unwrap(), f["constraints"]["enum"].as_array()) {
+                ("integer", _) => values.for_each(|v| assert!(v.parse::<i64>().is_ok(), "{file}.{}: {v}", names[i])),
+                ("boolean", _) => values.for_each(|v| assert!(v == "true" || v == "false", "{file}: {v}")),
+                (_, Some(allowed)) => {
+                    values.for_each(|v| assert!(allowed.iter().any(|a| a == v), "{file}.{}: `{v}`", names[i]))
+                }
+                _ => {}
+            }
+        }
+    }
+    // The pause is in the history, as a fault row naming its kind.
+    let text = gunzip(&r.out.join("history.csv.gz"));
+    assert!(text.lines().any(|l| l.contains(",fault,") && l.ends_with(",pause")), "{text}");
+}
+
+#[test]
+fn a_run_without_history_says_so_when_checked() {
+    let r = run("scenarios/gc-pause-fencing-token.toml", &["run.history=false"]);
+    assert!(!r.out.join("history.csv.gz").exists() && !r.out.join("final_state.csv.gz").exists());
+    let (code, _, err) = command(&["check", r.out.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("kept no history") && err.contains("run.history = false"), "{err}");
+}
