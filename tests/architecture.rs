@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 /// The floors, lowest first. A module may import its own floor and the ones below.
 const FLOORS: &[&[&str]] = &[
     &["error", "model"],
-    &["strategy", "adapter"],
+    &["adapter"],
     &["scenario"],
     &["db"],
     &["collect"],

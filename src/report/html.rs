@@ -57,7 +57,7 @@ pub fn report(s: &RunSummary, charts: &[Chart], lanes: &[Swimlane], scenario_tex
     header(&mut o, s);
     expectations(&mut o, s);
     checks(&mut o, s);
-    super::swimlane::html(&mut o, lanes);
+    example_jobs(&mut o, lanes);
     o.push_str("<h2>Jobs and executions</h2>");
     rows(&mut o, &super::terminal::lines(s));
     latencies(&mut o, s);
@@ -150,6 +150,24 @@ fn checks(o: &mut String, s: &RunSummary) {
         );
     }
     o.push_str("</table>");
+}
+
+/// The "Example jobs" section of report.html.
+pub fn example_jobs(o: &mut String, lanes: &[Swimlane]) {
+    if lanes.is_empty() {
+        return;
+    }
+    o.push_str(
+        "<h2>Example jobs</h2><p class=muted>Up to five example jobs of each failed check, from the run's \
+         history (<code>queuebench explain RUN_DIR --job N</code> tells the same story in words). Hover a mark for its time.</p>",
+    );
+    for l in lanes {
+        let _ = write!(o, "<h3>job {} · {}</h3><figure>{}<figcaption>", l.job, escape(&l.check), l.svg);
+        for c in &l.causes {
+            let _ = write!(o, "<div>→ {}</div>", escape(c));
+        }
+        o.push_str("</figcaption></figure>");
+    }
 }
 
 fn latencies(o: &mut String, s: &RunSummary) {

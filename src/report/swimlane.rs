@@ -6,7 +6,6 @@
 //! red lines. Every mark has a tooltip with its time. The causes `explain` prints go under it.
 //! Plain SVG: no scripts, no fonts needed beyond the page's.
 
-use super::html::escape;
 use crate::collect::{Event, EventKind, FaultEvent};
 use crate::model::records::JobRow;
 use crate::model::summary::CheckResult;
@@ -277,26 +276,8 @@ fn legend(o: &mut String, y: f64) {
     let mut x = LEFT;
     for (shape, label) in items {
         let _ = write!(o, "<g transform='translate({x:.0},{:.0})'>{shape}</g>", y - 8.0);
-        let _ = write!(o, "<text x='{:.0}' y='{y:.0}' fill='#444'>{}</text>", x + 18.0, escape(label));
+        let _ = write!(o, "<text x='{:.0}' y='{y:.0}' fill='#444'>{}</text>", x + 18.0, label);
         x += 30.0 + label.len() as f64 * 6.6;
-    }
-}
-
-/// The "Example jobs" section of report.html.
-pub fn html(o: &mut String, lanes: &[Swimlane]) {
-    if lanes.is_empty() {
-        return;
-    }
-    o.push_str(
-        "<h2>Example jobs</h2><p class=muted>Up to five example jobs of each failed check, from the run's \
-         history (<code>queuebench explain RUN_DIR --job N</code> tells the same story in words). Hover a mark for its time.</p>",
-    );
-    for l in lanes {
-        let _ = write!(o, "<h3>job {} · {}</h3><figure>{}<figcaption>", l.job, escape(&l.check), l.svg);
-        for c in &l.causes {
-            let _ = write!(o, "<div>→ {}</div>", escape(c));
-        }
-        o.push_str("</figcaption></figure>");
     }
 }
 
@@ -344,7 +325,7 @@ mod tests {
         assert!(svg.contains("complete_rejected at t=0.003 s"), "{svg}");
         assert!(lanes[0].causes.iter().any(|c| c.contains("racing claim")), "{:?}", lanes[0].causes);
         let mut page = String::new();
-        html(&mut page, &lanes);
+        crate::report::html::example_jobs(&mut page, &lanes);
         assert!(page.contains("<h3>job 7 · exactly_once</h3>") && page.contains("racing claim"), "{page}");
     }
 
