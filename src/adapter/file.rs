@@ -28,7 +28,7 @@ pub const SHIPPED: &[(&str, &str)] = &[
 pub fn load(
     spec: &str,
     base: &Path,
-    lease_parser: impl Fn(&str) -> std::result::Result<Duration, String>,
+    lease_parser: impl Fn(&str) -> std::result::Result<Duration, Invalid>,
 ) -> Result<Adapter> {
     let (path, text) = match SHIPPED.iter().find(|(name, _)| *name == spec) {
         Some((name, text)) => (PathBuf::from(format!("adapters/{name}.toml")), text.to_string()),
@@ -69,7 +69,7 @@ pub fn load(
 fn resolve(
     raw: RawAdapter,
     path: &Path,
-    lease_parser: &impl Fn(&str) -> std::result::Result<Duration, String>,
+    lease_parser: &impl Fn(&str) -> std::result::Result<Duration, Invalid>,
     at: &impl Fn(&str, Invalid) -> Error,
 ) -> Result<Adapter> {
     if raw.name.trim().is_empty() {
@@ -85,7 +85,7 @@ fn resolve(
         ));
     }
     let constants = constants(&raw).map_err(|e| at("constants", e))?;
-    let default_lease = raw.lease.as_deref().map(lease_parser).transpose().map_err(|e| at("lease", Invalid::new(e)))?;
+    let default_lease = raw.lease.as_deref().map(lease_parser).transpose().map_err(|e| at("lease", e))?;
     let has_select = raw.select.is_some();
     let step = |role: Role, key: &str, raw: &RawStep| -> Result<Step> {
         build_step(role, raw, has_select, &constants).map_err(|e| at(key, e))
@@ -189,8 +189,8 @@ fn build_step(
 mod tests {
     use super::*;
 
-    fn lease(s: &str) -> std::result::Result<Duration, String> {
-        crate::scenario::units::parse_duration(s).map_err(|e| e.to_string())
+    fn lease(s: &str) -> std::result::Result<Duration, Invalid> {
+        crate::scenario::units::parse_duration(s).map_err(|e| Invalid::new(e.to_string()))
     }
 
     #[test]

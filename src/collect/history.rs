@@ -23,6 +23,33 @@ pub const COLUMNS: [&str; 10] =
 pub const FAULT_KINDS: [&str; 7] =
     ["crash", "pause", "kill_backend", "lock_hold", "poison", "cancel", "postgres_restart"];
 
+/// A history or final-state file that is not what queuebench writes: which row, and why.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}{reason}", row.map(|r| format!("row {r}: ")).unwrap_or_default())]
+pub struct Unreadable {
+    /// The file's line (the header is line 1); None for the file as a whole.
+    pub row: Option<usize>,
+    pub reason: String,
+}
+
+impl Unreadable {
+    fn file(reason: impl Into<String>) -> Unreadable {
+        Unreadable { row: None, reason: reason.into() }
+    }
+}
+
+impl From<String> for Unreadable {
+    fn from(reason: String) -> Unreadable {
+        Unreadable::file(reason)
+    }
+}
+
+impl From<&str> for Unreadable {
+    fn from(reason: &str) -> Unreadable {
+        Unreadable::file(reason)
+    }
+}
+
 /// What a history holds.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct History {
@@ -96,30 +123,32 @@ pub fn write(journal: &[Event], arrivals: &[Arrival], faults: &[FaultEvent], cla
 }
 
 /// Reads a history back (`write`'s bytes); an error says which row.
-pub fn read(gz: &[u8], classes: &[String]) -> Result<History, String> {
+pub fn read(gz: &[u8], classes: &[String]) -> Result<History, Unreadable> {
     let mut text = Vec::new();
-    GzDecoder::new(gz).read_to_end(&mut text).map_err(|e| format!("not gzip: {e}"))?;
+    GzDecoder::new(gz).read_to_end(&mut text).map_err(|e| Unreadable::file(format!("not gzip: {e}")))?;
     let mut r = csv::Reader::from_reader(text.as_slice());
-    let header: Vec<String> = r.headers().map_err(|e| e.to_string())?.iter().map(String::from).collect();
+    let header: Vec<String> =
+        r.headers().map_err(|e| Unreadable::file(e.to_string()))?.iter().map(String::from).collect();
     if header != COLUMNS {
-        return Err(format!("unexpected columns {header:?}; expected {COLUMNS:?}"));
+        return Err(Unreadable::file(format!("unexpected columns {header:?}; expected {COLUMNS:?}")));
     }
     let mut h = History::default();
     for (i, rec) in r.records().enumerate() {
-        let rec = rec.map_err(|e| format!("row {}: {e}", i + 2))?;
-        row(&rec, classes, &mut h).map_err(|e| format!("row {}: {e}", i + 2))?;
+        let at = |reason: String| Unreadable { row: Some(i + 2), reason };
+        let rec = rec.map_err(|e| at(e.to_string()))?;
+        row(&rec, classes, &mut h).map_err(|e| at(e.reason))?;
     }
     // The checkers read the journal by job, then time, then kind.
     h.journal.sort_unstable_by_key(Event::order);
     Ok(h)
 }
 
-fn row(rec: &csv::StringRecord, classes: &[String], h: &mut History) -> Result<(), String> {
+fn row(rec: &csv::StringRecord, classes: &[String], h: &mut History) -> Result<(), Unreadable> {
     let field = |i: usize| rec.get(i).unwrap_or("");
-    fn num<T: std::str::FromStr>(s: &str, what: &str) -> Result<T, String> {
-        s.parse().map_err(|_| format!("{what} `{s}` is not a number"))
+    fn num<T: std::str::FromStr>(s: &str, what: &str) -> Result<T, Unreadable> {
+        s.parse().map_err(|_| Unreadable::file(format!("{what} `{s}` is not a number")))
     }
-    let opt = |s: &str, what: &str| -> Result<Option<i64>, String> {
+    let opt = |s: &str, what: &str| -> Result<Option<i64>, Unreadable> {
         if s.is_empty() { Ok(None) } else { num(s, what).map(Some) }
     };
     let t_us: u64 = num(field(0), "t_us")?;
@@ -180,7 +209,7 @@ pub fn write_final_state(jobs: &[JobRow], key: impl Fn(i64) -> Option<String>) -
     encoder.finish().expect("writing to memory")
 }
 
-pub fn read_final_state(gz: &[u8]) -> Result<Vec<JobRow>, String> {
+pub fn read_final_state(gz: &[u8]) -> Result<Vec<JobRow>, Unreadable> {
     let mut text = Vec::new();
     GzDecoder::new(gz).read_to_end(&mut text).map_err(|e| format!("not gzip: {e}"))?;
     let mut r = csv::Reader::from_reader(text.as_slice());
@@ -249,6 +278,8 @@ mod tests {
     fn a_broken_history_names_the_row() {
         let gz = gzip(b"t_us,event,worker,job,attempt,claim,dur_us,token,class,detail\n1,claim,1,x,1,1,0,,,\n");
         let e = read(&gz, &[]).unwrap_err();
-        assert!(e.contains("row 2") && e.contains("job `x`"), "{e}");
+        assert_eq!(e.row, Some(2));
+        let text = e.to_string();
+        assert!(text.contains("row 2") && text.contains("job `x`"), "{text}");
     }
 }

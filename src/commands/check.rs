@@ -46,12 +46,13 @@ pub fn check(dir: &Path, json: bool) -> Result<ExitCode> {
 pub fn recheck(dir: &Path) -> Result<(RunSummary, RunSummary)> {
     let run: RunSummary = parse(dir, "summary.json")?;
     let saved: SavedEvidence = parse(dir, "evidence.json")?;
-    let history =
-        history::read(&read(dir, "history.csv.gz")?, &saved.classes).map_err(|e| bad(dir, "history.csv.gz", e))?;
+    let history = history::read(&read(dir, "history.csv.gz")?, &saved.classes)
+        .map_err(|e| bad(dir, "history.csv.gz", e.to_string()))?;
     let final_jobs = if saved.partial {
         Vec::new()
     } else {
-        history::read_final_state(&read(dir, "final_state.csv.gz")?).map_err(|e| bad(dir, "final_state.csv.gz", e))?
+        history::read_final_state(&read(dir, "final_state.csv.gz")?)
+            .map_err(|e| bad(dir, "final_state.csv.gz", e.to_string()))?
     };
     let evidence = Evidence::from_saved(&saved, &history, &final_jobs);
     let mut s = run.clone();

@@ -28,12 +28,13 @@ pub fn explain(dir: &Path, job: Option<i64>) -> Result<ExitCode> {
                 },
             )?,
         };
-    let h = history::read(&read("history.csv.gz")?, &saved.classes).map_err(|e| bad("history.csv.gz", e))?;
+    let h =
+        history::read(&read("history.csv.gz")?, &saved.classes).map_err(|e| bad("history.csv.gz", e.to_string()))?;
     let events: Vec<_> = h.journal.iter().filter(|e| e.job == job).copied().collect();
     let state = if saved.partial {
         Vec::new()
     } else {
-        history::read_final_state(&read("final_state.csv.gz")?).map_err(|e| bad("final_state.csv.gz", e))?
+        history::read_final_state(&read("final_state.csv.gz")?).map_err(|e| bad("final_state.csv.gz", e.to_string()))?
     };
     let row = state.iter().find(|r| r.id == job);
     if events.is_empty() && row.is_none() {

@@ -100,73 +100,10 @@ fn shown(k: &[Key]) -> String {
 /// A and B claim at once; true when both got the same job.
 async fn claim_race(plan: &Plan, db: &Database, verbose: bool) -> Result<bool> {
     let (a, b) = (open(plan, db).await?, open(plan, db).await?);
-    let (va, vb) = (values(plan, "A"), values(plan, "B"));
     let mut script = Vec::new();
-    let say = |line: String| {
-        if verbose {
-            println!("{line}");
-        }
-    };
     let (got_a, got_b) = match (&a.select, &b.select) {
-        (Some(sa), Some(sb)) => {
-            let rows_a = steps::rows(&a.client, sa, &va, false).await.map_err(|e| sql_err("A's select", e))?;
-            let rows_b = steps::rows(&b.client, sb, &vb, false).await.map_err(|e| sql_err("B's select", e))?;
-            let ids_a: Vec<i64> = rows_a.iter().map(|r| r.get(0)).collect();
-            let ids_b: Vec<i64> = rows_b.iter().map(|r| r.get(0)).collect();
-            say(format!("A selects: {ids_a:?}\nB selects: {ids_b:?}"));
-            script.push(("A", literal(&sa.step.statements[0], plan, "A", &[])));
-            script.push(("B", literal(&sb.step.statements[0], plan, "B", &[])));
-            let (mut va, mut vb) = (va, vb);
-            va.ids = &ids_a;
-            vb.ids = &ids_b;
-            let ka = keys(
-                &steps::rows(&a.client, &a.claim, &va, false).await.map_err(|e| sql_err("A's claim", e))?,
-                plan,
-                &a,
-            );
-            say(format!("A claims the ids it selected: {}", shown(&ka)));
-            let kb = keys(
-                &steps::rows(&b.client, &b.claim, &vb, false).await.map_err(|e| sql_err("B's claim", e))?,
-                plan,
-                &b,
-            );
-            say(format!("B claims the ids it selected: {}", shown(&kb)));
-            script.push(("A", literal(&a.claim.step.statements[0], plan, "A", &ids_a)));
-            script.push(("B", literal(&b.claim.step.statements[0], plan, "B", &ids_b)));
-            (ka, kb)
-        }
-        _ => {
-            a.client.batch_execute("BEGIN").await.map_err(|e| sql_err("A's BEGIN", e))?;
-            let ka = keys(
-                &steps::rows(&a.client, &a.claim, &va, true).await.map_err(|e| sql_err("A's claim", e))?,
-                plan,
-                &a,
-            );
-            say(format!("A (in an open transaction) claims: {}", shown(&ka)));
-            script.push(("A", "BEGIN".into()));
-            script.extend(a.claim.step.statements.iter().map(|s| ("A", literal(s, plan, "A", &[]))));
-            let b_claim = steps::rows(&b.client, &b.claim, &vb, false);
-            tokio::pin!(b_claim);
-            let waited = tokio::select! {
-                r = &mut b_claim => Some(r),
-                _ = tokio::time::sleep(Duration::from_millis(300)) => None,
-            };
-            script.extend(b.claim.step.statements.iter().map(|s| ("B", literal(s, plan, "B", &[]))));
-            if waited.is_none() {
-                say("B claims: it waits (A's row lock is in its way)".into());
-            }
-            a.client.batch_execute("COMMIT").await.map_err(|e| sql_err("A's COMMIT", e))?;
-            say("A commits".into());
-            script.push(("A", "COMMIT".into()));
-            let rows_b = match waited {
-                Some(r) => r,
-                None => b_claim.await,
-            }
-            .map_err(|e| sql_err("B's claim", e))?;
-            let kb = keys(&rows_b, plan, &b);
-            say(format!("B's claim returns: {}", shown(&kb)));
-            (ka, kb)
-        }
+        (Some(_), Some(_)) => select_then_claim(plan, (&a, &b), &mut script, verbose).await?,
+        _ => one_statement(plan, (&a, &b), &mut script, verbose).await?,
     };
     let twice = got_a.iter().any(|k| got_b.contains(k));
     if verbose {
@@ -184,6 +121,82 @@ async fn claim_race(plan: &Plan, db: &Database, verbose: bool) -> Result<bool> {
         );
     }
     Ok(twice)
+}
+
+/// The steps of a race, as psql would send them: (connection, statement).
+type Script = Vec<(&'static str, String)>;
+
+fn say(verbose: bool, line: String) {
+    if verbose {
+        println!("{line}");
+    }
+}
+
+/// A select-then-claim strategy: A selects, B selects, A claims, B claims.
+async fn select_then_claim(
+    plan: &Plan,
+    (a, b): (&Conn, &Conn),
+    script: &mut Script,
+    verbose: bool,
+) -> Result<(Vec<Key>, Vec<Key>)> {
+    let (mut va, mut vb) = (values(plan, "A"), values(plan, "B"));
+    let (sa, sb) = (a.select.as_ref().expect("matched"), b.select.as_ref().expect("matched"));
+    let rows_a = steps::rows(&a.client, sa, &va, false).await.map_err(|e| sql_err("A's select", e))?;
+    let rows_b = steps::rows(&b.client, sb, &vb, false).await.map_err(|e| sql_err("B's select", e))?;
+    let ids_a: Vec<i64> = rows_a.iter().map(|r| r.get(0)).collect();
+    let ids_b: Vec<i64> = rows_b.iter().map(|r| r.get(0)).collect();
+    say(verbose, format!("A selects: {ids_a:?}\nB selects: {ids_b:?}"));
+    script.push(("A", literal(&sa.step.statements[0], plan, "A", &[])));
+    script.push(("B", literal(&sb.step.statements[0], plan, "B", &[])));
+    va.ids = &ids_a;
+    vb.ids = &ids_b;
+    let rows = steps::rows(&a.client, &a.claim, &va, false).await.map_err(|e| sql_err("A's claim", e))?;
+    let ka = keys(&rows, plan, a);
+    say(verbose, format!("A claims the ids it selected: {}", shown(&ka)));
+    let rows = steps::rows(&b.client, &b.claim, &vb, false).await.map_err(|e| sql_err("B's claim", e))?;
+    let kb = keys(&rows, plan, b);
+    say(verbose, format!("B claims the ids it selected: {}", shown(&kb)));
+    script.push(("A", literal(&a.claim.step.statements[0], plan, "A", &ids_a)));
+    script.push(("B", literal(&b.claim.step.statements[0], plan, "B", &ids_b)));
+    Ok((ka, kb))
+}
+
+/// A one-statement claim: A opens a transaction and claims; B claims (and waits, if A's row
+/// lock is in its way); A commits; B's claim returns.
+async fn one_statement(
+    plan: &Plan,
+    (a, b): (&Conn, &Conn),
+    script: &mut Script,
+    verbose: bool,
+) -> Result<(Vec<Key>, Vec<Key>)> {
+    let (va, vb) = (values(plan, "A"), values(plan, "B"));
+    a.client.batch_execute("BEGIN").await.map_err(|e| sql_err("A's BEGIN", e))?;
+    let rows = steps::rows(&a.client, &a.claim, &va, true).await.map_err(|e| sql_err("A's claim", e))?;
+    let ka = keys(&rows, plan, a);
+    say(verbose, format!("A (in an open transaction) claims: {}", shown(&ka)));
+    script.push(("A", "BEGIN".into()));
+    script.extend(a.claim.step.statements.iter().map(|s| ("A", literal(s, plan, "A", &[]))));
+    let b_claim = steps::rows(&b.client, &b.claim, &vb, false);
+    tokio::pin!(b_claim);
+    let waited = tokio::select! {
+        r = &mut b_claim => Some(r),
+        _ = tokio::time::sleep(Duration::from_millis(300)) => None,
+    };
+    script.extend(b.claim.step.statements.iter().map(|s| ("B", literal(s, plan, "B", &[]))));
+    if waited.is_none() {
+        say(verbose, "B claims: it waits (A's row lock is in its way)".into());
+    }
+    a.client.batch_execute("COMMIT").await.map_err(|e| sql_err("A's COMMIT", e))?;
+    say(verbose, "A commits".into());
+    script.push(("A", "COMMIT".into()));
+    let rows_b = match waited {
+        Some(r) => r,
+        None => b_claim.await,
+    }
+    .map_err(|e| sql_err("B's claim", e))?;
+    let kb = keys(&rows_b, plan, b);
+    say(verbose, format!("B's claim returns: {}", shown(&kb)));
+    Ok((ka, kb))
 }
 
 fn print_script(script: &[(&str, String)], end: &str) {

@@ -150,7 +150,7 @@ fn workers(raw: &RawScenario, at: &At) -> Result<(WorkerSettings, Adapter)> {
             if at.0.gives("workers.strategy") {
                 return Err(at.err("adapter", "adapter and workers.strategy are exclusive: the adapter is the queue"));
             }
-            let lease = |s: &str| parse_duration(s).map_err(|e| e.to_string());
+            let lease = |s: &str| parse_duration(s).map_err(|e| Invalid::new(e.to_string()));
             adapter::file::load(spec, at.0.folder(), lease)?
         }
         None => adapter::builtin::resolve(&w.strategy, &raw.strategies, raw.lease.fencing, &quotas)
