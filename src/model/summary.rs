@@ -334,6 +334,9 @@ pub struct Timings {
     pub sampler_s: f64,
     /// The claim-plan probe's own round trips (BEGIN, EXPLAIN ANALYZE, ROLLBACK), summed.
     pub probe_s: f64,
+    /// Writing the history (`history.csv.gz`, `final_state.csv.gz`), after the run: 0 with
+    /// `run.history = false`.
+    pub history_s: f64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

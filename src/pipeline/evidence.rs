@@ -114,6 +114,9 @@ pub struct Finished {
     /// The evidence the checkers read, kept in the run folder for `queuebench check`.
     pub saved: SavedEvidence,
     pub final_jobs: Vec<JobRow>,
+    /// `history.csv.gz` and `final_state.csv.gz`, encoded (None: not kept, or no final table).
+    pub history: Option<Vec<u8>>,
+    pub final_state: Option<Vec<u8>>,
 }
 
 /// The summary (verdict included) from everything the stages produced.
@@ -142,16 +145,32 @@ pub fn summarize(plan: &Plan, run_id: String, started_at: String, facts: ServerF
         verify_s: checked.took.as_secs_f64(),
         sampler_s: output.samples.iter().fold(0.0, |a, s| a + s.took_ms) / 1000.0,
         probe_s: output.horizon.probes.iter().fold(0.0, |a, p| a + p.took_ms) / 1000.0,
+        history_s: 0.0,
     };
-    Finished {
-        summary,
-        output,
-        waits: checked.waits,
-        timeseries,
-        samples,
-        saved,
-        final_jobs: table.jobs.unwrap_or_default(),
+    let final_jobs = table.jobs.unwrap_or_default();
+    let started = Instant::now();
+    let (history, final_state) = encode_history(plan, &output, &saved, &final_jobs);
+    summary.timings.history_s = started.elapsed().as_secs_f64();
+    Finished { summary, output, waits: checked.waits, timeseries, samples, saved, final_jobs, history, final_state }
+}
+
+/// The history and the final table as their files (docs/history.md), unless `run.history = false`.
+fn encode_history(
+    plan: &Plan,
+    o: &RunOutput,
+    saved: &SavedEvidence,
+    final_jobs: &[JobRow],
+) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+    if !plan.run.history {
+        return (None, None);
     }
+    let history = history::write(&o.journal, &o.arrivals, &o.faults, &saved.classes);
+    let key = |id: i64| match o.ids.key(id) {
+        Key::Int(i) if i == id => None,
+        k => Some(k.show()),
+    };
+    let final_state = (!saved.partial).then(|| history::write_final_state(final_jobs, key));
+    (Some(history), final_state)
 }
 
 impl Finished {
@@ -176,14 +195,6 @@ impl Finished {
             histograms.push((format!("queue-wait-{class}"), h, samples));
         }
         let o = &self.output;
-        let keep = plan.run.history;
-        let history = keep.then(|| history::write(&o.journal, &o.arrivals, &o.faults, &self.saved.classes));
-        let ids = &o.ids;
-        let key = |id: i64| match ids.key(id) {
-            Key::Int(i) if i == id => None,
-            k => Some(k.show()),
-        };
-        let final_state = (keep && !self.saved.partial).then(|| history::write_final_state(&self.final_jobs, key));
         let src = swimlane::Source {
             journal: &o.journal,
             faults: &o.faults,
@@ -193,8 +204,8 @@ impl Finished {
         };
         RunFiles {
             swimlanes: swimlane::swimlanes(&self.summary.checks, &src),
-            history,
-            final_state,
+            history: self.history.as_deref(),
+            final_state: self.final_state.as_deref(),
             evidence_json: serde_json::to_string_pretty(&self.saved).expect("evidence serialises"),
             timeseries: &self.timeseries,
             samples: &self.samples,

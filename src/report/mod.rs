@@ -50,9 +50,9 @@ pub type Latency<'a> = (String, &'a Histogram<u64>, &'a [(u32, u32)]);
 /// What a run leaves for the exporters besides the summary.
 pub struct RunFiles<'a> {
     /// `history.csv.gz` (collect::history), gzipped already; None with `run.history = false`.
-    pub history: Option<Vec<u8>>,
+    pub history: Option<&'a [u8]>,
     /// `final_state.csv.gz`; None when the database was lost (there is no final table).
-    pub final_state: Option<Vec<u8>>,
+    pub final_state: Option<&'a [u8]>,
     /// `evidence.json`: what else the checkers read.
     pub evidence_json: String,
     /// report.html's example jobs (`swimlane`).
@@ -81,11 +81,11 @@ pub fn export_run(dir: &Path, summary: &RunSummary, files: &RunFiles, junit: boo
         Box::new(export::one("samples.csv", || files.samples.to_csv())),
         Box::new(export::one("evidence.json", || files.evidence_json.as_str())),
     ];
-    if let Some(history) = &files.history {
-        rest.push(Box::new(export::one("history.csv.gz", || history.as_slice())));
+    if let Some(history) = files.history {
+        rest.push(Box::new(export::one("history.csv.gz", move || history)));
     }
-    if let Some(state) = &files.final_state {
-        rest.push(Box::new(export::one("final_state.csv.gz", || state.as_slice())));
+    if let Some(state) = files.final_state {
+        rest.push(Box::new(export::one("final_state.csv.gz", move || state)));
     }
     rest.extend(rebuildable(summary, &charts, &files.swimlanes, &files.scenario_text, junit));
     write_with_summary(dir, summary, &rest)
