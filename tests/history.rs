@@ -125,10 +125,32 @@ fn repro_hands_the_naive_claims_job_out_twice_every_time_and_skip_locked_never()
     assert_eq!(code, 1, "{out}\n{err}");
     assert!(out.contains("handed out twice in 10 of 10"), "{out}");
     assert!(out.contains("psql"), "the by-hand script is printed:\n{out}");
-    let skip = repo("scenarios/skip-locked.toml");
-    let (code, out, err) = command(&["repro", skip.to_str().unwrap(), "--repeat", "10"]);
-    assert_eq!(code, 0, "{out}\n{err}");
-    assert!(out.contains("handed out twice in 0 of 10"), "{out}");
+    assert!(out.contains("queuebench prepare") && out.contains("SET search_path"), "how to replay it:\n{out}");
+    for (scenario, want) in [
+        ("scenarios/naive-select-update.toml", (1, "10 of 10")),
+        ("scenarios/skip-locked.toml", (0, "0 of 10")),
+        ("scenarios/for-update-convoy.toml", (0, "0 of 10")),
+    ] {
+        let f = repo(scenario);
+        let (code, out, err) = command(&["repro", f.to_str().unwrap(), "--repeat", "10"]);
+        assert_eq!(code, want.0, "{scenario}: {out}\n{err}");
+        assert!(out.contains(&format!("handed out twice in {}", want.1)), "{scenario}: {out}");
+    }
+}
+
+#[test]
+fn repro_fencing_lands_a_stale_completion_only_where_the_fence_lets_it() {
+    for (scenario, code, landed) in
+        [("scenarios/gc-pause-fencing-none.toml", 1, "1 of 1"), ("scenarios/gc-pause-fencing-token.toml", 0, "0 of 1")]
+    {
+        let f = repo(scenario);
+        let (got, out, err) = command(&["repro", f.to_str().unwrap(), "--fencing"]);
+        assert_eq!(got, code, "{scenario}: {out}\n{err}");
+        assert!(out.contains(&format!("a stale completion landed in {landed}")), "{scenario}: {out}");
+        // Each fencing mode is tried: none and status let it land, attempts and token reject it.
+        assert!(out.contains("fencing none     : A's late completion LANDED"), "{out}");
+        assert!(out.contains("fencing token    : A's late completion was rejected"), "{out}");
+    }
 }
 
 #[test]

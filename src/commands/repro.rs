@@ -41,6 +41,13 @@ pub async fn repro(file: &Path, sets: &[String], fencing: bool, target: &Target,
     let teardown = db.teardown().await;
     let code = result?;
     teardown?;
+    println!(
+        "\nBy hand: make a schema with the scenario's table and one waiting job,\n  \
+         queuebench prepare {} --set jobs.preload=1 --set workers.batch=1 --database-url URL --schema qb_repro\n\
+         then open two psql windows, run `SET search_path = qb_repro;` in each, and paste the lines of\n\
+         window A and window B above in their order.",
+        file.display()
+    );
     Ok(code)
 }
 
@@ -200,7 +207,7 @@ async fn one_statement(
 }
 
 fn print_script(script: &[(&str, String)], end: &str) {
-    println!("\n-- The same by hand: two psql windows in the run's schema (SET search_path = …).");
+    println!("\n-- The same by hand: two psql windows in one schema (see \"By hand\" below).");
     let mut last = "";
     for (who, sql) in script {
         if *who != last {
