@@ -141,6 +141,20 @@ fn set_with_a_bad_path() {
 }
 
 #[test]
+fn set_a_table_to_a_value_names_the_key_not_a_rust_type() {
+    let (_d, f) = write(&format!("{BASE}[workers]\ncount = 2\n"));
+    let r = queuebench(&["run", f.as_str(), "--set", "workers=3"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--set workers=3"), "{}", r.stderr);
+    assert!(r.stderr.contains("`workers` is a table of keys (count)"), "{}", r.stderr);
+    assert!(r.stderr.contains("e.g. --set workers.count=…"), "{}", r.stderr);
+    assert!(!r.stderr.contains("Raw"), "{}", r.stderr);
+    // No [workers] table in the file: serde's message, without the Rust type.
+    refused(BASE, &["workers=3"], &["expected a table of keys", "in `workers`"]);
+    assert!(!queuebench(&["run", write(BASE).1.as_str(), "--set", "workers=3"]).stderr.contains("Raw"));
+}
+
+#[test]
 fn unwritable_results_folder() {
     let s = repo("scenarios/skip-locked.toml");
     for out in ["/dev/null/run", "/proc/version/run"] {

@@ -58,6 +58,10 @@ fn sigterm_writes_the_evidence_marked_interrupted_and_removes_the_cluster() {
     assert_eq!(status.code(), Some(130), "{}", stderr.lock().unwrap());
     let summary = interrupted(&out.path().join("run"));
     assert!(summary["executions"]["total"].as_u64().unwrap() > 0);
+    let text = all_stderr(&stderr);
+    assert!(text.contains("interrupted by SIGTERM: stopping workers"), "the message names SIGTERM:\n{text}");
+    assert!(text.contains("(SIGTERM again (or Ctrl-C) to quit at once)"), "{text}");
+    assert!(!text.contains("Ctrl-C again"), "{text}");
     assert_no_postgres(tmp.path(), "SIGTERM");
     assert_eq!(cluster_dirs(tmp.path()), Vec::<std::path::PathBuf>::new(), "SIGTERM: cluster directory left");
 }
@@ -71,7 +75,9 @@ fn a_second_sigint_exits_at_once_and_still_removes_the_cluster() {
     // Send the second only once the first is seen (two signals before the handler looks would be
     // one), while the orderly stop (workers, checkers, charts) is still going.
     let until = std::time::Instant::now() + Duration::from_secs(10);
-    while !stderr.lock().unwrap().contains("interrupted: stopping workers") && std::time::Instant::now() < until {
+    while !stderr.lock().unwrap().contains("interrupted by Ctrl-C (SIGINT): stopping workers")
+        && std::time::Instant::now() < until
+    {
         std::thread::sleep(Duration::from_millis(2));
     }
     signal(&child, libc::SIGINT);
@@ -80,7 +86,10 @@ fn a_second_sigint_exits_at_once_and_still_removes_the_cluster() {
     assert_no_postgres(tmp.path(), "SIGINT twice");
     assert_eq!(cluster_dirs(tmp.path()), Vec::<std::path::PathBuf>::new(), "SIGINT twice: cluster directory left");
     let text = all_stderr(&stderr);
-    assert!(text.contains("interrupted again: exiting now"), "the second Ctrl-C did not cut the stop short:\n{text}");
+    assert!(
+        text.contains("Ctrl-C (SIGINT) again: exiting now"),
+        "the second Ctrl-C did not cut the stop short:\n{text}"
+    );
     assert!(!out.path().join("run/summary.json").exists(), "exiting at once writes no summary");
 }
 

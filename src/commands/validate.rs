@@ -25,10 +25,10 @@ pub async fn validate(files: &[PathBuf], sets: &[String], target: &Target) -> Re
                 let what = if p.adapter.own_table() { "strategy" } else { "adapter" };
                 let proved = if p.adapter.builtin() { "" } else { ", its SQL prepared" };
                 println!(
-                    "{}: ok ({} · {} workers · {what} {}{proved})",
+                    "{}: ok ({} · {} · {what} {}{proved})",
                     f.display(),
                     p.name,
-                    p.workers.count,
+                    crate::model::words::count(p.workers.count, "worker"),
                     p.adapter.name
                 )
             }

@@ -37,10 +37,10 @@ pub fn check(per_job: &[&[Event]], lease: Duration, hold_transaction: bool) -> (
         passed: jobs.is_empty(),
         violations: o.overlapping_jobs,
         detail: format!(
-            "{} jobs had two workers believing they owned them at once (a belief runs from the claim's return to \
-             the completion, failure or release); {} claims were sent while another holder's lease on the job \
-             still ran",
-            o.overlapping_jobs, o.claims_during_lease
+            "{} two workers believing they owned it at once (a belief runs from the claim's return to \
+             the completion, failure or release); {} sent while another holder's lease on the job still ran",
+            crate::model::words::count_as(o.overlapping_jobs, "job had", "jobs had"),
+            crate::model::words::count_as(o.claims_during_lease, "claim was", "claims were")
         ),
         examples: examples(jobs),
     };
