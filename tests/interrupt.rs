@@ -58,6 +58,7 @@ fn sigterm_writes_the_evidence_marked_interrupted_and_removes_the_cluster() {
     assert_eq!(status.code(), Some(130), "{}", stderr.lock().unwrap());
     let summary = interrupted(&out.path().join("run"));
     assert!(summary["executions"]["total"].as_u64().unwrap() > 0);
+    assert!(!out.path().join("run/INCOMPLETE").exists(), "an orderly stop writes the folder whole");
     let text = all_stderr(&stderr);
     assert!(text.contains("interrupted by SIGTERM: stopping workers"), "the message names SIGTERM:\n{text}");
     assert!(text.contains("(SIGTERM again (or Ctrl-C) to quit at once)"), "{text}");
@@ -91,6 +92,7 @@ fn a_second_sigint_exits_at_once_and_still_removes_the_cluster() {
         "the second Ctrl-C did not cut the stop short:\n{text}"
     );
     assert!(!out.path().join("run/summary.json").exists(), "exiting at once writes no summary");
+    assert!(out.path().join("run/INCOMPLETE").exists(), "the folder is marked INCOMPLETE");
 }
 
 #[test]
@@ -104,6 +106,8 @@ fn sigkill_stops_the_postmaster_by_pdeathsig_and_the_next_start_removes_the_dir(
     let left = cluster_dirs(tmp.path());
     assert_eq!(left.len(), 1, "a SIGKILLed harness cannot remove its directory");
     assert!(!out.path().join("run/summary.json").exists(), "a SIGKILLed harness writes no summary");
+    let marker = std::fs::read_to_string(out.path().join("run/INCOMPLETE")).expect("the folder is marked INCOMPLETE");
+    assert!(marker.contains("has not finished writing this folder"), "{marker}");
     // The next cluster start removes the directory of a harness that is gone.
     let o = bin().args(["cluster", "--", "true"]).env("TMPDIR", tmp.path()).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
