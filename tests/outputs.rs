@@ -93,3 +93,72 @@ fn a_scenario_name_that_is_not_a_folder_name_is_refused() {
         assert!(err.contains("use 1 to 64 ASCII letters, digits, - and _"), "{bad:?}: {err}");
     }
 }
+
+/// A small tmpfs mounted for one test (root only); unmounted when dropped.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    fn mount(size: &str) -> Option<Tmpfs> {
+        let dir = tempfile::tempdir().ok()?;
+        let o = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .output()
+            .ok()?;
+        if !o.status.success() {
+            println!("skipped: cannot mount a tmpfs here ({})", String::from_utf8_lossy(&o.stderr).trim());
+            return None;
+        }
+        Some(Tmpfs { dir })
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+/// A full disk: the verdict is printed, the exit code is the verdict's, one warning line per
+/// reason (no Rust debug dumps), and what was not written is recorded.
+#[test]
+fn on_a_full_disk_the_verdict_is_printed_and_the_exit_code_is_the_verdicts() {
+    let Some(fs) = Tmpfs::mount("64k") else { return };
+    let out = fs.dir.path().join("run");
+    // An expectation that fails: exit 1 is the verdict's, not the disk's.
+    let (code, stdout, err) = run_into(&out, &["--expect", "jobs.completed == 1"]);
+    assert_eq!(code, 1, "the verdict's exit code:\n{stdout}\n{err}");
+    assert!(stdout.contains("skip-locked — FAILED"), "the verdict is printed:\n{stdout}");
+    assert!(stdout.contains("FAIL jobs.completed == 1"), "{stdout}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["passed"], false, "summary.json holds the verdict");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert!(!warnings.is_empty(), "{err}");
+    assert!(warnings.len() <= 3, "one line per reason, not one per file:\n{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    for bad in ["Os {", "Custom {", "IoError(", "ImageError("] {
+        assert!(!err.contains(bad), "a debug dump ({bad}) in:\n{err}");
+    }
+    let marker = std::fs::read_to_string(out.join("INCOMPLETE")).expect("an incomplete folder is marked");
+    assert!(marker.contains(summary["run_id"].as_str().unwrap()), "{marker}");
+    // Partly written files are removed, not left truncated.
+    for e in std::fs::read_dir(&out).unwrap().flatten() {
+        let len = e.metadata().unwrap().len();
+        assert!(len > 0 || e.path().is_dir(), "{} left empty", e.path().display());
+    }
+}
+
+/// No room even for summary.json: exit 3, saying so, with the verdict still printed.
+#[test]
+fn when_summary_json_cannot_be_written_the_verdict_is_printed_and_the_exit_is_3() {
+    let Some(fs) = Tmpfs::mount("8k") else { return };
+    let out = fs.dir.path().join("run");
+    let (code, stdout, err) = run_into(&out, &[]);
+    assert_eq!(code, 3, "{stdout}\n{err}");
+    assert!(stdout.contains("skip-locked — PASSED"), "the verdict is printed:\n{stdout}");
+    assert!(err.contains("the verdict above could not be saved"), "{err}");
+    assert!(err.contains("summary.json was not written") && err.contains("No space left on device"), "{err}");
+}
