@@ -188,6 +188,44 @@ fn more_workers_than_the_server_allows_is_refused_before_creating_anything() {
 }
 
 #[test]
+fn validate_with_a_url_checks_the_servers_free_connections_too() {
+    let db = ScratchDb::new("vslots");
+    let s = repo("scenarios/skip-locked.toml");
+    let r = queuebench(&["validate", s.to_str().unwrap(), "--database-url", &db.url, "--set", "workers.count=5000"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("5000 workers need 50") && r.stderr.contains("free"), "{}", r.stderr);
+    assert!(r.stderr.contains("lower workers.count"), "{}", r.stderr);
+    assert_eq!(db.harness_schemas(""), "", "validate created no schema");
+    let ok = queuebench(&["validate", s.to_str().unwrap(), "--database-url", &db.url, "--set", "workers.count=4"]);
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+}
+
+/// 100,000 workers once took 14 GB and died with `os error 11`: now validate and run refuse
+/// them in well under a second, naming the limit, the number and the fix, creating nothing.
+#[test]
+fn a_plan_over_the_machines_limits_is_refused_at_validate_and_at_run_start() {
+    let s = repo("scenarios/skip-locked.toml");
+    for cmd in ["validate", "run"] {
+        let started = std::time::Instant::now();
+        let r = queuebench(&[cmd, s.to_str().unwrap(), "--set", "workers.count=100000"]);
+        let took = started.elapsed();
+        assert_eq!(r.code, 2, "{cmd}: {}", r.stderr);
+        assert!(took < std::time::Duration::from_secs(1), "{cmd} took {took:?}");
+        let nofile = r.stderr.contains("open files") && r.stderr.contains("RLIMIT_NOFILE");
+        let memory = r.stderr.contains("of memory") && r.stderr.contains("MemAvailable");
+        assert!(nofile || memory, "{cmd}: names the limit: {}", r.stderr);
+        assert!(r.stderr.contains("100000 workers"), "{cmd}: names the number: {}", r.stderr);
+        assert!(r.stderr.contains("lower workers.count to at most"), "{cmd}: names the fix: {}", r.stderr);
+        assert!(!r.out.exists(), "{cmd}: no results folder");
+        r.assert_clean();
+    }
+    // A preload that cannot fit in memory: named by its key.
+    let r = queuebench(&["validate", s.to_str().unwrap(), "--set", "jobs.preload=1000000000"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("of memory") && r.stderr.contains("lower jobs.preload to at most"), "{}", r.stderr);
+}
+
+#[test]
 fn unreachable_server_names_the_host_and_the_fix() {
     let s = repo("scenarios/skip-locked.toml");
     let r = queuebench(&["run", s.to_str().unwrap(), "--database-url", "postgres://alice@127.0.0.1:1/db"]);

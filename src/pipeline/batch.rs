@@ -81,6 +81,7 @@ fn plans(cmd: &RunCommand) -> Result<Vec<Plan>> {
             plan.tolerances.set_cli(text, &names)?;
         }
         check_target(&plan, &cmd.run.database.target)?;
+        super::check_limits(&plan)?;
         plans.push(plan);
     }
     for name in cmd.baseline.save.iter().chain(&cmd.baseline.compare) {

@@ -115,6 +115,15 @@ pub fn setup_of(plan: &Plan) -> SetupOf {
     }
 }
 
+/// `validate --database-url`: the same connection budget as a run's, on a connection that
+/// creates nothing (no schema). Other targets are sized for the plan by queuebench.
+pub async fn check_free_connections(plan: &Plan, target: &Target) -> Result<()> {
+    let Target::Url { url, allow_remote } = target else { return Ok(()) };
+    let db = Database::open(Some(url), &[], String::new(), false, *allow_remote).await?;
+    let client = db.connect_admin().await?;
+    check_connections(plan, &db, &client).await
+}
+
 /// More workers than the server has free connections is a usage error, before anything is created.
 async fn check_connections(plan: &Plan, db: &Database, setup: &Client) -> Result<()> {
     let need = connections_needed(plan);

@@ -7,12 +7,15 @@ mod batch;
 mod database;
 mod evidence;
 mod folder;
+mod limits;
 
 pub use batch::{comparison_files, run_files};
 pub use database::{
-    check_target, connections_needed, ephemeral_settings, open as open_database, prepare as prepare_database, setup_of,
+    check_free_connections, check_target, connections_needed, ephemeral_settings, open as open_database,
+    prepare as prepare_database, setup_of,
 };
 pub use folder::{INCOMPLETE, check_output_folder};
+pub use limits::check as check_limits;
 
 use crate::error::Result;
 use crate::model::summary::RunSummary;

@@ -38,6 +38,7 @@ pub async fn sweep(args: &SweepCommand, interrupt: &CancellationToken) -> Result
     // anything is created.
     for (_, plan) in &plans {
         crate::pipeline::check_target(plan, &args.run.database.target)?;
+        crate::pipeline::check_limits(plan)?;
     }
     crate::pipeline::check_output_folder(&dir, args.force)?;
     std::fs::create_dir_all(&dir).map_err(|e| Error::path(Access::CreateSweepFolder, &dir, e))?;
