@@ -114,6 +114,16 @@ pub enum Command {
         #[arg(long)]
         reuse: bool,
     },
+    /// List and remove what earlier runs left: cluster folders whose harness is gone and, with
+    /// --database-url, queuebench_<run id> schemas no live run uses (asks first on a terminal).
+    Clean {
+        /// Also list (and drop) the leftover queuebench schemas in this server.
+        #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+        database_url: Option<String>,
+        /// Remove without asking (and allow a --database-url host that is not on this machine).
+        #[arg(long)]
+        yes: bool,
+    },
     /// Start an ephemeral cluster, run a command with DATABASE_URL pointing at it, then remove the cluster.
     Cluster {
         /// Apply this scenario's [postgres.settings] to the cluster.

@@ -71,6 +71,7 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
         Command::Prepare { file, overrides, database_url, schema, reuse } => {
             commands::prepare::prepare(&file, &overrides.set, &database_url, schema, reuse).await
         }
+        Command::Clean { database_url, yes } => commands::clean::clean(database_url.as_deref(), yes).await,
         Command::Cluster { scenario, command } => commands::cluster::cluster(scenario.as_deref(), &command).await,
     };
     result.unwrap_or_else(|e| {

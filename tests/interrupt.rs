@@ -2,7 +2,7 @@
 //! and no cluster directory: SIGTERM (orderly, like the first Ctrl-C: the
 //! summary says interrupted), SIGINT twice (exit at once: no summary, the
 //! cluster killed and removed), SIGKILL (the harness cannot clean up: the
-//! postmaster dies by PR_SET_PDEATHSIG, and the next start removes the dir).
+//! postmaster dies by PR_SET_PDEATHSIG, the next start names the dir, `clean` removes it).
 
 mod common;
 use common::pg::{all_stderr, signal, spawn_watched, wait_for_progress};
@@ -108,8 +108,13 @@ fn sigkill_stops_the_postmaster_by_pdeathsig_and_the_next_start_removes_the_dir(
     assert!(!out.path().join("run/summary.json").exists(), "a SIGKILLed harness writes no summary");
     let marker = std::fs::read_to_string(out.path().join("run/INCOMPLETE")).expect("the folder is marked INCOMPLETE");
     assert!(marker.contains("has not finished writing this folder"), "{marker}");
-    // The next cluster start removes the directory of a harness that is gone.
+    // The next cluster start names the directory of a harness that is gone; `clean` removes it.
     let o = bin().args(["cluster", "--", "true"]).env("TMPDIR", tmp.path()).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("`queuebench clean` lists and removes them"), "{err}");
+    assert_eq!(cluster_dirs(tmp.path()), left, "the next start leaves it to clean");
+    let o = bin().args(["clean", "--yes"]).env("TMPDIR", tmp.path()).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(cluster_dirs(tmp.path()), Vec::<std::path::PathBuf>::new(), "the next start removed {left:?}");
+    assert_eq!(cluster_dirs(tmp.path()), Vec::<std::path::PathBuf>::new(), "clean removed {left:?}");
 }
