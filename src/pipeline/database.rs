@@ -9,7 +9,6 @@ use crate::error::{Error, Result, Unfit};
 use crate::model::protocol::Reclaim;
 use crate::model::summary::{DatabaseInfo, Environment};
 use crate::options::{DatabaseOptions, Target};
-use crate::run::observe;
 use crate::scenario::Plan;
 use crate::scenario::plan::Wakeup;
 use std::sync::Arc;
@@ -85,7 +84,7 @@ pub async fn prepare(plan: &Plan, db: &Database) -> Result<Prepared> {
     let client =
         schema::install(db, setup_of(plan).as_setup(), &plan.adapter.table, &plan.postgres.table_settings).await?;
     let ids = Arc::new(Interner::default());
-    let preload = observe::preload(&client, plan, &ids).await?;
+    let (client, preload) = crate::run::preload::preload_resuming(db, client, plan, &ids).await?;
     Ok(Prepared { client, facts: ServerFacts { database, environment, preload }, ids })
 }
 
