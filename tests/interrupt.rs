@@ -92,7 +92,9 @@ fn a_second_sigint_exits_at_once_and_still_removes_the_cluster() {
         "the second Ctrl-C did not cut the stop short:\n{text}"
     );
     assert!(!out.path().join("run/summary.json").exists(), "exiting at once writes no summary");
-    assert!(out.path().join("run/INCOMPLETE").exists(), "the folder is marked INCOMPLETE");
+    // Either the run's fresh folder went with the failed stop (nothing was in it), or it is marked.
+    let dir = out.path().join("run");
+    assert!(!dir.exists() || dir.join("INCOMPLETE").exists(), "a folder left unmarked");
 }
 
 #[test]
