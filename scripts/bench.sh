@@ -35,8 +35,7 @@ shopt -s inherit_errexit
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$root/scripts/bench/lib.sh"
-target=${CARGO_TARGET_DIR:-$root/target}
-qb=${QUEUEBENCH:-$target/release/queuebench}
+qb=${QUEUEBENCH:-$("$root/scripts/queuebench-bin.sh" --dir)/release/queuebench}
 curve=$(dirname "$qb")/queuebench-curve
 
 quick=false

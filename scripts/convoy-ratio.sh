@@ -8,8 +8,7 @@
 set -euo pipefail
 rounds=${1:-3}
 root=$(cd "$(dirname "$0")/.." && pwd)
-qb=${QUEUEBENCH:-${CARGO_TARGET_DIR:-$root/target}/release/queuebench}
-[ -x "$qb" ] || (cd "$root" && cargo build --release --quiet)
+qb=${QUEUEBENCH:-$("$root/scripts/queuebench-bin.sh")}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 num() { grep -o "\"$2\": [0-9.e+-]*" "$1" | head -1 | awk '{print $2}'; }

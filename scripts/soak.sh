@@ -11,8 +11,8 @@
 # Writes soak-rss.csv (t_s,rss_kb,hwm_kb) and the run folder under OUT (default
 # results/soak-<time>/) and prints the start, peak and end RSS.
 #
-# Environment: QUEUEBENCH (binary; default target/release/queuebench, built
-# if missing), RATE, INTERVAL (seconds between samples; default 10), OUT.
+# Environment: QUEUEBENCH (binary; default: the release build wherever cargo
+# puts it, built if missing), RATE, INTERVAL (seconds between samples; default 10), OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,11 +21,7 @@ SCENARIO=${2:-scenarios/open-model-overload.toml}
 RATE=${RATE:-0.5}
 INTERVAL=${INTERVAL:-10}
 OUT=${OUT:-results/soak-$(date -u +%Y%m%dT%H%M%S)}
-TARGET=${CARGO_TARGET_DIR:-target}
-BIN=${QUEUEBENCH:-$TARGET/release/queuebench}
-if [ ! -x "$BIN" ]; then
-  cargo build --release
-fi
+BIN=${QUEUEBENCH:-$(scripts/queuebench-bin.sh)}
 mkdir -p "$OUT"
 CSV="$OUT/soak-rss.csv"
 echo "t_s,rss_kb,hwm_kb" >"$CSV"

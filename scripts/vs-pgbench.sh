@@ -29,10 +29,7 @@ shopt -s inherit_errexit
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$root/scripts/bench/lib.sh"
-qb=${QUEUEBENCH:-${CARGO_TARGET_DIR:-$root/target}/release/queuebench}
-if [ ! -x "$qb" ]; then
-  (cd "$root" && cargo build --release --quiet)
-fi
+qb=${QUEUEBENCH:-$("$root/scripts/queuebench-bin.sh")}
 command -v pgbench > /dev/null || {
   echo "pgbench not found: install the PostgreSQL client (apt-get install postgresql-client)" >&2
   exit 3

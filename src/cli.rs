@@ -114,6 +114,16 @@ pub enum Command {
         #[arg(long)]
         reuse: bool,
     },
+    /// List and remove what earlier runs left: cluster folders whose harness is gone and, with
+    /// --database-url, queuebench_<run id> schemas no live run uses (asks first on a terminal).
+    Clean {
+        /// Also list (and drop) the leftover queuebench schemas in this server.
+        #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+        database_url: Option<String>,
+        /// Remove without asking (and allow a --database-url host that is not on this machine).
+        #[arg(long)]
+        yes: bool,
+    },
     /// Start an ephemeral cluster, run a command with DATABASE_URL pointing at it, then remove the cluster.
     Cluster {
         /// Apply this scenario's [postgres.settings] to the cluster.
@@ -150,9 +160,13 @@ pub struct RunArgs {
     /// The image for --postgres docker, NAME:TAG.
     #[arg(long, default_value = crate::db::docker::DEFAULT_IMAGE)]
     pub postgres_image: String,
-    /// The run's output folder (with several files: one subfolder per scenario).
+    /// The run's output folder (with several files: one subfolder per scenario); one that
+    /// already holds something is refused unless --force.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Write into an --out folder that already holds something (files of the same name are replaced).
+    #[arg(long)]
+    pub force: bool,
     /// Seed for every random choice (overrides the scenario's).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -220,9 +234,13 @@ pub struct SweepArgs {
     /// An existing server instead of an ephemeral cluster per cell (each cell gets its own schema).
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
-    /// The sweep's folder (default results/<scenario>/sweep-<id>).
+    /// The sweep's folder (default results/<scenario>/sweep-<id>); one that already holds
+    /// something is refused unless --force.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Write into an --out folder that already holds something.
+    #[arg(long)]
+    pub force: bool,
     /// Seed for every cell (repeat r uses seed + r).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -244,6 +262,7 @@ impl RunArgs {
             sets: scale::with_flag(&self.overrides.set, self.time_scale)?,
             seed: self.seed,
             out: self.out.clone(),
+            force: self.force,
             expect: self.expect.clone(),
             quiet: self.quiet,
             repeat: self.repeat,
@@ -277,6 +296,7 @@ impl SweepArgs {
             repeat: self.repeat,
             time_scale: self.time_scale,
             out: self.out.clone(),
+            force: self.force,
             seed: self.seed,
             quiet: self.quiet,
             run: RunOptions { database: DatabaseOptions::new(target, None, false, false)?, progress: false },

@@ -444,6 +444,21 @@ fn missing(what: &Missing) -> String {
 /// Adds "did you mean `count`?" to serde's "unknown field `coutn`, expected one of …", and
 /// what to add to "missing field `complete`" (`keys_listed`: where every key is listed), for
 /// the TOML files queuebench reads (scenarios, adapters).
+/// `expected struct RawWorkers` → `expected a table of keys { … }`: the Rust type means
+/// nothing to a scenario author.
+fn without_struct_names(message: String) -> String {
+    let mut out = String::new();
+    let mut rest = message.as_str();
+    while let Some(pos) = rest.find("expected struct ") {
+        out.push_str(&rest[..pos]);
+        out.push_str("expected a table of keys { … }");
+        let after = &rest[pos + "expected struct ".len()..];
+        rest = after.trim_start_matches(|c: char| c.is_alphanumeric() || c == '_');
+    }
+    out.push_str(rest);
+    out
+}
+
 pub fn toml_hint(message: String, keys_listed: &str) -> String {
     // serde names Rust types; a scenario author thinks in TOML values.
     let message = [
@@ -456,6 +471,7 @@ pub fn toml_hint(message: String, keys_listed: &str) -> String {
     ]
     .iter()
     .fold(message, |m, (from, to)| m.replace(from, to));
+    let message = without_struct_names(message);
     if let Some(field) = message.split("missing field `").nth(1).and_then(|r| r.split('`').next()) {
         return format!("{}\nadd `{field} = …` to the table shown above ({keys_listed})", message.trim_end());
     }

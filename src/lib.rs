@@ -29,6 +29,13 @@ use cli::{Cli, Command};
 use error::ExitCode;
 use tokio_util::sync::CancellationToken;
 
+/// What the first Ctrl-C or SIGTERM prints: the signal by name and how to quit at once
+/// (the same signal again, or Ctrl-C).
+pub fn interrupt_message(signal: &str) -> String {
+    let again = if signal == "SIGTERM" { "SIGTERM again (or Ctrl-C)" } else { "Ctrl-C again" };
+    format!("interrupted by {signal}: stopping workers and writing what was collected ({again} to quit at once)")
+}
+
 /// Runs a parsed command line; never panics on bad input, returns the exit code.
 pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
     let result = match cli.command {
@@ -64,6 +71,7 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
         Command::Prepare { file, overrides, database_url, schema, reuse } => {
             commands::prepare::prepare(&file, &overrides.set, &database_url, schema, reuse).await
         }
+        Command::Clean { database_url, yes } => commands::clean::clean(database_url.as_deref(), yes).await,
         Command::Cluster { scenario, command } => commands::cluster::cluster(scenario.as_deref(), &command).await,
     };
     result.unwrap_or_else(|e| {

@@ -42,16 +42,16 @@ async fn watch_signals(interrupt: CancellationToken) {
         return;
     };
     for n in 0.. {
-        tokio::select! {
-            _ = int.recv() => {}
-            _ = term.recv() => {}
-        }
+        let name = tokio::select! {
+            _ = int.recv() => "Ctrl-C (SIGINT)",
+            _ = term.recv() => "SIGTERM",
+        };
         if n == 0 {
-            eprintln!("\ninterrupted: stopping workers and writing what was collected (Ctrl-C again to quit at once)");
+            eprintln!("\n{}", queuebench::interrupt_message(name));
             interrupt.cancel();
         } else {
             eprintln!(
-                "interrupted again: exiting now (an ephemeral cluster is killed and removed); nothing more is written"
+                "{name} again: exiting now (an ephemeral cluster is killed and removed); nothing more is written"
             );
             queuebench::db::emergency_cleanup();
             std::process::exit(130);

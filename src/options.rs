@@ -121,6 +121,8 @@ pub struct RunCommand {
     pub sets: Vec<String>,
     pub seed: Option<u64>,
     pub out: Option<PathBuf>,
+    /// `--force`: write into an `--out` folder that already holds something.
+    pub force: bool,
     /// `--expect` texts, parsed against each scenario's metric names when its plan is built.
     pub expect: Vec<String>,
     pub quiet: bool,
@@ -140,6 +142,8 @@ pub struct SweepCommand {
     pub repeat: u32,
     pub time_scale: Option<f64>,
     pub out: Option<PathBuf>,
+    /// `--force`: write into an `--out` folder that already holds something.
+    pub force: bool,
     pub seed: Option<u64>,
     pub quiet: bool,
     pub run: RunOptions,

@@ -145,6 +145,20 @@ fn set_with_a_bad_path() {
 }
 
 #[test]
+fn set_a_table_to_a_value_names_the_key_not_a_rust_type() {
+    let (_d, f) = write(&format!("{BASE}[workers]\ncount = 2\n"));
+    let r = queuebench(&["run", f.as_str(), "--set", "workers=3"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--set workers=3"), "{}", r.stderr);
+    assert!(r.stderr.contains("`workers` is a table of keys (count)"), "{}", r.stderr);
+    assert!(r.stderr.contains("e.g. --set workers.count=…"), "{}", r.stderr);
+    assert!(!r.stderr.contains("Raw"), "{}", r.stderr);
+    // No [workers] table in the file: serde's message, without the Rust type.
+    refused(BASE, &["workers=3"], &["expected a table of keys", "in `workers`"]);
+    assert!(!queuebench(&["run", write(BASE).1.as_str(), "--set", "workers=3"]).stderr.contains("Raw"));
+}
+
+#[test]
 fn unwritable_results_folder() {
     let s = repo("scenarios/skip-locked.toml");
     for out in ["/dev/null/run", "/proc/version/run"] {
@@ -175,6 +189,44 @@ fn more_workers_than_the_server_allows_is_refused_before_creating_anything() {
     assert!(r.stderr.contains("lower workers.count"), "{}", r.stderr);
     assert_eq!(db.harness_schemas(""), "", "no schema was created");
     assert!(!r.out.exists());
+}
+
+#[test]
+fn validate_with_a_url_checks_the_servers_free_connections_too() {
+    let db = ScratchDb::new("vslots");
+    let s = repo("scenarios/skip-locked.toml");
+    let r = queuebench(&["validate", s.to_str().unwrap(), "--database-url", &db.url, "--set", "workers.count=5000"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("5000 workers need 50") && r.stderr.contains("free"), "{}", r.stderr);
+    assert!(r.stderr.contains("lower workers.count"), "{}", r.stderr);
+    assert_eq!(db.harness_schemas(""), "", "validate created no schema");
+    let ok = queuebench(&["validate", s.to_str().unwrap(), "--database-url", &db.url, "--set", "workers.count=4"]);
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+}
+
+/// 100,000 workers once took 14 GB and died with `os error 11`: now validate and run refuse
+/// them in well under a second, naming the limit, the number and the fix, creating nothing.
+#[test]
+fn a_plan_over_the_machines_limits_is_refused_at_validate_and_at_run_start() {
+    let s = repo("scenarios/skip-locked.toml");
+    for cmd in ["validate", "run"] {
+        let started = std::time::Instant::now();
+        let r = queuebench(&[cmd, s.to_str().unwrap(), "--set", "workers.count=100000"]);
+        let took = started.elapsed();
+        assert_eq!(r.code, 2, "{cmd}: {}", r.stderr);
+        assert!(took < std::time::Duration::from_secs(1), "{cmd} took {took:?}");
+        let nofile = r.stderr.contains("open files") && r.stderr.contains("RLIMIT_NOFILE");
+        let memory = r.stderr.contains("of memory") && r.stderr.contains("MemAvailable");
+        assert!(nofile || memory, "{cmd}: names the limit: {}", r.stderr);
+        assert!(r.stderr.contains("100000 workers"), "{cmd}: names the number: {}", r.stderr);
+        assert!(r.stderr.contains("lower workers.count to at most"), "{cmd}: names the fix: {}", r.stderr);
+        assert!(!r.out.exists(), "{cmd}: no results folder");
+        r.assert_clean();
+    }
+    // A preload that cannot fit in memory: named by its key.
+    let r = queuebench(&["validate", s.to_str().unwrap(), "--set", "jobs.preload=1000000000"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("of memory") && r.stderr.contains("lower jobs.preload to at most"), "{}", r.stderr);
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! and no cluster directory: SIGTERM (orderly, like the first Ctrl-C: the
 //! summary says interrupted), SIGINT twice (exit at once: no summary, the
 //! cluster killed and removed), SIGKILL (the harness cannot clean up: the
-//! postmaster dies by PR_SET_PDEATHSIG, and the next start removes the dir).
+//! postmaster dies by PR_SET_PDEATHSIG, the next start names the dir, `clean` removes it).
 
 mod common;
 use common::pg::{all_stderr, signal, spawn_watched, wait_for_progress};
@@ -58,6 +58,11 @@ fn sigterm_writes_the_evidence_marked_interrupted_and_removes_the_cluster() {
     assert_eq!(status.code(), Some(130), "{}", stderr.lock().unwrap());
     let summary = interrupted(&out.path().join("run"));
     assert!(summary["executions"]["total"].as_u64().unwrap() > 0);
+    assert!(!out.path().join("run/INCOMPLETE").exists(), "an orderly stop writes the folder whole");
+    let text = all_stderr(&stderr);
+    assert!(text.contains("interrupted by SIGTERM: stopping workers"), "the message names SIGTERM:\n{text}");
+    assert!(text.contains("(SIGTERM again (or Ctrl-C) to quit at once)"), "{text}");
+    assert!(!text.contains("Ctrl-C again"), "{text}");
     assert_no_postgres(tmp.path(), "SIGTERM");
     assert_eq!(cluster_dirs(tmp.path()), Vec::<std::path::PathBuf>::new(), "SIGTERM: cluster directory left");
 }
@@ -71,7 +76,9 @@ fn a_second_sigint_exits_at_once_and_still_removes_the_cluster() {
     // Send the second only once the first is seen (two signals before the handler looks would be
     // one), while the orderly stop (workers, checkers, charts) is still going.
     let until = std::time::Instant::now() + Duration::from_secs(10);
-    while !stderr.lock().unwrap().contains("interrupted: stopping workers") && std::time::Instant::now() < until {
+    while !stderr.lock().unwrap().contains("interrupted by Ctrl-C (SIGINT): stopping workers")
+        && std::time::Instant::now() < until
+    {
         std::thread::sleep(Duration::from_millis(2));
     }
     signal(&child, libc::SIGINT);
@@ -80,8 +87,14 @@ fn a_second_sigint_exits_at_once_and_still_removes_the_cluster() {
     assert_no_postgres(tmp.path(), "SIGINT twice");
     assert_eq!(cluster_dirs(tmp.path()), Vec::<std::path::PathBuf>::new(), "SIGINT twice: cluster directory left");
     let text = all_stderr(&stderr);
-    assert!(text.contains("interrupted again: exiting now"), "the second Ctrl-C did not cut the stop short:\n{text}");
+    assert!(
+        text.contains("Ctrl-C (SIGINT) again: exiting now"),
+        "the second Ctrl-C did not cut the stop short:\n{text}"
+    );
     assert!(!out.path().join("run/summary.json").exists(), "exiting at once writes no summary");
+    // Either the run's fresh folder went with the failed stop (nothing was in it), or it is marked.
+    let dir = out.path().join("run");
+    assert!(!dir.exists() || dir.join("INCOMPLETE").exists(), "a folder left unmarked");
 }
 
 #[test]
@@ -95,8 +108,15 @@ fn sigkill_stops_the_postmaster_by_pdeathsig_and_the_next_start_removes_the_dir(
     let left = cluster_dirs(tmp.path());
     assert_eq!(left.len(), 1, "a SIGKILLed harness cannot remove its directory");
     assert!(!out.path().join("run/summary.json").exists(), "a SIGKILLed harness writes no summary");
-    // The next cluster start removes the directory of a harness that is gone.
+    let marker = std::fs::read_to_string(out.path().join("run/INCOMPLETE")).expect("the folder is marked INCOMPLETE");
+    assert!(marker.contains("has not finished writing this folder"), "{marker}");
+    // The next cluster start names the directory of a harness that is gone; `clean` removes it.
     let o = bin().args(["cluster", "--", "true"]).env("TMPDIR", tmp.path()).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("`queuebench clean` lists and removes them"), "{err}");
+    assert_eq!(cluster_dirs(tmp.path()), left, "the next start leaves it to clean");
+    let o = bin().args(["clean", "--yes"]).env("TMPDIR", tmp.path()).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(cluster_dirs(tmp.path()), Vec::<std::path::PathBuf>::new(), "the next start removed {left:?}");
+    assert_eq!(cluster_dirs(tmp.path()), Vec::<std::path::PathBuf>::new(), "clean removed {left:?}");
 }

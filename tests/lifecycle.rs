@@ -52,7 +52,13 @@ fn ctrl_c_stops_workers_writes_evidence_and_removes_the_cluster() {
     std::thread::spawn(move || {
         use std::io::BufRead;
         for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-            let done = line.split(" · ").find_map(|p| p.strip_suffix(" done")?.trim().parse::<u64>().ok());
+            let done = line.split(" · ").find_map(|p| {
+                p.strip_suffix(" completions accepted")
+                    .or_else(|| p.strip_suffix(" completion accepted"))?
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            });
             if done.is_some_and(|d| d > 0) {
                 let _ = tx.send(());
             }

@@ -143,7 +143,7 @@ else
 fi
 
 if [ -d "$results_abs" ] && [ -n "$(ls -A "$results_abs")" ]; then
-  qb_log "warning: $results_abs is not empty; files of an earlier run there may be overwritten or mixed in"
+  qb_log "warning: $results_abs is not empty; queuebench refuses to write into it (exit 2) unless args has --force"
 fi
 
 cmd=("$bin" run "${files[@]}" "${args[@]}" ${extra[@]+"${extra[@]}"})

@@ -11,7 +11,7 @@
 set -euo pipefail
 shopt -s inherit_errexit
 root=$(cd "$(dirname "$0")/../.." && pwd)
-qb=${QUEUEBENCH:-${CARGO_TARGET_DIR:-$root/target}/release/queuebench}
+qb=${QUEUEBENCH:-$("$root/scripts/queuebench-bin.sh")}
 n=${1:-5000}
 extra=("${@:2}")
 command -v valgrind > /dev/null || { echo "valgrind not found: apt-get install valgrind" >&2; exit 3; }

@@ -1,6 +1,7 @@
 //! The commands besides `run` and `sweep`: each reads its arguments and calls the stages it needs.
 
 pub mod check;
+pub mod clean;
 pub mod cluster;
 pub mod compare;
 pub mod explain;

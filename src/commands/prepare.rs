@@ -21,10 +21,10 @@ pub async fn prepare(file: &Path, sets: &[String], url: &str, schema_name: Strin
         }
     };
     println!(
-        "{}: schema {} ready with {} jobs (preload {:.3} s)",
+        "{}: schema {} ready with {} (preload {:.3} s)",
         db.target,
         db.schema,
-        plan.jobs.preload,
+        crate::model::words::count(plan.jobs.preload, "job"),
         preload.as_secs_f64()
     );
     Ok(ExitCode::Passed)

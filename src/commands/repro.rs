@@ -23,7 +23,6 @@ use crate::model::protocol::{Fencing, Reclaim};
 use crate::options::{DatabaseOptions, Target};
 use crate::pipeline;
 use crate::run::conn::{Conn, prepare_step};
-use crate::run::observe;
 use crate::run::steps;
 use crate::run::values::{Claimed, Values};
 use crate::scenario::{self, Plan};
@@ -57,7 +56,7 @@ async fn play(plan: &Plan, db: &Database, fencing: bool, repeat: u32) -> Result<
     let ids = Interner::default();
     let mut bad = 0;
     for round in 1..=repeat {
-        observe::preload(&client, plan, &ids).await?;
+        crate::run::preload::preload(&client, plan, &ids).await?;
         let verbose = round == 1;
         let hit = if fencing {
             fencing_rounds(plan, db, &client, &ids, verbose).await?
@@ -258,7 +257,7 @@ async fn fencing_rounds(
     let mut own = false;
     for (i, mode) in modes.iter().enumerate() {
         if i > 0 {
-            observe::preload(client, plan, ids).await?;
+            crate::run::preload::preload(client, plan, ids).await?;
         }
         let mut p = plan.clone();
         p.lease.duration = Duration::from_millis(200);

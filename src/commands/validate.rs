@@ -16,6 +16,10 @@ pub async fn validate(files: &[PathBuf], sets: &[String], target: &Target) -> Re
     let mut worst = ExitCode::Passed;
     for f in files {
         let checked = match scenario::plan_from_file(f, sets, Some(0)) {
+            Ok(p) => fits(&p, target).await.map(|()| p),
+            Err(e) => Err(e),
+        };
+        let checked = match checked {
             Ok(p) if p.adapter.builtin() => Ok(p),
             Ok(p) => prove(&p, target).await.map(|()| p),
             Err(e) => Err(e),
@@ -25,10 +29,10 @@ pub async fn validate(files: &[PathBuf], sets: &[String], target: &Target) -> Re
                 let what = if p.adapter.own_table() { "strategy" } else { "adapter" };
                 let proved = if p.adapter.builtin() { "" } else { ", its SQL prepared" };
                 println!(
-                    "{}: ok ({} · {} workers · {what} {}{proved})",
+                    "{}: ok ({} · {} · {what} {}{proved})",
                     f.display(),
                     p.name,
-                    p.workers.count,
+                    crate::model::words::count(p.workers.count, "worker"),
                     p.adapter.name
                 )
             }
@@ -39,6 +43,14 @@ pub async fn validate(files: &[PathBuf], sets: &[String], target: &Target) -> Re
         }
     }
     Ok(worst)
+}
+
+/// What a run checks before it starts: the target can take the plan's faults, the machine its
+/// open files and memory, and (with --database-url) the server its connections.
+async fn fits(plan: &Plan, target: &Target) -> Result<()> {
+    pipeline::check_target(plan, target)?;
+    pipeline::check_limits(plan)?;
+    pipeline::check_free_connections(plan, target).await
 }
 
 /// Runs the plan's setup in a scratch schema and prepares every statement there.

@@ -62,7 +62,7 @@ impl Cluster {
 
     /// initdb + start. Readiness is checked by the caller with a real connection.
     pub fn start(settings: &[(String, String)], keep: bool) -> Result<Cluster> {
-        remove_stale_dirs();
+        note_leftover_clusters();
         let bindir = find_bindir()?;
         let owner = cluster_owner()?;
         let dir = make_dir(owner)?;
@@ -328,34 +328,77 @@ fn make_dir(owner: Option<(u32, u32)>) -> Result<PathBuf> {
     Err(Error::Io { action: Access::CreateUniqueDirectoryIn, path: root, cause: None })
 }
 
-/// Removes dirs left by a harness that was SIGKILLed (its pid is gone).
-fn remove_stale_dirs() {
+/// A cluster folder an earlier harness left behind (it was SIGKILLed, or ran with `--keep`):
+/// the harness and its postmaster are both gone.
+#[derive(Debug, Clone)]
+pub struct LeftoverCluster {
+    pub path: PathBuf,
+    pub harness_pid: i32,
+    pub bytes: u64,
+}
+
+/// Cluster folders (`$TMPDIR/queuebench-<pid>-*`) whose harness and postmaster are gone. A
+/// run no longer removes them on its own: it names them and points to `queuebench clean`.
+pub fn leftover_clusters() -> Vec<LeftoverCluster> {
     let Ok(entries) = std::fs::read_dir(temp_root()) else {
-        return;
+        return Vec::new();
     };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let name = entry.file_name();
-        if !name.to_string_lossy().starts_with(DIR_PREFIX) {
-            continue;
-        }
-        let Some(pid) =
-            std::fs::read_to_string(path.join("harness.pid")).ok().and_then(|s| s.trim().parse::<i32>().ok())
-        else {
-            continue;
-        };
-        // SAFETY: kill with signal 0 only checks existence.
-        let alive =
-            unsafe { libc::kill(pid, 0) } == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-        let postmaster_alive = std::fs::read_to_string(path.join("data/postmaster.pid"))
-            .ok()
-            .and_then(|s| s.lines().next().and_then(|l| l.trim().parse::<i32>().ok()))
-            // SAFETY: existence check only.
-            .is_some_and(|p| unsafe { libc::kill(p, 0) } == 0);
-        if !alive && !postmaster_alive {
-            let _ = std::fs::remove_dir_all(&path);
-        }
+    let mut out: Vec<LeftoverCluster> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(DIR_PREFIX))
+        .filter_map(|e| {
+            let path = e.path();
+            let harness_pid = std::fs::read_to_string(path.join("harness.pid")).ok()?.trim().parse::<i32>().ok()?;
+            is_gone(&path, harness_pid).then(|| LeftoverCluster { bytes: size_of(&path), path, harness_pid })
+        })
+        .collect();
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
+}
+
+/// Removes a leftover cluster folder, if its harness and postmaster are still gone.
+pub fn remove_leftover(c: &LeftoverCluster) -> std::io::Result<()> {
+    if !is_gone(&c.path, c.harness_pid) {
+        return Err(std::io::Error::other("its harness or postmaster is running again"));
     }
+    std::fs::remove_dir_all(&c.path)
+}
+
+fn is_gone(path: &Path, harness_pid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks existence.
+    let alive = |pid: i32| {
+        let found = unsafe { libc::kill(pid, 0) } == 0;
+        found || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    };
+    let postmaster = std::fs::read_to_string(path.join("data/postmaster.pid"))
+        .ok()
+        .and_then(|s| s.lines().next().and_then(|l| l.trim().parse::<i32>().ok()));
+    harness_pid != std::process::id() as i32 && !alive(harness_pid) && !postmaster.is_some_and(alive)
+}
+
+/// The bytes of the files under `path` (symlinks not followed).
+fn size_of(path: &Path) -> u64 {
+    let Ok(meta) = std::fs::symlink_metadata(path) else { return 0 };
+    if !meta.is_dir() {
+        return meta.len();
+    }
+    std::fs::read_dir(path).into_iter().flatten().flatten().map(|e| size_of(&e.path())).sum()
+}
+
+/// One line when earlier runs left cluster folders: what, how big, and `queuebench clean`.
+fn note_leftover_clusters() {
+    let left = leftover_clusters();
+    if left.is_empty() {
+        return;
+    }
+    let bytes: u64 = left.iter().map(|c| c.bytes).sum();
+    eprintln!(
+        "note: {} of earlier queuebench runs ({:.1} MB, in {}) whose harness is gone; \
+         `queuebench clean` lists and removes them",
+        crate::model::words::count_as(left.len() as u64, "cluster folder", "cluster folders"),
+        bytes as f64 / 1e6,
+        temp_root().display()
+    );
 }
 
 /// Finds the directory holding `initdb` and `postgres`: `QUEUEBENCH_PG_BINDIR` when set

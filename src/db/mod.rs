@@ -229,6 +229,15 @@ impl Database {
         let mut config = self.config.clone();
         let options = config.get_options().map(|o| format!("{o} ")).unwrap_or_default();
         config.options(format!("{options}-c search_path={}", self.schema));
+        self.named(config)
+    }
+
+    /// A live run's connections name its schema in application_name (unless the URL sets
+    /// one), so `queuebench clean` leaves that schema alone.
+    fn named(&self, mut config: Config) -> Config {
+        if config.get_application_name().is_none() && !self.schema.is_empty() {
+            config.application_name(format!("queuebench {}", self.schema));
+        }
         config
     }
 
@@ -243,7 +252,8 @@ impl Database {
     }
 
     async fn connect_with(&self, config: &Config) -> Result<Client> {
-        let (client, _task) = connect::open(config, |_| {}).await.map_err(|e| self.connect_error(&e))?;
+        let config = self.named(config.clone());
+        let (client, _task) = connect::open(&config, |_| {}).await.map_err(|e| self.connect_error(&e))?;
         Ok(client)
     }
 

@@ -169,10 +169,10 @@ async fn note_leftovers(db: &Database, admin: &Client) {
     let names: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
     if !names.is_empty() {
         eprintln!(
-            "note: {} holds {} schema(s) of earlier queuebench runs (kept with --keep, or the run was killed): {}; \
-             queuebench leaves them alone; drop each with DROP SCHEMA name CASCADE when done",
+            "note: {} holds {} of earlier queuebench runs (kept with --keep, or the run was killed): {}; \
+             the run leaves them alone; `queuebench clean --database-url URL` lists and removes them",
             db.shown(),
-            names.len(),
+            crate::model::words::count(names.len() as u64, "schema"),
             names.join(", ")
         );
     }

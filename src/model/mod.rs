@@ -8,7 +8,8 @@
 //! - `tolerance`: how much worse than a baseline a metric may get;
 //! - `records`: what the run produces for later stages (final job rows, samples, spans);
 //! - `evidence`: what the checkers read besides the history, saved as `evidence.json`;
-//! - `protocol`: the lease protocol's choices (mode, fencing, reclaim).
+//! - `protocol`: the lease protocol's choices (mode, fencing, reclaim);
+//! - `words`: counted nouns (`1 job`, `2 jobs`).
 
 pub mod evidence;
 pub mod expect;
@@ -17,3 +18,4 @@ pub mod protocol;
 pub mod records;
 pub mod summary;
 pub mod tolerance;
+pub mod words;

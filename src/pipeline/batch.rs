@@ -3,7 +3,7 @@
 //! batch's own outputs written through the fan-out: junit.xml over the repeats and the
 //! baseline, compare.md/json, the GitHub step summary, and comparison.html across scenarios.
 
-use super::{RunResult, check_target, run_id, run_one};
+use super::{RunResult, check_output_folder, check_target, run_id, run_one};
 use crate::compare::{self, Comparison, store};
 use crate::error::{ExitCode, Result};
 use crate::model::expect;
@@ -18,19 +18,27 @@ use tokio_util::sync::CancellationToken;
 /// `queuebench run FILE…`: the exit code is the worst of the scenarios'.
 pub async fn run_files(cmd: &RunCommand, interrupt: &CancellationToken) -> Result<ExitCode> {
     let plans = plans(cmd)?;
-    let github = report::github::enabled(cmd.github);
-    let mut worst = ExitCode::Passed;
-    let mut finished = Vec::new();
+    // Every run's id and folder before any runs: a folder that holds something is refused
+    // (unless --force) before a run could cost anything.
+    let mut folders = Vec::new();
     for plan in &plans {
-        if interrupt.is_cancelled() {
-            break;
-        }
+        let id = run_id();
         let out_dir = match (&cmd.out, plans.len()) {
             (Some(out), 1) => out.clone(),
             (Some(out), _) => out.join(&plan.name),
-            (None, _) => PathBuf::from("results").join(&plan.name).join(run_id()),
+            (None, _) => PathBuf::from("results").join(&plan.name).join(&id),
         };
-        let (code, runs) = run_repeats(plan, cmd, &out_dir, interrupt).await;
+        check_output_folder(&out_dir, cmd.force)?;
+        folders.push((out_dir, id));
+    }
+    let github = report::github::enabled(cmd.github);
+    let mut worst = ExitCode::Passed;
+    let mut finished = Vec::new();
+    for (plan, (out_dir, id)) in plans.iter().zip(folders) {
+        if interrupt.is_cancelled() {
+            break;
+        }
+        let (code, runs) = run_repeats(plan, cmd, (&out_dir, &id), interrupt).await;
         worst = worst.worst(code);
         if runs.is_empty() {
             continue;
@@ -73,6 +81,7 @@ fn plans(cmd: &RunCommand) -> Result<Vec<Plan>> {
             plan.tolerances.set_cli(text, &names)?;
         }
         check_target(&plan, &cmd.run.database.target)?;
+        super::check_limits(&plan)?;
         plans.push(plan);
     }
     for name in cmd.baseline.save.iter().chain(&cmd.baseline.compare) {
@@ -86,12 +95,13 @@ fn plans(cmd: &RunCommand) -> Result<Vec<Plan>> {
     Ok(plans)
 }
 
-/// Runs one plan `--repeat` times (each repeat in `repeat-K/` when more than one) and prints
-/// each verdict, even when its summary.json could not be written (then exit 3).
+/// Runs one plan `--repeat` times (each repeat in `repeat-K/` when more than one, run id
+/// `<id>-K`) and prints each verdict, even when its summary.json could not be written (then
+/// exit 3).
 async fn run_repeats(
     plan: &Plan,
     cmd: &RunCommand,
-    out_dir: &Path,
+    (out_dir, id): (&Path, &str),
     interrupt: &CancellationToken,
 ) -> (ExitCode, Vec<(RunSummary, PathBuf)>) {
     let mut worst = ExitCode::Passed;
@@ -102,8 +112,12 @@ async fn run_repeats(
         if interrupt.is_cancelled() {
             break;
         }
-        let dir = if cmd.repeat > 1 { out_dir.join(format!("repeat-{k}")) } else { out_dir.to_path_buf() };
-        let code = match run_one(plan, &cmd.run, &dir, interrupt, own_junit).await {
+        let (dir, run_id) = if cmd.repeat > 1 {
+            (out_dir.join(format!("repeat-{k}")), format!("{id}-{k}"))
+        } else {
+            (out_dir.to_path_buf(), id.to_string())
+        };
+        let code = match run_one(plan, &cmd.run, (&dir, run_id), interrupt, own_junit).await {
             Ok(RunResult { summary, written }) => {
                 let name = if cmd.repeat > 1 { format!("{} #{k}", plan.name) } else { plan.name.clone() };
                 print_verdict(&summary, &name, &dir, cmd.quiet);

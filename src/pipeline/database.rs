@@ -9,7 +9,6 @@ use crate::error::{Error, Result, Unfit};
 use crate::model::protocol::Reclaim;
 use crate::model::summary::{DatabaseInfo, Environment};
 use crate::options::{DatabaseOptions, Target};
-use crate::run::observe;
 use crate::scenario::Plan;
 use crate::scenario::plan::Wakeup;
 use std::sync::Arc;
@@ -85,7 +84,7 @@ pub async fn prepare(plan: &Plan, db: &Database) -> Result<Prepared> {
     let client =
         schema::install(db, setup_of(plan).as_setup(), &plan.adapter.table, &plan.postgres.table_settings).await?;
     let ids = Arc::new(Interner::default());
-    let preload = observe::preload(&client, plan, &ids).await?;
+    let (client, preload) = crate::run::preload::preload_resuming(db, client, plan, &ids).await?;
     Ok(Prepared { client, facts: ServerFacts { database, environment, preload }, ids })
 }
 
@@ -113,6 +112,15 @@ pub fn setup_of(plan: &Plan) -> SetupOf {
         (None, Some(sql)) => SetupOf::Sql(sql),
         (None, None) => SetupOf::Own { notify: plan.workers.idle.wakeup == Wakeup::Listen },
     }
+}
+
+/// `validate --database-url`: the same connection budget as a run's, on a connection that
+/// creates nothing (no schema). Other targets are sized for the plan by queuebench.
+pub async fn check_free_connections(plan: &Plan, target: &Target) -> Result<()> {
+    let Target::Url { url, allow_remote } = target else { return Ok(()) };
+    let db = Database::open(Some(url), &[], String::new(), false, *allow_remote).await?;
+    let client = db.connect_admin().await?;
+    check_connections(plan, &db, &client).await
 }
 
 /// More workers than the server has free connections is a usage error, before anything is created.

@@ -6,19 +6,25 @@
 mod batch;
 mod database;
 mod evidence;
+mod folder;
+mod limits;
 
 pub use batch::{comparison_files, run_files};
 pub use database::{
-    check_target, connections_needed, ephemeral_settings, open as open_database, prepare as prepare_database, setup_of,
+    check_free_connections, check_target, connections_needed, ephemeral_settings, open as open_database,
+    prepare as prepare_database, setup_of,
 };
+pub use folder::{INCOMPLETE, check_output_folder};
+pub use limits::check as check_limits;
 
-use crate::error::{Access, Error, Result};
+use crate::error::Result;
 use crate::model::summary::RunSummary;
 use crate::options::RunOptions;
 use crate::report::{self, export::Written};
 use crate::run;
 use crate::scenario::Plan;
 use evidence::Finished;
+use folder::ResultsFolder;
 use std::path::Path;
 use tokio_util::sync::CancellationToken;
 
@@ -32,22 +38,28 @@ pub struct RunResult {
 /// One scenario, start to finish. The database is torn down whatever happens; the results
 /// folder is removed again if the run failed before anything was written into it.
 /// `junit`: the run folder gets its own junit.xml (false when the batch writes one there).
+/// `run_id` names the run (its schema, summary.json's run_id, and the default folder).
 pub async fn run_one(
     plan: &Plan,
     opts: &RunOptions,
-    out_dir: &Path,
+    (out_dir, run_id): (&Path, String),
     interrupt: &CancellationToken,
     junit: bool,
 ) -> Result<RunResult> {
-    let folder = ResultsFolder::create(out_dir)?;
-    let finished = folder.keep_if_ok(run_on_database(plan, opts, interrupt).await)?;
+    let folder = ResultsFolder::create(out_dir, &run_id)?;
+    let finished = folder.keep_if_ok(run_on_database(plan, opts, run_id, interrupt).await)?;
     let written = report::export_run(out_dir, &finished.summary, &finished.files(plan), junit);
+    folder.finish(written.as_ref().ok().map(|w| w.not_written.as_slice()));
     Ok(RunResult { summary: finished.summary, written })
 }
 
 /// Opens the database, runs the stages, tears the database down whatever happened.
-async fn run_on_database(plan: &Plan, opts: &RunOptions, interrupt: &CancellationToken) -> Result<Finished> {
-    let run_id = run_id();
+async fn run_on_database(
+    plan: &Plan,
+    opts: &RunOptions,
+    run_id: String,
+    interrupt: &CancellationToken,
+) -> Result<Finished> {
     let db = database::open(plan, &opts.database, &run_id).await?;
     let finished = stages(plan, &db, interrupt, opts.progress, run_id).await;
     let teardown = db.teardown().await;
@@ -80,37 +92,4 @@ async fn stages(
 /// A run's id: its start (UTC, to the second) and four random hex digits.
 pub fn run_id() -> String {
     format!("{}-{:04x}", chrono::Utc::now().format("%Y%m%dT%H%M%S"), rand::random::<u16>())
-}
-
-/// The results folder of one run: created (and proved writable) before anything starts.
-struct ResultsFolder<'a> {
-    path: &'a Path,
-    /// It did not exist before: remove it again if the run fails before writing.
-    fresh: bool,
-}
-
-impl<'a> ResultsFolder<'a> {
-    fn create(path: &'a Path) -> Result<Self> {
-        let fresh = !path.exists();
-        let unwritable = |e: std::io::Error| Error::path(Access::WriteInResultsFolder, path, e);
-        std::fs::create_dir_all(path).map_err(|e| Error::path(Access::CreateResultsFolder, path, e))?;
-        let probe = path.join(".queuebench-write-test");
-        if let Err(e) = std::fs::write(&probe, b"") {
-            if fresh {
-                let _ = std::fs::remove_dir(path);
-            }
-            return Err(unwritable(e));
-        }
-        let _ = std::fs::remove_file(&probe);
-        Ok(ResultsFolder { path, fresh })
-    }
-
-    /// Passes `result` through; on an error, leaves no empty folder behind (`remove_dir`
-    /// removes only an empty one).
-    fn keep_if_ok<T>(self, result: Result<T>) -> Result<T> {
-        if result.is_err() && self.fresh {
-            let _ = std::fs::remove_dir(self.path);
-        }
-        result
-    }
 }

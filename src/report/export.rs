@@ -5,8 +5,10 @@
 //! - the *required* exporters first (a run's `summary.json`: its verdict): each file is
 //!   written to a temporary file beside it and renamed over it, so a reader never sees half
 //!   of one; a failure here is the export's failure (exit 3), reported with the verdict;
-//! - then every other exporter, best-effort: a failure is one warning line naming the file
-//!   and the reason, and is returned in `not_written` so the run can record it.
+//! - then every other exporter, best-effort: a failure is a warning naming the file and the
+//!   reason (files that failed for the same reason share one line: a full disk is one line,
+//!   not forty), a partly written file is removed, and each is returned in `not_written`
+//!   (`file: reason`) so the run can record it.
 
 use crate::error::{Access, Error, Result};
 use std::path::{Path, PathBuf};
@@ -66,28 +68,64 @@ pub fn write(dir: &Path, required: &[&dyn Exporter], rest: &[&dyn Exporter]) -> 
             written.files.push(path);
         }
     }
+    let mut failed: Vec<(String, String)> = Vec::new();
     for e in rest {
         let files = match e.files() {
             Ok(files) => files,
             Err(err) => {
-                warn(&mut written, e.what(), &err.to_string());
+                failed.push((e.what().to_string(), err.to_string()));
                 continue;
             }
         };
         for f in files {
             let path = dir.join(&f.path);
-            match write_file(&path, &f.bytes) {
+            match write_plain(&path, &f.bytes) {
                 Ok(()) => written.files.push(path),
-                Err(err) => warn(&mut written, &f.path, &err.to_string()),
+                Err(err) => {
+                    let _ = std::fs::remove_file(&path);
+                    failed.push((f.path, err));
+                }
             }
         }
     }
+    warn(&failed);
+    written.not_written = failed.into_iter().map(|(what, why)| format!("{what}: {why}")).collect();
     Ok(written)
 }
 
-fn warn(written: &mut Written, what: &str, why: &str) {
-    eprintln!("warning: {what} was not written: {why}");
-    written.not_written.push(format!("{what}: {why}"));
+/// One warning line per reason: `warning: not written (REASON): a, b, c`.
+fn warn(failed: &[(String, String)]) {
+    let mut reasons: Vec<&str> = Vec::new();
+    for (_, why) in failed {
+        if !reasons.contains(&why.as_str()) {
+            reasons.push(why);
+        }
+    }
+    for why in reasons {
+        let files: Vec<&str> = failed.iter().filter(|(_, w)| w == why).map(|(f, _)| f.as_str()).collect();
+        match files.as_slice() {
+            [one] => eprintln!("warning: {one} was not written: {why}"),
+            many => eprintln!("warning: {} files were not written ({why}): {}", many.len(), many.join(", ")),
+        }
+    }
+}
+
+/// A best-effort file: its folder created, then the file; the error is the reason alone (the
+/// file is named beside it), an io::Error's own words without Rust's debug form.
+fn write_plain(path: &Path, bytes: &[u8]) -> std::result::Result<(), String> {
+    let reason = |action: &str, e: std::io::Error| format!("cannot {action}: {}", plain_io(&e));
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| reason("create its folder", e))?;
+    }
+    std::fs::write(path, bytes).map_err(|e| reason("write", e))
+}
+
+/// An io::Error as words: `No space left on device (os error 28)`; a custom error's own text.
+fn plain_io(e: &std::io::Error) -> String {
+    match e.get_ref() {
+        Some(inner) => inner.to_string(),
+        None => e.to_string(),
+    }
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -129,7 +167,8 @@ mod tests {
         assert_eq!(w.files.len(), 2);
         assert_eq!(w.not_written.len(), 2, "{:?}", w.not_written);
         assert!(w.not_written[0].starts_with("charts: chart t: no font"));
-        assert!(w.not_written[1].starts_with("blocked/x.csv: cannot create"));
+        assert!(w.not_written[1].starts_with("blocked/x.csv: cannot create its folder: "), "{:?}", w.not_written);
+        assert!(!w.not_written[1].contains("Os {") && !w.not_written[1].contains("Custom {"), "{:?}", w.not_written);
         let leftovers: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

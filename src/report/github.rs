@@ -22,13 +22,12 @@ pub fn markdown(runs: &[&RunSummary], comparison: Option<&Comparison>) -> String
     let Some(first) = runs.first() else { return String::new() };
     let passed = runs.iter().all(|r| r.passed) && !comparison.is_some_and(|c| c.regressed);
     let mut out = format!(
-        "### queuebench: `{}` {}\n\n{} run{} · strategy `{}` · {} workers\n\n",
+        "### queuebench: `{}` {}\n\n{} · strategy `{}` · {}\n\n",
         first.scenario,
         if passed { "✅ passed" } else { "❌ FAILED" },
-        runs.len(),
-        if runs.len() == 1 { "" } else { "s" },
+        crate::model::words::count(runs.len() as u64, "run"),
         first.strategy,
-        first.workers
+        crate::model::words::count(first.workers, "worker")
     );
     for (i, r) in runs.iter().enumerate() {
         if let Some(a) = &r.aborted_by {

@@ -113,7 +113,11 @@ fn write_with_summary(dir: &Path, summary: &RunSummary, rest: &[Box<dyn Exporter
     if !written.not_written.is_empty() {
         let mut s = summary.clone();
         s.not_written = written.not_written.clone();
-        let _ = export::write_atomic(&dir.join("summary.json"), &json(&s));
+        if let Err(e) = export::write_atomic(&dir.join("summary.json"), &json(&s)) {
+            eprintln!(
+                "warning: summary.json (verdict and all) stands, but its not_written list could not be added: {e}"
+            );
+        }
     }
     Ok(written)
 }
@@ -277,7 +281,7 @@ pub fn interval_log(samples: &[(u32, u32)], tag: &str) -> Result<Vec<u8>> {
         }
         let second = std::time::Duration::from_secs(u64::from(chunk[0].0 / 1000));
         w.write_histogram(&h, second, std::time::Duration::from_secs(1), Tag::new(tag))
-            .map_err(|e| err(format!("{e:?}")))?;
+            .map_err(|e| err(e.to_string()))?;
     }
     drop(w);
     Ok(buf)

@@ -1,6 +1,7 @@
 //! The summary a person reads at the end of a run.
 
 use crate::model::summary::{PhaseNumbers, RunSummary};
+use crate::model::words::{count, count_as};
 use std::fmt::Write;
 
 pub fn render(s: &RunSummary) -> String {
@@ -22,7 +23,8 @@ pub fn render(s: &RunSummary) -> String {
     } else {
         format!("adapter {} ({}) · mode {}", s.strategy, s.adapter, s.mode)
     };
-    let _ = writeln!(o, "  {queue} · {} workers · batch {} · work {} · stop {}", s.workers, s.batch, s.work, s.stop);
+    let workers = count(s.workers, "worker");
+    let _ = writeln!(o, "  {queue} · {workers} · batch {} · work {} · stop {}", s.batch, s.work, s.stop);
     if !s.adapter_design.is_empty() {
         let _ = writeln!(o, "  design   {}", s.adapter_design);
     }
@@ -152,8 +154,11 @@ fn core(s: &RunSummary) -> Vec<Row> {
         (
             "claims",
             format!(
-                "{} round trips · {} empty · {} jobs returned · {} jobs with overlapping owners",
-                s.claims.total, s.claims.empty, s.claims.jobs, s.ownership.overlapping_jobs
+                "{} · {} empty · {} returned · {}",
+                count(s.claims.total, "round trip"),
+                s.claims.empty,
+                count(s.claims.jobs, "job"),
+                count_as(s.ownership.overlapping_jobs, "job with overlapping owners", "jobs with overlapping owners")
             ),
         ),
         (
@@ -166,8 +171,13 @@ fn core(s: &RunSummary) -> Vec<Row> {
         (
             "claim latency",
             format!(
-                "p50 {:.2} · p95 {:.2} · p99 {:.2} · p99.9 {:.2} · max {:.2} ms ({} samples)",
-                l.p50, l.p95, l.p99, l.p999, l.max, l.count
+                "p50 {:.2} · p95 {:.2} · p99 {:.2} · p99.9 {:.2} · max {:.2} ms ({})",
+                l.p50,
+                l.p95,
+                l.p99,
+                l.p999,
+                l.max,
+                count(l.count, "sample")
             ),
         ),
         (
@@ -205,8 +215,15 @@ fn producers(s: &RunSummary) -> Vec<Row> {
     vec![(
         "producers",
         format!(
-            "{} planned · {} sent · {} unsent · {} errors · lag p50 {:.1} · p99 {:.1} · max {:.1} ms · enqueue p50 {:.2} ms",
-            p.planned, p.sent, p.unsent, p.errors, p.lag_ms.p50, p.lag_ms.p99, p.lag_ms.max, p.enqueue_ms.p50
+            "{} planned · {} sent · {} unsent · {} · lag p50 {:.1} · p99 {:.1} · max {:.1} ms · enqueue p50 {:.2} ms",
+            p.planned,
+            p.sent,
+            p.unsent,
+            count(p.errors, "error"),
+            p.lag_ms.p50,
+            p.lag_ms.p99,
+            p.lag_ms.max,
+            p.enqueue_ms.p50
         ),
     )]
 }
@@ -216,8 +233,12 @@ fn queue_waits(s: &RunSummary) -> Vec<Row> {
     waits
         .map(|(class, w)| {
             let text = format!(
-                "{class}: p50 {:.1} · p95 {:.1} · p99 {:.1} · max {:.1} ms ({} jobs)",
-                w.p50, w.p95, w.p99, w.max, w.count
+                "{class}: p50 {:.1} · p95 {:.1} · p99 {:.1} · max {:.1} ms ({})",
+                w.p50,
+                w.p95,
+                w.p99,
+                w.max,
+                count(w.count, "job")
             );
             ("queue wait", text)
         })
@@ -275,8 +296,11 @@ fn pickup(s: &RunSummary) -> Vec<Row> {
     vec![(
         "pickup",
         format!(
-            "enqueue commit → first claim p50 {:.1} · p99 {:.1} · max {:.1} ms ({} jobs)",
-            pick.p50, pick.p99, pick.max, pick.count
+            "enqueue commit → first claim p50 {:.1} · p99 {:.1} · max {:.1} ms ({})",
+            pick.p50,
+            pick.p99,
+            pick.max,
+            count(pick.count, "job")
         ),
     )]
 }
@@ -351,12 +375,12 @@ fn outage(s: &RunSummary) -> Vec<Row> {
     vec![(
         "outage",
         format!(
-            "{} server restart(s), down {:.0} ms · {} reconnects in {} attempts · longest worker outage {:.0} ms \
+            "{}, down {:.0} ms · {} in {} · longest worker outage {:.0} ms \
              ({:.1}–{:.1} s) · timeout {:.0} s",
-            o.server_restarts,
+            count(o.server_restarts, "server restart"),
             o.server_down_ms,
-            o.worker_reconnects,
-            o.reconnect_attempts,
+            count(o.worker_reconnects, "reconnect"),
+            count(o.reconnect_attempts, "attempt"),
             o.longest_worker_outage_ms,
             o.window_start_s,
             o.window_end_s,

@@ -12,6 +12,7 @@ use super::worker::Progress;
 use crate::db::error_text;
 use crate::db::statements::STATS;
 use crate::model::records::PgSample;
+use crate::model::words::{count, count_as};
 use crate::scenario::Plan;
 use futures_util::TryStreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -92,9 +93,10 @@ pub async fn run(
             let phase = plan.load.phase_name(start.elapsed());
             let depth = s.as_ref().map_or(String::new(), |s| format!(" · queued {} running {}", s.queued, s.running));
             bar.show(&format!(
-                "{phase} · {:.0} s · {done} done · {rate:.0} jobs/s{depth} · {} errors",
+                "{phase} · {:.0} s · {} · {rate:.0} jobs/s{depth} · {}",
                 t_ms as f64 / 1000.0,
-                progress.errors.load(Ordering::Relaxed)
+                count_as(done, "completion accepted", "completions accepted"),
+                count(progress.errors.load(Ordering::Relaxed), "error")
             ));
         }
         out.extend(s);

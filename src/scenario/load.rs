@@ -101,6 +101,15 @@ pub fn apply_override(table: &mut toml::Table, set: &str) -> std::result::Result
             Invalid::new(format!("`{}` is a value, not a table, so `{key}` cannot be set", path[..=i].join(".")))
         })?;
     }
+    if let Some(toml::Value::Table(keys)) = node.get(last.as_str())
+        && !value.is_table()
+    {
+        let example = keys.keys().next().map_or("KEY", String::as_str);
+        return Err(Invalid::new(format!(
+            "`{key}` is a table of keys ({}), not a value; set one of them, e.g. --set {key}.{example}=…",
+            keys.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+        )));
+    }
     node.insert(last.clone(), value);
     Ok(())
 }
@@ -165,6 +174,17 @@ mod tests {
         assert_eq!(t["workers"]["count"].as_integer(), Some(16));
         assert_eq!(t["lease"]["duration"].as_str(), Some("30s"));
         assert_eq!(t["expect"]["jobs.lost"].as_str(), Some("== 0"));
+    }
+
+    #[test]
+    fn a_value_for_a_table_names_the_key_not_a_rust_type() {
+        let mut t: toml::Table = toml::from_str("[workers]\ncount = 2\nbatch = 1\n").unwrap();
+        let e = apply_override(&mut t, "workers=3").unwrap_err();
+        assert!(e.reason.contains("`workers` is a table of keys (batch, count)"), "{}", e.reason);
+        assert!(e.reason.contains("--set workers.batch=…"), "{}", e.reason);
+        let e = parse_text("workers = 3\n").unwrap_err();
+        assert!(!e.reason.contains("Raw"), "{}", e.reason);
+        assert!(e.reason.contains("expected a table of keys"), "{}", e.reason);
     }
 
     #[test]

@@ -38,7 +38,9 @@ pub async fn sweep(args: &SweepCommand, interrupt: &CancellationToken) -> Result
     // anything is created.
     for (_, plan) in &plans {
         crate::pipeline::check_target(plan, &args.run.database.target)?;
+        crate::pipeline::check_limits(plan)?;
     }
+    crate::pipeline::check_output_folder(&dir, args.force)?;
     std::fs::create_dir_all(&dir).map_err(|e| Error::path(Access::CreateSweepFolder, &dir, e))?;
     let total = plans.len();
     println!("{}: sweeping {total} cells × {} repeat(s) into {}", first.name, args.repeat, dir.display());
@@ -116,7 +118,7 @@ async fn run_cell(
         p.seed = plan.seed.wrapping_add(u64::from(rep));
         let name = format!("cell-{:02}", cell.index + 1);
         let rel = if repeat == 1 { PathBuf::from(name) } else { PathBuf::from(name).join(format!("rep-{}", rep + 1)) };
-        match run_one(&p, run, &dir.join(&rel), interrupt, true).await {
+        match run_one(&p, run, (&dir.join(&rel), run_id()), interrupt, true).await {
             Ok(RunResult { summary, .. }) if summary.interrupted => {}
             Ok(RunResult { summary, written }) => {
                 if let Err(e) = written {
@@ -186,6 +188,7 @@ mod tests {
             repeat: 1,
             time_scale: None,
             out: None,
+            force: false,
             seed: None,
             quiet: true,
             run: RunOptions { database: crate::options::DatabaseOptions::ephemeral(), progress: false },

@@ -70,9 +70,9 @@ pub fn check(e: &Evidence, per_job: &[&[Event]]) -> (Durability, Option<CheckRes
     d.acknowledged_enqueues = e.arrivals.len() as u64;
     d.lost_enqueues = missing.len() as u64;
     d.note = format!(
-        "{} restart(s): {} acknowledged completions ({} before the first restart), {} of them not done afterwards; \
+        "{}: {} acknowledged completions ({} before the first restart), {} of them not done afterwards; \
          {} acknowledged enqueues, {} missing",
-        e.restarts.len(),
+        crate::model::words::count(e.restarts.len() as u64, "restart"),
         d.acknowledged_completions,
         d.acknowledged_before_restart,
         d.lost_completions,

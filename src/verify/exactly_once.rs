@@ -59,7 +59,7 @@ pub fn check(per_job: &[&[Event]], lease: Duration, hold_transaction: bool) -> (
         passed: x.jobs_duplicated == 0,
         violations: x.jobs_duplicated,
         detail: if x.jobs_duplicated == 0 {
-            format!("{} jobs executed, each once", x.distinct_jobs)
+            format!("{} executed, each once", crate::model::words::count(x.distinct_jobs, "job"))
         } else {
             format!(
                 "{} of {} executed jobs ran more than once ({} extra executions: {} by racing claims, {} after a lease expired; up to {} for one job)",

@@ -122,8 +122,9 @@ pub fn check(e: &Evidence, per_job: &[&[Event]], executed: &Executed) -> (Jobs, 
         passed: over.is_empty(),
         violations: jobs.attempts_exceeded,
         detail: format!(
-            "{} jobs ran more attempts than max_attempts; {} ended dead",
-            jobs.attempts_exceeded, jobs.dead
+            "{} more attempts than max_attempts; {} dead",
+            crate::model::words::count_as(jobs.attempts_exceeded, "job ran", "jobs ran"),
+            crate::model::words::count_as(jobs.dead, "job ended", "jobs ended")
         ),
         examples: examples(over),
     };

@@ -39,10 +39,11 @@ pub fn check(per_job: &[&[Event]], lease: Duration, hold_transaction: bool) -> (
         passed: jobs.is_empty(),
         violations: o.overlapping_jobs,
         detail: format!(
-            "{} jobs had two workers believing they owned them at once (a belief runs from the claim's return to \
-             the completion, failure or release); {} claims handed a job out over another holder's lease (sent \
-             before that lease ended, returned after that holder's claim)",
-            o.overlapping_jobs, o.claims_during_lease
+            "{} two workers believing they owned it at once (a belief runs from the claim's return to \
+             the completion, failure or release); {} a job out over another holder's lease (sent before that \
+             lease ended, returned after that holder's claim)",
+            crate::model::words::count_as(o.overlapping_jobs, "job had", "jobs had"),
+            crate::model::words::count_as(o.claims_during_lease, "claim handed", "claims handed")
         ),
         examples: examples(jobs),
     };

@@ -28,7 +28,11 @@ pub fn cancel_check(faults: &[FaultEvent], per_job: &[&[Event]]) -> Option<Check
         name: "cancelled_jobs_not_run".into(),
         passed: bad.is_empty(),
         violations: bad.len() as u64,
-        detail: format!("{cancelled} jobs cancelled while waiting, {} of them executed afterwards", bad.len()),
+        detail: format!(
+            "{} cancelled while waiting, {} of them executed afterwards",
+            crate::model::words::count(cancelled as u64, "job"),
+            bad.len()
+        ),
         examples: examples(bad),
     })
 }

@@ -151,7 +151,13 @@ pub fn spawn_watched(mut cmd: Command) -> (Child, Receiver<()>, std::sync::Arc<s
     std::thread::spawn(move || {
         use std::io::BufRead;
         for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-            let done = line.split(" · ").find_map(|p| p.strip_suffix(" done")?.trim().parse::<u64>().ok());
+            let done = line.split(" · ").find_map(|p| {
+                p.strip_suffix(" completions accepted")
+                    .or_else(|| p.strip_suffix(" completion accepted"))?
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            });
             keep.lock().unwrap().push_str(&format!("{line}\n"));
             if done.is_some_and(|d| d > 0) {
                 let _ = tx.send(());

@@ -1,4 +1,13 @@
--- Schemas of earlier runs (kept with --keep, or the run was killed), besides $1.
-SELECT nspname FROM pg_namespace
-WHERE nspname ~ '^queuebench_[0-9]{8}_[0-9]{6}_[0-9a-f]{4}$' AND nspname <> $1
+-- Schemas of earlier runs (kept with --keep, or the run was killed), besides $1: a run's
+-- (queuebench_<run id>, a repeat's with _K) or validate's scratch schema, with the bytes of
+-- its tables (indexes and TOAST included). A schema a live run is using is left out: its
+-- connections carry application_name 'queuebench <schema>'.
+SELECT n.nspname,
+       coalesce((SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c
+                 WHERE c.relnamespace = n.oid AND c.relkind IN ('r', 'm')), 0)::int8
+FROM pg_namespace n
+WHERE (n.nspname ~ '^queuebench_[0-9]{8}_[0-9]{6}_[0-9a-f]{4}(_[0-9]+)?$'
+       OR n.nspname ~ '^queuebench_validate_[0-9a-f]{8}$')
+  AND n.nspname <> $1
+  AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = 'queuebench ' || n.nspname)
 ORDER BY 1

@@ -1,0 +1,131 @@
+//! `queuebench clean`: lists and removes what earlier runs left behind: ephemeral cluster
+//! folders (`$TMPDIR/queuebench-<pid>-*`) whose harness and postmaster are gone, with their
+//! size, and, with `--database-url`, the `queuebench_<run id>` (and `queuebench_validate_*`)
+//! schemas no live run is using. On a terminal it asks first; `--yes` skips the question;
+//! without a terminal and without `--yes` it only lists, and says so. Nothing else is touched:
+//! only folders with queuebench's prefix and its `harness.pid`, only schemas with its names.
+
+use crate::db::Database;
+use crate::db::ephemeral::{self, LeftoverCluster};
+use crate::db::statements::LEFTOVER_SCHEMAS;
+use crate::error::{Error, ExitCode, Result};
+use std::io::{BufRead, IsTerminal, Write};
+
+/// A schema an earlier run left, and the bytes of its tables.
+struct LeftoverSchema {
+    name: String,
+    bytes: i64,
+}
+
+pub async fn clean(database_url: Option<&str>, yes: bool) -> Result<ExitCode> {
+    let clusters = ephemeral::leftover_clusters();
+    let db = match database_url {
+        Some(url) => Some(Database::open(Some(url), &[], String::new(), false, yes).await?),
+        None => None,
+    };
+    let schemas = match &db {
+        Some(db) => leftover_schemas(db).await?,
+        None => Vec::new(),
+    };
+    let where_ = db.as_ref().map(|d| d.shown().to_string());
+    if clusters.is_empty() && schemas.is_empty() {
+        let also = where_.as_ref().map_or(String::new(), |w| format!(", no queuebench schemas of earlier runs in {w}"));
+        println!("nothing to clean: no cluster folders of gone queuebench runs{also}");
+        return Ok(ExitCode::Passed);
+    }
+    list(&clusters, &schemas, where_.as_deref());
+    if !decide(yes, clusters.len() + schemas.len()) {
+        return Ok(ExitCode::Passed);
+    }
+    let mut failed = 0;
+    for c in &clusters {
+        match ephemeral::remove_leftover(c) {
+            Ok(()) => println!("removed {}", c.path.display()),
+            Err(e) => {
+                failed += 1;
+                eprintln!("warning: {} was not removed: {e}", c.path.display());
+            }
+        }
+    }
+    if let Some(db) = &db {
+        failed += drop_schemas(db, &schemas).await?;
+    }
+    Ok(if failed == 0 { ExitCode::Passed } else { ExitCode::Infrastructure })
+}
+
+fn list(clusters: &[LeftoverCluster], schemas: &[LeftoverSchema], where_: Option<&str>) {
+    println!("left by earlier queuebench runs:");
+    for c in clusters {
+        println!(
+            "  cluster folder {} ({}; its harness, pid {}, and its postmaster are gone)",
+            c.path.display(),
+            mb(c.bytes),
+            c.harness_pid
+        );
+    }
+    for s in schemas {
+        println!("  schema {} in {} ({})", s.name, where_.unwrap_or_default(), mb(s.bytes.max(0) as u64));
+    }
+}
+
+/// Whether to remove: `--yes`, or a yes on the terminal; else list only, saying so.
+fn decide(yes: bool, n: usize) -> bool {
+    if yes {
+        return true;
+    }
+    if !std::io::stdin().is_terminal() {
+        println!(
+            "not removed: no terminal to ask on; run `queuebench clean --yes` (with the same options) to remove them"
+        );
+        return false;
+    }
+    print!("remove {}? [y/N] ", if n == 1 { "it".to_string() } else { format!("these {n}") });
+    let _ = std::io::stdout().flush();
+    let mut answer = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut answer);
+    let go = matches!(answer.trim().to_lowercase().as_str(), "y" | "yes");
+    if !go {
+        println!("nothing removed");
+    }
+    go
+}
+
+async fn leftover_schemas(db: &Database) -> Result<Vec<LeftoverSchema>> {
+    let client = db.connect_admin().await?;
+    let rows = client.query(LEFTOVER_SCHEMAS, &[&""]).await.map_err(|e| db_error("listing leftover schemas", &e))?;
+    Ok(rows.iter().map(|r| LeftoverSchema { name: r.get(0), bytes: r.get(1) }).collect())
+}
+
+/// Drops each schema (CASCADE: what a run made lives in it); returns how many failed.
+async fn drop_schemas(db: &Database, schemas: &[LeftoverSchema]) -> Result<usize> {
+    let client = db.connect_admin().await?;
+    let mut failed = 0;
+    for s in schemas {
+        // The names matched queuebench's own patterns (letters, digits, _): quoting is enough.
+        let sql = format!("DROP SCHEMA \"{}\" CASCADE", s.name.replace('"', "\"\""));
+        match client.batch_execute(&sql).await {
+            Ok(()) => println!("dropped schema {}", s.name),
+            Err(e) => {
+                failed += 1;
+                eprintln!("warning: schema {} was not dropped: {}", s.name, crate::db::error_text(&e));
+            }
+        }
+    }
+    Ok(failed)
+}
+
+fn db_error(action: &str, e: &tokio_postgres::Error) -> Error {
+    Error::Database { action: action.to_string(), target: None, sql: crate::db::sql(e), hint: None }
+}
+
+fn mb(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sizes_read_in_megabytes() {
+        assert_eq!(super::mb(41_200_000), "41.2 MB");
+    }
+}

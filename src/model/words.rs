@@ -1,0 +1,31 @@
+//! Counted nouns, so a message never says "1 jobs": `count(1, "job")` is `1 job`,
+//! `count(3, "job")` is `3 jobs`. Irregular plurals are passed whole with [`count_as`].
+
+/// `n` and the noun, plural unless `n` is 1 (the plural adds `s`).
+pub fn count(n: impl Into<u128> + Copy, noun: &str) -> String {
+    let v: u128 = n.into();
+    if v == 1 { format!("1 {noun}") } else { format!("{v} {noun}s") }
+}
+
+/// `n` with the singular or the given plural.
+pub fn count_as(n: impl Into<u128> + Copy, singular: &str, plural: &str) -> String {
+    let v: u128 = n.into();
+    format!("{v} {}", if v == 1 { singular } else { plural })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_is_singular_and_everything_else_plural() {
+        assert_eq!(count(1u64, "job"), "1 job");
+        assert_eq!(count(0u64, "job"), "0 jobs");
+        assert_eq!(count(2u32, "worker"), "2 workers");
+        assert_eq!(
+            count_as(1u64, "job with overlapping owners", "jobs with overlapping owners"),
+            "1 job with overlapping owners"
+        );
+        assert_eq!(count_as(5usize as u64, "was", "were"), "5 were");
+    }
+}

@@ -1,0 +1,149 @@
+//! The results folder of one run: never written over by accident, always whole or marked.
+//!
+//! - [`check_output_folder`]: `--out DIR` into a folder that holds anything is refused
+//!   (exit 2) unless `--force`; checked for every folder of a batch before any run starts.
+//! - [`ResultsFolder`]: created and proved writable before the database is opened, with an
+//!   `INCOMPLETE` marker file in it that is removed only when every output was written; a
+//!   run killed while writing, or one whose outputs could not all be written, leaves the
+//!   marker (naming the run and what is missing). A run that fails before writing removes
+//!   the folder again if it made it.
+
+use crate::error::{Access, Error, Result};
+use std::path::Path;
+
+/// The marker of a run folder that is not (yet) whole.
+pub const INCOMPLETE: &str = "INCOMPLETE";
+
+/// Refuses an output folder that already holds something, unless `force`.
+pub fn check_output_folder(dir: &Path, force: bool) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
+    let names: Vec<String> = entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    if names.is_empty() || force {
+        return Ok(());
+    }
+    let what = match earlier_run(dir) {
+        Some(id) => format!("holds the outputs of run {id}"),
+        None => {
+            let mut shown: Vec<&str> = names.iter().map(String::as_str).collect();
+            shown.sort_unstable();
+            let more = if shown.len() > 3 { format!(" and {} more", shown.len() - 3) } else { String::new() };
+            shown.truncate(3);
+            format!("is not empty ({}{more}) and is not a queuebench run folder", shown.join(", "))
+        }
+    };
+    Err(Error::Flag {
+        flag: format!("--out {}", dir.display()),
+        reason: format!(
+            "refused: the folder {what}; pick a new or empty folder (or leave out --out: \
+             results/<scenario>/<run id>/), or add --force to write into it (files of the same name are replaced)"
+        ),
+    })
+}
+
+/// The run id in `dir/summary.json`, if it is a run folder.
+fn earlier_run(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("summary.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    Some(v.get("run_id")?.as_str()?.to_string())
+}
+
+/// The results folder of one run: created (and proved writable) before anything starts.
+pub struct ResultsFolder<'a> {
+    path: &'a Path,
+    /// It did not exist before: remove it again if the run fails before writing.
+    fresh: bool,
+}
+
+impl<'a> ResultsFolder<'a> {
+    /// Creates the folder and its `INCOMPLETE` marker (which also proves it writable).
+    pub fn create(path: &'a Path, run_id: &str) -> Result<Self> {
+        let fresh = !path.exists();
+        std::fs::create_dir_all(path).map_err(|e| Error::path(Access::CreateResultsFolder, path, e))?;
+        let marker = format!(
+            "queuebench run {run_id} has not finished writing this folder.\n\
+             If this file stays, the run was killed while it ran or wrote, or some outputs could not be written\n\
+             (listed below, and in summary.json's not_written when that was written).\n"
+        );
+        if let Err(e) = std::fs::write(path.join(INCOMPLETE), marker) {
+            if fresh {
+                let _ = std::fs::remove_dir(path);
+            }
+            return Err(Error::path(Access::WriteInResultsFolder, path, e));
+        }
+        Ok(ResultsFolder { path, fresh })
+    }
+
+    /// Passes `result` through; on an error, removes the marker and leaves no empty folder
+    /// behind (`remove_dir` removes only an empty one).
+    pub fn keep_if_ok<T>(&self, result: Result<T>) -> Result<T> {
+        if result.is_err() {
+            let _ = std::fs::remove_file(self.path.join(INCOMPLETE));
+            if self.fresh {
+                let _ = std::fs::remove_dir(self.path);
+            }
+        }
+        result
+    }
+
+    /// After the export: the marker goes when everything was written, else it lists what was not.
+    pub fn finish(&self, not_written: Option<&[String]>) {
+        let marker = self.path.join(INCOMPLETE);
+        match not_written {
+            Some([]) => {
+                let _ = std::fs::remove_file(marker);
+            }
+            Some(list) => {
+                let mut text = std::fs::read_to_string(&marker).unwrap_or_default();
+                text.push_str("\nNot written:\n");
+                for line in list {
+                    text.push_str(&format!("  {line}\n"));
+                }
+                let _ = std::fs::write(marker, text);
+            }
+            // summary.json itself failed: the marker stays as it is.
+            None => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_that_holds_anything_is_refused_unless_forced() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("out");
+        check_output_folder(&d, false).unwrap();
+        std::fs::create_dir(&d).unwrap();
+        check_output_folder(&d, false).unwrap();
+        std::fs::write(d.join("notes.txt"), "mine").unwrap();
+        let e = check_output_folder(&d, false).unwrap_err().to_string();
+        assert!(e.contains("is not empty (notes.txt) and is not a queuebench run folder"), "{e}");
+        assert!(e.contains("--force"), "{e}");
+        check_output_folder(&d, true).unwrap();
+        std::fs::write(d.join("summary.json"), r#"{"run_id": "20261201T011303-d796"}"#).unwrap();
+        let e = check_output_folder(&d, false).unwrap_err().to_string();
+        assert!(e.contains("holds the outputs of run 20261201T011303-d796"), "{e}");
+    }
+
+    #[test]
+    fn the_marker_stays_until_everything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("run");
+        let f = ResultsFolder::create(&d, "r1").unwrap();
+        assert!(d.join(INCOMPLETE).exists());
+        f.finish(Some(&["charts: disk full".to_string()]));
+        let text = std::fs::read_to_string(d.join(INCOMPLETE)).unwrap();
+        assert!(text.contains("run r1") && text.contains("charts: disk full"), "{text}");
+        f.finish(Some(&[]));
+        assert!(!d.join(INCOMPLETE).exists());
+        let g = ResultsFolder::create(&d, "r2").unwrap();
+        let _ = g.keep_if_ok::<()>(Err(Error::machine("x", "y")));
+        assert!(d.exists() && !d.join(INCOMPLETE).exists(), "a folder that was there stays, without the marker");
+        let fresh = dir.path().join("fresh");
+        let h = ResultsFolder::create(&fresh, "r3").unwrap();
+        let _ = h.keep_if_ok::<()>(Err(Error::machine("x", "y")));
+        assert!(!fresh.exists(), "a fresh folder of a failed run is removed");
+    }
+}
