@@ -299,7 +299,8 @@ mod tests {
         assert_eq!(v.ownership.overlapping_jobs, 0, "w1 let go (52) before w2's claim came back (90)");
         let overlap = v.checks.iter().find(|c| c.name == "ownership_overlap").unwrap();
         assert!(
-            overlap.detail.contains("0 jobs had two workers") && overlap.detail.contains("claims were sent"),
+            overlap.detail.contains("0 jobs had two workers")
+                && overlap.detail.contains("1 claim handed a job out over another holder's lease"),
             "{}",
             overlap.detail
         );
