@@ -12,7 +12,7 @@
 #               queues interleaved in each round so skip-locked and the adapters
 #               see the same machine: jobs/s, ratio to skip-locked (per round,
 #               then the median), claim p99, exactly-once and duplicates by cause
-#   crash       10,000 jobs, 8 workers, 1 % of jobs crash their worker right after
+#   crash       5,000 jobs, 8 workers, 1 % of jobs crash their worker right after
 #               the claim (connection dropped, respawn after 100 ms), the
 #               adapter's reclaim as a reaper every 250 ms (none where the design
 #               has no reclaim statement: pgmq and PgQueuer re-read in the claim,
@@ -29,7 +29,7 @@
 # procrastinate's update_heartbeat_interval) are scaled with it in a generated
 # copy of the adapter, at the project's own ratio (time_scale does not reach
 # them). --quick: 2,000 jobs, 1 round, 2 s leases everywhere: a check of the
-# script, the figures mean nothing (~3 minutes). The full run takes ~15 minutes.
+# script, the figures mean nothing (~4 minutes). The full run takes ~20 minutes.
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -68,7 +68,7 @@ queues=(skip-locked river pg-boss graphile-worker pgmq que oban solid_queue good
 if $quick; then
   jobs=2000 crash_jobs=2000 rounds=1
 else
-  jobs=10000 crash_jobs=10000
+  jobs=10000 crash_jobs=5000
 fi
 
 # secs DURATION: a TOML duration ("1h", "60m", "30s", "500ms") in seconds.
