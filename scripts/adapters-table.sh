@@ -50,12 +50,9 @@ done
 want() { [[ ",$only," == *",$1,"* ]]; }
 command -v python3 > /dev/null || { echo "python3 not found" >&2; exit 3; }
 
-(cd "$root" && cargo build --release --quiet)
-qb=
-for t in "${CARGO_TARGET_DIR:-}" "$root/target"; do
-  if [ -n "$t" ] && [ -x "$t/release/queuebench" ]; then qb=$t/release/queuebench; break; fi
-done
-[ -n "$qb" ] || { echo "no release binary under \$CARGO_TARGET_DIR or target/" >&2; exit 3; }
+# The release binary wherever cargo puts it (QUEUEBENCH names another); rebuilt when sources changed.
+if [ -z "${QUEUEBENCH:-}" ]; then (cd "$root" && cargo build --release --quiet --bins); fi
+qb=${QUEUEBENCH:-$("$root/scripts/queuebench-bin.sh")}
 
 out=${out:-$root/results/adapters-table-$(date -u +%Y%m%dT%H%M%S)}
 mkdir -p "$out"
