@@ -123,7 +123,7 @@ pub fn verify(e: &Evidence) -> Verification {
     let (executions, executed, once) = exactly_once::check(&per_job, e.lease, e.hold_transaction);
     let (mut jobs, lost, budget) = lost::check(e, &per_job, &executed);
     let class_of: HashMap<i64, u16> = e.arrivals.iter().map(|a| (a.job, a.class)).collect();
-    jobs.completed_by_class = completed_by_class(e, &class_of);
+    jobs.completed_by_class = completed_by_class(e, &per_job, &class_of);
     let fifo = fifo::check(&per_job);
     let waits = job_waits(e, &per_job, &class_of);
     let starving = starvation::check(e.samples, e.classes, &e.starvation, &waits);
@@ -159,12 +159,19 @@ pub fn verify(e: &Evidence) -> Verification {
     }
 }
 
-/// `done` jobs per class; `class_of` maps a produced job to its class index
+/// `done` jobs per class, as `jobs.completed` counts them: `done` rows, and jobs a queue
+/// deleted after an accepted completion; `class_of` maps a produced job to its class index
 /// (0 = "default", every job not in it).
-fn completed_by_class(e: &Evidence, class_of: &HashMap<i64, u16>) -> BTreeMap<String, u64> {
+fn completed_by_class(e: &Evidence, per_job: &[&[Event]], class_of: &HashMap<i64, u16>) -> BTreeMap<String, u64> {
     let mut counts = vec![0u64; e.classes.len()];
-    for j in e.final_jobs.iter().filter(|j| j.status == Status::Done) {
-        if let Some(n) = counts.get_mut(class_of.get(&j.id).copied().unwrap_or(0) as usize) {
+    let present = |id: i64| e.final_jobs.binary_search_by_key(&id, |j| j.id).is_ok();
+    let done_rows = e.final_jobs.iter().filter(|j| j.status == Status::Done).map(|j| j.id);
+    let deleted = per_job
+        .iter()
+        .filter(|evs| !present(evs[0].job) && evs.iter().any(|ev| ev.kind == EventKind::Accepted))
+        .map(|evs| evs[0].job);
+    for id in done_rows.chain(deleted) {
+        if let Some(n) = counts.get_mut(class_of.get(&id).copied().unwrap_or(0) as usize) {
             *n += 1;
         }
     }
@@ -393,6 +400,10 @@ mod tests {
         assert!(!lost.passed && lost.detail.contains("1 done without an execution"), "{}", lost.detail);
         assert!(lost.detail.contains("1 missing from the table"), "{}", lost.detail);
         assert_eq!(lost.examples, [2, 5], "the unexecuted completion, then the job gone without a trace");
+        // Per class, as `completed` counts: jobs 1 and 2, deleted after their completions.
+        let classes = ["default".to_string()];
+        e.classes = &classes;
+        assert_eq!(verify(&e).jobs.completed_by_class.get("default"), Some(&2));
     }
 
     #[test]
