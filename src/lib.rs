@@ -26,6 +26,11 @@ pub mod verify;
 mod fuzz_tests;
 
 use cli::{Cli, Command};
+
+/// The version and the commit it was built from (`build.rs`): "0.1.0 (1e74cef)", with
+/// `-dirty` for uncommitted changes, "(unknown)" outside a git checkout. `--version` prints it and
+/// summary.json's `queuebench_version` holds it.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("QUEUEBENCH_COMMIT"), ")");
 use error::ExitCode;
 use tokio_util::sync::CancellationToken;
 

@@ -36,6 +36,7 @@ fn open_model_run_writes_every_output_and_matches_the_schema() {
     ]);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let summary = r.summary();
+    assert_eq!(summary["queuebench_version"], queuebench::VERSION, "the build that made it, commit included");
     let errors = schema_errors(&summary);
     assert!(errors.is_empty(), "summary.json does not match schema/summary.schema.json:\n{}", errors.join("\n"));
     assert!(r.num("producer.sent") > 300.0);

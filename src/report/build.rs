@@ -25,7 +25,7 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
     let st = &out.stats;
     let mut s = RunSummary {
         schema_version: SCHEMA_VERSION,
-        queuebench_version: env!("CARGO_PKG_VERSION").into(),
+        queuebench_version: crate::VERSION.into(),
         run_id: ctx.run_id,
         scenario: plan.name.clone(),
         description: plan.description.clone(),
