@@ -18,6 +18,10 @@ use std::path::PathBuf;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Write the diagnostics (RUST_LOG picks which; `info` when it is unset) to FILE instead of
+    /// stderr, appending; passwords are redacted (docs/diagnostics.md).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub log: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -11,6 +11,7 @@ pub mod collect;
 pub mod commands;
 pub mod compare;
 pub mod db;
+pub mod diag;
 pub mod error;
 pub mod gate;
 pub mod model;

@@ -6,6 +6,11 @@ use tokio_util::sync::CancellationToken;
 
 fn main() {
     let cli = Cli::parse();
+    // RUST_LOG / --log: diagnostics; without either nothing is installed (docs/diagnostics.md).
+    if let Err(e) = queuebench::diag::init(cli.log.as_deref()) {
+        eprintln!("error: {e}");
+        std::process::exit(e.exit_code().code());
+    }
     let interrupt = CancellationToken::new();
     // Signals get a thread of their own, so a second Ctrl-C exits at once even while the run's
     // thread is busy with synchronous work (checkers over a million jobs, chart rendering).
