@@ -80,6 +80,10 @@ pub enum Command {
         /// Also write compare.md and compare.json into this folder.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Compare runs whose fingerprints differ (scenario, workers, machine, server settings …);
+        /// the differences are printed above the table. Without it they exit 2.
+        #[arg(long)]
+        force: bool,
     },
     /// Check scenario files without running them; custom SQL (a [strategies] claim, an adapter) is
     /// prepared against a scratch schema of an ephemeral cluster (or --database-url).

@@ -56,8 +56,8 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
             };
             commands::repro::repro(&file, &overrides.set, fencing, &target, repeat).await
         }
-        Command::Compare { old, new, baseline, out } => {
-            commands::compare::compare_runs(&old, &new, &baseline, out.as_deref())
+        Command::Compare { old, new, baseline, out, force } => {
+            commands::compare::compare_runs(&old, &new, &baseline, out.as_deref(), force)
         }
         Command::Validate { files, overrides, database_url, yes } => {
             let target = match database_url {

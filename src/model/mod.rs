@@ -8,10 +8,12 @@
 //! - `tolerance`: how much worse than a baseline a metric may get;
 //! - `records`: what the run produces for later stages (final job rows, samples, spans);
 //! - `evidence`: what the checkers read besides the history, saved as `evidence.json`;
-//! - `protocol`: the lease protocol's choices (mode, fencing, reclaim).
+//! - `protocol`: the lease protocol's choices (mode, fencing, reclaim);
+//! - `fingerprint`: what makes two runs comparable (scenario, run shape, machine, server).
 
 pub mod evidence;
 pub mod expect;
+pub mod fingerprint;
 pub mod metrics;
 pub mod protocol;
 pub mod records;

@@ -43,6 +43,20 @@ impl Source {
     }
 
     /// The folder the scenario's relative paths start from.
+    /// The fingerprint's `scenario_hash`: the file with its overrides applied, without what
+    /// does not change the load (`description`, `seed`, `[expect]`, `[baseline]`), written out
+    /// with its keys in order, so comments, layout and an edited expectation do not count.
+    pub fn content_hash(&self) -> String {
+        let mut table: toml::Table = toml::from_str(&self.text).unwrap_or_default();
+        for set in &self.overrides {
+            let _ = apply_override(&mut table, set);
+        }
+        for key in ["description", "seed", "expect", "baseline"] {
+            table.remove(key);
+        }
+        crate::model::fingerprint::hash(&toml::to_string(&table).unwrap_or_default())
+    }
+
     pub fn folder(&self) -> &Path {
         self.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
     }
