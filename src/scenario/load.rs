@@ -163,6 +163,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_content_hash_follows_the_load_not_the_wording() {
+        let source = |text: &str, sets: &[&str]| Source {
+            path: PathBuf::from("s.toml"),
+            text: text.into(),
+            overrides: sets.iter().map(|s| s.to_string()).collect(),
+        };
+        let base = "name = \"x\"\nseed = 1\n[workers]\ncount = 8\nbatch = 1\n[expect]\n\"jobs.lost\" = \"== 0\"\n";
+        let h = source(base, &[]).content_hash();
+        // Comments, layout, key order, the seed, the description and expectations do not count.
+        let reworded = "# comment\ndescription = \"d\"\nname = \"x\"\nseed = 7\n[workers]\nbatch = 1\ncount   = 8\n";
+        assert_eq!(source(reworded, &[]).content_hash(), h);
+        assert_eq!(source(base, &["expect={}", "seed=9"]).content_hash(), h);
+        // The load does, from the file or a --set.
+        assert_ne!(source(&base.replace("count = 8", "count = 16"), &[]).content_hash(), h);
+        assert_ne!(source(base, &["workers.count=16"]).content_hash(), h);
+        assert_eq!(source(base, &["workers.count=8"]).content_hash(), h);
+    }
+
+    #[test]
     fn unknown_key_names_line_and_nearest_key() {
         let err = parse_text("name = \"x\"\n[workers]\ncoutn = 8\n").unwrap_err().reason;
         assert!(err.contains("line 3"), "{err}");
