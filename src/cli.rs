@@ -10,7 +10,7 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(
     name = "queuebench",
-    version,
+    version = crate::VERSION,
     about = "Load-testing and correctness harness for PostgreSQL job queues",
     after_help = "Exit codes: 0 every expectation met · 1 an expectation failed · 2 usage or scenario error · \
                   3 infrastructure error (database, cluster) · 130 interrupted"
@@ -18,6 +18,10 @@ use std::path::PathBuf;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Write the diagnostics (RUST_LOG picks which; `info` when it is unset) to FILE instead of
+    /// stderr, appending; passwords are redacted (docs/diagnostics.md).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub log: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -76,6 +80,10 @@ pub enum Command {
         /// Also write compare.md and compare.json into this folder.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Compare runs whose fingerprints differ (scenario, workers, machine, server settings …);
+        /// the differences are printed above the table. Without it they exit 2.
+        #[arg(long)]
+        force: bool,
     },
     /// Check scenario files without running them; custom SQL (a [strategies] claim, an adapter) is
     /// prepared against a scratch schema of an ephemeral cluster (or --database-url).

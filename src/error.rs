@@ -212,6 +212,12 @@ pub enum Error {
     /// A file read back (a summary.json, a baseline) that is not what it should be.
     #[error("{}: {reason}", .path.display())]
     Input { path: PathBuf, reason: String },
+    /// `compare` of runs whose fingerprints differ, without `--force`.
+    #[error(
+        "{old} and {new} are not comparable: their fingerprints differ\n{}\n(--force compares them anyway)",
+        .differences.iter().map(|d| format!("  {d}")).collect::<Vec<_>>().join("\n")
+    )]
+    NotComparable { old: String, new: String, differences: Vec<String> },
     /// The command given to `queuebench cluster --` cannot be run.
     #[error("cannot run `{command}`: {cause}")]
     Command { command: String, cause: String },
@@ -282,6 +288,7 @@ impl Error {
             | Error::Baseline { .. }
             | Error::Path { .. }
             | Error::Input { .. }
+            | Error::NotComparable { .. }
             | Error::Command { .. }
             | Error::Unfit { .. } => ExitCode::Usage,
             Error::Connect { .. }

@@ -11,6 +11,7 @@ pub mod collect;
 pub mod commands;
 pub mod compare;
 pub mod db;
+pub mod diag;
 pub mod error;
 pub mod gate;
 pub mod model;
@@ -26,6 +27,11 @@ pub mod verify;
 mod fuzz_tests;
 
 use cli::{Cli, Command};
+
+/// The version and the commit it was built from (`build.rs`): "0.1.0 (1e74cef)", with
+/// `-dirty` for uncommitted changes, "(unknown)" outside a git checkout. `--version` prints it and
+/// summary.json's `queuebench_version` holds it.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("QUEUEBENCH_COMMIT"), ")");
 use error::ExitCode;
 use tokio_util::sync::CancellationToken;
 
@@ -57,8 +63,8 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
             };
             commands::repro::repro(&file, &overrides.set, fencing, &target, repeat).await
         }
-        Command::Compare { old, new, baseline, out } => {
-            commands::compare::compare_runs(&old, &new, &baseline, out.as_deref())
+        Command::Compare { old, new, baseline, out, force } => {
+            commands::compare::compare_runs(&old, &new, &baseline, out.as_deref(), force)
         }
         Command::Validate { files, overrides, database_url, yes } => {
             let target = match database_url {

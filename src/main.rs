@@ -12,6 +12,11 @@ fn main() {
         // SAFETY: setting a signal's disposition to the default before any thread starts.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
+    // RUST_LOG / --log: diagnostics; without either nothing is installed (docs/diagnostics.md).
+    if let Err(e) = queuebench::diag::init(cli.log.as_deref()) {
+        eprintln!("error: {e}");
+        std::process::exit(e.exit_code().code());
+    }
     let interrupt = CancellationToken::new();
     // Signals get a thread of their own, so a second Ctrl-C exits at once even while the run's
     // thread is busy with synchronous work (checkers over a million jobs, chart rendering).

@@ -61,6 +61,20 @@ fn baseline_gate_passes_unchanged_and_fails_on_duplicates_or_a_throughput_drop()
     assert_eq!(doc.descendants().filter(|n| n.has_tag_name("testsuite")).count(), 2, "a suite per repeat");
     assert_eq!(junit_failures(&saved), [], "a passing run has no JUnit failure");
 
+    // Every run records its fingerprint; the baseline is made to look as if it came from a
+    // bigger machine with fsync off, so the comparison below must warn (and still pass).
+    let file = dir.path().join("main/skip-locked.json");
+    let mut edited = baseline.clone();
+    for run in edited["runs"].as_array_mut().unwrap() {
+        let fp = &mut run["fingerprint"];
+        assert_eq!(fp["workers"], 8, "{fp}");
+        assert_eq!(fp["target"], "ephemeral", "{fp}");
+        assert_eq!(fp["settings"].as_object().map(|s| s.len()), Some(4), "{fp}");
+        fp["cores"] = 64.into();
+        fp["settings"]["fsync"] = "off".into();
+    }
+    std::fs::write(&file, serde_json::to_vec(&edited).unwrap()).unwrap();
+
     // The same code again passes. Timing metrics get wide tolerances here (a shared 2-core
     // machine); the correctness counters keep their default: no rise at all.
     let loose = ["throughput.jobs_per_sec=90%", "throughput.claims_per_sec=90%"];
@@ -71,10 +85,19 @@ fn baseline_gate_passes_unchanged_and_fails_on_duplicates_or_a_throughput_drop()
     for m in ["claim", "complete", "end_to_end", "queue_wait{class=default}"] {
         args.extend(["--tolerance", Box::leak(format!("latency_ms.{m}.p99=off").into_boxed_str())]);
     }
+    args.push("--github");
     let same = gate_run(bdir, &args);
     assert_eq!(same.code, 0, "{}\n{}", same.stdout, same.stderr);
     assert!(same.out.join("compare.md").is_file() && same.out.join("compare.json").is_file());
-    assert!(std::fs::read_to_string(same.out.join("compare.md")).unwrap().contains("No regression"));
+    let md = std::fs::read_to_string(same.out.join("compare.md")).unwrap();
+    assert!(md.contains("No regression"), "{md}");
+    // The other machine: a line on the terminal (even with --quiet), in the step summary's
+    // Markdown (printed to stdout without $GITHUB_STEP_SUMMARY) and as a workflow warning.
+    let warning = "warning: not comparable: a different kind of machine or server (2 differences)";
+    assert!(same.stdout.contains(&format!("  {warning}\n")), "{}", same.stdout);
+    assert!(same.stdout.contains(&format!("**{warning}**")) && md.contains("- `settings.fsync: off → on`"), "{md}");
+    assert!(same.stdout.contains("::warning title=queuebench baseline::"), "{}", same.stdout);
+    std::fs::write(&file, serde_json::to_vec(&baseline).unwrap()).unwrap();
 
     // A change that makes duplicates appear.
     let dup = gate_run(bdir, &["--baseline", "main", "--set", "workers.strategy=naive", "--github"]);
@@ -92,23 +115,48 @@ fn baseline_gate_passes_unchanged_and_fails_on_duplicates_or_a_throughput_drop()
     assert!(dup.stdout.contains("### queuebench: `skip-locked` ❌ FAILED"), "{}", dup.stdout);
     assert!(dup.stdout.contains("::error title=queuebench baseline::executions.duplicate regressed"), "{}", dup.stdout);
 
-    // `compare` reads the same folders: the saved repeats against the duplicating run.
+    // `compare` reads the same folders: the saved repeats against the duplicating run. Another
+    // strategy is another run: refused (exit 2) with the differences, unless --force.
     let old = saved.out.to_str().unwrap();
     let c = common::bin().args(["compare", old, dup.out.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&c.stderr);
+    assert_eq!(c.status.code(), Some(2), "{err}");
+    assert!(err.contains("not comparable") && err.contains("strategy: skip-locked → naive"), "{err}");
+    assert!(err.contains("scenario_hash: ") && err.contains("--force"), "{err}");
+    assert!(c.stdout.is_empty(), "no table for runs that are not comparable");
+    let c = common::bin().args(["compare", old, dup.out.to_str().unwrap(), "--force"]).output().unwrap();
     let text = String::from_utf8_lossy(&c.stdout);
     assert_eq!(c.status.code(), Some(1), "{text}");
     assert!(text.contains("executions.duplicate") && text.contains("REGRESSED"), "{text}");
+    let (warned, table) = text.split_once("  baseline ").expect("the table");
+    assert!(
+        warned.contains("warning: not comparable: different runs") && warned.contains("strategy: skip-locked → naive"),
+        "{text}"
+    );
+    assert!(!table.contains("not comparable"), "the differences come above the table: {text}");
     let c = common::bin().args(["compare", old, old]).output().unwrap();
     assert_eq!(c.status.code(), Some(0), "a run set against itself: {}", String::from_utf8_lossy(&c.stdout));
+    assert!(!String::from_utf8_lossy(&c.stdout).contains("warning"), "{}", String::from_utf8_lossy(&c.stdout));
+    // A summary from before the fingerprint: compared, with a warning that nothing was checked.
+    let mut older: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(saved.out.join("repeat-1/summary.json")).unwrap()).unwrap();
+    older.as_object_mut().unwrap().remove("fingerprint");
+    let older_file = dir.path().join("older.json");
+    std::fs::write(&older_file, serde_json::to_vec(&older).unwrap()).unwrap();
+    let older_file = older_file.to_str().unwrap();
+    let c = common::bin().args(["compare", older_file, older_file]).output().unwrap();
+    let text = String::from_utf8_lossy(&c.stdout);
+    assert_eq!(c.status.code(), Some(0), "{text}");
+    assert!(text.contains("has no fingerprint") && text.contains("cannot check"), "{text}");
 
-    // A change that makes throughput drop far beyond 10 %.
+    // A change that makes throughput drop far beyond the default 30 %.
     let slow = gate_run(bdir, &["--baseline", "main", "--set", "workers.work=200ms"]);
     assert_eq!(slow.code, 1, "{}\n{}", slow.stdout, slow.stderr);
     let failures = junit_failures(&slow);
     assert!(failures.iter().all(|(n, _)| n.starts_with("baseline ")), "only the baseline fails: {failures:?}");
     let (_, msg) =
         failures.iter().find(|(n, _)| n == "baseline throughput.jobs_per_sec").expect("throughput regressed");
-    assert!(msg.contains("allowed -10%"), "{msg}");
+    assert!(msg.contains("allowed -30%"), "{msg}");
     assert!(slow.num("throughput.jobs_per_sec") < 45.0, "8 workers × 200 ms cannot exceed 40 jobs/s");
 }
 

@@ -36,6 +36,14 @@ fn open_model_run_writes_every_output_and_matches_the_schema() {
     ]);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let summary = r.summary();
+    assert_eq!(summary["queuebench_version"], queuebench::VERSION, "the build that made it, commit included");
+    let fp = &summary["fingerprint"];
+    let hash = fp["scenario_hash"].as_str().unwrap();
+    assert!(hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()), "{fp}");
+    assert_eq!((fp["target"].as_str(), fp["workers"].as_u64()), (Some("ephemeral"), summary["workers"].as_u64()));
+    let settings: Vec<&String> = fp["settings"].as_object().unwrap().keys().collect();
+    assert_eq!(settings, ["fsync", "max_connections", "shared_buffers", "synchronous_commit"], "{fp}");
+    assert!(fp["server_version"].as_str().unwrap().starts_with("15"), "{fp}");
     let errors = schema_errors(&summary);
     assert!(errors.is_empty(), "summary.json does not match schema/summary.schema.json:\n{}", errors.join("\n"));
     assert!(r.num("producer.sent") > 300.0);

@@ -45,6 +45,15 @@ prepare pgpassword from_env PGPASSWORD="$PW"
 prepare pgpassfile from_file PGPASSFILE="$OUT/pgpass"
 chmod 644 "$OUT/pgpass"
 prepare pgpassfile_open from_open_file PGPASSFILE="$OUT/pgpass"
+# Diagnostics at their most verbose (every statement with its parameters, the driver's own
+# records), to a --log file and to stderr, and for a refused password.
+mkdir -p "$OUT/traced_file"
+env -u PGPASSWORD PGPASSFILE=/nonexistent RUST_LOG=trace "$QB" --log "$OUT/traced_file/queuebench.log" run "$S" \
+  --set jobs.preload=20 --set 'expect."jobs.completed"=== 20' --database-url "$WITH_PW" --out "$OUT/traced_file/run" >"$OUT/traced_file/stdout" 2>"$OUT/traced_file/stderr"
+echo $? > "$OUT/traced_file/code"
+run traced_stderr "$WITH_PW" RUST_LOG=trace
+run traced_wrong "$WITH_WRONG" RUST_LOG=trace
+prepare traced_pgpassword traced_env PGPASSWORD="$PW" RUST_LOG=trace
 run wrong "$WITH_WRONG"
 run wrong_env "$BASE" PGPASSWORD="$WRONG"
 run missing "$BASE"
@@ -93,6 +102,10 @@ fn passwords_from_url_env_and_pgpass_never_appear_in_output_files_or_errors() {
         ("wrong_env", 3),
         ("missing", 3),
         ("unreachable", 3),
+        ("traced_file", 0),
+        ("traced_stderr", 0),
+        ("traced_wrong", 3),
+        ("traced_pgpassword", 0),
     ] {
         assert_eq!(case(c, "code").trim(), code.to_string(), "{c}: {}{}", case(c, "stdout"), case(c, "stderr"));
     }
@@ -129,6 +142,18 @@ fn passwords_from_url_env_and_pgpass_never_appear_in_output_files_or_errors() {
     );
     assert!(case("missing", "stderr").contains("asks for a password"), "{}", case("missing", "stderr"));
     assert!(case("unreachable", "stderr").contains("127.0.0.1:1"), "{}", case("unreachable", "stderr"));
+    // The diagnostics were really written (so their check below means something): connections
+    // with the server's redacted URL, and statements with their parameters.
+    let log = case("traced_file", "queuebench.log");
+    for want in
+        ["connected", "server=postgres://alice:***@", "step=\"claim\"", "params={:batch: 1", "step=\"complete\""]
+    {
+        assert!(log.contains(want), "the --log file lacks {want:?}:\n{}", &log[..log.len().min(3000)]);
+    }
+    assert!(!case("traced_file", "stderr").contains("TRACE"), "with --log the events go to the file only");
+    let traced = case("traced_stderr", "stderr");
+    assert!(traced.contains("step=\"complete\"") && traced.contains("alice:***@"), "RUST_LOG alone writes to stderr");
+    assert!(case("traced_pgpassword", "stderr").contains("alice:***@"), "{}", case("traced_pgpassword", "stderr"));
     let mut checked = 0;
     for (path, text) in files(out.path()) {
         if path.ends_with("/pgpass") {

@@ -6,8 +6,16 @@ use crate::error::{Error, ExitCode, Result};
 use crate::pipeline;
 use std::path::Path;
 
-/// `queuebench compare OLD NEW`: the baseline table for two sets of summaries.
-pub fn compare_runs(old: &str, new: &str, args: &cli::BaselineArgs, out: Option<&Path>) -> Result<ExitCode> {
+/// `queuebench compare OLD NEW`: the baseline table for two sets of summaries. Runs whose
+/// fingerprints differ are refused (exit 2) unless `force`; then, and for summaries without a
+/// fingerprint, the table starts with what could not be vouched for.
+pub fn compare_runs(
+    old: &str,
+    new: &str,
+    args: &cli::BaselineArgs,
+    out: Option<&Path>,
+    force: bool,
+) -> Result<ExitCode> {
     let (old_label, old_runs) = compare::store::load_any(old, &args.baseline_dir)?;
     let (new_label, new_runs) = compare::store::load_any(new, &args.baseline_dir)?;
     let (o, n) = (&old_runs[0].scenario, &new_runs[0].scenario);
@@ -20,6 +28,14 @@ pub fn compare_runs(old: &str, new: &str, args: &cli::BaselineArgs, out: Option<
         tol.set_cli(t, &names)?;
     }
     let c = compare::compare(&old_runs, &new_runs, &tol, (&old_label, &new_label));
+    let differences = c.fingerprint.differences();
+    if !differences.is_empty() && !force {
+        return Err(Error::NotComparable {
+            old: old_label,
+            new: new_label,
+            differences: differences.iter().map(ToString::to_string).collect(),
+        });
+    }
     print!("{}", compare::table(&c));
     if let Some(dir) = out {
         crate::report::export::write(dir, &[], &[&pipeline::comparison_files(&c)])?;

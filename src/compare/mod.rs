@@ -8,6 +8,7 @@
 pub mod stats;
 pub mod store;
 
+use crate::model::fingerprint::Check;
 use crate::model::summary::RunSummary;
 pub use crate::model::tolerance::Tolerances;
 use crate::model::tolerance::{Kind, LATENCY_SLACK_MS, Rule, kind};
@@ -50,7 +51,7 @@ pub struct Row {
     pub new: Option<Spread>,
     /// Relative change of the judged value (median, or max for counters); None when old is 0.
     pub change: Option<f64>,
-    /// What was allowed, in words ("-10%", "+20%", "no rise").
+    /// What was allowed, in words ("-30%", "+50%", "no rise").
     pub allowed: String,
     pub verdict: Verdict,
 }
@@ -63,6 +64,8 @@ pub struct Comparison {
     pub new_runs: usize,
     pub rows: Vec<Row>,
     pub regressed: bool,
+    /// Whether the two sides are comparable runs, by their fingerprints (their first runs').
+    pub fingerprint: Check,
 }
 
 impl Comparison {
@@ -96,6 +99,8 @@ pub fn compare(old: &[RunSummary], new: &[RunSummary], tol: &Tolerances, labels:
         rows.push(judge(metric, k, o, n, allowed));
     }
     let regressed = rows.iter().any(|r| r.verdict.fails());
+    let first = |runs: &[RunSummary]| runs.first().and_then(|r| r.fingerprint.clone());
+    let fingerprint = Check::of(first(old).as_ref(), first(new).as_ref(), labels);
     Comparison {
         old_label: labels.0.to_string(),
         new_label: labels.1.to_string(),
@@ -103,6 +108,7 @@ pub fn compare(old: &[RunSummary], new: &[RunSummary], tol: &Tolerances, labels:
         new_runs: new.len(),
         rows,
         regressed,
+        fingerprint,
     }
 }
 
@@ -157,6 +163,16 @@ pub fn markdown(c: &Comparison) -> String {
         c.new_runs,
         if c.new_runs == 1 { "" } else { "s" }
     );
+    for line in c.fingerprint.lines() {
+        // Indented lines are the differences: a list under the warning.
+        match line.strip_prefix("  ") {
+            Some(d) => out.push_str(&format!("- `{d}`\n")),
+            None => out.push_str(&format!("**{line}**\n\n")),
+        }
+    }
+    if !c.fingerprint.lines().is_empty() {
+        out.push('\n');
+    }
     out.push_str("| metric | old | new | change | allowed | verdict |\n|---|---:|---:|---:|---:|---|\n");
     for r in &c.rows {
         let v = if r.verdict.fails() { format!("**{}**", r.verdict.word()) } else { r.verdict.word().to_string() };
@@ -191,7 +207,11 @@ pub fn table(c: &Comparison) -> String {
     let head = ["metric", "old", "new", "change", "allowed", "verdict"].map(String::from);
     let rows: Vec<[String; 6]> = std::iter::once(head).chain(c.rows.iter().map(cells)).collect();
     let width: Vec<usize> = (0..6).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
-    let mut out = format!("  baseline {} → {}\n", c.old_label, c.new_label);
+    let mut out = String::new();
+    for line in c.fingerprint.lines() {
+        out.push_str(&format!("  {line}\n"));
+    }
+    out.push_str(&format!("  baseline {} → {}\n", c.old_label, c.new_label));
     for r in &rows {
         let line: Vec<String> = r
             .iter()
@@ -234,10 +254,12 @@ mod tests {
     #[test]
     fn a_synthetic_regression_fails() {
         let t = Tolerances::default();
-        let c = compare(&[run(1000.0, 10.0, 0)], &[run(850.0, 10.0, 0)], &t, ("old", "new"));
+        let c = compare(&[run(1000.0, 10.0, 0)], &[run(650.0, 10.0, 0)], &t, ("old", "new"));
         assert!(c.regressed);
         assert_eq!(verdict(&c, "throughput.jobs_per_sec"), Verdict::Regressed);
-        let c = compare(&[run(1000.0, 10.0, 0)], &[run(1000.0, 13.0, 0)], &t, ("old", "new"));
+        let c = compare(&[run(1000.0, 10.0, 0)], &[run(750.0, 10.0, 0)], &t, ("old", "new"));
+        assert_eq!(verdict(&c, "throughput.jobs_per_sec"), Verdict::Ok, "a 25 % drop is within the measured noise");
+        let c = compare(&[run(1000.0, 10.0, 0)], &[run(1000.0, 16.0, 0)], &t, ("old", "new"));
         assert_eq!(verdict(&c, "latency_ms.claim.p99"), Verdict::Regressed);
         assert!(table(&c).contains("REGRESSED") && markdown(&c).contains("**REGRESSED**"));
     }
@@ -257,10 +279,38 @@ mod tests {
         assert_eq!(verdict(&c, "latency_ms.claim.p99"), Verdict::Ok);
         assert_eq!(
             verdict(
-                &compare(&[run(1000.0, 10.0, 0)], &[run(1300.0, 5.0, 0)], &t, ("o", "n")),
+                &compare(&[run(1000.0, 10.0, 0)], &[run(1400.0, 5.0, 0)], &t, ("o", "n")),
                 "throughput.jobs_per_sec"
             ),
             Verdict::Better
+        );
+    }
+
+    #[test]
+    fn differing_fingerprints_are_listed_above_the_table() {
+        use crate::model::fingerprint::Fingerprint;
+        let t = Tolerances::default();
+        let (mut a, mut b) = (run(1000.0, 10.0, 0), run(1000.0, 10.0, 0));
+        let c = compare(std::slice::from_ref(&a), std::slice::from_ref(&b), &t, ("old", "new"));
+        assert!(table(&c).contains("warning: old has no fingerprint"), "{}", table(&c));
+        a.fingerprint = Some(Fingerprint { workers: 8, cores: 2, ..Default::default() });
+        b.fingerprint = Some(Fingerprint { workers: 8, cores: 2, ..Default::default() });
+        let c = compare(std::slice::from_ref(&a), std::slice::from_ref(&b), &t, ("old", "new"));
+        assert!(c.fingerprint.differences().is_empty() && !table(&c).contains("warning"));
+        b.fingerprint.as_mut().unwrap().workers = 16;
+        let c = compare(&[a], &[b], &t, ("old", "new"));
+        let text = table(&c);
+        assert!(
+            text.starts_with(
+                "  warning: not comparable: different runs (1 differences)\n    workers: 8 → 16\n  baseline old → new\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            markdown(&c)
+                .contains("**warning: not comparable: different runs (1 differences)**\n\n- `workers: 8 → 16`\n"),
+            "{}",
+            markdown(&c)
         );
     }
 

@@ -40,14 +40,25 @@ pub async fn open<F>(config: &Config, on_message: F) -> Result<(Client, JoinHand
 where
     F: FnMut(AsyncMessage) + Send + 'static,
 {
-    if let Some(path) = unix_socket(config)
-        && let Ok(stream) = ReadWait::connect(&path).await
-    {
-        let (client, connection) = config.connect_raw(stream, NoTls).await?;
-        return Ok((client, tokio::spawn(drive(connection, on_message))));
+    let opened = async {
+        if let Some(path) = unix_socket(config)
+            && let Ok(stream) = ReadWait::connect(&path).await
+        {
+            let (client, connection) = config.connect_raw(stream, NoTls).await?;
+            return Ok((client, tokio::spawn(drive(connection, on_message))));
+        }
+        let (client, connection) = config.connect(NoTls).await?;
+        Ok((client, tokio::spawn(drive(connection, on_message))))
     }
-    let (client, connection) = config.connect(NoTls).await?;
-    Ok((client, tokio::spawn(drive(connection, on_message))))
+    .await;
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        let server = super::password::display_url(config);
+        match &opened {
+            Ok(_) => tracing::debug!(%server, "connection opened"),
+            Err(e) => tracing::debug!(%server, error = %super::error_text(e), "connection failed"),
+        }
+    }
+    opened
 }
 
 /// An `on_message` for [`open`] that forwards every NOTIFY to the returned receiver (for a
@@ -70,8 +81,18 @@ where
     T: AsyncRead + AsyncWrite + Unpin,
     F: FnMut(AsyncMessage),
 {
-    while let Some(Ok(message)) = futures_util::future::poll_fn(|cx| connection.poll_message(cx)).await {
-        on_message(message);
+    loop {
+        match futures_util::future::poll_fn(|cx| connection.poll_message(cx)).await {
+            Some(Ok(message)) => on_message(message),
+            Some(Err(e)) => {
+                tracing::debug!(error = %super::error_text(&e), "connection ended");
+                return;
+            }
+            None => {
+                tracing::debug!("connection closed");
+                return;
+            }
+        }
     }
 }
 

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use tokio_postgres::Client;
 
 use super::statements::{
-    ADAPTER_EFFECTS, CONNECTION_SLOTS, LEFTOVER_SCHEMAS, MIGRATION, NOTIFY_MIGRATION, OWN_OBJECTS, SETTINGS,
+    ADAPTER_EFFECTS, COMPARABLE_SETTINGS, CONNECTION_SLOTS, LEFTOVER_SCHEMAS, MIGRATION, NOTIFY_MIGRATION, OWN_OBJECTS,
+    SETTINGS,
 };
 
 fn sql_error(what: &str, e: &tokio_postgres::Error) -> Error {
@@ -241,6 +242,18 @@ pub async fn server_version(client: &Client) -> String {
     match client.query_one("SELECT current_setting('server_version')", &[]).await {
         Ok(r) => r.get(0),
         Err(e) => format!("unknown ({})", error_text(&e)),
+    }
+}
+
+/// The settings a run's fingerprint records, as the server reports them (none when it cannot).
+pub async fn comparable_settings(client: &Client) -> BTreeMap<String, String> {
+    let names: Vec<&str> = crate::model::fingerprint::SETTINGS.to_vec();
+    match client.query(COMPARABLE_SETTINGS, &[&names]).await {
+        Ok(rows) => rows.iter().map(|r| (r.get(0), r.get(1))).collect(),
+        Err(e) => {
+            eprintln!("warning: the server's settings for the fingerprint could not be read: {}", error_text(&e));
+            BTreeMap::new()
+        }
     }
 }
 

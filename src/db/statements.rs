@@ -24,6 +24,8 @@ pub const LEFTOVER_SCHEMAS: &str = include_str!("sql/leftover_schemas.sql");
 pub const OWN_OBJECTS: &str = include_str!("sql/own_objects.sql");
 /// The server's non-default settings.
 pub const SETTINGS: &str = include_str!("sql/settings.sql");
+/// The settings a run's fingerprint records ($1: their names).
+pub const COMPARABLE_SETTINGS: &str = include_str!("sql/comparable_settings.sql");
 
 /// A statement as it is listed (`queuebench sql`): without its comment lines and trailing space.
 pub fn listed(sql: &str) -> String {

@@ -99,6 +99,7 @@ fn flatten(prefix: &str, v: &serde_json::Value, measured_only: bool, out: &mut B
                         | "seed"
                         | "pg_settings"
                         | "phases"
+                        | "fingerprint"
                 ) {
                     continue;
                 }

@@ -10,9 +10,11 @@
 //! - `evidence`: what the checkers read besides the history, saved as `evidence.json`;
 //! - `protocol`: the lease protocol's choices (mode, fencing, reclaim);
 //! - `words`: counted nouns (`1 job`, `2 jobs`).
+//! - `fingerprint`: what makes two runs comparable (scenario, run shape, machine, server).
 
 pub mod evidence;
 pub mod expect;
+pub mod fingerprint;
 pub mod metrics;
 pub mod protocol;
 pub mod records;

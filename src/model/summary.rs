@@ -67,6 +67,9 @@ pub struct RunSummary {
     /// Per-phase numbers by phase name (`[[run.phases]]`; warm-up phases included here).
     pub by_phase: BTreeMap<String, PhaseNumbers>,
     pub environment: Environment,
+    /// What makes this run comparable with another (`compare` checks it); None in summaries
+    /// written before it existed.
+    pub fingerprint: Option<super::fingerprint::Fingerprint>,
     /// How long the harness's own stages took (the benchmark suite reads these).
     pub timings: Timings,
     pub checks: Vec<CheckResult>,

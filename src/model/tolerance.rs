@@ -1,6 +1,6 @@
 //! Which metrics a baseline comparison judges, in which direction, and how
-//! much change it forgives. Defaults: throughput may drop 10 %, latency p99
-//! may rise 20 % (and never fails on a rise under 1 ms), correctness
+//! much change it forgives. Defaults: throughput may drop 30 %, latency p99
+//! may rise 50 % (and never fails on a rise under 1 ms), correctness
 //! counters may not rise at all and are judged on their worst repeat.
 //! `[baseline.tolerance]` and `--tolerance METRIC=VALUE` override them.
 
@@ -8,6 +8,13 @@ use crate::error::{Error, Invalid};
 use crate::model::expect::resolve;
 use serde::Serialize;
 use std::collections::BTreeMap;
+
+/// The default drop allowed in throughput, and rise in p99 latency. From the run-to-run noise
+/// measured with `scripts/noise.sh` on the 2-core development machine while other builds ran
+/// (docs/gating.md, "Run-to-run noise"): between medians of three unchanged runs throughput
+/// dropped up to 27.9 % and claim p99 rose up to 40.4 %, so 10 % and 20 % failed unchanged code.
+pub const THROUGHPUT_DROP: f64 = 0.30;
+pub const P99_RISE: f64 = 0.50;
 
 /// Latency rises smaller than this never count as a regression (sub-millisecond jitter).
 pub const LATENCY_SLACK_MS: f64 = 1.0;
@@ -58,9 +65,9 @@ pub fn default_rule(metric: &str) -> Option<Rule> {
     match kind(metric) {
         Kind::Counter => Some(Rule::Relative(0.0)),
         Kind::Higher if metric == "throughput.jobs_per_sec" || metric == "throughput.claims_per_sec" => {
-            Some(Rule::Relative(0.10))
+            Some(Rule::Relative(THROUGHPUT_DROP))
         }
-        Kind::Lower if p99_latency => Some(Rule::Relative(0.20)),
+        Kind::Lower if p99_latency => Some(Rule::Relative(P99_RISE)),
         _ => None,
     }
 }
@@ -138,9 +145,9 @@ mod tests {
 
     #[test]
     fn defaults_and_overrides() {
-        assert_eq!(default_rule("throughput.jobs_per_sec"), Some(Rule::Relative(0.10)));
-        assert_eq!(default_rule("latency_ms.claim.p99"), Some(Rule::Relative(0.20)));
-        assert_eq!(default_rule("latency_ms.queue_wait.low.p99"), Some(Rule::Relative(0.20)));
+        assert_eq!(default_rule("throughput.jobs_per_sec"), Some(Rule::Relative(0.30)));
+        assert_eq!(default_rule("latency_ms.claim.p99"), Some(Rule::Relative(0.50)));
+        assert_eq!(default_rule("latency_ms.queue_wait.low.p99"), Some(Rule::Relative(0.50)));
         assert_eq!(default_rule("latency_ms.claim.p50"), None);
         assert_eq!(default_rule("checks.exactly_once"), Some(Rule::Relative(0.0)));
         assert_eq!(kind("by_phase.steady.throughput.jobs_per_sec"), Kind::Higher);

@@ -161,6 +161,10 @@ fn gate_against_baseline(plan: &Plan, cmd: &RunCommand, runs: &[RunSummary]) -> 
             let (label, old) = store::load_named(dir, name, &plan.name)?;
             let c = compare::compare(&old, runs, &plan.tolerances, (&label, "this run"));
             if cmd.quiet {
+                // A baseline from another kind of machine: the warning, even when quiet.
+                for line in c.fingerprint.lines() {
+                    println!("  {line}");
+                }
                 for r in c.regressions() {
                     println!(
                         "  baseline {}: {} → {} {}",

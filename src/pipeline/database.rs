@@ -57,6 +57,8 @@ pub struct Prepared {
 pub struct ServerFacts {
     pub database: DatabaseInfo,
     pub environment: Environment,
+    /// The settings the fingerprint records (`model::fingerprint::SETTINGS`).
+    pub settings: std::collections::BTreeMap<String, String>,
     pub preload: Duration,
 }
 
@@ -80,12 +82,13 @@ pub async fn prepare(plan: &Plan, db: &Database) -> Result<Prepared> {
         },
     };
     let environment = schema::environment(&setup).await;
+    let settings = schema::comparable_settings(&setup).await;
     drop(setup);
     let client =
         schema::install(db, setup_of(plan).as_setup(), &plan.adapter.table, &plan.postgres.table_settings).await?;
     let ids = Arc::new(Interner::default());
     let (client, preload) = crate::run::preload::preload_resuming(db, client, plan, &ids).await?;
-    Ok(Prepared { client, facts: ServerFacts { database, environment, preload }, ids })
+    Ok(Prepared { client, facts: ServerFacts { database, environment, settings, preload }, ids })
 }
 
 /// How the plan's queue gets its tables (an owned form of `schema::Setup`).

@@ -138,6 +138,7 @@ pub fn summarize(plan: &Plan, run_id: String, started_at: String, facts: ServerF
         database: facts.database,
         effects_rows: table.effects_rows,
         environment: facts.environment,
+        settings: facts.settings,
     };
     let mut summary = build::build(plan, ctx, &output, checked.verification, &checked.waits, &checked.phases);
     summary.timings = Timings {

@@ -6,6 +6,7 @@ use crate::collect::Second;
 use crate::collect::phases::PhaseStats;
 use crate::collect::waits::Waits;
 use crate::gate;
+use crate::model::fingerprint::Fingerprint;
 use crate::model::summary::*;
 use crate::run::RunOutput;
 use crate::scenario::Plan;
@@ -18,14 +19,24 @@ pub struct Context {
     pub database: DatabaseInfo,
     pub effects_rows: Option<u64>,
     pub environment: Environment,
+    /// The server settings the fingerprint records.
+    pub settings: std::collections::BTreeMap<String, String>,
 }
 
-pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Waits, ph: &[PhaseStats]) -> RunSummary {
+pub fn build(
+    plan: &Plan,
+    mut ctx: Context,
+    out: &RunOutput,
+    v: Verification,
+    w: &Waits,
+    ph: &[PhaseStats],
+) -> RunSummary {
     let secs = out.duration.as_secs_f64().max(1e-9);
     let st = &out.stats;
+    let settings = std::mem::take(&mut ctx.settings);
     let mut s = RunSummary {
         schema_version: SCHEMA_VERSION,
-        queuebench_version: env!("CARGO_PKG_VERSION").into(),
+        queuebench_version: crate::VERSION.into(),
         run_id: ctx.run_id,
         scenario: plan.name.clone(),
         description: plan.description.clone(),
@@ -87,7 +98,27 @@ pub fn build(plan: &Plan, ctx: Context, out: &RunOutput, v: Verification, w: &Wa
     apply_verification(&mut s, v);
     super::scale::unscale(&mut s, plan);
     judge(&mut s, &plan.expectations);
+    s.fingerprint = Some(fingerprint(plan, &s, settings));
     s
+}
+
+/// What makes this run comparable with another: the scenario as run, its shape (as the
+/// summary names it, in scenario units), the target, the machine and the server.
+fn fingerprint(plan: &Plan, s: &RunSummary, settings: std::collections::BTreeMap<String, String>) -> Fingerprint {
+    Fingerprint {
+        scenario_hash: plan.source.content_hash(),
+        strategy: s.strategy.clone(),
+        adapter: s.adapter.clone(),
+        workers: s.workers,
+        batch: s.batch,
+        mode: s.mode.clone(),
+        work: s.work.clone(),
+        target: s.database.kind.clone(),
+        server_version: s.database.server_version.clone(),
+        cores: s.environment.cores,
+        memory_gib: s.environment.memory_gib.round() as u64,
+        settings,
+    }
 }
 
 /// The checkers' numbers and verdicts into the summary (a run's, or `queuebench check`'s

@@ -85,7 +85,8 @@ pub fn append(text: &str) -> Result<()> {
     }
 }
 
-/// `::error` workflow commands, one per failed expectation, failed check, abort and regression.
+/// `::error` workflow commands, one per failed expectation, failed check, abort and regression;
+/// a `::warning` when the baseline's fingerprint differs.
 pub fn annotations(runs: &[&RunSummary], comparison: Option<&Comparison>) -> Vec<String> {
     let mut out = Vec::new();
     for r in runs {
@@ -102,6 +103,14 @@ pub fn annotations(runs: &[&RunSummary], comparison: Option<&Comparison>) -> Vec
         }
     }
     if let Some(c) = comparison {
+        let differences = c.fingerprint.differences();
+        if !differences.is_empty() {
+            let list: Vec<String> = differences.iter().map(ToString::to_string).collect();
+            out.push(format!(
+                "::warning title=queuebench baseline::the baseline was made on a different kind of machine or run: {}",
+                list.join("; ")
+            ));
+        }
         for r in c.regressions() {
             out.push(format!(
                 "::error title=queuebench baseline::{} {}: {} → {} (allowed {})",

@@ -100,6 +100,7 @@ impl Conn {
             .await
             .map_err(|e| failed("reading the backend pid", &e))?
             .get(0);
+        tracing::debug!(pid, server = %crate::db::password::display_url(config), "connected; statements prepared");
         Ok(Conn {
             client,
             task,

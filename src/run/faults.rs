@@ -62,7 +62,18 @@ impl FaultState {
     /// Counts a firing unless the fault's limit is reached.
     fn fire(&self, f: &Fault) -> bool {
         let n = self.fired[f.index].fetch_add(1, Ordering::Relaxed);
-        f.limit.is_none_or(|limit| n < limit)
+        let fires = f.limit.is_none_or(|limit| n < limit);
+        if fires {
+            tracing::info!(
+                fault = f.index + 1,
+                kind = f.kind.name(),
+                firing = n + 1,
+                at_s = self.start.elapsed().as_secs_f64(),
+                workers = ?f.workers,
+                "fault fired"
+            );
+        }
+        fires
     }
 
     /// The per-job fault (if any) that hits `slot` at `point` on its `nth` job.

@@ -65,8 +65,12 @@ impl Side {
             next_try: None,
         };
         match side.open().await {
-            Ok(()) => Some(side),
+            Ok(()) => {
+                tracing::debug!(who, server = %crate::db::password::display_url(config), "connected");
+                Some(side)
+            }
             Err(e) => {
+                tracing::warn!(who, error = %e, "could not connect");
                 eprintln!("warning: {who} could not connect: {e}");
                 None
             }
@@ -86,12 +90,14 @@ impl Side {
         if self.client.as_ref().is_some_and(|c| c.is_closed()) {
             self.client = None;
             self.lost_since = Some(Instant::now());
+            tracing::warn!(who = %self.who, "connection lost; reconnecting");
             eprintln!("warning: {} lost its connection; reconnecting", self.who);
         }
         if self.client.is_none() && self.next_try.is_none_or(|t| Instant::now() >= t) {
             self.next_try = Some(Instant::now() + Duration::from_millis(100));
             if self.open().await.is_ok() {
                 let after = self.lost_since.take().map_or(0.0, |t| t.elapsed().as_secs_f64());
+                tracing::info!(who = %self.who, after_s = after, "reconnected");
                 eprintln!("warning: {} reconnected after {after:.1} s", self.who);
             }
         }

@@ -33,6 +33,7 @@ pub async fn run(plan: &Plan, config: &Config, stop: &CancellationToken) -> Reap
             match prepare_step(client, step).await {
                 Ok(s) => prepared = Some((generation, s)),
                 Err(e) if client.is_closed() => {
+                    tracing::warn!(error = %e, "reaper: connection lost while preparing");
                     eprintln!("warning: reaper: {e}");
                     continue;
                 }
@@ -44,6 +45,7 @@ pub async fn run(plan: &Plan, config: &Config, stop: &CancellationToken) -> Reap
         }
         let stmt = &prepared.as_ref().expect("prepared above").1;
         stats.runs += 1;
+        let (before, began) = (stats, std::time::Instant::now());
         let v = Values::new(plan);
         // A reclaim that returns rows (the built-in one: id and new status) counts them;
         // one that returns nothing counts the rows its first statement changed.
@@ -52,6 +54,7 @@ pub async fn run(plan: &Plan, config: &Config, stop: &CancellationToken) -> Reap
                 Ok(n) => stats.reclaimed += n,
                 Err(e) => eprintln!("warning: reaper: {}", error_text(&e)),
             }
+            pass_done(&before, &stats, began);
             continue;
         }
         match steps::rows(client, stmt, &v, false).await {
@@ -66,5 +69,17 @@ pub async fn run(plan: &Plan, config: &Config, stop: &CancellationToken) -> Reap
             }
             Err(e) => eprintln!("warning: reaper: {}", error_text(&e)),
         }
+        pass_done(&before, &stats, began);
     }
+}
+
+/// At `debug`: one reaper pass, what it sent back and how long it took.
+fn pass_done(before: &ReaperStats, after: &ReaperStats, began: std::time::Instant) {
+    tracing::debug!(
+        pass = after.runs,
+        reclaimed = after.reclaimed - before.reclaimed,
+        marked_dead = after.marked_dead - before.marked_dead,
+        took_ms = began.elapsed().as_secs_f64() * 1000.0,
+        "reaper pass"
+    );
 }

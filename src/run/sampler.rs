@@ -86,6 +86,14 @@ pub async fn run(
         // The budget: a sample that took `t` is followed by the next one no sooner than
         // budget::SHARE⁻¹ × t after it started (see `budget`).
         next = super::budget::next(sampled_at, every, s.as_ref().map_or(0.0, |s| s.took_ms / 1000.0));
+        if next > sampled_at + every {
+            tracing::debug!(
+                took_ms = s.as_ref().map_or(0.0, |s| s.took_ms),
+                interval_ms = every.as_millis() as u64,
+                next_in_ms = (next - sampled_at).as_millis() as u64,
+                "sampler interval stretched (the sample was slow; see run::budget)"
+            );
+        }
         if let Some(bar) = &bar {
             let done = progress.completed.load(Ordering::Relaxed);
             let rate = (done - last_done) as f64 / last_at.elapsed().as_secs_f64().max(0.001);

@@ -4,6 +4,9 @@
 //! count is a plain `execute`: the hot path of the built-in table). A list runs in one
 //! transaction — the round's own in hold-transaction mode — and a failure rolls it back.
 //! A write is accepted by the step's rule on its first statement (`docs/adapters.md`).
+//!
+//! Every statement is announced at `trace` with its parameters (`RUST_LOG=queuebench=trace`,
+//! docs/diagnostics.md); with tracing off that is one load and a branch per statement.
 
 use super::conn::Prepared;
 use super::values::Values;
@@ -21,13 +24,16 @@ pub async fn rows(
     in_tx: bool,
 ) -> Result<Vec<Row>, tokio_postgres::Error> {
     if p.statements.len() == 1 {
+        traced(&p.step.statements[0], v);
         return client.query_raw(&p.statements[0], v.bind(&p.step.statements[0].params)).await?.try_collect().await;
     }
     in_transaction(client, in_tx, async {
         let n = p.statements.len();
         for (st, s) in p.statements[..n - 1].iter().zip(&p.step.statements) {
+            traced(s, v);
             client.execute_raw(st, v.bind(&s.params)).await?;
         }
+        traced(p.step.last(), v);
         client.query_raw(p.last(), v.bind(&p.step.last().params)).await?.try_collect().await
     })
     .await
@@ -36,6 +42,7 @@ pub async fn rows(
 /// Runs a write step (complete, fail, heartbeat) and says whether it landed.
 pub async fn write(client: &Client, p: &Prepared, v: &Values<'_>, in_tx: bool) -> Result<bool, tokio_postgres::Error> {
     let first = &p.step.statements[0];
+    traced(first, v);
     if p.statements.len() == 1 && p.step.accepted == Accepted::Rows {
         return Ok(client.execute_raw(&p.statements[0], v.bind(&first.params)).await? > 0);
     }
@@ -49,6 +56,7 @@ pub async fn write(client: &Client, p: &Prepared, v: &Values<'_>, in_tx: bool) -
             }
         };
         for (st, s) in p.statements[1..].iter().zip(&p.step.statements[1..]) {
+            traced(s, v);
             client.execute_raw(st, v.bind(&s.params)).await?;
         }
         Ok(accepted)
@@ -62,6 +70,7 @@ pub async fn affected(client: &Client, p: &Prepared, v: &Values<'_>) -> Result<u
     in_transaction(client, p.statements.len() == 1, async {
         let mut first = None;
         for (st, s) in p.statements.iter().zip(&p.step.statements) {
+            traced(s, v);
             let n = client.execute_raw(st, v.bind(&s.params)).await?;
             first.get_or_insert(n);
         }
@@ -89,16 +98,65 @@ async fn in_transaction<T>(
     if already {
         return body.await;
     }
-    client.batch_execute("BEGIN").await?;
+    batch(client, "BEGIN").await?;
     match body.await {
         Ok(t) => {
-            client.batch_execute("COMMIT").await?;
+            batch(client, "COMMIT").await?;
             Ok(t)
         }
         Err(e) => {
-            let _ = client.batch_execute("ROLLBACK").await;
+            let _ = batch(client, "ROLLBACK").await;
             Err(e)
         }
+    }
+}
+
+/// A statement without parameters (`BEGIN`, `COMMIT`, `ROLLBACK`), announced at `trace`.
+pub async fn batch(client: &Client, sql: &str) -> Result<(), tokio_postgres::Error> {
+    tracing::trace!(sql, "statement");
+    client.batch_execute(sql).await
+}
+
+/// At `trace`: the statement about to run, its role and its parameters. The parameters are
+/// formatted only when an event is written.
+pub fn traced(s: &crate::adapter::Statement, v: &Values<'_>) {
+    if tracing::enabled!(tracing::Level::TRACE) {
+        tracing::trace!(worker = v.worker, step = s.role.name(), sql = %OneLine(&s.sql), params = ?Shown(s, v), "statement");
+    }
+}
+
+/// A statement's parameters as `[name = value, …]`.
+struct Shown<'a>(&'a crate::adapter::Statement, &'a Values<'a>);
+
+impl std::fmt::Debug for Shown<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let values = self.1.bind(&self.0.params);
+        f.debug_map().entries(self.0.params.iter().map(|p| Colon(p.name())).zip(values)).finish()
+    }
+}
+
+/// SQL on one line, for a log: comment lines left out, lines joined by a space.
+struct OneLine<'a>(&'a str);
+
+impl std::fmt::Display for OneLine<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let lines = self.0.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with("--"));
+        for (i, line) in lines.enumerate() {
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            f.write_str(line)?;
+        }
+        Ok(())
+    }
+}
+
+/// `:name`, unquoted.
+struct Colon(&'static str);
+
+impl std::fmt::Debug for Colon {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, ":{}", self.0)
     }
 }
 

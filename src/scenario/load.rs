@@ -43,6 +43,20 @@ impl Source {
     }
 
     /// The folder the scenario's relative paths start from.
+    /// The fingerprint's `scenario_hash`: the file with its overrides applied, without what
+    /// does not change the load (`description`, `seed`, `[expect]`, `[baseline]`), written out
+    /// with its keys in order, so comments, layout and an edited expectation do not count.
+    pub fn content_hash(&self) -> String {
+        let mut table: toml::Table = toml::from_str(&self.text).unwrap_or_default();
+        for set in &self.overrides {
+            let _ = apply_override(&mut table, set);
+        }
+        for key in ["description", "seed", "expect", "baseline"] {
+            table.remove(key);
+        }
+        crate::model::fingerprint::hash(&toml::to_string(&table).unwrap_or_default())
+    }
+
     pub fn folder(&self) -> &Path {
         self.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
     }
@@ -156,6 +170,25 @@ pub use crate::error::find_key_line;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_content_hash_follows_the_load_not_the_wording() {
+        let source = |text: &str, sets: &[&str]| Source {
+            path: PathBuf::from("s.toml"),
+            text: text.into(),
+            overrides: sets.iter().map(|s| s.to_string()).collect(),
+        };
+        let base = "name = \"x\"\nseed = 1\n[workers]\ncount = 8\nbatch = 1\n[expect]\n\"jobs.lost\" = \"== 0\"\n";
+        let h = source(base, &[]).content_hash();
+        // Comments, layout, key order, the seed, the description and expectations do not count.
+        let reworded = "# comment\ndescription = \"d\"\nname = \"x\"\nseed = 7\n[workers]\nbatch = 1\ncount   = 8\n";
+        assert_eq!(source(reworded, &[]).content_hash(), h);
+        assert_eq!(source(base, &["expect={}", "seed=9"]).content_hash(), h);
+        // The load does, from the file or a --set.
+        assert_ne!(source(&base.replace("count = 8", "count = 16"), &[]).content_hash(), h);
+        assert_ne!(source(base, &["workers.count=16"]).content_hash(), h);
+        assert_eq!(source(base, &["workers.count=8"]).content_hash(), h);
+    }
 
     #[test]
     fn unknown_key_names_line_and_nearest_key() {

@@ -222,10 +222,11 @@ impl Worker {
         self.stats.record_error(&error_code(e));
         self.sh.progress.errors.fetch_add(1, Ordering::Relaxed);
         if super::connection_lost(e, &self.conn().client) {
+            tracing::warn!(worker = %self.name, error = %crate::db::error_text(e), "connection lost; reconnecting");
             return self.reconnect().await;
         }
         if self.hold() {
-            let _ = self.conn().client.batch_execute("ROLLBACK").await;
+            let _ = steps::batch(&self.conn().client, "ROLLBACK").await;
         }
         Ok(())
     }
@@ -247,6 +248,8 @@ impl Worker {
             self.stats.reconnect_attempts += 1;
             let last = match Conn::open(&self.sh.config, &self.sh.plan.adapter, self.sh.channel.as_deref()).await {
                 Ok(c) => {
+                    let after_ms = began.elapsed().as_millis() as u64;
+                    tracing::info!(worker = %self.name, pid = c.pid, after_ms, "reconnected");
                     self.sh.faults.pids[self.slot as usize].store(c.pid, Ordering::Relaxed);
                     self.conn = Some(c);
                     self.stats.reconnects += 1;
@@ -263,6 +266,7 @@ impl Worker {
                     last,
                 };
                 self.stats.outages.push((lost_at, self.now_us()));
+                tracing::error!(worker = %self.name, "{why}");
                 if self.sh.lost.set(why.to_string()).is_ok() {
                     self.sh.stop.cancel();
                 }
@@ -322,7 +326,7 @@ impl Worker {
     async fn round(&mut self) -> Result<bool, Halt> {
         let (tx_start, tx_start_us) = self.clock();
         let (t0, t0_us) = if self.hold() {
-            self.conn().client.batch_execute("BEGIN").await?;
+            steps::batch(&self.conn().client, "BEGIN").await?;
             self.clock()
         } else {
             (tx_start, tx_start_us)
@@ -344,7 +348,7 @@ impl Worker {
             self.stats.empty_claims += 1;
             self.stats.second(t0_us).empty_claims += 1;
             if self.hold() {
-                self.conn().client.batch_execute("COMMIT").await?;
+                steps::batch(&self.conn().client, "COMMIT").await?;
             }
             return Ok(false);
         }
@@ -361,7 +365,7 @@ impl Worker {
             }
         }
         if self.hold() {
-            if let Err(e) = self.conn().client.batch_execute("COMMIT").await {
+            if let Err(e) = steps::batch(&self.conn().client, "COMMIT").await {
                 // Not acknowledged: the round's completions may not have happened.
                 for job in &jobs {
                     self.log(job, EventKind::Abandoned);
@@ -480,6 +484,8 @@ impl Worker {
         }
         let conn = self.conn.as_ref().expect("connected");
         let e = &self.effects_pending;
+        // The ids and attempts are the journal's numbers: one array each.
+        tracing::trace!(worker = %self.name, ids = ?e.ids, attempts = ?e.attempts, "statement: the effects insert");
         if self.sh.plan.adapter.own_table() {
             let worker = self.id as i32;
             conn.client.execute(&conn.effects, &[&e.ids, &worker, &e.attempts]).await?;
