@@ -20,7 +20,7 @@ set -euo pipefail
 shopt -s inherit_errexit
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-qb=${QUEUEBENCH:-${CARGO_TARGET_DIR:-$root/target}/release/queuebench}
+qb=${QUEUEBENCH:-$("$root/scripts/queuebench-bin.sh")}
 if [ ! -x "$qb" ]; then
   (cd "$root" && cargo build --release --quiet)
 fi

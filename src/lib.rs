@@ -81,6 +81,10 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
         Command::Cluster { scenario, command } => commands::cluster::cluster(scenario.as_deref(), &command).await,
     };
     result.unwrap_or_else(|e| {
+        if db::tearing_down() {
+            // A second Ctrl-C is killing the cluster under this run: the signal thread exits 130.
+            return ExitCode::Interrupted;
+        }
         eprintln!("error: {e}");
         e.exit_code()
     })

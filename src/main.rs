@@ -26,6 +26,12 @@ fn main() {
         rt.block_on(watch_signals(watched));
     });
     let code = runtime().block_on(queuebench::main_with(cli, interrupt));
+    if queuebench::db::tearing_down() {
+        // The signal thread is removing the cluster and exits 130 when it is done.
+        loop {
+            std::thread::park();
+        }
+    }
     std::process::exit(code.code());
 }
 

@@ -73,8 +73,18 @@ pub struct Database {
 /// URL-mode schemas of runs in progress, for the message of a second Ctrl-C.
 static LIVE_SCHEMAS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
+/// Set when a second Ctrl-C tears everything down: what fails after it (a connection to the
+/// cluster being killed) is a consequence, not an error to report, and the exit code is 130.
+static TEARING_DOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Has a second Ctrl-C started tearing the run down?
+pub fn tearing_down() -> bool {
+    TEARING_DOWN.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Second Ctrl-C: stop the ephemeral clusters at once and say which URL-mode schemas stay behind.
 pub fn emergency_cleanup() {
+    TEARING_DOWN.store(true, std::sync::atomic::Ordering::SeqCst);
     ephemeral::emergency_cleanup();
     for note in LIVE_SCHEMAS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
         eprintln!("left behind: {note}");
