@@ -85,7 +85,10 @@ pub async fn prepare(plan: &Plan, db: &Database) -> Result<Prepared> {
     let client =
         schema::install(db, setup_of(plan).as_setup(), &plan.adapter.table, &plan.postgres.table_settings).await?;
     let ids = Arc::new(Interner::default());
-    let preload = observe::preload(&client, plan, &ids).await?;
+    let preload = match &plan.client {
+        Some(c) => crate::run::process::preload(&client, plan, c, &db.schema, &ids).await?,
+        None => observe::preload(&client, plan, &ids).await?,
+    };
     Ok(Prepared { client, facts: ServerFacts { database, environment, preload }, ids })
 }
 

@@ -11,6 +11,7 @@ pub mod idle;
 pub mod lanes;
 pub mod live;
 pub mod observe;
+pub mod process;
 pub mod producer;
 pub mod reaper;
 pub mod sampler;

@@ -51,7 +51,8 @@ impl At<'_> {
 }
 
 /// Checks `raw` and resolves every default. `seed` (from `--seed`) wins over the file's.
-pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<Plan> {
+pub fn validate(mut raw: RawScenario, source: Source, seed: Option<u64>) -> Result<Plan> {
+    let client = super::client::take(&mut raw, &source)?;
     let at = At(&source);
     if raw.name.trim().is_empty() || raw.name.contains(['/', '\\']) {
         return Err(at.err("name", "must be a non-empty name without slashes (it names the results folder)"));
@@ -104,6 +105,7 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         jobs,
         workers,
         setup_command,
+        client,
         adapter,
         lease,
         retry,
