@@ -96,6 +96,9 @@ pub fn take(raw: &mut RawScenario, source: &Source) -> Result<Option<ClientPlan>
     let Some(spec) = raw.client.clone() else {
         return refuse_client_keys(raw, source).map(|()| None);
     };
+    if raw.run.stop == "claims" {
+        return Err(source.error("run.stop", "a process client stops \"drained\" or after a duration, not \"claims\""));
+    }
     let dir = find_dir(&spec, source)?;
     let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let enqueue_path = dir.join("enqueue.sql");

@@ -34,6 +34,10 @@ struct Scheduled {
     fired: u64,
 }
 
+/// A crash or pause waits up to this long past its time for the target to hold a job (by its
+/// event lines), so that it hits work in flight rather than an idle poller.
+const WAIT_FOR_WORK: Duration = Duration::from_secs(1);
+
 pub struct Fleet<'a> {
     client: &'a ClientPlan,
     env: Env<'a>,
@@ -130,6 +134,10 @@ impl<'a> Fleet<'a> {
             }
             let slot = (s.fault.workers[s.fired as usize % s.fault.workers.len()] - 1) as usize;
             let kind = s.fault.kind;
+            let idle = self.slots[slot].proc.as_ref().is_some_and(|p| first_in_flight(&p.events).is_none());
+            if idle && kind != ClientFaultKind::KillBackend && elapsed < s.next + WAIT_FOR_WORK {
+                continue;
+            }
             let s = &mut self.scheduled[k];
             s.fired += 1;
             s.next = match s.fault.interval {

@@ -137,6 +137,11 @@ async fn drive(
                 ),
             });
         }
+        if let Stop::After(d) = plan.run.stop
+            && start.elapsed() >= d
+        {
+            return Ok(false);
+        }
         if start.elapsed() >= plan.run.timeout {
             return Ok(true);
         }
