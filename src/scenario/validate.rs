@@ -252,8 +252,13 @@ fn setup_command(raw: &RawScenario, at: &At, adapter: &Adapter) -> Result<Option
             at.err("setup_command", "give the program and its arguments, e.g. [\"../clients/x/run\", \"setup\"]")
         );
     };
-    let resolved = if program.contains('/') { at.0.folder().join(program) } else { program.into() };
-    let resolved = std::path::absolute(&resolved).unwrap_or(resolved);
+    // A bare name (`true`, `npx`) is looked up on PATH; a path starts at the scenario's folder.
+    let resolved = if program.contains('/') {
+        let p = at.0.folder().join(program);
+        std::path::absolute(&p).unwrap_or(p)
+    } else {
+        program.into()
+    };
     Ok(Some(std::iter::once(resolved.display().to_string()).chain(command[1..].iter().cloned()).collect()))
 }
 
