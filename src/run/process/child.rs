@@ -38,6 +38,34 @@ pub struct Proc {
     stderr: Arc<Mutex<VecDeque<String>>>,
 }
 
+/// Reads the event lines (anything else on stdout is ignored).
+fn read_events(out: Option<tokio::process::ChildStdout>, events: Arc<Mutex<Vec<ClientEvent>>>) {
+    let Some(out) = out else { return };
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(out).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Ok(e) = serde_json::from_str::<ClientEvent>(&line) {
+                events.lock().unwrap().push(e);
+            }
+        }
+    });
+}
+
+/// Keeps the last 12 lines of stderr.
+fn keep_tail(err: Option<tokio::process::ChildStderr>, tail: Arc<Mutex<VecDeque<String>>>) {
+    let Some(err) = err else { return };
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(err).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let mut t = tail.lock().unwrap();
+            t.push_back(line);
+            if t.len() > 12 {
+                t.pop_front();
+            }
+        }
+    });
+}
+
 /// `clients/x/run work`, as errors show it.
 pub fn shown(client: &ClientPlan) -> String {
     format!("{} work", client.program.display())
@@ -84,30 +112,8 @@ impl Proc {
         })?;
         let events = Arc::new(Mutex::new(Vec::new()));
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
-        if let Some(out) = child.stdout.take() {
-            let events = events.clone();
-            tokio::spawn(async move {
-                let mut lines = BufReader::new(out).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    if let Ok(e) = serde_json::from_str::<ClientEvent>(&line) {
-                        events.lock().unwrap().push(e);
-                    }
-                }
-            });
-        }
-        if let Some(err) = child.stderr.take() {
-            let tail = stderr.clone();
-            tokio::spawn(async move {
-                let mut lines = BufReader::new(err).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    let mut t = tail.lock().unwrap();
-                    t.push_back(line);
-                    if t.len() > 12 {
-                        t.pop_front();
-                    }
-                }
-            });
-        }
+        read_events(child.stdout.take(), events.clone());
+        keep_tail(child.stderr.take(), stderr.clone());
         Ok(Proc { identity, started: Instant::now(), child, paused: false, events, stderr })
     }
 
