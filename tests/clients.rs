@@ -206,3 +206,53 @@ fn sigkill_of_queuebench_takes_its_workers_with_it() {
     child.wait().unwrap();
     assert_no_workers(&schema, "after SIGKILL (PR_SET_PDEATHSIG)");
 }
+
+/// Workers with an execute event in the run's history (`history.csv.gz`).
+fn executing_workers(run: &common::Run) -> std::collections::BTreeSet<u64> {
+    use std::io::Read;
+    let file = std::fs::File::open(run.out.join("history.csv.gz")).unwrap();
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(file).read_to_string(&mut text).unwrap();
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f.get(1) == Some(&"execute")).then(|| f[2].parse().ok()).flatten()
+        })
+        .collect()
+}
+
+/// Crash, pause and kill_backend on real workers, at once: each fires once and is counted, a
+/// crashed worker's slot is taken by a new process (p3) that runs jobs, a paused worker's
+/// jobs still run exactly once, and PgQueuer's exit after its backend was killed is counted.
+#[test]
+fn process_faults_fire_are_counted_and_restart_workers() {
+    let wanted = [("pg-boss", "crash"), ("pg-boss", "pause"), ("pgqueuer", "kill-backend")];
+    if !wanted.iter().all(|(c, _)| installed(c)) {
+        return;
+    }
+    let runs: Vec<common::Run> = std::thread::scope(|scope| {
+        let handles: Vec<_> = wanted
+            .iter()
+            .map(|(c, f)| {
+                let s = repo(&format!("scenarios/clients/{c}-{f}.toml"));
+                scope.spawn(move || queuebench(&["run", s.to_str().unwrap()]))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let [crash, pause, kill] = &runs[..] else { unreachable!() };
+    for r in &runs {
+        assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+        assert_eq!(r.check("exactly_once"), 0);
+        r.assert_clean();
+    }
+    assert_eq!(crash.num("faults.by_kind.crash"), 1.0);
+    assert!(crash.num("jobs.stuck_running") >= 1.0, "pg-boss keeps a killed worker's jobs active (15 min)");
+    assert!(executing_workers(crash).contains(&3), "the restarted process p3 ran jobs: {:?}", executing_workers(crash));
+    assert_eq!(pause.num("faults.by_kind.pause"), 1.0);
+    assert_eq!(pause.num("jobs.completed"), 60.0);
+    assert!(executing_workers(pause).contains(&1), "the paused worker p1 ran jobs");
+    assert_eq!(kill.num("faults.by_kind.kill_backend"), 1.0);
+    assert_eq!(kill.num("faults.by_kind.exit"), 1.0, "PgQueuer exits 1 when its connection is terminated");
+    assert!(executing_workers(kill).contains(&3), "its slot's new process p3 ran jobs");
+}
