@@ -256,3 +256,27 @@ fn process_faults_fire_are_counted_and_restart_workers() {
     assert_eq!(kill.num("faults.by_kind.exit"), 1.0, "PgQueuer exits 1 when its connection is terminated");
     assert!(executing_workers(kill).contains(&3), "its slot's new process p3 ran jobs");
 }
+
+/// Scenario mistakes are usage errors (exit 2) naming the file, the key and the fix; nothing runs.
+#[test]
+fn client_scenario_mistakes_are_usage_errors_naming_the_key() {
+    let cases = [
+        ("client = \"no-such-client\"\n", "client: no client folder `no-such-client`"),
+        ("[workers]\nconcurrency = 4\n", "workers.concurrency is for process clients only"),
+        (
+            "client = \"pg-boss\"\n[[faults]]\nkind = \"crash\"\nprobability = 0.1\n",
+            "a process fault fires at a time: give `at` and/or `interval`",
+        ),
+        ("client = \"pg-boss\"\n[[faults]]\nkind = \"lock_hold\"\nat = \"1s\"\n", "does not apply to a process"),
+        ("client = \"pg-boss\"\n[run]\nstop = \"claims\"\n", "not \"claims\""),
+    ];
+    for (i, (body, wanted)) in cases.iter().enumerate() {
+        // Under the repository's scenarios/clients/, so `client = "pg-boss"` resolves.
+        let path = repo(&format!("scenarios/clients/.test-mistake-{}-{i}.toml", rand_u32()));
+        std::fs::write(&path, format!("name = \"x\"\n{body}[jobs]\npreload = 5\n")).unwrap();
+        let r = queuebench(&["run", path.to_str().unwrap()]);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(r.code, 2, "{body}: {}", r.stderr);
+        assert!(r.stderr.contains(wanted) && r.stderr.contains(".test-mistake-"), "{body}: {}", r.stderr);
+    }
+}

@@ -8,7 +8,7 @@
 use super::load::Source;
 use super::raw::{RawFault, RawScenario};
 use super::units::parse_duration;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -172,13 +172,9 @@ fn refuse_client_keys(raw: &RawScenario, source: &Source) -> Result<()> {
     ] {
         if given {
             let what = if key == "faults" { "a fault's `interval`" } else { key };
-            return Err(Error::Scenario {
-                file: source.path.clone(),
-                line: None,
-                key: key.into(),
-                via_set: None,
-                reason: format!("{what} is for process clients only: add client = \"…\" or remove it"),
-            });
+            return Err(
+                source.error(key, format!("{what} is for process clients only: add client = \"…\" or remove it"))
+            );
         }
     }
     Ok(())
