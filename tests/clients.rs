@@ -269,6 +269,10 @@ fn client_scenario_mistakes_are_usage_errors_naming_the_key() {
         ),
         ("client = \"pg-boss\"\n[[faults]]\nkind = \"lock_hold\"\nat = \"1s\"\n", "does not apply to a process"),
         ("client = \"pg-boss\"\n[run]\nstop = \"claims\"\n", "not \"claims\""),
+        (
+            "client = \"pg-boss\"\n[[blockers]]\nkind = \"idle_in_transaction\"\nduration = \"1s\"\n",
+            "blockers: is not supported with a process client",
+        ),
     ];
     for (i, (body, wanted)) in cases.iter().enumerate() {
         // Under the repository's scenarios/clients/, so `client = "pg-boss"` resolves.

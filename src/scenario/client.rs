@@ -99,6 +99,7 @@ pub fn take(raw: &mut RawScenario, source: &Source) -> Result<Option<ClientPlan>
     if raw.run.stop == "claims" {
         return Err(source.error("run.stop", "a process client stops \"drained\" or after a duration, not \"claims\""));
     }
+    refuse_unsupported(raw, source)?;
     let dir = find_dir(&spec, source)?;
     let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let enqueue_path = dir.join("enqueue.sql");
@@ -131,6 +132,22 @@ pub fn take(raw: &mut RawScenario, source: &Source) -> Result<Option<ClientPlan>
         .map(|(i, f)| fault(f, count).map_err(|e| source.error("faults", format!("[[faults]] #{}: {e}", i + 1))))
         .collect::<Result<Vec<_>>>()?;
     Ok(Some(ClientPlan { name, dir, program, enqueue, concurrency, bug, poll_ms, faults }))
+}
+
+/// What a client run does not do yet, refused rather than ignored.
+fn refuse_unsupported(raw: &RawScenario, source: &Source) -> Result<()> {
+    for (key, given) in [
+        ("jobs.classes", !raw.jobs.classes.is_empty()),
+        ("run.phases", !raw.run.phases.is_empty()),
+        ("blockers", !raw.blockers.is_empty()),
+        ("vacuum", !raw.vacuum.is_empty()),
+        ("workers.groups", !raw.workers.groups.is_empty()),
+    ] {
+        if given {
+            return Err(source.error(key, "is not supported with a process client (yet): see docs/clients.md"));
+        }
+    }
+    Ok(())
 }
 
 /// `client = "pg-boss"`: `clients/pg-boss` under the current folder or under a folder above
