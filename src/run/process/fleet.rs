@@ -34,8 +34,8 @@ struct Scheduled {
     fired: u64,
 }
 
-/// A crash or pause waits up to this long past its time for the target to hold a job (by its
-/// event lines), so that it hits work in flight rather than an idle poller.
+/// A fault waits up to this long past its time for the target to hold a job (by its event
+/// lines), so that it hits work in flight rather than an idle poller.
 const WAIT_FOR_WORK: Duration = Duration::from_secs(1);
 
 pub struct Fleet<'a> {
@@ -104,7 +104,8 @@ impl<'a> Fleet<'a> {
             }
             let Some(p) = self.slots[i].proc.as_mut() else { continue };
             let Some(status) = p.exited() else { continue };
-            if !anything_ran {
+            // Broken, not faulted: it exited before any job ran and before any fault fired.
+            if !anything_ran && self.faults.is_empty() {
                 return Err(Error::Machine {
                     action: format!("running the client's worker `{}` (p{})", shown(self.client), p.identity),
                     cause: format!(
@@ -135,7 +136,7 @@ impl<'a> Fleet<'a> {
             let slot = (s.fault.workers[s.fired as usize % s.fault.workers.len()] - 1) as usize;
             let kind = s.fault.kind;
             let idle = self.slots[slot].proc.as_ref().is_some_and(|p| first_in_flight(&p.events).is_none());
-            if idle && kind != ClientFaultKind::KillBackend && elapsed < s.next + WAIT_FOR_WORK {
+            if idle && elapsed < s.next + WAIT_FOR_WORK {
                 continue;
             }
             let s = &mut self.scheduled[k];
