@@ -65,7 +65,7 @@ impl RunSummary {
         s.effects.table_rows = Some(0);
         s.wakeup.rolled_back_notify_delivered = Some(0);
         s.wakeup.committed_notify_delivered = Some(0);
-        for k in ["crash", "pause", "kill_backend", "lock_hold", "poison", "cancel", "postgres_restart"] {
+        for k in ["crash", "pause", "kill_backend", "lock_hold", "poison", "cancel", "postgres_restart", "exit"] {
             s.faults.by_kind.insert(k.into(), 0);
         }
         s.checks = CHECK_NAMES.iter().map(|n| CheckResult { name: n.to_string(), ..Default::default() }).collect();

@@ -87,7 +87,13 @@ pub async fn prepare(plan: &Plan, db: &Database) -> Result<Prepared> {
     let client =
         schema::install(db, setup_of(plan).as_setup(), &plan.adapter.table, &plan.postgres.table_settings).await?;
     let ids = Arc::new(Interner::default());
-    let (client, preload) = crate::run::preload::preload_resuming(db, client, plan, &ids).await?;
+    let (client, preload) = match &plan.client {
+        Some(c) => {
+            let took = crate::run::process::preload(&client, plan, c, &db.schema, &ids).await?;
+            (client, took)
+        }
+        None => crate::run::preload::preload_resuming(db, client, plan, &ids).await?,
+    };
     Ok(Prepared { client, facts: ServerFacts { database, environment, settings, preload }, ids })
 }
 

@@ -78,7 +78,10 @@ async fn stages(
 ) -> Result<Finished> {
     let started_at = chrono::Utc::now().to_rfc3339();
     let prepared = database::prepare(plan, db).await?;
-    let output = run::run(plan, db, interrupt, progress, prepared.ids.clone()).await?;
+    let output = match plan.client {
+        Some(_) => run::process::run(plan, db, interrupt, prepared.ids.clone()).await?,
+        None => run::run(plan, db, interrupt, progress, prepared.ids.clone()).await?,
+    };
     for f in &output.failures {
         eprintln!("warning: {f}");
     }

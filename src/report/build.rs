@@ -48,10 +48,13 @@ pub fn build(
             _ => String::new(),
         },
         adapter_design: plan.adapter.design.clone(),
-        mode: serde_json::to_value(plan.workers.mode)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default(),
+        mode: match &plan.client {
+            Some(c) => format!("client {} ({} handlers per process)", c.name, c.concurrency),
+            None => serde_json::to_value(plan.workers.mode)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default(),
+        },
         fencing: if plan.adapter.own_table() {
             serde_json::to_value(plan.lease.fencing).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
         } else {

@@ -12,6 +12,7 @@ pub mod lanes;
 pub mod live;
 pub mod observe;
 pub mod preload;
+pub mod process;
 pub mod producer;
 pub mod reaper;
 pub mod sampler;

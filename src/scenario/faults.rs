@@ -290,6 +290,7 @@ mod tests {
             identity: None,
             rows: None,
             mode: None,
+            interval: None,
         }
     }
 

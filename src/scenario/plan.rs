@@ -29,6 +29,8 @@ pub struct Plan {
     pub adapter: Adapter,
     /// `setup_command`: creates the adapter's schema instead of its `setup` SQL (absolute paths).
     pub setup_command: Option<Vec<String>>,
+    /// `client`: real worker processes instead of SQL workers (`client.rs`).
+    pub client: Option<super::client::ClientPlan>,
     pub lease: LeaseSettings,
     pub retry: Retry,
     pub faults: Vec<Fault>,

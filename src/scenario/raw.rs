@@ -20,6 +20,9 @@ pub struct RawScenario {
     /// A command that creates the adapter's schema instead of its `setup` SQL (the real
     /// library's migrations), relative to the scenario's folder.
     pub setup_command: Option<Vec<String>>,
+    /// A real queue library's worker processes instead of SQL workers: a folder under
+    /// `clients/` (by name) or a path relative to the scenario (`docs/clients.md`).
+    pub client: Option<String>,
     #[serde(default)]
     pub jobs: RawJobs,
     #[serde(default)]
@@ -220,6 +223,8 @@ pub struct RawFault {
     pub rows: Option<i64>,
     /// postgres_restart: "immediate" (default, a crash: SIGQUIT) or "fast" (SIGINT, a clean shutdown).
     pub mode: Option<String>,
+    /// Process clients: fire again this often (crash, pause, kill_backend).
+    pub interval: Option<String>,
 }
 
 fn default_max_attempts() -> i64 {
@@ -268,6 +273,12 @@ pub struct RawWorkers {
     /// priority-quota: jobs per claim for each class, `{ high = 5, normal = 3 }`.
     #[serde(default)]
     pub quotas: BTreeMap<String, i64>,
+    /// Process clients: handlers per worker process (`QUEUEBENCH_CONCURRENCY`).
+    pub concurrency: Option<i64>,
+    /// Process clients: a deliberately broken mode (`QUEUEBENCH_CLIENT_BUG`: twice, ack-first).
+    pub client_bug: Option<String>,
+    /// Process clients: the library's polling interval (`QUEUEBENCH_POLL_MS`), e.g. "500ms".
+    pub poll: Option<String>,
 }
 
 fn default_aging_step() -> String {
@@ -305,6 +316,9 @@ impl Default for RawWorkers {
             aging_cap: default_aging_cap(),
             deadline: default_deadline(),
             quotas: BTreeMap::new(),
+            concurrency: None,
+            client_bug: None,
+            poll: None,
         }
     }
 }

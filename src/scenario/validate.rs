@@ -68,7 +68,8 @@ pub fn check_name(name: &str) -> std::result::Result<(), String> {
 }
 
 /// Checks `raw` and resolves every default. `seed` (from `--seed`) wins over the file's.
-pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<Plan> {
+pub fn validate(mut raw: RawScenario, source: Source, seed: Option<u64>) -> Result<Plan> {
+    let client = super::client::take(&mut raw, &source)?;
     let at = At(&source);
     check_name(&raw.name).map_err(|reason| at.err("name", reason))?;
     let time_scale = raw.run.time_scale;
@@ -119,6 +120,7 @@ pub fn validate(raw: RawScenario, source: Source, seed: Option<u64>) -> Result<P
         jobs,
         workers,
         setup_command,
+        client,
         adapter,
         lease,
         retry,
@@ -265,8 +267,13 @@ fn setup_command(raw: &RawScenario, at: &At, adapter: &Adapter) -> Result<Option
             at.err("setup_command", "give the program and its arguments, e.g. [\"../clients/x/run\", \"setup\"]")
         );
     };
-    let resolved = if program.contains('/') { at.0.folder().join(program) } else { program.into() };
-    let resolved = std::path::absolute(&resolved).unwrap_or(resolved);
+    // A bare name (`true`, `npx`) is looked up on PATH; a path starts at the scenario's folder.
+    let resolved = if program.contains('/') {
+        let p = at.0.folder().join(program);
+        std::path::absolute(&p).unwrap_or(p)
+    } else {
+        program.into()
+    };
     Ok(Some(std::iter::once(resolved.display().to_string()).chain(command[1..].iter().cloned()).collect()))
 }
 

@@ -1,0 +1,286 @@
+//! Process clients (docs/clients.md): the real queue libraries' workers (clients/, installed
+//! by `bash clients/install.sh`) driven as processes against a self-started PostgreSQL,
+//! judged by the same checkers. Each contention run must pass exactly-once; a deliberately
+//! broken client must be caught; a broken worker command is a clear error (exit 3) that
+//! leaves no process behind; and no worker outlives queuebench, whether it is stopped with
+//! SIGTERM or killed with SIGKILL (PR_SET_PDEATHSIG).
+
+mod common;
+use common::pg::rand_u32;
+use common::{bin, queuebench, repo};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+fn installed(client: &str) -> bool {
+    let dep = match client {
+        "pg-boss" | "graphile-worker" => format!("clients/{client}/node_modules"),
+        _ => "clients/.venv/bin/python".into(),
+    };
+    let ok = repo(&dep).exists();
+    assert!(ok || std::env::var_os("CI").is_none(), "{dep} missing: run `bash clients/install.sh` first");
+    if !ok {
+        eprintln!("skipped: {dep} missing (run `bash clients/install.sh`)");
+    }
+    ok
+}
+
+/// The four contention runs at once (each mostly waits on its library's polling).
+#[test]
+fn each_client_runs_each_job_of_its_contention_run_once() {
+    let clients: Vec<&str> =
+        ["pg-boss", "graphile-worker", "procrastinate", "pgqueuer"].into_iter().filter(|c| installed(c)).collect();
+    std::thread::scope(|scope| {
+        let runs: Vec<_> = clients
+            .iter()
+            .map(|c| {
+                let s = repo(&format!("scenarios/clients/{c}-contention.toml"));
+                (c, scope.spawn(move || queuebench(&["run", s.to_str().unwrap()])))
+            })
+            .collect();
+        for (client, run) in runs {
+            let r = run.join().unwrap();
+            assert_eq!(r.code, 0, "{client}: {}\n{}", r.stdout, r.stderr);
+            assert_eq!(r.check("exactly_once"), 0, "{client}");
+            assert_eq!(r.check("no_lost_jobs"), 0, "{client}");
+            assert_eq!(r.num("executions.distinct_jobs"), 80.0, "{client}: every job ran, by the effect rows");
+            assert_eq!(r.num("jobs.completed"), 80.0, "{client}: the library's own table says done (observe.state)");
+            r.assert_clean();
+        }
+    });
+}
+
+#[test]
+fn a_client_that_runs_each_job_twice_fails_exactly_once() {
+    if !installed("pg-boss") {
+        return;
+    }
+    let s = repo("scenarios/clients/pg-boss-contention.toml");
+    let r = queuebench(&["run", s.to_str().unwrap(), "--set", "workers.client_bug=twice"]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.check("exactly_once"), 80, "every job's effect was recorded twice");
+    assert_eq!(r.num("executions.total"), 160.0);
+}
+
+#[test]
+fn a_client_that_acks_before_the_work_loses_jobs_and_no_lost_jobs_says_so() {
+    if !installed("pg-boss") {
+        return;
+    }
+    let s = repo("scenarios/clients/pg-boss-contention.toml");
+    let r = queuebench(&["run", s.to_str().unwrap(), "--set", "workers.client_bug=ack-first"]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    // ack-first skips the side effect of every job whose n is divisible by 50: of 80, n = 50.
+    assert_eq!(r.check("no_lost_jobs"), 1, "{}", r.stdout);
+    assert_eq!(r.num("jobs.completed"), 80.0, "pg-boss itself says every job completed");
+    assert_eq!(r.num("executions.distinct_jobs"), 79.0);
+}
+
+/// A client folder of our own making: `run` as given (None: no `run` at all), an enqueue.sql
+/// that needs no library, and a scenario naming it with a unique schema.
+fn broken_client(dir: &Path, run: Option<&str>) -> (std::path::PathBuf, String) {
+    let client = dir.join("broken");
+    std::fs::create_dir_all(&client).unwrap();
+    std::fs::write(client.join("enqueue.sql"), "SELECT md5($1::text || $2::text)\n").unwrap();
+    if let Some(body) = run {
+        let path = client.join("run");
+        std::fs::write(&path, format!("#!/bin/sh\ncase \"$1\" in setup) exit 0;; esac\n{body}\n")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let scenario = dir.join("broken.toml");
+    let setup = if run.is_none() { "setup_command = [\"true\"]\n" } else { "" };
+    std::fs::write(
+        &scenario,
+        format!(
+            "name = \"broken\"\nclient = \"./broken\"\nadapter = \"pg-boss\"\n{setup}\
+             [jobs]\npreload = 5\n[run]\ntimeout = \"3s\"\n"
+        ),
+    )
+    .unwrap();
+    (scenario, format!("qb_broken_{}", rand_u32()))
+}
+
+/// Processes whose environment carries `QUEUEBENCH_SCHEMA=<schema>` (a run's workers).
+fn workers_of(schema: &str) -> Vec<u32> {
+    let needle = format!("QUEUEBENCH_SCHEMA={schema}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| String::from_utf8_lossy(&env).contains(needle.as_str()))
+        })
+        .collect()
+}
+
+fn assert_no_workers(schema: &str, what: &str) {
+    let until = Instant::now() + Duration::from_secs(10);
+    while !workers_of(schema).is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(workers_of(schema), Vec::<u32>::new(), "{what}: worker processes left");
+}
+
+fn broken_run(run: Option<&str>) -> (common::Run, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let (scenario, schema) = broken_client(dir.path(), run);
+    let r = queuebench(&["run", scenario.to_str().unwrap(), "--schema", &schema]);
+    let command = format!("{}/broken/run work", std::fs::canonicalize(dir.path()).unwrap().display());
+    assert_no_workers(&schema, "a broken client");
+    (r, command, schema)
+}
+
+#[test]
+fn a_worker_command_that_does_not_exist_is_an_infrastructure_error_naming_it() {
+    let (r, command, _) = broken_run(None);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains(&command), "names the command: {}", r.stderr);
+    assert!(r.stderr.contains("executable `run`"), "says the fix: {}", r.stderr);
+}
+
+#[test]
+fn a_worker_that_exits_at_once_is_an_error_with_its_stderr() {
+    let (r, command, _) = broken_run(Some("echo 'boom: no such queue' >&2; exit 1"));
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains(&command), "names the command: {}", r.stderr);
+    assert!(r.stderr.contains("before any job ran") && r.stderr.contains("boom: no such queue"), "{}", r.stderr);
+}
+
+#[test]
+fn a_worker_that_never_records_an_execution_is_an_error() {
+    let (r, command, _) = broken_run(Some("exec sleep 600"));
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains(&command), "names the command: {}", r.stderr);
+    assert!(r.stderr.contains("no job recorded an execution in 3 s"), "{}", r.stderr);
+}
+
+/// A pg-boss run that goes on for a minute, in the background, once its workers are up.
+fn long_run(schema: &str, out: &Path, tmp: &Path) -> Child {
+    let s = repo("scenarios/clients/pg-boss-contention.toml");
+    let mut cmd = bin();
+    cmd.args(["run", s.to_str().unwrap(), "--schema", schema, "--set", "run.stop=60s", "--set", "workers.work=1s"])
+        .args(["--set", "run.timeout=90s", "--out"])
+        .arg(out)
+        .env("TMPDIR", tmp)
+        .env_remove("DATABASE_URL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let child = cmd.spawn().unwrap();
+    let until = Instant::now() + Duration::from_secs(30);
+    while workers_of(schema).len() < 4 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(workers_of(schema).len() >= 4, "the run's 4 workers started");
+    std::thread::sleep(Duration::from_secs(1));
+    child
+}
+
+/// A short TMPDIR for the run's cluster (its socket path must stay short).
+fn tmpdir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("qbc").tempdir_in("/tmp").unwrap()
+}
+
+#[test]
+fn sigterm_to_queuebench_stops_every_worker() {
+    if !installed("pg-boss") {
+        return;
+    }
+    let (schema, out, tmp) = (format!("qb_term_{}", rand_u32()), tempfile::tempdir().unwrap(), tmpdir());
+    let mut child = long_run(&schema, out.path(), tmp.path());
+    common::pg::signal(&child, libc::SIGTERM);
+    let status = child.wait().unwrap();
+    assert!(status.code().is_some(), "queuebench ended by itself after SIGTERM: {status}");
+    assert_no_workers(&schema, "after SIGTERM");
+}
+
+#[test]
+fn sigkill_of_queuebench_takes_its_workers_with_it() {
+    if !installed("pg-boss") {
+        return;
+    }
+    let (schema, out, tmp) = (format!("qb_kill_{}", rand_u32()), tempfile::tempdir().unwrap(), tmpdir());
+    let mut child = long_run(&schema, out.path(), tmp.path());
+    common::pg::signal(&child, libc::SIGKILL);
+    child.wait().unwrap();
+    assert_no_workers(&schema, "after SIGKILL (PR_SET_PDEATHSIG)");
+}
+
+/// Workers with an execute event in the run's history (`history.csv.gz`).
+fn executing_workers(run: &common::Run) -> std::collections::BTreeSet<u64> {
+    use std::io::Read;
+    let file = std::fs::File::open(run.out.join("history.csv.gz")).unwrap();
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(file).read_to_string(&mut text).unwrap();
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f.get(1) == Some(&"execute")).then(|| f[2].parse().ok()).flatten()
+        })
+        .collect()
+}
+
+/// Crash, pause and kill_backend on real workers, at once: each fires once and is counted, a
+/// crashed worker's slot is taken by a new process (p3) that runs jobs, a paused worker's
+/// jobs still run exactly once, and PgQueuer's exit after its backend was killed is counted.
+#[test]
+fn process_faults_fire_are_counted_and_restart_workers() {
+    let wanted = [("pg-boss", "crash"), ("pg-boss", "pause"), ("pgqueuer", "kill-backend")];
+    if !wanted.iter().all(|(c, _)| installed(c)) {
+        return;
+    }
+    let runs: Vec<common::Run> = std::thread::scope(|scope| {
+        let handles: Vec<_> = wanted
+            .iter()
+            .map(|(c, f)| {
+                let s = repo(&format!("scenarios/clients/{c}-{f}.toml"));
+                scope.spawn(move || queuebench(&["run", s.to_str().unwrap()]))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let [crash, pause, kill] = &runs[..] else { unreachable!() };
+    for r in &runs {
+        assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+        assert_eq!(r.check("exactly_once"), 0);
+        r.assert_clean();
+    }
+    assert_eq!(crash.num("faults.by_kind.crash"), 1.0);
+    assert!(crash.num("jobs.stuck_running") >= 1.0, "pg-boss keeps a killed worker's jobs active (15 min)");
+    assert!(executing_workers(crash).contains(&3), "the restarted process p3 ran jobs: {:?}", executing_workers(crash));
+    assert_eq!(pause.num("faults.by_kind.pause"), 1.0);
+    assert_eq!(pause.num("jobs.completed"), 60.0);
+    assert!(executing_workers(pause).contains(&1), "the paused worker p1 ran jobs");
+    assert_eq!(kill.num("faults.by_kind.kill_backend"), 1.0);
+    assert_eq!(kill.num("faults.by_kind.exit"), 1.0, "PgQueuer exits 1 when its connection is terminated");
+    assert!(executing_workers(kill).contains(&3), "its slot's new process p3 ran jobs");
+}
+
+/// Scenario mistakes are usage errors (exit 2) naming the file, the key and the fix; nothing runs.
+#[test]
+fn client_scenario_mistakes_are_usage_errors_naming_the_key() {
+    let cases = [
+        ("client = \"no-such-client\"\n", "client: no client folder `no-such-client`"),
+        ("[workers]\nconcurrency = 4\n", "workers.concurrency is for process clients only"),
+        (
+            "client = \"pg-boss\"\n[[faults]]\nkind = \"crash\"\nprobability = 0.1\n",
+            "a process fault fires at a time: give `at` and/or `interval`",
+        ),
+        ("client = \"pg-boss\"\n[[faults]]\nkind = \"lock_hold\"\nat = \"1s\"\n", "does not apply to a process"),
+        ("client = \"pg-boss\"\n[run]\nstop = \"claims\"\n", "not \"claims\""),
+        (
+            "client = \"pg-boss\"\n[[blockers]]\nkind = \"idle_in_transaction\"\nduration = \"1s\"\n",
+            "blockers: is not supported with a process client",
+        ),
+    ];
+    for (i, (body, wanted)) in cases.iter().enumerate() {
+        // Under the repository's scenarios/clients/, so `client = "pg-boss"` resolves.
+        let path = repo(&format!("scenarios/clients/.test-mistake-{}-{i}.toml", rand_u32()));
+        std::fs::write(&path, format!("name = \"x\"\n{body}[jobs]\npreload = 5\n")).unwrap();
+        let r = queuebench(&["run", path.to_str().unwrap()]);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(r.code, 2, "{body}: {}", r.stderr);
+        assert!(r.stderr.contains(wanted) && r.stderr.contains(".test-mistake-"), "{body}: {}", r.stderr);
+    }
+}
