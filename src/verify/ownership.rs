@@ -39,7 +39,7 @@ pub fn check(per_job: &[&[Event]], lease: Duration, hold_transaction: bool) -> (
         passed: jobs.is_empty(),
         violations: o.overlapping_jobs,
         detail: format!(
-            "{} two workers believing they owned it at once (a belief runs from the claim's return to \
+            "{} two workers believing they owned the job at once (a belief runs from the claim's return to \
              the completion, failure or release); {} a job out over another holder's lease (sent before that \
              lease ended, returned after that holder's claim)",
             crate::model::words::count_as(o.overlapping_jobs, "job had", "jobs had"),
