@@ -125,6 +125,8 @@ pub enum Latency {
     ClaimTx,
     Work,
     Complete,
+    /// Waiting for a pooled connection (`workers.pool`); kept as a histogram only.
+    Acquire,
 }
 
 /// Per-second counts, indexed by whole seconds since the start.
@@ -207,6 +209,8 @@ pub struct WorkerStats {
     pub claim_tx_latency: Histogram<u64>,
     pub work_latency: Histogram<u64>,
     pub complete_latency: Histogram<u64>,
+    /// Waits for a pooled connection (`workers.pool`; empty with a connection per worker).
+    pub acquire_latency: Histogram<u64>,
     /// (ms since start, µs) of every claim statement: the claim-latency time series and interval log.
     /// Spilled to disk as they grow; `take_samples` reads them back.
     pub claim_samples: Spill<(u32, u32)>,
@@ -234,6 +238,7 @@ impl Default for WorkerStats {
             claim_tx_latency: histogram(),
             work_latency: histogram(),
             complete_latency: histogram(),
+            acquire_latency: histogram(),
             claim_samples: Spill::new(),
             tx_samples: Spill::new(),
             work_samples: Spill::new(),
@@ -253,6 +258,10 @@ impl WorkerStats {
             Latency::ClaimTx => (&mut self.claim_tx_latency, &mut self.tx_samples),
             Latency::Work => (&mut self.work_latency, &mut self.work_samples),
             Latency::Complete => (&mut self.complete_latency, &mut self.complete_samples),
+            Latency::Acquire => {
+                self.acquire_latency.saturating_record(v);
+                return;
+            }
         };
         hist.saturating_record(v);
         samples.push(sample);
@@ -304,6 +313,7 @@ impl AddAssign<&WorkerStats> for WorkerStats {
             (&mut self.claim_tx_latency, &other.claim_tx_latency),
             (&mut self.work_latency, &other.work_latency),
             (&mut self.complete_latency, &other.complete_latency),
+            (&mut self.acquire_latency, &other.acquire_latency),
         ] {
             mine.add(theirs).expect("histograms share bounds");
         }

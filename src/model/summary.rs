@@ -361,6 +361,8 @@ pub struct Latencies {
     pub claim_tx: Percentiles,
     pub work: Percentiles,
     pub complete: Percentiles,
+    /// Waiting for a pooled connection (`workers.pool`); count 0 with a connection per worker.
+    pub acquire: Percentiles,
     /// Intended enqueue time to first claim, per class ("default" = preloaded).
     pub queue_wait: BTreeMap<String, Percentiles>,
     /// Intended enqueue time to accepted completion.

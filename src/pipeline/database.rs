@@ -145,7 +145,7 @@ async fn check_connections(plan: &Plan, db: &Database, setup: &Client) -> Result
     })
 }
 
-/// Connections a run opens at once: one per worker, plus the setup connection held through
+/// Connections a run opens at once: one per worker (the pool's size with `workers.pool`), plus the setup connection held through
 /// the run, the sampler, one per producer class, fault injector, blocker session and vacuum
 /// step, the reaper and the claim-plan probe, and two for reconnects and the LISTEN probe.
 pub fn connections_needed(plan: &Plan) -> i64 {
@@ -154,7 +154,9 @@ pub fn connections_needed(plan: &Plan) -> i64 {
     let reaper = usize::from(plan.lease.reclaim == Reclaim::Reaper);
     let probe = usize::from(plan.run.plan_probe.is_some());
     let side = 2 + plan.load.classes.len() + faults + plan.vacuum.len() + reaper + probe + 2;
-    i64::from(plan.workers.count) + i64::from(blockers) + side as i64
+    // The sqlx client (`workers.pool`) holds its pool's connections, not one per worker.
+    let workers = plan.workers.pool.map_or(plan.workers.count, |p| p.size);
+    i64::from(workers) + i64::from(blockers) + side as i64
 }
 
 /// Connections the ephemeral cluster allows beyond the run's own for backends still exiting.

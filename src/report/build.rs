@@ -156,6 +156,7 @@ fn latencies(plan: &Plan, out: &RunOutput, w: &Waits) -> Latencies {
         claim_tx: percentiles(&st.claim_tx_latency),
         work: percentiles(&st.work_latency),
         complete: percentiles(&st.complete_latency),
+        acquire: percentiles(&st.acquire_latency),
         queue_wait: plan
             .load
             .class_names()

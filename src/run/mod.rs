@@ -11,6 +11,7 @@ pub mod idle;
 pub mod lanes;
 pub mod live;
 pub mod observe;
+pub mod pool;
 pub mod preload;
 pub mod process;
 pub mod producer;
@@ -22,6 +23,7 @@ pub mod work;
 pub mod worker;
 
 use crate::adapter::keys::Interner;
+use crate::collect::spill::Spill;
 use crate::collect::{Arrival, Event, FaultEvent, Samples, WorkerStats};
 use crate::db::Database;
 use crate::error::{Error, Result, SessionFailure, Sql};
@@ -164,7 +166,7 @@ pub async fn run(
         None => None,
     };
     let shared_plan = Arc::new(plan.clone());
-    let (lanes, conns) = open_workers(&shared_plan, db, &config, channel.as_deref()).await?;
+    let clients = open_clients(&shared_plan, db, &config, channel.as_deref()).await?;
     let stop = interrupt.child_token();
     let start = Instant::now();
     let timer = Timer::start(plan, &stop);
@@ -190,11 +192,8 @@ pub async fn run(
         let (sh, stop, config, extensions) = (shared.clone(), stop.clone(), config.clone(), db.kind.owned());
         tokio::spawn(async move { horizon::actors(&sh.plan, &config, start, extensions, &stop).await })
     };
-    let tasks: Vec<_> = conns
-        .into_iter()
-        .enumerate()
-        .map(|(i, c)| lanes.spawn(i, Worker::new(i as u32 + 1, c, shared.clone()).run()))
-        .collect();
+    // The lanes (the direct workers' threads) live until the run is over.
+    let (_lanes, tasks) = spawn_workers(clients, &shared);
     // The reaper, the injector, the sampler and the probe stop when the workers are done.
     let side_stop = stop.child_token();
     let side = spawn_side_tasks(&shared, db.postmaster(), start, show_progress, &side_stop);
@@ -237,6 +236,62 @@ pub async fn run(
         ids: shared.ids.clone(),
         restarts: shared.faults.restarts.lock().unwrap().clone(),
     })
+}
+
+/// How the workers reach the database: a connection each (the direct client, on the worker
+/// threads) or one shared sqlx pool (`workers.pool`).
+enum Clients {
+    Direct(lanes::Lanes, Vec<Conn>),
+    Pool(sqlx::PgPool),
+}
+
+async fn open_clients(
+    plan: &Arc<Plan>,
+    db: &Database,
+    config: &tokio_postgres::Config,
+    channel: Option<&str>,
+) -> Result<Clients> {
+    let Some(settings) = plan.workers.pool else {
+        let (lanes, conns) = open_workers(plan, db, config, channel).await?;
+        return Ok(Clients::Direct(lanes, conns));
+    };
+    let pool = pool::open(config, settings).await.map_err(|e| Error::Strategy {
+        strategy: plan.adapter.name.clone(),
+        target: db.target.clone(),
+        failure: Box::new(SessionFailure::Panicked(format!("opening the sqlx pool: {e}"))),
+    })?;
+    Ok(Clients::Pool(pool))
+}
+
+type Finished = (WorkerStats, Spill<Event>, Vec<FaultEvent>, Option<worker::WorkerFailure>);
+
+/// Every worker as a task: on its lane (direct), or on the runtime the pool lives on.
+fn spawn_workers(
+    clients: Clients,
+    shared: &Arc<Shared>,
+) -> (Option<lanes::Lanes>, Vec<tokio::task::JoinHandle<Finished>>) {
+    match clients {
+        Clients::Direct(lanes, conns) => {
+            let tasks = conns
+                .into_iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let run = Worker::new(i as u32 + 1, c, shared.clone()).run();
+                    lanes.spawn(i, async move {
+                        let (w, failure) = run.await;
+                        (w.stats, w.journal, w.faults, failure)
+                    })
+                })
+                .collect();
+            (Some(lanes), tasks)
+        }
+        Clients::Pool(p) => {
+            let tasks = (1..=shared.plan.workers.count)
+                .map(|slot| tokio::spawn(pool::PoolWorker::new(slot, p.clone(), shared.clone()).run()))
+                .collect();
+            (None, tasks)
+        }
+    }
 }
 
 /// The worker threads, and every worker's connection opened (and its statements prepared) on
@@ -331,9 +386,7 @@ struct Gathered {
     failures: Vec<worker::WorkerFailure>,
 }
 
-fn gather(
-    finished: Vec<std::result::Result<(Worker, Option<worker::WorkerFailure>), tokio::task::JoinError>>,
-) -> Result<Gathered> {
+fn gather(finished: Vec<std::result::Result<Finished, tokio::task::JoinError>>) -> Result<Gathered> {
     let mut g = Gathered {
         stats: WorkerStats::default(),
         latency: Samples::default(),
@@ -342,11 +395,11 @@ fn gather(
         failures: Vec::new(),
     };
     for task in finished {
-        let (mut w, failure) = task.map_err(|e| Error::machine("a worker task panicked", e))?;
-        g.stats += &w.stats;
-        w.stats.take_samples(&mut g.latency);
-        g.journal.extend(std::mem::take(&mut w.journal).into_vec());
-        g.faults.extend(w.faults);
+        let (mut stats, journal, faults, failure) = task.map_err(|e| Error::machine("a worker task panicked", e))?;
+        g.stats += &stats;
+        stats.take_samples(&mut g.latency);
+        g.journal.extend(journal.into_vec());
+        g.faults.extend(faults);
         g.failures.extend(failure);
     }
     // In the checkers' order, so they need no second copy of a long run's journal.

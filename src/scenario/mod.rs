@@ -8,6 +8,7 @@ pub mod horizon;
 pub mod load;
 pub mod load_model;
 pub mod plan;
+pub mod pool;
 pub mod raw;
 pub mod scale;
 pub mod units;

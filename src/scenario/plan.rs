@@ -69,6 +69,15 @@ pub struct WorkerSettings {
     pub ordering: ClaimOrder,
     /// `[[workers.groups]]`: (name, worker slots).
     pub groups: Vec<(String, Vec<u32>)>,
+    /// `workers.pool`: the workers share an sqlx pool (None: a connection per worker).
+    pub pool: Option<PoolSettings>,
+}
+
+/// The pool's size and how long a step waits for one of its connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolSettings {
+    pub size: u32,
+    pub acquire_timeout: Duration,
 }
 
 /// `[lease]`: the lease protocol.

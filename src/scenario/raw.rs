@@ -279,6 +279,21 @@ pub struct RawWorkers {
     pub client_bug: Option<String>,
     /// Process clients: the library's polling interval (`QUEUEBENCH_POLL_MS`), e.g. "500ms".
     pub poll: Option<String>,
+    /// The sqlx client: the workers share one `sqlx::PgPool` of this size (`docs/pool.md`).
+    pub pool: Option<RawPool>,
+}
+
+/// `workers.pool = { size = 4, acquire_timeout = "2s" }`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPool {
+    pub size: i64,
+    #[serde(default = "default_acquire_timeout")]
+    pub acquire_timeout: String,
+}
+
+fn default_acquire_timeout() -> String {
+    "30s".into()
 }
 
 fn default_aging_step() -> String {
@@ -319,6 +334,7 @@ impl Default for RawWorkers {
             concurrency: None,
             client_bug: None,
             poll: None,
+            pool: None,
         }
     }
 }

@@ -132,6 +132,7 @@ pub fn validate(mut raw: RawScenario, source: Source, seed: Option<u64>) -> Resu
         source,
     };
     adapter_fits(&plan, &At(&plan.source))?;
+    super::pool::fits(&plan).map_err(|e| At(&plan.source).invalid("workers.pool", e))?;
     if let Err(e) = super::scale::apply(&mut plan) {
         return Err(plan.source.error("run.time_scale", e));
     }
@@ -207,7 +208,11 @@ fn workers(raw: &RawScenario, at: &At) -> Result<(WorkerSettings, Adapter)> {
             format!("must be between 0 and 1000000 (0 turns aging off), got {}", ordering.aging_cap),
         ));
     }
-    let settings = WorkerSettings { count, batch, mode: w.mode, work, max_claims, idle, ordering, groups };
+    let pool = match &w.pool {
+        Some(p) => Some(super::pool::settings(p).map_err(|e| at.invalid("workers.pool", e))?),
+        None => None,
+    };
+    let settings = WorkerSettings { count, batch, mode: w.mode, work, max_claims, idle, ordering, groups, pool };
     Ok((settings, strategy))
 }
 

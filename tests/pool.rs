@@ -1,0 +1,67 @@
+//! The sqlx client (`workers.pool`): workers sharing one `sqlx::PgPool` against a real,
+//! self-started PostgreSQL. Under exhaustion the wait for a connection shows up as its own
+//! latency, far above the claim statement; acquire timeouts are counted and retried without
+//! losing or duplicating a job; what the pool cannot run is refused up front (exit 2).
+
+mod common;
+use common::{queuebench, repo};
+
+const SCENARIO: &str = "scenarios/sqlx-pool-exhaustion.toml";
+
+#[test]
+fn exhausted_pool_waits_for_connections_and_runs_every_job_once() {
+    let scenario = repo(SCENARIO);
+    let r = queuebench(&["run", scenario.to_str().unwrap(), "--quiet"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.check("exactly_once"), 0);
+    assert_eq!(r.num("jobs.completed"), 3000.0);
+    assert_eq!(r.num("executions.duplicate"), 0.0);
+    assert_eq!(r.num("jobs.lost"), 0.0);
+    let (acquire, claim) = (r.num("latency_ms.acquire.p99"), r.num("latency_ms.claim.p99"));
+    assert!(r.num("latency_ms.acquire.count") > 0.0);
+    assert!(acquire > claim, "32 workers on 4 connections: acquire p99 {acquire} ms vs claim p99 {claim} ms");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo("schema/summary.schema.json")).unwrap()).unwrap();
+    let mut errors = Vec::new();
+    common::schema::validate(&schema, &schema, &r.summary(), "summary", &mut errors);
+    assert!(errors.is_empty(), "summary.json does not match the schema:\n{}", errors.join("\n"));
+    r.assert_clean();
+}
+
+#[test]
+fn acquire_timeouts_are_counted_and_lose_or_duplicate_nothing() {
+    let scenario = repo(SCENARIO);
+    let r = queuebench(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--quiet",
+        "--set",
+        "workers.pool={ size = 1, acquire_timeout = \"1ms\" }",
+        "--set",
+        "jobs.preload=500",
+        "--set",
+        "expect={}",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let timeouts = r.summary()["errors"]["by_code"]["acquire_timeout"].as_u64().unwrap_or(0);
+    assert!(timeouts > 0, "1 connection, 32 workers, 1 ms to get it: some acquires must time out");
+    assert_eq!(r.num("jobs.completed"), 500.0);
+    assert_eq!(r.num("executions.duplicate"), 0.0);
+    assert_eq!(r.num("jobs.lost"), 0.0);
+    for check in ["exactly_once", "no_lost_jobs", "ownership_overlap", "effects_ledger_agrees"] {
+        assert_eq!(r.check(check), 0, "{check}");
+    }
+}
+
+#[test]
+fn a_direct_run_records_no_acquire_and_hold_transaction_is_refused() {
+    let scenario = repo(SCENARIO);
+    let r = queuebench(&["validate", scenario.to_str().unwrap(), "--set", "workers.mode=hold-transaction"]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("workers.pool") && r.stderr.contains("hold-transaction"), "{}", r.stderr);
+    let direct = repo("scenarios/skip-locked.toml");
+    let r =
+        queuebench(&["run", direct.to_str().unwrap(), "--quiet", "--set", "jobs.preload=200", "--set", "expect={}"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.num("latency_ms.acquire.count"), 0.0);
+}
