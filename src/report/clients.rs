@@ -37,6 +37,8 @@ pub fn kind_of(s: &RunSummary) -> &'static str {
 pub struct ClientRow {
     pub client: String,
     pub scenarios: Vec<String>,
+    /// Each scenario's kind, in the same order.
+    pub kinds: Vec<&'static str>,
     pub jobs_per_sec: Option<f64>,
     pub queue_wait_p50: Option<f64>,
     pub queue_wait_p99: Option<f64>,
@@ -71,6 +73,7 @@ pub fn rows(runs: &[(RunSummary, String)]) -> Vec<ClientRow> {
             ..Default::default()
         });
         r.scenarios.push(s.scenario.clone());
+        r.kinds.push(kind_of(s));
         r.all_passed &= s.passed;
         // The process journal counts no idle statements (the library's polling is its own):
         // idle seconds with no idle query counted is "not measured", not 0 queries/s.
@@ -229,9 +232,9 @@ pub fn html(rows: &[ClientRow], charts: &[Chart], runs_table: &str) -> String {
         };
         let _ = write!(
             o,
-            "<tr><td>{}<br><span class=muted>{}</span></td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td></tr>",
+            "<tr><td>{}<br><span class=muted>runs: {}</span></td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td></tr>",
             escape(&r.client),
-            escape(&r.scenarios.join(", ")),
+            escape(&r.kinds.join(", ")),
             num(r.jobs_per_sec, 1),
             pair(r.queue_wait_p50, r.queue_wait_p99),
             pair(r.pickup_p50, r.pickup_p99),
@@ -302,5 +305,6 @@ mod tests {
         let page = html(&rows, &[], "");
         assert!(page.contains("not recovered in the run (1 fault)"));
         assert!(page.contains("not measured for clients"));
+        assert!(page.contains("runs: contention, crash"));
     }
 }
