@@ -284,3 +284,58 @@ fn client_scenario_mistakes_are_usage_errors_naming_the_key() {
         assert!(r.stderr.contains(wanted) && r.stderr.contains(".test-mistake-"), "{body}: {}", r.stderr);
     }
 }
+
+/// Two client scenarios in one `run`: comparison.html and comparison.csv have one row per
+/// client with the client columns, "—" / an empty cell where a kind was not run.
+#[test]
+fn a_batch_of_client_scenarios_writes_the_client_comparison() {
+    if !installed("graphile-worker") || !installed("pg-boss") {
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("cmp");
+    let (a, b) =
+        (repo("scenarios/clients/graphile-worker-contention.toml"), repo("scenarios/clients/pg-boss-pause.toml"));
+    let o = bin()
+        .args(["run", a.to_str().unwrap(), b.to_str().unwrap(), "--quiet", "--out"])
+        .arg(&dir)
+        .env_remove("DATABASE_URL")
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let html = std::fs::read_to_string(dir.join("comparison.html")).unwrap();
+    for column in [
+        "jobs/s",
+        "queue wait p50 / p99 ms",
+        "pickup p50 / p99 ms",
+        "duplicates under pause",
+        "recovery after crash ms",
+        "idle queries/s",
+    ] {
+        assert!(html.contains(column), "{column}");
+    }
+    assert!(html.contains("not measured for clients"), "says what is not measured");
+    assert!(html.contains("graphile-worker-contention/report.html"), "still lists each run");
+    let text = std::fs::read_to_string(dir.join("comparison.csv")).unwrap();
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+    let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();
+    assert_eq!(rows.len(), 2, "one row per client");
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap_or_else(|| panic!("{name}"));
+    assert_eq!((&rows[0][0], &rows[1][0]), ("graphile-worker", "pg-boss"));
+    assert!(rows[0][col("contention_jobs_per_sec")].parse::<f64>().unwrap() > 0.0);
+    assert!(rows[0][col("queue_wait_p99_ms")].parse::<f64>().unwrap() > 0.0);
+    assert_eq!(&rows[0][col("pause_duplicates_race")], "", "no pause run for graphile-worker: not 0");
+    assert_eq!(&rows[1][col("contention_jobs_per_sec")], "", "no contention run for pg-boss");
+    assert_eq!(&rows[1][col("pause_duplicates_race")], "0");
+    assert_eq!(&rows[1][col("pause_duplicates_lease_expired")], "0");
+    assert_eq!(&rows[1][col("idle_queries_per_sec")], "", "not measured for clients");
+    assert!(dir.join("charts/clients-throughput.svg").is_file());
+    assert!(dir.join("comparison-runs.csv").is_file());
+}

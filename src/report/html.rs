@@ -207,8 +207,16 @@ fn verdict_word(status: &str) -> String {
 
 /// Several runs side by side.
 pub fn comparison(runs: &[(RunSummary, String)], charts: &[Chart]) -> String {
+    let mut o = String::from("<h1>queuebench comparison</h1>");
+    o.push_str(&runs_table(runs));
+    figures(&mut o, charts);
+    page("queuebench comparison", &o)
+}
+
+/// The table of several runs, one row each, with a link to its report.
+pub fn runs_table(runs: &[(RunSummary, String)]) -> String {
     let mut o = String::from(
-        "<h1>queuebench comparison</h1><table><tr><th>scenario</th><th>strategy · mode</th><th>jobs/s</th><th>claim p99 ms</th><th>duplicate executions</th><th>distinct jobs</th><th>lost</th><th>verdict</th><th>report</th></tr>",
+        "<table><tr><th>scenario</th><th>strategy · mode</th><th>jobs/s</th><th>claim p99 ms</th><th>duplicate executions</th><th>distinct jobs</th><th>lost</th><th>verdict</th><th>report</th></tr>",
     );
     for (s, link) in runs {
         let _ = write!(
@@ -227,8 +235,7 @@ pub fn comparison(runs: &[(RunSummary, String)], charts: &[Chart]) -> String {
         );
     }
     o.push_str("</table>");
-    figures(&mut o, charts);
-    page("queuebench comparison", &o)
+    o
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 
 pub mod build;
 pub mod charts;
+pub mod clients;
 pub mod export;
 pub mod github;
 pub mod html;
@@ -191,6 +192,9 @@ pub use run_charts::run_charts;
 /// `comparison.html`, `comparison.csv` and their bar charts for several runs, through the
 /// fan-out; `runs` pairs a summary with its report's relative path.
 pub fn export_comparison(dir: &Path, runs: &[(RunSummary, String)]) -> Result<Written> {
+    if clients::all_clients(runs) {
+        return export_client_comparison(dir, runs);
+    }
     let bars = |f: fn(&RunSummary) -> f64| runs.iter().map(|(s, _)| (s.scenario.clone(), f(s))).collect::<Vec<_>>();
     let drawn: Result<Vec<Chart>> = [
         (
@@ -223,6 +227,21 @@ pub fn export_comparison(dir: &Path, runs: &[(RunSummary, String)]) -> Result<Wr
     let chart_files = charts_output(&drawn);
     let html = export::one("comparison.html", || html::comparison(runs, drawn.as_deref().unwrap_or_default()));
     export::write(dir, &[], &[&csv, &chart_files, &html])
+}
+
+/// The client comparison (`clients.rs`): `comparison.html` and `comparison.csv` one row per
+/// client, the per-run CSV as `comparison-runs.csv`.
+fn export_client_comparison(dir: &Path, runs: &[(RunSummary, String)]) -> Result<Written> {
+    let rows = clients::rows(runs);
+    let drawn = clients::charts(&rows);
+    let summaries: Vec<RunSummary> = runs.iter().map(|(s, _)| s.clone()).collect();
+    let csv = export::one("comparison.csv", || clients::csv(&rows));
+    let runs_csv = export::one("comparison-runs.csv", || summary_csv(&summaries));
+    let chart_files = charts_output(&drawn);
+    let html = export::one("comparison.html", || {
+        clients::html(&rows, drawn.as_deref().unwrap_or_default(), &html::runs_table(runs))
+    });
+    export::write(dir, &[], &[&csv, &runs_csv, &chart_files, &html])
 }
 
 /// The exporter of drawn charts: `charts/<name>.svg` and `.png`, or the drawing's error.
