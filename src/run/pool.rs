@@ -35,12 +35,28 @@ use std::time::{Duration, Instant};
 /// The error code an acquire timeout is counted under (`errors.acquire_timeout`).
 pub const ACQUIRE_TIMEOUT: &str = "acquire_timeout";
 
+/// How long opening the pool's connections may take.
+const OPEN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A connection from the pool within `limit`; past it, `PoolTimedOut` as sqlx says it.
+pub(crate) async fn acquire_within(
+    pool: &PgPool,
+    limit: Duration,
+) -> Result<sqlx::pool::PoolConnection<sqlx::Postgres>, sqlx::Error> {
+    match tokio::time::timeout(limit, pool.acquire()).await {
+        Ok(got) => got,
+        Err(_) => Err(sqlx::Error::PoolTimedOut),
+    }
+}
+
 /// Opens the pool and all its connections before the clock starts.
 pub async fn open(config: &tokio_postgres::Config, settings: PoolSettings) -> Result<PgPool, sqlx::Error> {
     let pool = PgPoolOptions::new()
         .max_connections(settings.size)
         .min_connections(settings.size)
-        .acquire_timeout(settings.acquire_timeout)
+        // The pool's own limit covers opening it (a 1 ms acquire_timeout could never open a
+        // connection); a worker's wait is bounded by `acquire_timeout` in `Pooled::acquire`.
+        .acquire_timeout(OPEN_TIMEOUT.max(settings.acquire_timeout))
         .test_before_acquire(false)
         .connect_with(connect_options(config))
         .await?;
@@ -206,11 +222,16 @@ impl PoolWorker {
         }
     }
 
+    /// `workers.pool.acquire_timeout`.
+    fn acquire_limit(&self) -> Duration {
+        self.sh.plan.workers.pool.map_or(OPEN_TIMEOUT, |p| p.acquire_timeout)
+    }
+
     /// A connection from the pool; the wait is recorded as `acquire` (timeouts included).
     async fn acquire(&mut self) -> Result<sqlx::pool::PoolConnection<sqlx::Postgres>, Cut> {
         let (t, t_us) = self.clock();
         let got = tokio::select! {
-            got = self.pool.acquire() => got,
+            got = acquire_within(&self.pool, self.acquire_limit()) => got,
             _ = self.sh.stop.cancelled() => return Err(Cut::Stopped),
         };
         self.stats.record(Latency::Acquire, t_us, t.elapsed().as_micros() as u64);

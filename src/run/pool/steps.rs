@@ -243,7 +243,7 @@ impl PoolWorker {
         }
         let began = std::time::Instant::now();
         let got = loop {
-            match self.pool.acquire().await {
+            match super::acquire_within(&self.pool, self.acquire_limit()).await {
                 Err(e @ sqlx::Error::PoolTimedOut) if last && began.elapsed() < self.sh.plan.run.reconnect_timeout => {
                     self.note(&e);
                 }
