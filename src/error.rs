@@ -57,6 +57,18 @@ pub struct Invalid {
     pub reason: String,
 }
 
+impl From<String> for Invalid {
+    fn from(reason: String) -> Invalid {
+        Invalid::new(reason)
+    }
+}
+
+impl From<&str> for Invalid {
+    fn from(reason: &str) -> Invalid {
+        Invalid::new(reason)
+    }
+}
+
 impl Invalid {
     pub fn new(reason: impl Into<String>) -> Invalid {
         Invalid { key: None, reason: reason.into() }

@@ -83,7 +83,7 @@ pub fn write(dir: &Path, required: &[&dyn Exporter], rest: &[&dyn Exporter]) -> 
                 Ok(()) => written.files.push(path),
                 Err(err) => {
                     let _ = std::fs::remove_file(&path);
-                    failed.push((f.path, err));
+                    failed.push((f.path, err.to_string()));
                 }
             }
         }
@@ -110,10 +110,15 @@ fn warn(failed: &[(String, String)]) {
     }
 }
 
-/// A best-effort file: its folder created, then the file; the error is the reason alone (the
-/// file is named beside it), an io::Error's own words without Rust's debug form.
-fn write_plain(path: &Path, bytes: &[u8]) -> std::result::Result<(), String> {
-    let reason = |action: &str, e: std::io::Error| format!("cannot {action}: {}", plain_io(&e));
+/// Why a best-effort file was not written: the reason alone (the file is named beside it), an
+/// io::Error's own words without Rust's debug form.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct NotWritten(String);
+
+/// A best-effort file: its folder created, then the file.
+fn write_plain(path: &Path, bytes: &[u8]) -> std::result::Result<(), NotWritten> {
+    let reason = |action: &str, e: std::io::Error| NotWritten(format!("cannot {action}: {}", plain_io(&e)));
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| reason("create its folder", e))?;
     }

@@ -8,7 +8,7 @@
 use super::load::Source;
 use super::raw::{RawFault, RawScenario};
 use super::units::parse_duration;
-use crate::error::Result;
+use crate::error::{Invalid, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -39,7 +39,7 @@ pub struct EnqueueSql {
 }
 
 impl EnqueueSql {
-    pub fn parse(text: &str) -> std::result::Result<EnqueueSql, String> {
+    pub fn parse(text: &str) -> std::result::Result<EnqueueSql, Invalid> {
         let mut session = Vec::new();
         let mut lines = Vec::new();
         for line in text.lines() {
@@ -197,12 +197,12 @@ fn refuse_client_keys(raw: &RawScenario, source: &Source) -> Result<()> {
     Ok(())
 }
 
-fn duration(v: &Option<String>, key: &str) -> std::result::Result<Option<Duration>, String> {
-    v.as_deref().map(|s| parse_duration(s).map_err(|e| format!("{key}: {e}"))).transpose()
+fn duration(v: &Option<String>, key: &str) -> std::result::Result<Option<Duration>, Invalid> {
+    v.as_deref().map(|s| parse_duration(s).map_err(|e| Invalid::new(format!("{key}: {e}")))).transpose()
 }
 
 /// One `[[faults]]` entry of a client scenario.
-fn fault(f: &RawFault, workers: u32) -> std::result::Result<ClientFault, String> {
+fn fault(f: &RawFault, workers: u32) -> std::result::Result<ClientFault, Invalid> {
     if f.probability.is_some() || f.every.is_some() || f.rate.is_some() || f.point.is_some() {
         return Err("a process fault fires at a time: give `at` and/or `interval` (probability, every, rate and \
                     point are for SQL workers)"
@@ -213,11 +213,14 @@ fn fault(f: &RawFault, workers: u32) -> std::result::Result<ClientFault, String>
             restart_after: duration(&f.respawn_after, "respawn_after")?.unwrap_or(Duration::from_millis(500)),
         },
         "pause" => ClientFaultKind::Pause {
-            duration: duration(&f.duration, "duration")?.ok_or("a pause needs `duration`, e.g. \"2s\"")?,
+            duration: duration(&f.duration, "duration")?
+                .ok_or(Invalid::new("a pause needs `duration`, e.g. \"2s\""))?,
         },
         "kill_backend" => ClientFaultKind::KillBackend,
         other => {
-            return Err(format!("kind `{other}` does not apply to a process; accepted: crash, pause, kill_backend"));
+            return Err(
+                format!("kind `{other}` does not apply to a process; accepted: crash, pause, kill_backend").into()
+            );
         }
     };
     let interval = duration(&f.interval, "interval")?;
@@ -233,7 +236,7 @@ fn fault(f: &RawFault, workers: u32) -> std::result::Result<ClientFault, String>
         None | Some("all") => (1..=workers).collect(),
         Some(w) => match w.trim_start_matches(['p', 'w']).parse::<u32>() {
             Ok(k) if (1..=workers).contains(&k) => vec![k],
-            _ => return Err(format!("workers = \"{w}\": give \"all\" or a worker p1..p{workers}")),
+            _ => return Err(format!("workers = \"{w}\": give \"all\" or a worker p1..p{workers}").into()),
         },
     };
     Ok(ClientFault { kind, at, interval, limit: f.limit.map(|l| l.max(0) as u64), workers: targets })

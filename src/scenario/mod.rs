@@ -7,6 +7,7 @@ pub mod faults;
 pub mod horizon;
 pub mod load;
 pub mod load_model;
+pub mod name;
 pub mod plan;
 pub mod pool;
 pub mod raw;

@@ -7,6 +7,7 @@ use super::faults;
 use super::horizon;
 use super::load::Source;
 use super::load_model;
+use super::name::check_name;
 use super::plan::{
     ClaimOrder, JobSettings, LeaseSettings, Plan, PostgresSettings, Retry, RunSettings, Stop, Wakeup, WorkerSettings,
 };
@@ -50,28 +51,11 @@ impl At<'_> {
     }
 }
 
-/// A scenario name names a folder (`results/<name>/`): 1 to 64 ASCII letters, digits, `-`
-/// and `_`, not starting with `-` (so no `.`, `..`, slash, space or control character).
-pub fn check_name(name: &str) -> std::result::Result<(), String> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && !name.starts_with('-')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if ok {
-        return Ok(());
-    }
-    Err(format!(
-        "{:?} is not accepted (it names the results folder results/<name>/): use 1 to 64 ASCII letters, \
-         digits, - and _, not starting with - (e.g. \"skip-locked\"); no ., .., slash, space or control character",
-        name
-    ))
-}
-
 /// Checks `raw` and resolves every default. `seed` (from `--seed`) wins over the file's.
 pub fn validate(mut raw: RawScenario, source: Source, seed: Option<u64>) -> Result<Plan> {
     let client = super::client::take(&mut raw, &source)?;
     let at = At(&source);
-    check_name(&raw.name).map_err(|reason| at.err("name", reason))?;
+    check_name(&raw.name).map_err(|e| at.invalid("name", e))?;
     let time_scale = raw.run.time_scale;
     if !(time_scale.is_finite() && super::scale::RANGE.contains(&time_scale)) {
         return Err(at.err(
