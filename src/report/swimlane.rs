@@ -63,8 +63,8 @@ pub fn swimlanes(checks: &[CheckResult], src: &Source) -> Vec<Swimlane> {
             evs.sort_by_key(|e| (e.t_us, e.kind));
             let faults: Vec<&FaultEvent> = src.faults.iter().filter(|f| f.job == Some(job)).collect();
             let row = src.final_jobs.iter().find(|r| r.id == job);
-            let owned: Vec<FaultEvent> = faults.iter().map(|f| (*f).clone()).collect();
-            let causes = story(&evs, &owned, row, src.lease, src.hold_transaction).causes;
+            // The story picks the job's own faults out of the run's.
+            let causes = story(&evs, src.faults, row, src.lease, src.hold_transaction).causes;
             let claims = spans(&evs, src.lease, src.hold_transaction);
             Swimlane { check, job, svg: draw(&evs, &claims, &faults), causes }
         })
