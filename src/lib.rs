@@ -6,6 +6,7 @@
 //! `pipeline::run_one` is that list of stage calls; docs/architecture.md has the map.
 
 pub mod adapter;
+pub mod agent;
 pub mod cli;
 pub mod collect;
 pub mod commands;
