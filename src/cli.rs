@@ -2,7 +2,9 @@
 //! below the command line sees clap). Behaviour lives in `lib.rs` and the commands.
 
 use crate::error::{Error, Result};
-use crate::options::{BaselineOptions, DatabaseOptions, PostgresMode, RunCommand, RunOptions, SweepCommand, Target};
+use crate::options::{
+    AgentsOptions, BaselineOptions, DatabaseOptions, PostgresMode, RunCommand, RunOptions, SweepCommand, Target,
+};
 use crate::scenario::scale;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -27,7 +29,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run scenarios against a real PostgreSQL and check what happened.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Run a scenario over a grid of --set values; recommend lease, heartbeat, max attempts and batch.
     Sweep(SweepArgs),
     /// Rebuild summary.csv, charts/ and report.html of a finished run from its files (no database).
@@ -132,6 +134,21 @@ pub enum Command {
         #[arg(long)]
         yes: bool,
     },
+    /// Join a run across agents through its database, run a share of its workers and upload
+    /// the evidence (docs/agents.md). Exit 0 once the evidence is uploaded.
+    Agent {
+        #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+        database_url: String,
+        /// The run to join (its run id or schema); default: the newest run waiting for agents.
+        #[arg(long, value_name = "RUN_ID")]
+        run: Option<String>,
+        /// The agent's name in the summary (default: host name and process id).
+        #[arg(long)]
+        name: Option<String>,
+        /// How long to look for a run to join and wait for its start.
+        #[arg(long, default_value = "10m", value_name = "DURATION")]
+        wait: String,
+    },
     /// Start an ephemeral cluster, run a command with DATABASE_URL pointing at it, then remove the cluster.
     Cluster {
         /// Apply this scenario's [postgres.settings] to the cluster.
@@ -214,6 +231,20 @@ pub struct RunArgs {
     /// Append a Markdown summary to $GITHUB_STEP_SUMMARY (automatic when GITHUB_ACTIONS=true and it is set).
     #[arg(long)]
     pub github: bool,
+    /// Run the workers in N agents that join through the database (`queuebench agent`, on
+    /// this or other hosts; docs/agents.md). Needs --database-url.
+    #[arg(long, value_name = "N", conflicts_with = "spawn_agents")]
+    pub agents: Option<u32>,
+    /// Start N agents on this machine (the same code path as --agents).
+    #[arg(long, value_name = "N")]
+    pub spawn_agents: Option<u32>,
+    /// With --spawn-agents: each agent in a network namespace of its own, reaching PostgreSQL
+    /// through its own interface like a separate host (root, iproute2).
+    #[arg(long, requires = "spawn_agents")]
+    pub netns: bool,
+    /// How long the coordinator waits for the agents to join.
+    #[arg(long, value_name = "DURATION", default_value = "120s")]
+    pub agent_wait: String,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -282,10 +313,40 @@ impl RunArgs {
             },
             github: self.github,
             run: RunOptions {
-                database: DatabaseOptions::new(target, self.schema.clone(), self.reuse, self.keep)?,
+                database: DatabaseOptions::new(target.clone(), self.schema.clone(), self.reuse, self.keep)?,
                 progress: !self.quiet,
+                agents: self.agents_options(&target)?,
             },
         })
+    }
+
+    /// `--agents` / `--spawn-agents`, checked against the rest of the command line.
+    fn agents_options(&self, target: &Target) -> Result<Option<AgentsOptions>> {
+        let (count, spawn) = match (self.agents, self.spawn_agents) {
+            (Some(n), _) => (n, false),
+            (None, Some(n)) => (n, true),
+            (None, None) => return Ok(None),
+        };
+        let flag = if spawn { "--spawn-agents" } else { "--agents" };
+        let refuse = |reason: &str| Err(Error::Flag { flag: flag.into(), reason: reason.into() });
+        if count == 0 {
+            return refuse("needs at least 1 agent");
+        }
+        if !spawn && !matches!(target, Target::Url { .. }) {
+            return refuse(
+                "needs --database-url: agents on other hosts reach the run through that server \
+                 (or use --spawn-agents N to start them on this machine)",
+            );
+        }
+        if !spawn && (self.files.len() > 1 || self.repeat > 1) {
+            return refuse("runs one scenario once (an agent joins one run); give one file and no --repeat");
+        }
+        let wait = crate::scenario::units::parse_duration(&self.agent_wait).map_err(|e| Error::FlagValue {
+            flag: "--agent-wait".into(),
+            value: Some(self.agent_wait.clone()),
+            invalid: crate::error::Invalid::new(e.to_string()),
+        })?;
+        Ok(Some(AgentsOptions { count, wait, spawn, netns: self.netns }))
     }
 }
 
@@ -307,7 +368,11 @@ impl SweepArgs {
             force: self.force,
             seed: self.seed,
             quiet: self.quiet,
-            run: RunOptions { database: DatabaseOptions::new(target, None, false, false)?, progress: false },
+            run: RunOptions {
+                database: DatabaseOptions::new(target, None, false, false)?,
+                progress: false,
+                agents: None,
+            },
         })
     }
 }

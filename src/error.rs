@@ -271,6 +271,10 @@ pub enum Error {
     /// not be drawn, the cluster exited): `{action}: {cause}`.
     #[error("{action}: {cause}")]
     Machine { action: String, cause: String },
+    /// A run across agents could not go on (docs/agents.md): `run` names the run, `reason`
+    /// what went wrong and what to do (exit 3).
+    #[error("agents of run {run}: {reason}")]
+    Agents { run: String, reason: String },
 }
 
 impl Error {
@@ -311,7 +315,8 @@ impl Error {
             | Error::Process { .. }
             | Error::ClusterNotReady { .. }
             | Error::Missing(_)
-            | Error::Machine { .. } => ExitCode::Infrastructure,
+            | Error::Machine { .. }
+            | Error::Agents { .. } => ExitCode::Infrastructure,
         }
     }
 }

@@ -79,6 +79,17 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
             commands::prepare::prepare(&file, &overrides.set, &database_url, schema, reuse).await
         }
         Command::Clean { database_url, yes } => commands::clean::clean(database_url.as_deref(), yes).await,
+        Command::Agent { database_url, run, name, wait } => match scenario::units::parse_duration(&wait) {
+            Ok(wait) => {
+                let opts = agent::member::AgentOptions { url: database_url, run, name, wait };
+                agent::member::agent(&opts, &interrupt).await.map(|()| ExitCode::Passed)
+            }
+            Err(e) => Err(error::Error::FlagValue {
+                flag: "--wait".into(),
+                value: Some(wait),
+                invalid: error::Invalid::new(e.to_string()),
+            }),
+        },
         Command::Cluster { scenario, command } => commands::cluster::cluster(scenario.as_deref(), &command).await,
     };
     result.unwrap_or_else(|e| {

@@ -101,6 +101,19 @@ pub struct RunOptions {
     pub database: DatabaseOptions,
     /// Draw the live progress line (off with `--quiet` and in sweeps).
     pub progress: bool,
+    /// `--agents N` / `--spawn-agents N`: the workers run in agents (docs/agents.md).
+    pub agents: Option<AgentsOptions>,
+}
+
+/// A run across agents: how many, how long to wait for them, and whether this machine
+/// starts them itself (`--spawn-agents`, each in a network namespace with `--netns`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentsOptions {
+    pub count: u32,
+    /// `--agent-wait`: how long the coordinator waits for the agents to join.
+    pub wait: std::time::Duration,
+    pub spawn: bool,
+    pub netns: bool,
 }
 
 /// `--save-baseline`, `--baseline`, `--baseline-dir`, `--tolerance`.

@@ -23,6 +23,7 @@ const FLOORS: &[&[&str]] = &[
     &["gate", "compare"],
     &["report"],
     &["options"],
+    &["agent"],
     &["pipeline"],
     &["sweep", "commands", "cli", "lib"],
 ];

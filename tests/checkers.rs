@@ -65,6 +65,7 @@ impl History {
             blockers: &[],
             restarts: &self.restarts,
             durability_untestable: None,
+            clock_us: 0,
         }
     }
 

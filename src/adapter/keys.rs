@@ -154,6 +154,11 @@ impl Interner {
         n
     }
 
+    /// Has any id been numbered (a queue whose ids are not integers)?
+    pub fn numbered_any(&self) -> bool {
+        self.next.load(Ordering::Relaxed) > 1
+    }
+
     /// The queue's own id for a surrogate (an integer id is its own).
     pub fn key(&self, surrogate: i64) -> Key {
         let names = self.names.lock().unwrap_or_else(|e| e.into_inner());

@@ -1,3 +1,77 @@
-//! Runs beyond one machine: a coordinator and agents that meet through the database under
-//! test (docs/agents.md). `netns`, `forward` and `netfault` make agents on this machine look
-//! like separate hosts (a network namespace each, a forwarder to the server, `tc netem`).
+//! Runs beyond one machine (docs/agents.md): a coordinator and agents that meet through the
+//! database under test. The coordinator (`run --agents N`, `--spawn-agents N`) prepares the
+//! run as usual, writes the plan into control tables in the run's schema (`control`,
+//! `bundle`), waits for the agents, starts them together at a barrier on the server's clock
+//! (`clock`), runs the side tasks itself, and merges the evidence they upload (`evidence`,
+//! `merge`) before the checkers run once over the whole run. An agent (`queuebench agent`)
+//! only needs a path to PostgreSQL. `netns`, `forward` and `netfault` make agents on this
+//! machine look like separate hosts (a network namespace each, a forwarder to the server,
+//! `tc netem`).
+
+pub mod bundle;
+pub mod clock;
+pub mod control;
+pub mod coordinator;
+pub mod evidence;
+pub mod member;
+pub mod merge;
+pub mod spawn;
+
+use crate::scenario::Plan;
+use crate::scenario::faults::Kind;
+use std::ops::RangeInclusive;
+
+/// Respawned workers of agent k take identities from `workers + 1 + (k - 1) × IDENTITY_SPAN`.
+pub const IDENTITY_SPAN: u32 = 100_000;
+
+/// Agent k's worker slots (k = 1..=agents): the workers split as evenly as they go.
+pub fn slots(workers: u32, agents: u32, k: u32) -> RangeInclusive<u32> {
+    let (w, n, k) = (u64::from(workers), u64::from(agents), u64::from(k));
+    ((k - 1) * w / n + 1) as u32..=(k * w / n) as u32
+}
+
+/// The first identity agent k's respawned workers take.
+pub fn identity_base(workers: u32, k: u32) -> u32 {
+    workers + 1 + (k - 1) * IDENTITY_SPAN
+}
+
+/// The plan as agent k runs it: only the faults that hit its own workers (crashes, pauses,
+/// killed backends), each narrowed to them. Faults keep their scenario index.
+pub fn plan_for_agent(plan: &Plan, mine: &RangeInclusive<u32>) -> Plan {
+    let mut p = plan.clone();
+    p.faults.retain_mut(|f| {
+        let on_workers = matches!(f.kind, Kind::Crash { .. } | Kind::Pause { .. } | Kind::KillBackend);
+        f.workers.retain(|w| mine.contains(w));
+        on_workers && !f.workers.is_empty()
+    });
+    p
+}
+
+/// The plan as the coordinator runs it: only the faults on the server (lock holds, cancels,
+/// restarts); the agents run those on workers.
+pub fn plan_for_coordinator(plan: &Plan) -> Plan {
+    let mut p = plan.clone();
+    p.faults.retain(|f| matches!(f.kind, Kind::LockHold { .. } | Kind::Cancel { .. } | Kind::PostgresRestart { .. }));
+    p
+}
+
+/// How long the plan itself keeps an agent silent (a network partition cuts its control
+/// connection too): the coordinator waits this much longer before calling it missing.
+pub fn silence_planned(_plan: &Plan) -> std::time::Duration {
+    std::time::Duration::ZERO
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_cover_every_worker_once() {
+        for (w, n) in [(16, 3), (4, 4), (10, 1), (7, 2)] {
+            let all: Vec<u32> = (1..=n).flat_map(|k| slots(w, n, k)).collect();
+            assert_eq!(all, (1..=w).collect::<Vec<_>>(), "{w} workers over {n} agents");
+        }
+        assert_eq!(slots(16, 3, 1), 1..=5);
+        assert_eq!(identity_base(16, 2), 17 + IDENTITY_SPAN);
+    }
+}

@@ -43,7 +43,12 @@ pub fn explain(dir: &Path, job: Option<i64>) -> Result<ExitCode> {
             reason: format!("{job}: no such job in {}", dir.join("history.csv.gz").display()),
         });
     }
-    let s = story(&events, &h.faults, row, Duration::from_micros(saved.lease_us), saved.hold_transaction);
+    let s = story(
+        &events,
+        &h.faults,
+        row,
+        (Duration::from_micros(saved.lease_us), saved.hold_transaction, saved.clock_bound_us),
+    );
     println!("job {job} in {} ({}):", summary.scenario, dir.display());
     if let Some(enq) = h.arrivals.iter().find(|a| a.job == job) {
         println!("  t={}  enqueued (meant for t={})", secs(enq.sent_us), secs(enq.intended_us));

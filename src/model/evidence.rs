@@ -36,4 +36,8 @@ pub struct SavedEvidence {
     pub partial: bool,
     /// `run.time_scale`, to report in the scenario's units.
     pub time_scale: f64,
+    /// A run across agents: the largest clock error bound among them, µs (0 for one clock);
+    /// the lease-race tolerance is no smaller than twice it.
+    #[serde(default)]
+    pub clock_bound_us: u64,
 }

@@ -70,6 +70,9 @@ pub struct RunSummary {
     /// What makes this run comparable with another (`compare` checks it); None in summaries
     /// written before it existed.
     pub fingerprint: Option<super::fingerprint::Fingerprint>,
+    /// Agents of a run across processes or hosts (`--agents`, `--spawn-agents`;
+    /// docs/agents.md), one entry per agent the run planned for; empty for a local run.
+    pub agents: Vec<AgentFigures>,
     /// How long the harness's own stages took (the benchmark suite reads these).
     pub timings: Timings,
     pub checks: Vec<CheckResult>,
@@ -340,6 +343,8 @@ pub struct Timings {
     /// Writing the history (`history.csv.gz`, `final_state.csv.gz`), after the run: 0 with
     /// `run.history = false`.
     pub history_s: f64,
+    /// Merging the agents' uploaded evidence (download, decode, add, sort); 0 for a local run.
+    pub merge_s: f64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -548,4 +553,42 @@ pub struct ExpectationResult {
     pub expression: String,
     pub actual: Option<f64>,
     pub passed: bool,
+}
+
+/// One agent of a run across processes or hosts: its share and what it measured.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct AgentFigures {
+    /// 1-based, in the order the agents joined.
+    pub agent: u32,
+    /// `--name`, else the host name and process id.
+    pub name: String,
+    /// `joined`, `finished` (evidence merged), `missing` (it joined and died or stopped
+    /// answering: its evidence is missing) or `absent` (it never joined).
+    pub state: String,
+    /// The worker slots it ran (`first..=last`); its respawned workers took identities from
+    /// `identity_base` up.
+    pub workers: u32,
+    pub first_worker: u32,
+    pub last_worker: u32,
+    pub identity_base: u32,
+    /// Jobs it completed (accepted completions in its part of the history) and per second of the run.
+    pub jobs: u64,
+    pub jobs_per_sec: f64,
+    pub claims: u64,
+    pub claim_p99_ms: Option<f64>,
+    pub errors: u64,
+    /// Its clock minus the server's (µs) at the start and at the end, each with its error
+    /// bound (half the tightest round trip); the history is aligned to the server's clock.
+    pub clock_offset_us: i64,
+    pub clock_bound_us: u64,
+    pub clock_offset_end_us: Option<i64>,
+    pub clock_bound_end_us: Option<u64>,
+    /// Executions of a missing agent recovered from the effects ledger (its claims and
+    /// completions are unknown); 0 otherwise.
+    pub recovered_executions: u64,
+    /// Bytes of evidence it uploaded (gzipped).
+    pub evidence_bytes: u64,
+    /// Why it is missing or absent; empty when it finished.
+    pub note: String,
 }

@@ -65,7 +65,13 @@ pub fn saved_evidence(plan: &Plan, output: &RunOutput, table: &FinalTable) -> Sa
         load_end_us: plan.load.duration().as_micros() as u64,
         partial: table.jobs.is_none(),
         time_scale: plan.time_scale,
+        clock_bound_us: clock_bound(&output.agents),
     }
+}
+
+/// The largest clock error bound among the agents (at the start or the end), µs.
+fn clock_bound(agents: &[crate::model::summary::AgentFigures]) -> u64 {
+    agents.iter().map(|a| a.clock_bound_us.max(a.clock_bound_end_us.unwrap_or(0))).max().unwrap_or(0)
 }
 
 /// Runs every checker over the evidence and measures waits and phases from the journal.
@@ -89,6 +95,7 @@ pub fn check(plan: &Plan, output: &RunOutput, table: &FinalTable, saved: &SavedE
         },
         restarts: &saved.restarts,
         durability_untestable: saved.durability_untestable.clone(),
+        clock_us: saved.clock_bound_us,
     };
     let verification = verify::verify_all(&evidence, saved.partial);
     let warmup_end = plan.load.warmup_end().as_micros() as u64;
@@ -147,7 +154,9 @@ pub fn summarize(plan: &Plan, run_id: String, started_at: String, facts: ServerF
         sampler_s: output.samples.iter().fold(0.0, |a, s| a + s.took_ms) / 1000.0,
         probe_s: output.horizon.probes.iter().fold(0.0, |a, p| a + p.took_ms) / 1000.0,
         history_s: 0.0,
+        merge_s: output.merge_s,
     };
+    summary.agents = output.agents.clone();
     let final_jobs = table.jobs.unwrap_or_default();
     let started = Instant::now();
     let (history, final_state) = encode_history(plan, &output, &saved, &final_jobs);
@@ -202,6 +211,7 @@ impl Finished {
             final_jobs: &self.final_jobs,
             lease: plan.lease.duration,
             hold_transaction: self.saved.hold_transaction,
+            clock_us: self.saved.clock_bound_us,
         };
         RunFiles {
             swimlanes: swimlane::swimlanes(&self.summary.checks, &src),

@@ -17,6 +17,7 @@ pub use database::{
 pub use folder::{INCOMPLETE, check_output_folder};
 pub use limits::check as check_limits;
 
+use crate::agent;
 use crate::error::Result;
 use crate::model::summary::RunSummary;
 use crate::options::RunOptions;
@@ -46,6 +47,9 @@ pub async fn run_one(
     interrupt: &CancellationToken,
     junit: bool,
 ) -> Result<RunResult> {
+    if let Some(agents) = &opts.agents {
+        agent::coordinator::check_plan(plan, agents)?;
+    }
     let folder = ResultsFolder::create(out_dir, &run_id)?;
     let finished = folder.keep_if_ok(run_on_database(plan, opts, run_id, interrupt).await)?;
     let written = report::export_run(out_dir, &finished.summary, &finished.files(plan), junit);
@@ -61,7 +65,7 @@ async fn run_on_database(
     interrupt: &CancellationToken,
 ) -> Result<Finished> {
     let db = database::open(plan, &opts.database, &run_id).await?;
-    let finished = stages(plan, &db, interrupt, opts.progress, run_id).await;
+    let finished = stages(plan, &db, interrupt, (opts.progress, opts.agents.as_ref()), run_id).await;
     let teardown = db.teardown().await;
     let finished = finished?;
     teardown?;
@@ -73,14 +77,16 @@ async fn stages(
     plan: &Plan,
     db: &crate::db::Database,
     interrupt: &CancellationToken,
-    progress: bool,
+    (progress, agents): (bool, Option<&crate::options::AgentsOptions>),
     run_id: String,
 ) -> Result<Finished> {
     let started_at = chrono::Utc::now().to_rfc3339();
     let prepared = database::prepare(plan, db).await?;
-    let output = match plan.client {
-        Some(_) => run::process::run(plan, db, interrupt, prepared.ids.clone()).await?,
-        None => run::run(plan, db, interrupt, progress, prepared.ids.clone()).await?,
+    let ids = prepared.ids.clone();
+    let output = match (agents, &plan.client) {
+        (Some(a), _) => agent::coordinator::run(plan, db, interrupt, (ids, &run_id), a).await?,
+        (None, Some(_)) => run::process::run(plan, db, interrupt, ids).await?,
+        (None, None) => run::run(plan, db, interrupt, progress, ids).await?,
     };
     for f in &output.failures {
         eprintln!("warning: {f}");

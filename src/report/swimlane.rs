@@ -33,6 +33,8 @@ pub struct Source<'a> {
     pub faults: &'a [FaultEvent],
     pub final_jobs: &'a [JobRow],
     pub lease: Duration,
+    /// The agents' clock error bound, µs (`verify::claims::race_tolerance`).
+    pub clock_us: u64,
     pub hold_transaction: bool,
 }
 
@@ -64,7 +66,7 @@ pub fn swimlanes(checks: &[CheckResult], src: &Source) -> Vec<Swimlane> {
             let faults: Vec<&FaultEvent> = src.faults.iter().filter(|f| f.job == Some(job)).collect();
             let row = src.final_jobs.iter().find(|r| r.id == job);
             // The story picks the job's own faults out of the run's.
-            let causes = story(&evs, src.faults, row, src.lease, src.hold_transaction).causes;
+            let causes = story(&evs, src.faults, row, (src.lease, src.hold_transaction, src.clock_us)).causes;
             let claims = spans(&evs, src.lease, src.hold_transaction);
             Swimlane { check, job, svg: draw(&evs, &claims, &faults), causes }
         })
@@ -315,6 +317,7 @@ mod tests {
             final_jobs: &[],
             lease: Duration::from_secs(30),
             hold_transaction: false,
+            clock_us: 0,
         };
         let lanes = swimlanes(&[failed, passed], &src);
         assert_eq!(lanes.len(), 1, "only failed checks are drawn");

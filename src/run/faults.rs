@@ -47,7 +47,8 @@ impl FaultState {
         FaultState {
             start,
             faults: plan.faults.clone(),
-            fired: plan.faults.iter().map(|_| AtomicU64::new(0)).collect(),
+            // By the fault's index in the scenario: a part of a run (an agent) keeps only some.
+            fired: (0..plan.faults.iter().map(|f| f.index + 1).max().unwrap_or(0)).map(|_| AtomicU64::new(0)).collect(),
             paused_until: (0..n).map(|_| AtomicU64::new(0)).collect(),
             pids: (0..n).map(|_| AtomicI32::new(0)).collect(),
             restarts: Mutex::new(Vec::new()),

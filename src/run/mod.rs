@@ -144,6 +144,47 @@ pub struct RunOutput {
     pub ids: Arc<Interner>,
     /// Server restarts by the `postgres_restart` fault.
     pub restarts: Vec<faults::Restart>,
+    /// A run across agents: one line per agent (empty for a local run).
+    pub agents: Vec<crate::model::summary::AgentFigures>,
+    /// Seconds spent merging the agents' evidence.
+    pub merge_s: f64,
+}
+
+/// A future the runner awaits: boxed, so a part of a run can carry one.
+pub type Waiting<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
+/// Which share of a run this process runs (docs/agents.md): all of it (a local run), an
+/// agent's workers, or a coordinator's side tasks while agents run the workers.
+pub struct Part {
+    /// The worker slots run here (empty for a coordinator).
+    pub slots: std::ops::RangeInclusive<u32>,
+    /// The reaper, sampler, producers, horizon actors, live expectations and the faults that
+    /// act on the server (lock holds, cancels, restarts) run here.
+    pub side: bool,
+    /// The first identity a respawned worker takes.
+    pub next_identity: u32,
+    /// Awaited once every connection is open: it returns the instant the clock starts (a
+    /// barrier shared with other processes). None: now.
+    pub barrier: Option<Waiting<Result<Instant>>>,
+    /// Set from outside when the producers (elsewhere) are done; None: from the plan.
+    pub producers_done: Option<Arc<AtomicBool>>,
+    /// Called with the run's stop token once the clock starts and awaited beside the workers:
+    /// the run lasts until it is done too (the agents' workers).
+    pub remote: Option<Box<dyn FnOnce(CancellationToken) -> Waiting<()> + Send>>,
+}
+
+impl Part {
+    /// Every worker and every side task, starting now: a local run.
+    pub fn whole(plan: &Plan) -> Part {
+        Part {
+            slots: 1..=plan.workers.count,
+            side: true,
+            next_identity: plan.workers.count + 1,
+            barrier: None,
+            producers_done: None,
+            remote: None,
+        }
+    }
 }
 
 /// Runs the plan's workers against `db`. `interrupt` is cancelled by Ctrl-C/SIGTERM.
@@ -154,6 +195,17 @@ pub async fn run(
     interrupt: &CancellationToken,
     show_progress: bool,
     ids: Arc<Interner>,
+) -> Result<RunOutput> {
+    run_part(plan, db, interrupt, (show_progress, ids), Part::whole(plan)).await
+}
+
+/// `run`, for one part of the run (`Part`).
+pub async fn run_part(
+    plan: &Plan,
+    db: &Database,
+    interrupt: &CancellationToken,
+    (show_progress, ids): (bool, Arc<Interner>),
+    part: Part,
 ) -> Result<RunOutput> {
     let config = db.worker_config();
     let channel = (plan.workers.idle.wakeup == Wakeup::Listen).then(|| db.schema.clone());
@@ -166,19 +218,22 @@ pub async fn run(
         None => None,
     };
     let shared_plan = Arc::new(plan.clone());
-    let clients = open_clients(&shared_plan, db, &config, channel.as_deref()).await?;
+    let clients = open_clients(&shared_plan, db, &config, channel.as_deref(), &part.slots).await?;
     let stop = interrupt.child_token();
-    let start = Instant::now();
+    let start = match part.barrier {
+        Some(barrier) => barrier.await?,
+        None => Instant::now(),
+    };
     let timer = Timer::start(plan, &stop);
     let shared = Arc::new(Shared {
         plan: shared_plan,
         config: config.clone(),
         faults: Arc::new(FaultState::new(plan, start, ids.clone())),
-        next_identity: Arc::new(AtomicU32::new(plan.workers.count + 1)),
+        next_identity: Arc::new(AtomicU32::new(part.next_identity)),
         stop: stop.clone(),
-        producers_done: Arc::new(AtomicBool::new(!plan.load.is_open())),
+        producers_done: part.producers_done.unwrap_or_else(|| Arc::new(AtomicBool::new(!plan.load.is_open()))),
         progress: Arc::new(Progress::default()),
-        live: live::Live::for_plan(plan).map(Arc::new),
+        live: live::Live::for_plan(plan).filter(|_| part.side).map(Arc::new),
         channel,
         lost: Arc::new(OnceLock::new()),
         ids,
@@ -190,14 +245,24 @@ pub async fn run(
     // Extensions (pgstattuple) are created only in a cluster of our own.
     let actors = {
         let (sh, stop, config, extensions) = (shared.clone(), stop.clone(), config.clone(), db.kind.owned());
-        tokio::spawn(async move { horizon::actors(&sh.plan, &config, start, extensions, &stop).await })
+        let side = part.side;
+        tokio::spawn(async move {
+            if side { horizon::actors(&sh.plan, &config, start, extensions, &stop).await } else { Default::default() }
+        })
     };
     // The lanes (the direct workers' threads) live until the run is over.
-    let (_lanes, tasks) = spawn_workers(clients, &shared);
+    let (_lanes, tasks) = spawn_workers(clients, &shared, part.slots.clone());
     // The reaper, the injector, the sampler and the probe stop when the workers are done.
     let side_stop = stop.child_token();
-    let side = spawn_side_tasks(&shared, db.postmaster(), start, show_progress, &side_stop);
-    let mut workers = gather(join_all(tasks).await)?;
+    let side = spawn_side_tasks(&shared, db.postmaster(), (start, show_progress, part.side), &side_stop);
+    let remote = part.remote.map(|follow| follow(stop.clone()));
+    let remote = async {
+        if let Some(remote) = remote {
+            remote.await;
+        }
+    };
+    let (finished, ()) = tokio::join!(join_all(tasks), remote);
+    let mut workers = gather(finished)?;
     let duration = start.elapsed();
     let aborted = match watcher {
         Some(w) => {
@@ -235,6 +300,8 @@ pub async fn run(
         database_lost: shared.lost.get().cloned(),
         ids: shared.ids.clone(),
         restarts: shared.faults.restarts.lock().unwrap().clone(),
+        agents: Vec::new(),
+        merge_s: 0.0,
     })
 }
 
@@ -250,9 +317,11 @@ async fn open_clients(
     db: &Database,
     config: &tokio_postgres::Config,
     channel: Option<&str>,
+    slots: &std::ops::RangeInclusive<u32>,
 ) -> Result<Clients> {
+    let count = slots.clone().count() as u32;
     let Some(settings) = plan.workers.pool else {
-        let (lanes, conns) = open_workers(plan, db, config, channel).await?;
+        let (lanes, conns) = open_workers(plan, db, config, channel, count).await?;
         return Ok(Clients::Direct(lanes, conns));
     };
     let pool = pool::open(config, settings).await.map_err(|e| Error::Strategy {
@@ -269,14 +338,16 @@ type Finished = (WorkerStats, Spill<Event>, Vec<FaultEvent>, Option<worker::Work
 fn spawn_workers(
     clients: Clients,
     shared: &Arc<Shared>,
+    slots: std::ops::RangeInclusive<u32>,
 ) -> (Option<lanes::Lanes>, Vec<tokio::task::JoinHandle<Finished>>) {
+    let first = *slots.start();
     match clients {
         Clients::Direct(lanes, conns) => {
             let tasks = conns
                 .into_iter()
                 .enumerate()
                 .map(|(i, c)| {
-                    let run = Worker::new(i as u32 + 1, c, shared.clone()).run();
+                    let run = Worker::new(first + i as u32, c, shared.clone()).run();
                     lanes.spawn(i, async move {
                         let (w, failure) = run.await;
                         (w.stats, w.journal, w.faults, failure)
@@ -286,9 +357,8 @@ fn spawn_workers(
             (Some(lanes), tasks)
         }
         Clients::Pool(p) => {
-            let tasks = (1..=shared.plan.workers.count)
-                .map(|slot| tokio::spawn(pool::PoolWorker::new(slot, p.clone(), shared.clone()).run()))
-                .collect();
+            let tasks =
+                slots.map(|slot| tokio::spawn(pool::PoolWorker::new(slot, p.clone(), shared.clone()).run())).collect();
             (None, tasks)
         }
     }
@@ -301,10 +371,10 @@ async fn open_workers(
     db: &Database,
     config: &tokio_postgres::Config,
     channel: Option<&str>,
+    count: u32,
 ) -> Result<(lanes::Lanes, Vec<Conn>)> {
-    let lanes =
-        lanes::Lanes::for_workers(plan.workers.count).map_err(|e| Error::machine("starting the worker threads", e))?;
-    let conns = join_all((0..plan.workers.count as usize).map(|i| {
+    let lanes = lanes::Lanes::for_workers(count).map_err(|e| Error::machine("starting the worker threads", e))?;
+    let conns = join_all((0..count as usize).map(|i| {
         let (config, plan, channel) = (config.clone(), plan.clone(), channel.map(String::from));
         lanes.spawn(i, async move { Conn::open(&config, &plan.adapter, channel.as_deref()).await })
     }))
@@ -348,23 +418,26 @@ impl Timer {
 type SideOutput = (ReaperStats, Vec<FaultEvent>, Vec<PgSample>, producer::ProducerOutput, Vec<ProbeSample>);
 
 /// The tasks beside the workers: reaper, fault injector, sampler, producers, claim-plan probe.
+/// `side` false (an agent): only the injector runs, for the faults on this part's workers.
 fn spawn_side_tasks(
     shared: &Arc<Shared>,
     server: Option<Arc<crate::db::ephemeral::Postmaster>>,
-    start: Instant,
-    show_progress: bool,
+    (start, show_progress, side): (Instant, bool, bool),
     side_stop: &CancellationToken,
 ) -> tokio::task::JoinHandle<SideOutput> {
     let (sh, side_stop) = (shared.clone(), side_stop.clone());
     tokio::spawn(async move {
         let config = &sh.config;
+        let inject = faults::inject(&sh.plan, &sh.faults, config, server.as_deref(), &side_stop);
+        if !side {
+            return (ReaperStats::default(), inject.await, Vec::new(), Default::default(), Vec::new());
+        }
         let reap = async {
             match sh.plan.lease.reclaim {
                 Reclaim::Reaper => reaper::run(&sh.plan, config, &side_stop).await,
                 _ => ReaperStats::default(),
             }
         };
-        let inject = faults::inject(&sh.plan, &sh.faults, config, server.as_deref(), &side_stop);
         let opts = sampler::SamplerOptions { progress: show_progress };
         let sample = sampler::run(&sh.plan, config, start, &sh.progress, opts, &side_stop);
         let produce = async {

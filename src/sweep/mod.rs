@@ -191,7 +191,7 @@ mod tests {
             force: false,
             seed: None,
             quiet: true,
-            run: RunOptions { database: crate::options::DatabaseOptions::ephemeral(), progress: false },
+            run: RunOptions { database: crate::options::DatabaseOptions::ephemeral(), progress: false, agents: None },
         }
     }
 

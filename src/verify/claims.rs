@@ -34,6 +34,13 @@ pub struct ClaimSpan {
 /// the strategy returns one, else by the time they came back. In
 /// hold-transaction mode a claim lives as long as its transaction: it ends when
 /// the worker lets go (commit, or the rollback of a failed round), not at the lease.
+/// How far before another claim's computed lease end a claim may be sent and still count as
+/// after it: harness clocks run a little behind the server's (a quarter of the lease, at most
+/// 50 ms), and agents' clocks differ by up to twice their error bound (`clock_us`, docs/agents.md).
+pub fn race_tolerance(lease: Duration, clock_us: u64) -> u64 {
+    (lease.as_micros() as u64 / 4).min(50_000).max(2 * clock_us)
+}
+
 pub fn spans(events: &[Event], lease: Duration, hold_transaction: bool) -> Vec<ClaimSpan> {
     let lease_us = lease.as_micros() as u64;
     let mut spans: Vec<ClaimSpan> = events

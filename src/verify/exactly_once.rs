@@ -13,11 +13,15 @@ use std::time::Duration;
 /// Ids of every executed job, sorted.
 pub type Executed = Vec<i64>;
 
-/// `hold_transaction`: claims end with their transaction (see `claims::spans`).
-pub fn check(per_job: &[&[Event]], lease: Duration, hold_transaction: bool) -> (Executions, Executed, CheckResult) {
-    // Harness clocks run a little behind the server's: a claim seen up to this much
-    // before the computed lease end still counts as after it.
-    let tolerance = (lease.as_micros() as u64 / 4).min(50_000);
+/// `hold_transaction`: claims end with their transaction (see `claims::spans`). `clock_us`:
+/// the agents' clock error bound (0 for a local run), see `claims::race_tolerance`.
+pub fn check(
+    per_job: &[&[Event]],
+    lease: Duration,
+    hold_transaction: bool,
+    clock_us: u64,
+) -> (Executions, Executed, CheckResult) {
+    let tolerance = super::claims::race_tolerance(lease, clock_us);
     let mut x = Executions::default();
     let mut executed = Vec::new();
     let mut duplicated = Vec::new();

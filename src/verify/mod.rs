@@ -51,6 +51,8 @@ pub struct Evidence<'a> {
     pub restarts: &'a [u64],
     /// Why those restarts cannot test durability (`fsync = off`), if so.
     pub durability_untestable: Option<String>,
+    /// A run across agents: the largest clock error bound among them, µs (0: one clock).
+    pub clock_us: u64,
 }
 
 pub struct Verification {
@@ -88,6 +90,7 @@ impl<'a> Evidence<'a> {
             blockers: &saved.blockers,
             restarts: &saved.restarts,
             durability_untestable: saved.durability_untestable.clone(),
+            clock_us: saved.clock_bound_us,
         }
     }
 }
@@ -120,7 +123,7 @@ pub fn verify(e: &Evidence) -> Verification {
         Cow::Owned(v)
     };
     let per_job: Vec<&[Event]> = events.chunk_by(|a, b| a.job == b.job).collect();
-    let (executions, executed, once) = exactly_once::check(&per_job, e.lease, e.hold_transaction);
+    let (executions, executed, once) = exactly_once::check(&per_job, e.lease, e.hold_transaction, e.clock_us);
     let (mut jobs, lost, budget) = lost::check(e, &per_job, &executed);
     let class_of: HashMap<i64, u16> = e.arrivals.iter().map(|a| (a.job, a.class)).collect();
     jobs.completed_by_class = completed_by_class(e, &per_job, &class_of);
@@ -232,6 +235,7 @@ mod tests {
             starvation: starvation::Rule { threshold: Duration::from_secs(10), load_end: Duration::ZERO },
             restarts: &[],
             durability_untestable: None,
+            clock_us: 0,
         }
     }
 

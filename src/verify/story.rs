@@ -4,7 +4,7 @@
 //! (`exactly_once`, `stale`, `lost`), told for one job. `queuebench explain` prints it;
 //! report.html draws the same events as a swimlane.
 
-use super::claims::{ClaimSpan, spans};
+use super::claims::{ClaimSpan, race_tolerance, spans};
 use crate::collect::{Event, EventKind, FaultEvent};
 use crate::model::records::{JobRow, Status};
 use std::time::Duration;
@@ -21,7 +21,13 @@ pub struct Story {
 
 /// `events`: the job's journal (any order); `faults`: the run's; `row`: the job in the final
 /// table (None: gone, or no table); `deleted_ok`: the queue removes what it finishes.
-pub fn story(events: &[Event], faults: &[FaultEvent], row: Option<&JobRow>, lease: Duration, hold: bool) -> Story {
+/// `clock_us`: the agents' clock error bound (`claims::race_tolerance`).
+pub fn story(
+    events: &[Event],
+    faults: &[FaultEvent],
+    row: Option<&JobRow>,
+    (lease, hold, clock_us): (Duration, bool, u64),
+) -> Story {
     let mut evs = events.to_vec();
     evs.sort_by_key(|e| (e.t_us, e.kind));
     let job = evs.first().map(|e| e.job);
@@ -32,7 +38,7 @@ pub fn story(events: &[Event], faults: &[FaultEvent], row: Option<&JobRow>, leas
         lines.push((f.t_us, format!("fault: {} ({who})", f.kind)));
     }
     lines.sort_by_key(|l| l.0);
-    Story { lines, causes: causes(&evs, &claims, row, lease) }
+    Story { lines, causes: causes(&evs, &claims, row, race_tolerance(lease, clock_us)) }
 }
 
 fn event_lines(e: &Event, claims: &[ClaimSpan]) -> Vec<Line> {
@@ -77,9 +83,8 @@ pub fn secs(t_us: u64) -> String {
     format!("{:.3} s", t_us as f64 / 1e6)
 }
 
-fn causes(evs: &[Event], claims: &[ClaimSpan], row: Option<&JobRow>, lease: Duration) -> Vec<String> {
+fn causes(evs: &[Event], claims: &[ClaimSpan], row: Option<&JobRow>, tolerance: u64) -> Vec<String> {
     let mut out = Vec::new();
-    let tolerance = (lease.as_micros() as u64 / 4).min(50_000);
     let runs: Vec<&Event> = evs.iter().filter(|e| e.kind == EventKind::Executed).collect();
     for run in runs.iter().skip(1) {
         let Some(c) = claims.iter().find(|c| (c.worker, c.claim) == (run.worker, run.claim)) else { continue };
@@ -195,7 +200,7 @@ mod tests {
             ev(1_700, 5, 1, Rejected, 100),
         ];
         let row = JobRow { id: 464, status: Status::Done, attempts: 1, max_attempts: 5, lease_expired: false };
-        let s = story(&evs, &[], Some(&row), Duration::from_secs(90), false);
+        let s = story(&evs, &[], Some(&row), (Duration::from_secs(90), false, 0));
         assert_eq!(s.causes.len(), 1, "{:?}", s.causes);
         assert!(
             s.causes[0].starts_with("racing claim: w5's claim (sent t=0.000 s, returned t=0.002 s)"),
@@ -211,8 +216,8 @@ mod tests {
     fn a_clean_job_ran_exactly_once_and_a_vanished_one_is_lost() {
         let evs = [ev(1, 1, 1, Claimed, 0), ev(2, 1, 1, Executed, 0), ev(3, 1, 1, Accepted, 0)];
         let row = JobRow { id: 464, status: Status::Done, attempts: 1, max_attempts: 5, lease_expired: false };
-        assert_eq!(story(&evs, &[], Some(&row), Duration::from_secs(1), false).causes, ["ran exactly once"]);
-        let s = story(&evs[..2], &[], None, Duration::from_secs(1), false);
+        assert_eq!(story(&evs, &[], Some(&row), (Duration::from_secs(1), false, 0)).causes, ["ran exactly once"]);
+        let s = story(&evs[..2], &[], None, (Duration::from_secs(1), false, 0));
         assert_eq!(s.causes, ["lost: gone from the table without an accepted completion"]);
     }
 }

@@ -1,5 +1,5 @@
 //! The small part of JSON Schema that schema/summary.schema.json uses:
-//! type, const, required, properties, additionalProperties, items, $ref.
+//! type, const, enum, required, properties, additionalProperties, items, $ref.
 
 use serde_json::Value;
 
@@ -12,6 +12,11 @@ pub fn validate(schema: &Value, root: &Value, v: &Value, path: &str, errors: &mu
         && c != v
     {
         errors.push(format!("{path}: expected {c}, got {v}"));
+    }
+    if let Some(options) = schema.get("enum").and_then(Value::as_array)
+        && !options.contains(v)
+    {
+        errors.push(format!("{path}: {v} is not one of {options:?}"));
     }
     if let Some(t) = schema.get("type") {
         let types: Vec<&str> = match t {

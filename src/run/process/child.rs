@@ -52,7 +52,24 @@ fn read_events(out: Option<tokio::process::ChildStdout>, events: Arc<Mutex<Vec<C
 }
 
 /// Keeps the last 12 lines of stderr.
-fn keep_tail(err: Option<tokio::process::ChildStderr>, tail: Arc<Mutex<VecDeque<String>>>) {
+/// Makes `cmd` a process group of its own that is killed when dropped and dies with
+/// queuebench, even a SIGKILLed one (`PR_SET_PDEATHSIG` = SIGKILL).
+pub fn tie_to_us(cmd: &mut Command) {
+    cmd.kill_on_drop(true).process_group(0);
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec. The
+    // runtime's threads live as long as queuebench, so the signal comes at its exit.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Keeps the last 12 lines `err` writes in `tail`.
+pub fn keep_tail(err: Option<tokio::process::ChildStderr>, tail: Arc<Mutex<VecDeque<String>>>) {
     let Some(err) = err else { return };
     tokio::spawn(async move {
         let mut lines = BufReader::new(err).lines();
@@ -87,24 +104,13 @@ impl Proc {
             .env_remove("QUEUEBENCH_POLL_MS")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0);
+            .stderr(Stdio::piped());
+        tie_to_us(&mut cmd);
         if let Some(bug) = &client.bug {
             cmd.env("QUEUEBENCH_CLIENT_BUG", bug);
         }
         if let Some(ms) = client.poll_ms {
             cmd.env("QUEUEBENCH_POLL_MS", ms.to_string());
-        }
-        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec. The
-        // runtime's threads live as long as queuebench, so the signal comes at its exit.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
         }
         let mut child = cmd.spawn().map_err(|e| Error::Machine {
             action: format!("starting the client's worker `{}`", shown(client)),

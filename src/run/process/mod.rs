@@ -96,6 +96,8 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, ids:
         database_lost: None,
         ids,
         restarts: Vec::new(),
+        agents: Vec::new(),
+        merge_s: 0.0,
     })
 }
 

@@ -1,0 +1,233 @@
+//! The control tables (sql/control.sql) in the run's schema, and the statements both sides
+//! send through them. Every connection here has the run's schema on its search_path.
+
+use super::bundle::Bundle;
+use crate::error::{Error, Result};
+use tokio_postgres::Client;
+
+const TABLES: &str = include_str!("sql/control.sql");
+
+/// The table that marks a schema as a run across agents.
+pub const MARK: &str = "qb_agent_run";
+
+/// A database error in the control tables, as the run's error.
+pub fn failed(action: &str, e: &tokio_postgres::Error) -> Error {
+    Error::Database { action: action.into(), target: None, sql: crate::db::sql(e), hint: None }
+}
+
+/// Coordinator: the control tables, with the plan, open for `agents` agents.
+pub async fn create(client: &Client, run_id: &str, agents: u32, bundle: &Bundle) -> Result<()> {
+    client.batch_execute(TABLES).await.map_err(|e| failed("creating the agents' control tables", &e))?;
+    let json = serde_json::to_value(bundle).expect("the bundle serialises");
+    client
+        .execute(
+            "INSERT INTO qb_agent_run (run_id, agents, bundle) VALUES ($1, $2, $3)",
+            &[&run_id, &(agents as i32), &json],
+        )
+        .await
+        .map_err(|e| failed("writing the plan for the agents", &e))?;
+    Ok(())
+}
+
+/// One agent as the coordinator sees it.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub agent: u32,
+    pub name: String,
+    pub state: String,
+    /// Seconds since it last showed a sign of life (server clock), and when that was (µs since
+    /// the epoch, server clock).
+    pub silent_s: f64,
+    pub last_seen_us: i64,
+    pub report: Option<serde_json::Value>,
+    pub error: Option<String>,
+}
+
+/// Coordinator: every agent that joined, by number.
+pub async fn agents(client: &Client) -> std::result::Result<Vec<Seen>, tokio_postgres::Error> {
+    let rows = client
+        .query(
+            "SELECT agent, name, state, extract(epoch FROM clock_timestamp() - seen_at)::float8, report, error, \
+             (extract(epoch FROM seen_at) * 1e6)::int8 FROM qb_agent ORDER BY agent",
+            &[],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| Seen {
+            agent: r.get::<_, i32>(0) as u32,
+            name: r.get(1),
+            state: r.get(2),
+            silent_s: r.get(3),
+            report: r.get(4),
+            error: r.get(5),
+            last_seen_us: r.get(6),
+        })
+        .collect())
+}
+
+/// Coordinator: the barrier. The clock starts `after` from now on the server's clock; returns
+/// that time as µs since the epoch (server clock).
+pub async fn start(client: &Client, after: std::time::Duration) -> std::result::Result<i64, tokio_postgres::Error> {
+    let row = client
+        .query_one(
+            "UPDATE qb_agent_run SET state = 'running', start_at = clock_timestamp() + make_interval(secs => $1) \
+             RETURNING (extract(epoch FROM start_at) * 1e6)::int8",
+            &[&after.as_secs_f64()],
+        )
+        .await?;
+    Ok(row.get(0))
+}
+
+/// Coordinator: tells the agents to stop (their workers stop, they upload their evidence).
+pub async fn stop(client: &Client) -> std::result::Result<(), tokio_postgres::Error> {
+    client.execute("UPDATE qb_agent_run SET state = 'stopping' WHERE state <> 'done'", &[]).await.map(|_| ())
+}
+
+/// Coordinator: the producers are done (agents' workers may then stop on an empty queue).
+pub async fn producers_done(client: &Client) -> std::result::Result<(), tokio_postgres::Error> {
+    client.execute("UPDATE qb_agent_run SET producers_done = true", &[]).await.map(|_| ())
+}
+
+/// Coordinator: the run is over; late agents are told so.
+pub async fn done(client: &Client) -> std::result::Result<(), tokio_postgres::Error> {
+    client.execute("UPDATE qb_agent_run SET state = 'done'", &[]).await.map(|_| ())
+}
+
+/// Coordinator: one agent's uploaded part, its chunks in order, concatenated.
+pub async fn download(client: &Client, agent: u32, part: &str) -> std::result::Result<Vec<u8>, tokio_postgres::Error> {
+    let rows = client
+        .query(
+            "SELECT data FROM qb_agent_evidence WHERE agent = $1 AND part = $2 ORDER BY seq",
+            &[&(agent as i32), &part],
+        )
+        .await?;
+    let mut out = Vec::new();
+    for r in rows {
+        out.extend_from_slice(r.get::<_, &[u8]>(0));
+    }
+    Ok(out)
+}
+
+/// What an agent reads of the run each time it reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunState {
+    pub state: String,
+    /// µs since the epoch, server clock; None until the coordinator starts the run.
+    pub start_at_us: Option<i64>,
+    pub producers_done: bool,
+}
+
+/// Agent: joins the run as the next agent; None when the run is full or no longer waiting.
+pub async fn join(client: &mut Client, name: &str) -> std::result::Result<Option<u32>, tokio_postgres::Error> {
+    let tx = client.transaction().await?;
+    tx.batch_execute("LOCK TABLE qb_agent IN EXCLUSIVE MODE").await?;
+    let row = tx.query_one("SELECT agents, state, (SELECT count(*) FROM qb_agent) FROM qb_agent_run", &[]).await?;
+    let (wanted, state, joined): (i32, String, i64) = (row.get(0), row.get(1), row.get(2));
+    if state != "waiting" || joined >= i64::from(wanted) {
+        return Ok(None);
+    }
+    let row = tx
+        .query_one(
+            "INSERT INTO qb_agent (agent, name) VALUES ((SELECT coalesce(max(agent), 0) + 1 FROM qb_agent), $1) \
+             RETURNING agent",
+            &[&name],
+        )
+        .await?;
+    tx.commit().await?;
+    Ok(Some(row.get::<_, i32>(0) as u32))
+}
+
+/// Agent: the plan it joined.
+pub async fn bundle(client: &Client) -> std::result::Result<serde_json::Value, tokio_postgres::Error> {
+    Ok(client.query_one("SELECT bundle FROM qb_agent_run", &[]).await?.get(0))
+}
+
+/// Agent: a sign of life with its state (and, at the end, its report); returns the run's state.
+pub async fn report(
+    client: &Client,
+    agent: u32,
+    state: &str,
+    report: Option<&serde_json::Value>,
+) -> std::result::Result<RunState, tokio_postgres::Error> {
+    let row = client
+        .query_one(
+            "WITH me AS (UPDATE qb_agent SET seen_at = clock_timestamp(), state = $2, \
+                 report = coalesce($3, report) WHERE agent = $1) \
+             SELECT state, (extract(epoch FROM start_at) * 1e6)::int8, producers_done FROM qb_agent_run",
+            &[&(agent as i32), &state, &report],
+        )
+        .await?;
+    Ok(RunState { state: row.get(0), start_at_us: row.get(1), producers_done: row.get(2) })
+}
+
+/// Agent: why it gave up, for the coordinator's verdict.
+pub async fn fail(client: &Client, agent: u32, error: &str) -> std::result::Result<(), tokio_postgres::Error> {
+    client
+        .execute(
+            "UPDATE qb_agent SET state = 'failed', error = $2, seen_at = clock_timestamp() WHERE agent = $1",
+            &[&(agent as i32), &error],
+        )
+        .await
+        .map(|_| ())
+}
+
+/// Agent: one evidence part, in chunks of at most 8 MiB (a bytea value is read whole).
+pub async fn upload(
+    client: &Client,
+    agent: u32,
+    part: &str,
+    data: &[u8],
+) -> std::result::Result<(), tokio_postgres::Error> {
+    const CHUNK: usize = 8 << 20;
+    let insert =
+        client.prepare("INSERT INTO qb_agent_evidence (agent, part, seq, data) VALUES ($1, $2, $3, $4)").await?;
+    client.execute("DELETE FROM qb_agent_evidence WHERE agent = $1 AND part = $2", &[&(agent as i32), &part]).await?;
+    for (seq, chunk) in data.chunks(CHUNK).enumerate() {
+        client.execute(&insert, &[&(agent as i32), &part, &(seq as i32), &chunk]).await?;
+    }
+    Ok(())
+}
+
+/// Agent: the run's schema in this database: the one named (by schema or run id), else the
+/// newest one still waiting for agents. Err(reason) when there is none.
+pub async fn find_run(
+    client: &Client,
+    wanted: Option<&str>,
+) -> std::result::Result<std::result::Result<(String, String), String>, tokio_postgres::Error> {
+    let schemas: Vec<String> = client
+        .query(
+            "SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE c.relname = $1 AND c.relkind = 'r' AND has_schema_privilege(n.oid, 'USAGE')",
+            &[&MARK],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut waiting = Vec::new();
+    for schema in &schemas {
+        let q = format!("SELECT run_id, state, created_at::text FROM \"{schema}\".{MARK}");
+        let Ok(row) = client.query_one(&q, &[]).await else { continue };
+        let (run_id, state, created): (String, String, String) = (row.get(0), row.get(1), row.get(2));
+        match wanted {
+            Some(w) if w == run_id || w == schema => {
+                return Ok(match state.as_str() {
+                    "waiting" => Ok((schema.clone(), run_id)),
+                    _ => Err(format!("run {run_id} is {state}, no longer waiting for agents")),
+                });
+            }
+            None if state == "waiting" => waiting.push((created, schema.clone(), run_id)),
+            _ => {}
+        }
+    }
+    waiting.sort();
+    Ok(match (waiting.pop(), wanted) {
+        (Some((_, schema, run_id)), None) => Ok((schema, run_id)),
+        (_, Some(w)) => Err(format!("no run `{w}` in this database")),
+        (None, None) => Err(format!(
+            "no run is waiting for agents in this database ({} run(s) across agents found, none waiting)",
+            schemas.len()
+        )),
+    })
+}

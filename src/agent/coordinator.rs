@@ -1,0 +1,219 @@
+//! The coordinator's side of a run across agents: the plan into the control tables, the
+//! agents spawned (`--spawn-agents`) or awaited (`--agents`), the barrier, the side tasks
+//! while the agents run the workers, and their evidence merged into one output.
+
+use super::clock;
+use super::control::{self, Seen, failed};
+use super::merge::{self, Roll};
+use super::spawn::Spawned;
+use crate::adapter::keys::Interner;
+use crate::db::Database;
+use crate::error::{Error, Result};
+use crate::options::AgentsOptions;
+use crate::run::{Part, RunOutput, Side};
+use crate::scenario::Plan;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// How long the agents have to upload their evidence once told to stop.
+const UPLOAD_WAIT: Duration = Duration::from_secs(120);
+/// An agent silent this long (and no partition planned) is called missing.
+const DEAD_AFTER: Duration = Duration::from_secs(10);
+
+/// Runs `plan` with its workers in agents; the output holds their merged evidence.
+pub async fn run(
+    plan: &Plan,
+    db: &Database,
+    interrupt: &CancellationToken,
+    (ids, run_id): (Arc<Interner>, &str),
+    opts: &AgentsOptions,
+) -> Result<RunOutput> {
+    check_plan(plan, opts)?;
+    if ids.numbered_any() {
+        return Err(Error::Agents {
+            run: run_id.into(),
+            reason: format!(
+                "the queue of {} has ids that are not integers; agents number jobs by their integer ids",
+                plan.source.path.display()
+            ),
+        });
+    }
+    let client = db.connect().await?;
+    control::create(&client, run_id, opts.count, &super::bundle::of(plan, run_id, opts.count)?).await?;
+    let mut spawned = match opts.spawn {
+        true => Some(Spawned::start(db, run_id, opts)?),
+        false => None,
+    };
+    let joined = wait_joined(&client, opts, run_id, spawned.as_mut(), interrupt).await?;
+    let own_clock = clock::measure(&client, 10).await.map_err(|e| failed("measuring the clock offset", &e))?;
+    let watch = Watch::new(plan, opts.count, joined);
+    let part = Part {
+        // No worker slot of its own: the agents run them all.
+        #[allow(clippy::reversed_empty_ranges)]
+        slots: 1..=0,
+        side: true,
+        next_identity: 0,
+        barrier: Some(Box::pin(barrier(db.worker_config(), own_clock, watch.clone(), opts.wait))),
+        producers_done: Some(watch.producers_done.clone()),
+        remote: None,
+    };
+    let (follow, config) = (watch.clone(), db.worker_config());
+    let part = Part { remote: Some(Box::new(move |stop| Box::pin(follow.follow(config, stop)))), ..part };
+    let output = crate::run::run_part(&super::plan_for_coordinator(plan), db, interrupt, (false, ids), part).await;
+    let _ = control::done(&client).await;
+    if let Some(s) = spawned.as_mut() {
+        s.finish().await;
+    }
+    let mut output = output?;
+    let roll = Roll {
+        wanted: opts.count,
+        seen: watch.seen.lock().unwrap().clone(),
+        start_at_us: watch.start_at_us.load(Ordering::Relaxed),
+    };
+    merge::merge(plan, &client, &roll, &mut output).await?;
+    Ok(output)
+}
+
+/// What agents cannot run: a clear error (exit 2) before anything starts.
+pub fn check_plan(plan: &Plan, opts: &AgentsOptions) -> Result<()> {
+    let flag = if opts.spawn { "--spawn-agents" } else { "--agents" };
+    let refuse = |reason: String| Err(Error::Flag { flag: flag.into(), reason });
+    if opts.count == 0 {
+        return refuse("needs at least 1 agent".into());
+    }
+    if plan.client.is_some() {
+        return refuse(format!(
+            "{}: a client scenario runs its own worker processes; agents run queuebench's workers",
+            plan.source.path.display()
+        ));
+    }
+    if plan.workers.count < opts.count {
+        return refuse(format!(
+            "{} agents for {} workers: each agent needs at least one (lower the count or raise workers.count)",
+            opts.count, plan.workers.count
+        ));
+    }
+    Ok(())
+}
+
+/// Waits until every agent has joined, `--agent-wait` is over, or every spawned agent has
+/// exited. None joined: no verdict is possible (exit 3).
+async fn wait_joined(
+    client: &tokio_postgres::Client,
+    opts: &AgentsOptions,
+    run_id: &str,
+    mut spawned: Option<&mut Spawned>,
+    interrupt: &CancellationToken,
+) -> Result<usize> {
+    let deadline = Instant::now() + opts.wait;
+    if !opts.spawn {
+        eprintln!(
+            "waiting up to {:.0} s for {} agent(s): queuebench agent --database-url URL --run {run_id}",
+            opts.wait.as_secs_f64(),
+            opts.count
+        );
+    }
+    loop {
+        let seen = control::agents(client).await.map_err(|e| failed("reading the agents", &e))?;
+        let all_gone = spawned.as_mut().is_some_and(|s| s.all_exited());
+        if seen.len() >= opts.count as usize || Instant::now() >= deadline || all_gone || interrupt.is_cancelled() {
+            if seen.is_empty() {
+                let tail = spawned.as_mut().map(|s| s.stderr_tail()).unwrap_or_default();
+                return Err(Error::Agents {
+                    run: run_id.into(),
+                    reason: format!(
+                        "no agent joined within {:.0} s; start them with `queuebench agent --database-url URL \
+                         --run {run_id}` (they need a path to the same PostgreSQL){tail}",
+                        opts.wait.as_secs_f64()
+                    ),
+                });
+            }
+            if seen.len() < opts.count as usize {
+                eprintln!(
+                    "warning: {} of {} agents joined within {:.0} s; the run goes on without the rest (their workers \
+                     do not run; the summary marks them absent)",
+                    seen.len(),
+                    opts.count,
+                    opts.wait.as_secs_f64()
+                );
+            }
+            return Ok(seen.len());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// What the coordinator follows while the agents run.
+#[derive(Clone)]
+struct Watch {
+    wanted: u32,
+    joined: usize,
+    producers_done: Arc<AtomicBool>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    start_at_us: Arc<AtomicI64>,
+    dead_after: Duration,
+}
+
+impl Watch {
+    fn new(plan: &Plan, wanted: u32, joined: usize) -> Watch {
+        Watch {
+            wanted,
+            joined,
+            producers_done: Arc::new(AtomicBool::new(!plan.load.is_open())),
+            seen: Arc::new(Mutex::new(Vec::new())),
+            start_at_us: Arc::new(AtomicI64::new(0)),
+            dead_after: DEAD_AFTER + super::silence_planned(plan),
+        }
+    }
+
+    /// Until every joined agent has uploaded, failed, or gone silent: passes on that the
+    /// producers are done, and tells the agents to stop when the run's clock (or Ctrl-C) says so.
+    async fn follow(self, config: tokio_postgres::Config, stop: CancellationToken) {
+        let Some(mut side) = Side::connect(&config, "the agents' watch").await else { return };
+        let (mut told_done, mut stop_sent) = (false, None::<Instant>);
+        loop {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            let Some((client, _)) = side.client().await else { continue };
+            if !told_done && self.producers_done.load(Ordering::Relaxed) {
+                told_done = control::producers_done(client).await.is_ok();
+            }
+            if stop.is_cancelled() && stop_sent.is_none() && control::stop(client).await.is_ok() {
+                stop_sent = Some(Instant::now());
+            }
+            let Ok(seen) = control::agents(client).await else { continue };
+            let over = |s: &Seen| matches!(s.state.as_str(), "uploaded" | "failed");
+            let settled = seen.iter().all(|s| over(s) || s.silent_s > self.dead_after.as_secs_f64());
+            let late = stop_sent.is_some_and(|t| t.elapsed() > UPLOAD_WAIT);
+            *self.seen.lock().unwrap() = seen;
+            if settled || late {
+                if stop_sent.is_none() {
+                    let _ = control::stop(client).await;
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// The coordinator's barrier: waits (up to `wait`) for the joined agents to open their
+/// connections, starts the run 1 s from now on the server's clock, and returns that instant.
+async fn barrier(config: tokio_postgres::Config, own: clock::Clock, watch: Watch, wait: Duration) -> Result<Instant> {
+    let client = crate::db::connect::open(&config, |_| {}).await.map_err(|e| failed("connecting for the start", &e))?.0;
+    let deadline = Instant::now() + wait;
+    loop {
+        let seen = control::agents(&client).await.map_err(|e| failed("reading the agents", &e))?;
+        let ready = seen.iter().filter(|s| s.state != "joined").count();
+        if ready >= watch.joined || Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let at = control::start(&client, Duration::from_secs(1)).await.map_err(|e| failed("starting the agents", &e))?;
+    watch.start_at_us.store(at, Ordering::Relaxed);
+    let start = own.instant_of(at);
+    tokio::time::sleep_until(start.into()).await;
+    eprintln!("agents: {} of {} started together", watch.joined, watch.wanted);
+    Ok(start)
+}

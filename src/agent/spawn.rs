@@ -1,0 +1,82 @@
+//! `--spawn-agents N`: N `queuebench agent` processes on this machine, the same code path as
+//! agents on other hosts. Each is tied to this process (a process group of its own, killed on
+//! drop and when queuebench dies), gets the server's URL in its environment (never on its
+//! command line, where `ps` would show a password), and keeps the tail of its stderr for errors.
+
+use crate::db::Database;
+use crate::error::{Error, Result};
+use crate::options::AgentsOptions;
+use crate::run::process::child::{keep_tail, tie_to_us};
+use std::collections::VecDeque;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::process::{Child, Command};
+
+/// The spawned agents.
+pub struct Spawned {
+    agents: Vec<(Child, Arc<Mutex<VecDeque<String>>>)>,
+}
+
+/// How long agents have to exit after the run is done before they are killed.
+const EXIT_GRACE: Duration = Duration::from_secs(30);
+
+impl Spawned {
+    pub fn start(db: &Database, run_id: &str, opts: &AgentsOptions) -> Result<Spawned> {
+        let exe = std::env::current_exe().map_err(|e| Error::machine("finding queuebench's own binary", e))?;
+        let url = db.child_url();
+        let mut agents = Vec::new();
+        for k in 1..=opts.count {
+            let mut cmd = Command::new(&exe);
+            cmd.args(["agent", "--run", run_id, "--name", &format!("spawned-{k}")])
+                .arg("--wait")
+                .arg(format!("{}s", opts.wait.as_secs().max(1)))
+                .env("DATABASE_URL", &url)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped());
+            tie_to_us(&mut cmd);
+            let mut child = cmd.spawn().map_err(|e| Error::machine(format!("starting agent {k}"), e))?;
+            let tail = Arc::new(Mutex::new(VecDeque::new()));
+            keep_tail(child.stderr.take(), tail.clone());
+            agents.push((child, tail));
+        }
+        Ok(Spawned { agents })
+    }
+
+    /// Has every spawned agent exited?
+    pub fn all_exited(&mut self) -> bool {
+        self.agents.iter_mut().all(|(c, _)| c.try_wait().ok().flatten().is_some())
+    }
+
+    /// The last lines the agents wrote, for an error message ("" when there are none).
+    pub fn stderr_tail(&self) -> String {
+        let mut out = String::new();
+        for (k, (_, tail)) in self.agents.iter().enumerate() {
+            let t = tail.lock().unwrap();
+            if !t.is_empty() {
+                out.push_str(&format!("\n  agent {}: {}", k + 1, t.iter().cloned().collect::<Vec<_>>().join("\n    ")));
+            }
+        }
+        out
+    }
+
+    /// Waits up to `EXIT_GRACE` for every agent to exit, then kills the rest; warns about an
+    /// agent that failed, with its last lines.
+    pub async fn finish(&mut self) {
+        for (k, (child, tail)) in self.agents.iter_mut().enumerate() {
+            let status = match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
+                Ok(Ok(status)) => Some(status),
+                _ => {
+                    let _ = child.kill().await;
+                    None
+                }
+            };
+            if status.is_none_or(|s| !s.success()) {
+                let how = status.map_or("was killed after the run".to_string(), |s| format!("exited with {s}"));
+                let t = tail.lock().unwrap().iter().cloned().collect::<Vec<_>>().join("\n    ");
+                eprintln!("warning: agent {} {how}:\n    {t}", k + 1);
+            }
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! Runs across agents (docs/agents.md), with real processes: `--spawn-agents` on this machine,
+//! `--agents` with `queuebench agent` processes joining through a real database, an agent
+//! SIGKILLed mid-run, one that never arrives, and the bad input.
+
+mod common;
+
+use common::pg::ScratchDb;
+use common::{bin, queuebench};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// A burn-down scenario written into `dir`: `workers` workers, `jobs` jobs of `work` each.
+fn scenario(dir: &Path, workers: u32, jobs: u32, work: &str, lease: &str) -> String {
+    let path = dir.join("agents.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "name = \"agents\"\nseed = 7\n[jobs]\npreload = {jobs}\n[workers]\ncount = {workers}\n\
+             strategy = \"skip-locked\"\nwork = \"{work}\"\n[lease]\nduration = \"{lease}\"\nfencing = \"token\"\n\
+             reclaim = \"reaper\"\n[run]\nstop = \"drained\"\ntimeout = \"120s\"\n"
+        ),
+    )
+    .unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+fn agents(summary: &Value) -> Vec<Value> {
+    summary["agents"].as_array().cloned().unwrap_or_default()
+}
+
+/// Processes whose command line holds every one of `words`.
+fn processes_with(words: &[&str]) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| {
+                    let line = String::from_utf8_lossy(&c).replace('\0', " ");
+                    words.iter().all(|w| line.contains(w))
+                })
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+#[test]
+fn spawned_agents_split_the_workers_and_their_figures_add_up_to_the_totals() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario(dir.path(), 6, 3000, "1ms", "30s");
+    let run = queuebench(&["run", &file, "--spawn-agents", "3", "--quiet"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let s = run.summary();
+    let list = agents(&s);
+    assert_eq!(list.len(), 3, "{list:?}");
+    let workers: Vec<(u64, u64)> =
+        list.iter().map(|a| (a["first_worker"].as_u64().unwrap(), a["last_worker"].as_u64().unwrap())).collect();
+    assert_eq!(workers, [(1, 2), (3, 4), (5, 6)]);
+    for a in &list {
+        assert_eq!(a["state"], "finished", "{a}");
+        assert!(a["clock_bound_us"].as_u64().is_some(), "{a}");
+    }
+    let jobs: u64 = list.iter().map(|a| a["jobs"].as_u64().unwrap()).sum();
+    assert_eq!(jobs, s["executions"]["total"].as_u64().unwrap(), "per-agent executions add up");
+    assert_eq!(s["executions"]["total"], 3000);
+    assert_eq!(s["executions"]["duplicate"], 0);
+    let claims: u64 = list.iter().map(|a| a["claims"].as_u64().unwrap()).sum();
+    assert_eq!(claims, s["claims"]["total"].as_u64().unwrap(), "per-agent claims add up");
+    let rate: f64 = list.iter().map(|a| a["jobs_per_sec"].as_f64().unwrap()).sum();
+    let total = s["throughput"]["jobs_per_sec"].as_f64().unwrap();
+    assert!((rate - total).abs() <= total * 0.01 + 0.01, "agents' jobs/s {rate} vs the run's {total}");
+    assert_eq!(run.check("exactly_once"), 0);
+    assert_eq!(run.check("effects_ledger_agrees"), 0);
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(common::repo("schema/summary.schema.json")).unwrap()).unwrap();
+    let mut errors = Vec::new();
+    common::schema::validate(&schema, &schema, &s, "summary", &mut errors);
+    assert!(errors.is_empty(), "summary.json against its schema: {errors:?}");
+    let id = s["run_id"].as_str().unwrap();
+    assert!(processes_with(&["agent", "--run", id]).is_empty(), "an agent of run {id} is still running");
+    run.assert_clean();
+    // The history was merged: `check` over the saved evidence agrees with the run.
+    let check = bin().args(["check"]).arg(&run.out).output().unwrap();
+    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
+}
+
+/// `queuebench agent` processes joining a coordinator through a real server.
+fn agent_process(url: &str, name: &str) -> Child {
+    bin()
+        .args(["agent", "--name", name, "--wait", "60s"])
+        .env("DATABASE_URL", url)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn coordinator(url: &str, file: &str, out: &Path, extra: &[&str]) -> Child {
+    bin()
+        .args(["run", file, "--database-url", url, "--quiet", "--out"])
+        .arg(out)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_all(children: Vec<Child>) -> Vec<(i32, String)> {
+    children
+        .into_iter()
+        .map(|c| {
+            let o = c.wait_with_output().unwrap();
+            (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stderr).into_owned())
+        })
+        .collect()
+}
+
+fn read_summary(out: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn agents_join_through_the_database_and_the_schema_is_gone_afterwards() {
+    let db = ScratchDb::new("agents");
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario(dir.path(), 4, 2000, "1ms", "30s");
+    let out = dir.path().join("run");
+    let coord = coordinator(&db.url, &file, &out, &["--agents", "2", "--agent-wait", "60s"]);
+    let agents = vec![agent_process(&db.url, "left"), agent_process(&db.url, "right")];
+    let mut done = wait_all(vec![coord]);
+    done.extend(wait_all(agents));
+    for (code, err) in &done {
+        assert_eq!(*code, 0, "{err}");
+    }
+    let s = read_summary(&out);
+    let names: Vec<&str> = s["agents"].as_array().unwrap().iter().map(|a| a["name"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), 2);
+    assert!(names.contains(&"left") && names.contains(&"right"), "{names:?}");
+    assert_eq!(s["executions"]["total"], 2000);
+    assert_eq!(s["executions"]["duplicate"], 0);
+    assert_eq!(db.harness_schemas(""), "", "the run's schema (with its control tables) was dropped");
+}
+
+#[test]
+fn an_agent_killed_mid_run_is_marked_missing_and_its_jobs_are_reclaimed() {
+    let db = ScratchDb::new("agentkill");
+    let dir = tempfile::tempdir().unwrap();
+    // 4 workers × 20 ms jobs: 1500 jobs take ~8 s; a 2 s lease lets the reaper hand the dead
+    // agent's jobs to the other one.
+    let file = scenario(dir.path(), 4, 1500, "20ms", "2s");
+    let out = dir.path().join("run");
+    let coord = coordinator(&db.url, &file, &out, &["--agents", "2", "--agent-wait", "60s"]);
+    let doomed = agent_process(&db.url, "doomed");
+    let survivor = agent_process(&db.url, "survivor");
+    // Kill the doomed agent once the run has been going for a while.
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(60) {
+        let schema = db.sql("SELECT schemaname FROM pg_tables WHERE tablename = 'qb_agent_run'");
+        let schema = schema.trim();
+        let effects = |s: &str| db.sql(&format!("SELECT count(*) FROM {s}.effects")).trim().parse::<u64>().unwrap_or(0);
+        if !schema.is_empty() && effects(schema) >= 200 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    common::pg::signal(&doomed, libc::SIGKILL);
+    let mut done = wait_all(vec![coord]);
+    done.extend(wait_all(vec![survivor, doomed]));
+    let (code, err) = &done[0];
+    assert!(*code == 0 || *code == 1, "a verdict, not exit {code}: {err}");
+    let s = read_summary(&out);
+    let list = s["agents"].as_array().unwrap();
+    let dead = list.iter().find(|a| a["name"] == "doomed").expect("the doomed agent is listed");
+    assert_eq!(dead["state"], "missing", "{dead}");
+    assert!(dead["note"].as_str().unwrap().contains("stopped answering"), "{dead}");
+    assert!(dead["recovered_executions"].as_u64().unwrap() > 0, "its executions came back from the ledger: {dead}");
+    let alive = list.iter().find(|a| a["name"] == "survivor").unwrap();
+    assert_eq!(alive["state"], "finished");
+    assert_eq!(s["jobs"]["lost"], 0, "its jobs were reclaimed: {}", s["jobs"]);
+    assert_eq!(s["jobs"]["completed"], 1500);
+    assert_eq!(db.harness_schemas(""), "");
+}
+
+#[test]
+fn an_agent_that_never_arrives_is_absent_and_the_run_goes_on() {
+    let db = ScratchDb::new("agentabsent");
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario(dir.path(), 4, 500, "0ms", "30s");
+    let out = dir.path().join("run");
+    let coord = coordinator(&db.url, &file, &out, &["--agents", "2", "--agent-wait", "4s"]);
+    let lone = agent_process(&db.url, "lone");
+    let done = wait_all(vec![coord, lone]);
+    assert_eq!(done[0].0, 0, "{}", done[0].1);
+    assert!(done[0].1.contains("1 of 2 agents joined"), "{}", done[0].1);
+    let s = read_summary(&out);
+    let list = s["agents"].as_array().unwrap();
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[1]["state"], "absent");
+    assert_eq!(list[1]["note"], "it never joined");
+    assert_eq!(s["executions"]["total"], 500, "the lone agent's workers drained the queue");
+}
+
+#[test]
+fn no_agent_at_all_is_exit_3_naming_the_command_to_start_one() {
+    let db = ScratchDb::new("agentnone");
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario(dir.path(), 2, 10, "0ms", "30s");
+    let run = queuebench(&["run", &file, "--database-url", &db.url, "--agents", "1", "--agent-wait", "2s"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(run.stderr.contains("no agent joined within 2 s"), "{}", run.stderr);
+    assert!(run.stderr.contains("queuebench agent --database-url URL --run"), "{}", run.stderr);
+    assert_eq!(db.harness_schemas(""), "");
+}
+
+#[test]
+fn bad_agent_input_is_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario(dir.path(), 2, 10, "0ms", "30s");
+    let run = queuebench(&["run", &file, "--agents", "2"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("--agents needs --database-url"), "{}", run.stderr);
+    let run = queuebench(&["run", &file, "--spawn-agents", "0"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("--spawn-agents needs at least 1 agent"), "{}", run.stderr);
+    let run = queuebench(&["run", &file, "--spawn-agents", "3"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("3 agents for 2 workers"), "{}", run.stderr);
+    let run = queuebench(&["run", &file, "--spawn-agents", "1", "--agent-wait", "soon"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("--agent-wait soon"), "{}", run.stderr);
+    let client = common::repo("scenarios/clients/pg-boss-contention.toml");
+    let run = queuebench(&["run", client.to_str().unwrap(), "--spawn-agents", "1"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("a client scenario runs its own worker processes"), "{}", run.stderr);
+    run.assert_clean();
+}
+
+#[test]
+fn an_agent_with_no_run_to_join_says_how_to_start_one() {
+    let db = ScratchDb::new("agentlost");
+    let o = bin().args(["agent", "--database-url", &db.url, "--wait", "1s"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("no run is waiting for agents"), "{err}");
+    assert!(err.contains("--agents N"), "{err}");
+}
