@@ -59,7 +59,10 @@ pub fn report(s: &RunSummary, charts: &[Chart], lanes: &[Swimlane], scenario_tex
     checks(&mut o, s);
     example_jobs(&mut o, lanes);
     o.push_str("<h2>Jobs and executions</h2>");
-    rows(&mut o, &super::terminal::lines(s));
+    // The agents get a table of their own below.
+    let lines: Vec<_> = super::terminal::lines(s).into_iter().filter(|(l, _)| !l.trim().starts_with("agent")).collect();
+    rows(&mut o, &lines);
+    super::agents::table(&mut o, s);
     latencies(&mut o, s);
     o.push_str("<h2>Charts</h2>");
     figures(&mut o, charts);

@@ -6,6 +6,7 @@
 //! on the files a run saved. `build` assembles the summary (the only place its numbers are
 //! computed).
 
+pub mod agents;
 pub mod build;
 pub mod charts;
 pub mod clients;

@@ -88,10 +88,11 @@ type Row = (&'static str, String);
 /// The labelled lines of a summary, shared by the terminal and report.html: the core lines
 /// every run has, then one group per feature the run used, in this order.
 pub fn lines(s: &RunSummary) -> Vec<Row> {
-    let groups: [fn(&RunSummary) -> Vec<Row>; 15] = [
+    let groups: [fn(&RunSummary) -> Vec<Row>; 16] = [
         aborted,
         time_scale,
         core,
+        super::agents::lines,
         fail_and_heartbeat,
         producers,
         queue_waits,
