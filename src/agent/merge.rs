@@ -68,6 +68,7 @@ pub async fn merge(plan: &Plan, client: &Client, roll: &Roll, out: &mut RunOutpu
     }
     out.agents = figures;
     out.merge_s = started.elapsed().as_secs_f64();
+    out.merge_peak_rss_mib = peak_rss_mib();
     Ok(())
 }
 
@@ -168,4 +169,14 @@ async fn recover(plan: &Plan, client: &Client, roll: &Roll, f: &AgentFigures, ou
     out.journal.extend(rows.iter().map(|r| event(r.get::<_, i64>(3) - roll.start_at_us, r.get(0), r.get(1), r.get(2))));
     out.journal.extend(done.iter().map(|r| event(last_seen_us, r.get(0), r.get(1), r.get(2))));
     (rows.len() + done.len()) as u64
+}
+
+/// This process's peak resident memory so far (VmHWM), MiB; 0 where /proc does not say.
+fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok());
+    kib.unwrap_or(0.0) / 1024.0
 }

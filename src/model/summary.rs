@@ -345,6 +345,9 @@ pub struct Timings {
     pub history_s: f64,
     /// Merging the agents' uploaded evidence (download, decode, add, sort); 0 for a local run.
     pub merge_s: f64,
+    /// The coordinator's peak resident memory (VmHWM) right after the merge, MiB: everything it
+    /// held up to then, the merged evidence included; 0 for a local run.
+    pub merge_peak_rss_mib: f64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -155,6 +155,7 @@ pub fn summarize(plan: &Plan, run_id: String, started_at: String, facts: ServerF
         probe_s: output.horizon.probes.iter().fold(0.0, |a, p| a + p.took_ms) / 1000.0,
         history_s: 0.0,
         merge_s: output.merge_s,
+        merge_peak_rss_mib: output.merge_peak_rss_mib,
     };
     summary.agents = output.agents.clone();
     let final_jobs = table.jobs.unwrap_or_default();

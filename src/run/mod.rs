@@ -146,8 +146,9 @@ pub struct RunOutput {
     pub restarts: Vec<faults::Restart>,
     /// A run across agents: one line per agent (empty for a local run).
     pub agents: Vec<crate::model::summary::AgentFigures>,
-    /// Seconds spent merging the agents' evidence.
+    /// Seconds spent merging the agents' evidence, and the peak resident memory (MiB) after it.
     pub merge_s: f64,
+    pub merge_peak_rss_mib: f64,
 }
 
 /// A future the runner awaits: boxed, so a part of a run can carry one.
@@ -302,6 +303,7 @@ pub async fn run_part(
         restarts: shared.faults.restarts.lock().unwrap().clone(),
         agents: Vec::new(),
         merge_s: 0.0,
+        merge_peak_rss_mib: 0.0,
     })
 }
 

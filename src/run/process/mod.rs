@@ -98,6 +98,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, ids:
         restarts: Vec::new(),
         agents: Vec::new(),
         merge_s: 0.0,
+        merge_peak_rss_mib: 0.0,
     })
 }
 
