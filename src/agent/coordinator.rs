@@ -214,6 +214,6 @@ async fn barrier(config: tokio_postgres::Config, own: clock::Clock, watch: Watch
     watch.start_at_us.store(at, Ordering::Relaxed);
     let start = own.instant_of(at);
     tokio::time::sleep_until(start.into()).await;
-    eprintln!("agents: {} of {} started together", watch.joined, watch.wanted);
+    tracing::info!(joined = watch.joined, wanted = watch.wanted, "agents started together");
     Ok(start)
 }
