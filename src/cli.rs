@@ -145,6 +145,11 @@ pub enum Command {
         /// The agent's name in the summary (default: host name and process id).
         #[arg(long)]
         name: Option<String>,
+        /// Join as agent number K (1..=N) rather than the next free one: the worker slots and
+        /// the network faults that name agents follow the number (a Kubernetes Indexed Job sets
+        /// it from JOB_COMPLETION_INDEX + 1, docs/kubernetes.md).
+        #[arg(long, value_name = "K", env = "QUEUEBENCH_AGENT_INDEX")]
+        index: Option<u32>,
         /// How long to look for a run to join and wait for its start.
         #[arg(long, default_value = "10m", value_name = "DURATION")]
         wait: String,

@@ -79,9 +79,9 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
             commands::prepare::prepare(&file, &overrides.set, &database_url, schema, reuse).await
         }
         Command::Clean { database_url, yes } => commands::clean::clean(database_url.as_deref(), yes).await,
-        Command::Agent { database_url, run, name, wait } => match scenario::units::parse_duration(&wait) {
+        Command::Agent { database_url, run, name, index, wait } => match scenario::units::parse_duration(&wait) {
             Ok(wait) => {
-                let opts = agent::member::AgentOptions { url: database_url, run, name, wait };
+                let opts = agent::member::AgentOptions { url: database_url, run, name, index, wait };
                 agent::member::agent(&opts, &interrupt).await.map(|()| ExitCode::Passed)
             }
             Err(e) => Err(error::Error::FlagValue {

@@ -118,24 +118,33 @@ pub struct RunState {
     pub producers_done: bool,
 }
 
-/// Agent: joins the run as the next agent; None when the run is full or no longer waiting.
-pub async fn join(client: &mut Client, name: &str) -> std::result::Result<Option<u32>, tokio_postgres::Error> {
+/// Agent: joins the run as agent `index` (None: the lowest free number); Err says why it
+/// cannot (the run is full, has started, or that number is taken).
+pub async fn join(
+    client: &mut Client,
+    name: &str,
+    index: Option<u32>,
+) -> std::result::Result<std::result::Result<u32, String>, tokio_postgres::Error> {
     let tx = client.transaction().await?;
     tx.batch_execute("LOCK TABLE qb_agent IN EXCLUSIVE MODE").await?;
     let row = tx.query_one("SELECT agents, state, (SELECT count(*) FROM qb_agent) FROM qb_agent_run", &[]).await?;
     let (wanted, state, joined): (i32, String, i64) = (row.get(0), row.get(1), row.get(2));
     if state != "waiting" || joined >= i64::from(wanted) {
-        return Ok(None);
+        return Ok(Err("it is full or has started without this agent".into()));
     }
-    let row = tx
-        .query_one(
-            "INSERT INTO qb_agent (agent, name) VALUES ((SELECT coalesce(max(agent), 0) + 1 FROM qb_agent), $1) \
-             RETURNING agent",
-            &[&name],
-        )
-        .await?;
+    let taken: Vec<(i32, String)> =
+        tx.query("SELECT agent, name FROM qb_agent", &[]).await?.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let k = match index.map(|k| k as i32) {
+        Some(k) if k < 1 || k > wanted => return Ok(Err(format!("--index {k}: the run has agents 1..={wanted}"))),
+        Some(k) => match taken.iter().find(|(t, _)| *t == k) {
+            Some((_, other)) => return Ok(Err(format!("--index {k}: agent {k} has joined already (as {other})"))),
+            None => k,
+        },
+        None => (1..=wanted).find(|k| !taken.iter().any(|(t, _)| t == k)).unwrap_or(wanted),
+    };
+    tx.execute("INSERT INTO qb_agent (agent, name) VALUES ($1, $2)", &[&k, &name]).await?;
     tx.commit().await?;
-    Ok(Some(row.get::<_, i32>(0) as u32))
+    Ok(Ok(k as u32))
 }
 
 /// Agent: the plan it joined.

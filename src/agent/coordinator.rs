@@ -5,13 +5,15 @@
 use super::clock;
 use super::control::{self, Seen, failed};
 use super::merge::{self, Roll};
+use super::netfault::{self, Net};
 use super::spawn::Spawned;
 use crate::adapter::keys::Interner;
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::options::AgentsOptions;
-use crate::run::{Part, RunOutput, Side};
+use crate::run::{Part, RunOutput, Side, Waiting};
 use crate::scenario::Plan;
+use crate::scenario::faults::Fault;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -42,8 +44,13 @@ pub async fn run(
     }
     let client = db.connect().await?;
     control::create(&client, run_id, opts.count, &super::bundle::of(plan, run_id, opts.count)?).await?;
+    let net = match opts.netns {
+        true => Some(Arc::new(Net::up(plan, &db.worker_config(), opts.count).await?)),
+        false => None,
+    };
+    let routes = net.as_deref().map(|n| (&n.hosts, n.forwarders.as_slice()));
     let mut spawned = match opts.spawn {
-        true => Some(Spawned::start(db, run_id, opts)?),
+        true => Some(Spawned::start(db, run_id, opts, routes)?),
         false => None,
     };
     let joined = wait_joined(&client, opts, run_id, spawned.as_mut(), interrupt).await?;
@@ -60,7 +67,23 @@ pub async fn run(
         remote: None,
     };
     let (follow, config) = (watch.clone(), db.worker_config());
-    let part = Part { remote: Some(Box::new(move |stop| Box::pin(follow.follow(config, stop)))), ..part };
+    let network: Vec<Fault> = netfault::of(plan).cloned().collect();
+    let fired = Arc::new(Mutex::new(Vec::new()));
+    let (shaper, fired_in) = (net.clone(), fired.clone());
+    let remote = move |stop: CancellationToken| -> Waiting<()> {
+        Box::pin(async move {
+            let Some(net) = shaper else { return follow.follow(config, stop).await };
+            // The faults end with the run's stop, or once every agent is done.
+            let (start, faults_stop) = (Instant::now(), stop.child_token());
+            let following = async {
+                follow.follow(config, stop).await;
+                faults_stop.cancel();
+            };
+            let ((), events) = tokio::join!(following, net.inject(&network, start, &faults_stop));
+            fired_in.lock().unwrap().extend(events);
+        })
+    };
+    let part = Part { remote: Some(Box::new(remote)), ..part };
     let output = crate::run::run_part(&super::plan_for_coordinator(plan), db, interrupt, (false, ids), part).await;
     let _ = control::done(&client).await;
     if let Some(s) = spawned.as_mut() {
@@ -73,6 +96,9 @@ pub async fn run(
         start_at_us: watch.start_at_us.load(Ordering::Relaxed),
     };
     merge::merge(plan, &client, &roll, &mut output).await?;
+    output.faults.extend(fired.lock().unwrap().drain(..));
+    output.faults.sort_by_key(|f| f.t_us);
+    drop(net);
     Ok(output)
 }
 
@@ -89,6 +115,9 @@ pub fn check_plan(plan: &Plan, opts: &AgentsOptions) -> Result<()> {
             plan.source.path.display()
         ));
     }
+    if !(opts.spawn && opts.netns) {
+        check_local(plan)?;
+    }
     if plan.workers.count < opts.count {
         return refuse(format!(
             "{} agents for {} workers: each agent needs at least one (lower the count or raise workers.count)",
@@ -96,6 +125,24 @@ pub fn check_plan(plan: &Plan, opts: &AgentsOptions) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// A plan with network faults needs agents in network namespaces: a clear error (exit 2)
+/// for a local run or agents without `--netns`.
+pub fn check_local(plan: &Plan) -> Result<()> {
+    match netfault::of(plan).next() {
+        None => Ok(()),
+        Some(f) => Err(Error::ScenarioFile {
+            file: plan.source.path.clone(),
+            sets: Vec::new(),
+            reason: format!(
+                "faults[{}] (kind = \"{}\") acts on the network between agents and the server: run it with \
+                 --spawn-agents N --netns (as root; docs/agents.md)",
+                f.index,
+                f.kind.name()
+            ),
+        }),
+    }
 }
 
 /// Waits until every agent has joined, `--agent-wait` is over, or every spawned agent has

@@ -25,6 +25,8 @@ pub struct AgentOptions {
     /// A run id or schema; None: the newest run waiting for agents.
     pub run: Option<String>,
     pub name: Option<String>,
+    /// `--index K`: join as agent K; None: the next free number.
+    pub index: Option<u32>,
     /// How long to look for a run to join, and to wait for its start.
     pub wait: Duration,
 }
@@ -53,9 +55,10 @@ pub async fn agent(opts: &AgentOptions, interrupt: &CancellationToken) -> Result
     let db = Database::open(Some(&opts.url), &[], schema, true, true).await?;
     let mut client = db.connect().await?;
     let name = opts.name.clone().unwrap_or_else(default_name);
-    let k = control::join(&mut client, &name).await.map_err(|e| failed("joining the run", &e))?.ok_or_else(|| {
-        Error::Agents { run: run_id.clone(), reason: "it is full or has started without this agent".into() }
-    })?;
+    let k = control::join(&mut client, &name, opts.index)
+        .await
+        .map_err(|e| failed("joining the run", &e))?
+        .map_err(|reason| Error::Agents { run: run_id.clone(), reason })?;
     eprintln!("agent {k} ({name}) joined run {run_id} on {}", db.shown());
     let outcome = member(&db, &client, k, &run_id, interrupt).await;
     if let Err(e) = &outcome {

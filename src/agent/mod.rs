@@ -13,8 +13,11 @@ pub mod clock;
 pub mod control;
 pub mod coordinator;
 pub mod evidence;
+pub mod forward;
 pub mod member;
 pub mod merge;
+pub mod netfault;
+pub mod netns;
 pub mod spawn;
 
 use crate::scenario::Plan;
@@ -57,8 +60,8 @@ pub fn plan_for_coordinator(plan: &Plan) -> Plan {
 
 /// How long the plan itself keeps an agent silent (a network partition cuts its control
 /// connection too): the coordinator waits this much longer before calling it missing.
-pub fn silence_planned(_plan: &Plan) -> std::time::Duration {
-    std::time::Duration::ZERO
+pub fn silence_planned(plan: &Plan) -> std::time::Duration {
+    netfault::silence(plan)
 }
 
 #[cfg(test)]

@@ -2,7 +2,11 @@
 //! agents on other hosts. Each is tied to this process (a process group of its own, killed on
 //! drop and when queuebench dies), gets the server's URL in its environment (never on its
 //! command line, where `ps` would show a password), and keeps the tail of its stderr for errors.
+//! Agent k joins as number k (`--index`); with `--netns` it runs in host k's namespace
+//! (`setns` before exec) and reaches the server through that host's forwarder.
 
+use super::forward::Forwarder;
+use super::netns::Hosts;
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::options::AgentsOptions;
@@ -18,17 +22,53 @@ pub struct Spawned {
     agents: Vec<(Child, Arc<Mutex<VecDeque<String>>>)>,
 }
 
+/// The child joins the network namespace in `file` before it execs (the fd is opened here and
+/// kept by the closure until the command is dropped).
+fn enter_namespace(cmd: &mut Command, file: &std::path::Path) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let ns = std::fs::File::open(file).map_err(|e| Error::io(crate::error::Access::Read, file, e))?;
+    // SAFETY: setns is async-signal-safe; the fd stays open while the closure (which owns it) lives.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}
+
 /// How long agents have to exit after the run is done before they are killed.
 const EXIT_GRACE: Duration = Duration::from_secs(30);
 
 impl Spawned {
-    pub fn start(db: &Database, run_id: &str, opts: &AgentsOptions) -> Result<Spawned> {
+    /// Starts `opts.count` agents; `hosts`: each in its namespace, through its forwarder.
+    pub fn start(
+        db: &Database,
+        run_id: &str,
+        opts: &AgentsOptions,
+        hosts: Option<(&Hosts, &[Forwarder])>,
+    ) -> Result<Spawned> {
         let exe = std::env::current_exe().map_err(|e| Error::machine("finding queuebench's own binary", e))?;
-        let url = db.child_url();
         let mut agents = Vec::new();
         for k in 1..=opts.count {
             let mut cmd = Command::new(&exe);
-            cmd.args(["agent", "--run", run_id, "--name", &format!("spawned-{k}")])
+            let url = match hosts {
+                Some((hosts, forwarders)) => {
+                    let (Some(host), Some(fw)) = (hosts.of(k), forwarders.get(k as usize - 1)) else {
+                        return Err(Error::machine(format!("starting agent {k}"), "it has no network namespace"));
+                    };
+                    enter_namespace(&mut cmd, &host.ns_file())?;
+                    db.child_url_via(fw.addr)
+                }
+                None => db.child_url(),
+            };
+            let name = match hosts.and_then(|(h, _)| h.of(k)) {
+                Some(host) => format!("spawned-{k}@{}", host.agent_ip),
+                None => format!("spawned-{k}"),
+            };
+            cmd.args(["agent", "--run", run_id, "--name", &name, "--index", &k.to_string()])
                 .arg("--wait")
                 .arg(format!("{}s", opts.wait.as_secs().max(1)))
                 .env("DATABASE_URL", &url)

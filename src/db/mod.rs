@@ -205,6 +205,23 @@ impl Database {
         self.url_for_tools().unwrap_or_else(|| password::secret_url(&self.config))
     }
 
+    /// The URL a child process uses to reach the server through `addr` (an agent's forwarder,
+    /// docs/agents.md): the same user, password and database; for its environment only.
+    pub fn child_url_via(&self, addr: std::net::SocketAddr) -> String {
+        let mut via = Config::new();
+        via.host(addr.ip().to_string()).port(addr.port());
+        if let Some(u) = self.config.get_user() {
+            via.user(u);
+        }
+        if let Some(p) = self.config.get_password() {
+            via.password(p);
+        }
+        if let Some(d) = self.config.get_dbname() {
+            via.dbname(d);
+        }
+        password::secret_url(&via)
+    }
+
     pub fn url_for_tools(&self) -> Option<String> {
         let c = self.cluster.as_ref()?;
         Some(format!("postgresql:///postgres?host={}&port={}&user=postgres", c.socket_dir().display(), ephemeral::PORT))

@@ -47,8 +47,9 @@ pub async fn run_one(
     interrupt: &CancellationToken,
     junit: bool,
 ) -> Result<RunResult> {
-    if let Some(agents) = &opts.agents {
-        agent::coordinator::check_plan(plan, agents)?;
+    match &opts.agents {
+        Some(agents) => agent::coordinator::check_plan(plan, agents)?,
+        None => agent::coordinator::check_local(plan)?,
     }
     let folder = ResultsFolder::create(out_dir, &run_id)?;
     let finished = folder.keep_if_ok(run_on_database(plan, opts, run_id, interrupt).await)?;

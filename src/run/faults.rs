@@ -219,7 +219,7 @@ async fn on_database(
                 }
             }
         }
-        Kind::Crash { .. } | Kind::Pause { .. } | Kind::PostgresRestart { .. } => {}
+        Kind::Crash { .. } | Kind::Pause { .. } | Kind::PostgresRestart { .. } | Kind::Network { .. } => {}
     }
     events
 }

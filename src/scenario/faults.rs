@@ -48,6 +48,21 @@ pub enum Kind {
     /// The ephemeral server is stopped (`immediate`: a crash, no checkpoint; `fast`: a clean
     /// shutdown), stays down for `down`, and is started again (crash recovery from the WAL).
     PostgresRestart { immediate: bool, down: Duration },
+    /// The network between agents and the server (docs/agents.md), for `duration`: run by the
+    /// coordinator on the agents' network namespaces (`--spawn-agents N --netns`).
+    Network { effect: NetEffect, duration: Duration },
+}
+
+/// What a network fault does to the path between an agent and the server.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum NetEffect {
+    /// Nothing passes either way: the agent's interface is down; connections hang, and TCP
+    /// delivers what waited once it is up again.
+    Partition,
+    /// Every byte each way waits `delay` ± `jitter` (uniform), in order.
+    Latency { delay: Duration, jitter: Duration },
+    /// This share (0..=1) of the packets each way is dropped (the kernel's netem qdisc).
+    Loss { share: f64 },
 }
 
 impl Kind {
@@ -59,6 +74,9 @@ impl Kind {
             Kind::LockHold { .. } => "lock_hold",
             Kind::Cancel { .. } => "cancel",
             Kind::PostgresRestart { .. } => "postgres_restart",
+            Kind::Network { effect: NetEffect::Partition, .. } => "partition",
+            Kind::Network { effect: NetEffect::Latency { .. }, .. } => "latency",
+            Kind::Network { effect: NetEffect::Loss { .. }, .. } => "loss",
         }
     }
 }
@@ -83,6 +101,8 @@ pub struct Fault {
     pub limit: Option<u64>,
     /// Worker ids (1-based) the fault may hit.
     pub workers: Vec<u32>,
+    /// Network faults: the agents (1-based) it cuts off or slows down; empty = every agent.
+    pub agents: Vec<u32>,
 }
 
 impl Fault {
@@ -175,7 +195,60 @@ pub fn fault(i: usize, f: &RawFault, groups: &[(String, Vec<u32>)], workers: u32
         Some(n) if n <= 0 => return Err(Invalid::new("limit must be at least 1")),
         other => other.map(|n| n as u64),
     };
-    Ok(Fault { index: i, kind, trigger, limit, workers: targets(f, groups, workers)? })
+    let network = matches!(kind, Kind::Network { .. });
+    if f.agents.is_some() && !network {
+        return Err(Invalid::new("agents applies only to the network kinds (partition, latency, loss)"));
+    }
+    if network && f.workers.is_some() {
+        return Err(Invalid::new(
+            "a network fault hits agents, not workers: give agents = [1, 2] (default: every agent)",
+        ));
+    }
+    let agents = match &f.agents {
+        Some(list) if list.is_empty() || list.iter().any(|&k| k < 1) => {
+            return Err(Invalid::new("agents: a list of agent numbers from 1, e.g. agents = [2]"));
+        }
+        Some(list) => list.iter().map(|&k| k as u32).collect(),
+        None => Vec::new(),
+    };
+    Ok(Fault { index: i, kind, trigger, limit, workers: targets(f, groups, workers)?, agents })
+}
+
+/// A network fault: `partition`, `latency` (delay, jitter) or `loss` (percent), once at a
+/// time for a duration.
+fn network(f: &RawFault, length: Option<Duration>) -> Result<Kind, Invalid> {
+    let span = length.ok_or_else(|| Invalid::new(format!("kind = \"{}\" needs duration", f.kind)))?;
+    let stray = |key: &str, present: bool| match present {
+        true => Err(Invalid::new(format!(
+            "{key} applies only to kind = \"{}\"",
+            if key == "percent" { "loss" } else { "latency" }
+        ))),
+        false => Ok(()),
+    };
+    let effect = match f.kind.as_str() {
+        "partition" => NetEffect::Partition,
+        "latency" => NetEffect::Latency {
+            delay: duration(&f.delay, "delay")?.ok_or_else(|| Invalid::new("kind = \"latency\" needs delay"))?,
+            jitter: duration(&f.jitter, "jitter")?.unwrap_or(Duration::ZERO),
+        },
+        _ => match f.percent {
+            Some(p) if p > 0.0 && p <= 100.0 => NetEffect::Loss { share: p / 100.0 },
+            _ => return Err(Invalid::new("kind = \"loss\" needs percent, above 0 and at most 100")),
+        },
+    };
+    if !matches!(effect, NetEffect::Latency { .. }) {
+        stray("delay", f.delay.is_some())?;
+        stray("jitter", f.jitter.is_some())?;
+    }
+    if !matches!(effect, NetEffect::Loss { .. }) {
+        stray("percent", f.percent.is_some())?;
+    }
+    if let NetEffect::Latency { delay, jitter } = effect
+        && jitter > delay
+    {
+        return Err(Invalid::new("jitter must not exceed delay (a byte cannot arrive before it was sent)"));
+    }
+    Ok(Kind::Network { effect, duration: span })
 }
 
 /// An optional duration key of a fault.
@@ -242,9 +315,14 @@ fn kind(f: &RawFault, trigger: Trigger) -> Result<Kind, Invalid> {
             },
             down: length.unwrap_or(Duration::ZERO),
         },
+        "partition" | "latency" | "loss" if !once => {
+            return refuse("a network fault fires once at a time (at), for a duration");
+        }
+        "partition" | "latency" | "loss" => network(f, length)?,
         other => {
             return Err(Invalid::new(format!(
-                "unknown kind `{other}`; accepted: crash, pause, kill_backend, lock_hold, cancel, postgres_restart"
+                "unknown kind `{other}`; accepted: crash, pause, kill_backend, lock_hold, cancel, postgres_restart, \
+                 partition, latency, loss"
             )));
         }
     })
@@ -291,6 +369,10 @@ mod tests {
             rows: None,
             mode: None,
             interval: None,
+            agents: None,
+            delay: None,
+            jitter: None,
+            percent: None,
         }
     }
 

@@ -196,7 +196,7 @@ fn default_retry_cap() -> String {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawFault {
-    /// crash | pause | kill_backend | lock_hold | cancel | postgres_restart
+    /// crash | pause | kill_backend | lock_hold | cancel | postgres_restart | partition | latency | loss
     pub kind: String,
     /// crash / pause: after_claim | mid_work | after_effect | before_complete
     pub point: Option<String>,
@@ -225,6 +225,14 @@ pub struct RawFault {
     pub mode: Option<String>,
     /// Process clients: fire again this often (crash, pause, kill_backend).
     pub interval: Option<String>,
+    /// Network faults (partition, latency, loss): the agents they hit, by number (default: all).
+    pub agents: Option<Vec<i64>>,
+    /// latency: added each way.
+    pub delay: Option<String>,
+    /// latency: ± this much, uniform.
+    pub jitter: Option<String>,
+    /// loss: the share of packets dropped each way, in percent.
+    pub percent: Option<f64>,
 }
 
 fn default_max_attempts() -> i64 {

@@ -335,6 +335,34 @@ mod tests {
     }
 
     #[test]
+    fn a_completion_in_flight_across_a_reclaim_is_stale() {
+        // A partition: w1's completion of job 4 is sent at 8 s (inside its 9 s lease) and
+        // answered at 11 s; the reaper requeued the job and w2's claim came back at 9.1 s.
+        let mut journal = [
+            ev(0, 4, 1, 1, Claimed),
+            ev(8_000_000, 4, 1, 1, Executed),
+            ev(8_000_010, 4, 1, 1, Rejected),
+            ev(9_100_000, 4, 2, 2, Claimed),
+            ev(17_100_000, 4, 2, 2, Executed),
+            ev(17_100_010, 4, 2, 2, Accepted),
+        ];
+        journal[2].dur_us = 3_000_000;
+        let v = verify(&evidence(&journal, &[row(4, Status::Done)], 1, None));
+        assert_eq!((v.completions.stale_accepted, v.completions.stale_rejected), (0, 1), "the token fence");
+        // The status fence lets it land: the claim came back before its answer, and a landed
+        // completion ends the job, so the server served that claim first.
+        journal[2].kind = Accepted;
+        journal[5].kind = Rejected;
+        let v = verify(&evidence(&journal, &[row(4, Status::Done)], 1, None));
+        assert_eq!((v.completions.stale_accepted, v.completions.stale_rejected), (1, 0));
+        assert!(failed(&v).contains(&"stale_completions_accepted"));
+        // Answered before the claim came back: not stale.
+        journal[2].dur_us = 1_000_000;
+        let v = verify(&evidence(&journal, &[row(4, Status::Done)], 1, None));
+        assert_eq!(v.completions.stale_accepted, 0);
+    }
+
+    #[test]
     fn in_hold_transaction_mode_a_rerun_after_a_rolled_back_round_is_no_race() {
         // w1's round failed (its COMMIT did not return: rolled back) at 5 µs; w2 claimed the job at 6 µs.
         let journal = [

@@ -4,8 +4,20 @@
 //!
 //! A write is stale when, among the job's claims that came back before the
 //! write was sent, the newest (by attempt number, the database's own order;
-//! by time when the strategy returns none) is another claim. Claims that
-//! came back after the write was sent are not counted: a lower bound.
+//! by time when the strategy returns none) is another claim.
+//!
+//! A write still in flight when another claim of the job came back (sent before that claim
+//! returned, answered after: a partition, a slow network) is stale too when its answer says
+//! the server saw it after that claim:
+//! - a rejected completion or failure: the fence turned it away, and that claim is what
+//!   superseded it;
+//! - an accepted completion: a completion ends the job (done, or its row deleted), so a claim
+//!   that returned the job was served before it, and the completion landed on a job someone
+//!   else held.
+//!
+//! An accepted failure or heartbeat in flight is not counted (a failure may requeue the job
+//! for that very claim; a heartbeat ends nothing), nor are claims that came back after the
+//! write's answer: a lower bound.
 
 use super::examples;
 use crate::collect::{Event, EventKind};
@@ -18,7 +30,10 @@ pub fn check(per_job: &[&[Event]]) -> (Completions, Stale, CheckResult) {
     for events in per_job {
         let mut owner: Option<(u32, u32, i32)> = None; // (worker, claim, attempt) of the newest claim
         for ev in events.iter() {
-            let stale = owner.is_some_and(|(w, k, _)| (w, k) != (ev.worker, ev.claim));
+            let superseded = owner.is_some_and(|(w, k, _)| (w, k) != (ev.worker, ev.claim));
+            let stale = superseded
+                || (matches!(ev.kind, EventKind::Accepted | EventKind::Rejected | EventKind::FailRejected)
+                    && claimed_in_flight(events, ev));
             let mut accepted_stale = false;
             match ev.kind {
                 EventKind::Claimed => {
@@ -37,8 +52,8 @@ pub fn check(per_job: &[&[Event]]) -> (Completions, Stale, CheckResult) {
                 }
                 EventKind::FailAccepted => {
                     s.fails_accepted += 1;
-                    s.fail_stale_accepted += u64::from(stale);
-                    accepted_stale = stale;
+                    s.fail_stale_accepted += u64::from(superseded);
+                    accepted_stale = superseded;
                 }
                 EventKind::FailRejected => {
                     s.fails_rejected += 1;
@@ -46,7 +61,7 @@ pub fn check(per_job: &[&[Event]]) -> (Completions, Stale, CheckResult) {
                 }
                 EventKind::HeartbeatOk => {
                     s.heartbeats_accepted += 1;
-                    s.heartbeat_stale_accepted += u64::from(stale);
+                    s.heartbeat_stale_accepted += u64::from(superseded);
                     accepted_stale = stale;
                 }
                 EventKind::HeartbeatRejected => s.heartbeats_rejected += 1,
@@ -74,4 +89,16 @@ pub fn check(per_job: &[&[Event]]) -> (Completions, Stale, CheckResult) {
         examples: examples(bad),
     };
     (c, s, check)
+}
+
+/// Did another claim of the job come back while `w` was in flight (after it was sent, no
+/// later than its answer)? A claim's `t_us` is its return; a write's answer comes `dur_us`
+/// after it was sent.
+fn claimed_in_flight(events: &[Event], w: &Event) -> bool {
+    let answered = w.t_us + u64::from(w.dur_us);
+    let later = events.partition_point(|e| e.t_us <= w.t_us);
+    events[later..]
+        .iter()
+        .take_while(|e| e.t_us <= answered)
+        .any(|e| e.kind == EventKind::Claimed && (e.worker, e.claim) != (w.worker, w.claim))
 }

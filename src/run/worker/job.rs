@@ -78,7 +78,11 @@ impl Worker {
                 self.sh.faults.gate(self.slot, &self.sh.stop).await;
                 Ok(())
             }
-            Kind::KillBackend | Kind::LockHold { .. } | Kind::Cancel { .. } | Kind::PostgresRestart { .. } => Ok(()),
+            Kind::KillBackend
+            | Kind::LockHold { .. }
+            | Kind::Cancel { .. }
+            | Kind::PostgresRestart { .. }
+            | Kind::Network { .. } => Ok(()),
         }
     }
 
