@@ -160,13 +160,14 @@ struct Lock(#[allow(dead_code)] std::fs::File);
 
 impl Lock {
     fn take() -> Result<Lock> {
-        let path = std::env::temp_dir().join("queuebench-netns.lock");
+        // Not under TMPDIR: every queuebench on this machine must take the same lock.
+        let path = std::path::Path::new("/run/queuebench-netns.lock");
         let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(&path)
-            .map_err(|e| Error::io(crate::error::Access::Write, &path, e))?;
+            .open(path)
+            .map_err(|e| Error::io(crate::error::Access::Write, path, e))?;
         use std::os::fd::AsRawFd;
         // SAFETY: flock on a file descriptor we own; released when the file closes.
         unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
