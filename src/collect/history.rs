@@ -19,9 +19,7 @@ use std::io::{Read, Write};
 pub const COLUMNS: [&str; 10] =
     ["t_us", "event", "worker", "job", "attempt", "claim", "dur_us", "token", "class", "detail"];
 
-/// The fault kinds a history may name (FaultEvent's `kind`).
-pub const FAULT_KINDS: [&str; 8] =
-    ["crash", "pause", "kill_backend", "lock_hold", "poison", "cancel", "postgres_restart", "exit"];
+pub use crate::model::metrics::FAULT_KINDS;
 
 /// A history or final-state file that is not what queuebench writes: which row, and why.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -39,7 +39,7 @@ pub fn cancel_check(faults: &[FaultEvent], per_job: &[&[Event]]) -> Option<Check
 
 pub fn check(faults: &[FaultEvent], per_job: &[&[Event]]) -> Faults {
     let mut f = Faults::default();
-    for k in ["crash", "pause", "kill_backend", "lock_hold", "poison", "cancel", "postgres_restart", "exit"] {
+    for k in crate::model::metrics::FAULT_KINDS {
         f.by_kind.insert(k.into(), 0);
     }
     for ev in faults {
