@@ -29,7 +29,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 qb=${QUEUEBENCH:-$("$root/scripts/queuebench-bin.sh")}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-field() { python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print(eval('s' + sys.argv[2]))" "$@"; }
+# field FILE EXPR: EXPR over the summary `s`; one that starts with `[` indexes it (`['jobs']`).
+field() {
+  python3 -c "import json,sys; s=json.load(open(sys.argv[1])); e=sys.argv[2]; print(eval('s' + e if e.startswith('[') else e))" "$@"
+}
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 scenario="$root/scenarios/skip-locked.toml"
 sets=(--set workers.count=16 --set "jobs.preload=$jobs" --set 'expect={}')

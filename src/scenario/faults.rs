@@ -435,6 +435,48 @@ mod tests {
     }
 
     #[test]
+    fn network_faults_fire_at_a_time_on_agents_with_their_own_keys() {
+        let g = groups(&[], 2).unwrap();
+        let mut f = raw("partition");
+        f.at = Some("1s".into());
+        assert!(fault(0, &f, &g, 2).unwrap_err().to_string().contains("needs duration"));
+        f.duration = Some("10s".into());
+        f.agents = Some(vec![2]);
+        let p = fault(0, &f, &g, 2).unwrap();
+        assert_eq!((p.kind.name(), p.agents.as_slice()), ("partition", &[2][..]));
+        f.agents = Some(vec![0]);
+        assert!(fault(0, &f, &g, 2).unwrap_err().to_string().contains("agent numbers from 1"));
+        f.agents = None;
+        f.workers = Some("w1".into());
+        assert!(fault(0, &f, &g, 2).unwrap_err().to_string().contains("hits agents, not workers"));
+        f.workers = None;
+        f.delay = Some("5ms".into());
+        assert!(fault(0, &f, &g, 2).unwrap_err().to_string().contains("delay applies only"));
+        f.kind = "latency".into();
+        f.jitter = Some("6ms".into());
+        assert!(fault(0, &f, &g, 2).unwrap_err().to_string().contains("jitter must not exceed delay"));
+        f.jitter = Some("2ms".into());
+        let delay = Duration::from_millis(5);
+        let effect = NetEffect::Latency { delay, jitter: Duration::from_millis(2) };
+        assert_eq!(fault(0, &f, &g, 2).unwrap().kind, Kind::Network { effect, duration: Duration::from_secs(10) });
+        let mut l = raw("loss");
+        l.at = Some("1s".into());
+        l.duration = Some("1s".into());
+        assert!(fault(0, &l, &g, 2).unwrap_err().to_string().contains("needs percent"));
+        l.percent = Some(2.5);
+        assert!(
+            matches!(fault(0, &l, &g, 2).unwrap().kind, Kind::Network { effect: NetEffect::Loss { share }, .. } if share == 0.025)
+        );
+        l.at = None;
+        l.rate = Some(1.0);
+        assert!(fault(0, &l, &g, 2).unwrap_err().to_string().contains("once at a time"));
+        let mut k = raw("kill_backend");
+        k.at = Some("1s".into());
+        k.agents = Some(vec![1]);
+        assert!(fault(0, &k, &g, 2).unwrap_err().to_string().contains("only to the network kinds"));
+    }
+
+    #[test]
     fn exactly_one_trigger() {
         let g = groups(&[], 1).unwrap();
         let mut f = raw("kill_backend");
