@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use std::net::{Ipv4Addr, SocketAddr};
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -138,40 +139,44 @@ where
     }
 }
 
-/// One direction: a reader that stamps each chunk with when it may leave, a writer that
-/// sends it then. Without latency a chunk leaves at once.
+/// One direction. Without latency (and nothing still held) a chunk is written on as soon as
+/// it is read, from one buffer: a plain copy. With latency each chunk is held until it is due
+/// (read time + delay ± jitter, never before the chunk ahead of it, as TCP delivers), while
+/// reading goes on.
 async fn pump<R, W>(mut from: R, mut to: W, shape: Arc<Shape>, seed: u64)
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<(Instant, Vec<u8>)>(256);
-    let writer = async move {
-        while let Some((due, chunk)) = rx.recv().await {
-            tokio::time::sleep_until(due).await;
-            if to.write_all(&chunk).await.is_err() {
-                return;
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut held: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut open = true;
+    while open || !held.is_empty() {
+        let next_due = held.front().map(|(due, _)| *due);
+        tokio::select! {
+            read = from.read(&mut buf), if open => {
+                let n = match read {
+                    Ok(0) | Err(_) => { open = false; continue; }
+                    Ok(n) => n,
+                };
+                let delay = shape.sample(&mut rng);
+                if delay.is_zero() && held.is_empty() {
+                    if to.write_all(&buf[..n]).await.is_err() {
+                        return;
+                    }
+                } else {
+                    let last = held.back().map_or(Instant::now(), |(due, _)| *due);
+                    held.push_back(((Instant::now() + delay).max(last), buf[..n].to_vec()));
+                }
+            }
+            _ = tokio::time::sleep_until(next_due.unwrap_or_else(Instant::now)), if next_due.is_some() => {
+                let (_, chunk) = held.pop_front().expect("a chunk is due");
+                if to.write_all(&chunk).await.is_err() {
+                    return;
+                }
             }
         }
-        let _ = to.shutdown().await;
-    };
-    let reader = async move {
-        let mut rng = StdRng::seed_from_u64(seed);
-        let mut last = Instant::now();
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            let n = match from.read(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => n,
-            };
-            // In order, as TCP delivers: never before the chunk ahead of it.
-            let due = (Instant::now() + shape.sample(&mut rng)).max(last);
-            last = due;
-            if tx.send((due, buf[..n].to_vec())).await.is_err() {
-                return;
-            }
-        }
-    };
-    // The writer drains what was read before the reader saw the end.
-    tokio::join!(reader, writer);
+    }
+    let _ = to.shutdown().await;
 }
