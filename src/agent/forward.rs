@@ -8,8 +8,8 @@
 use crate::error::{Error, Result};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use std::net::{Ipv4Addr, SocketAddr};
 use std::collections::VecDeque;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,7 +1,7 @@
 //! A run across agents in the terminal and in report.html: one line (one table row) per
 //! agent, side by side, with its share, what it did, and its clock against the server's.
 
-use super::html::escape;
+use super::escape::escape;
 use crate::model::summary::{AgentFigures, RunSummary};
 use std::fmt::Write;
 

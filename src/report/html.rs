@@ -13,9 +13,7 @@ th{background:#f5f5f5}td.n{text-align:right;font-variant-numeric:tabular-nums}.o
 .fail{color:#cf222e;font-weight:600}.muted{color:#666}pre{background:#f6f8fa;padding:.8rem;overflow:auto}\
 figure{margin:1rem 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}";
 
-pub fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
+pub use super::escape::escape;
 
 /// Each chart as an inline SVG figure with its caption.
 pub(crate) fn figures(o: &mut String, charts: &[Chart]) {

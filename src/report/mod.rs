@@ -10,6 +10,7 @@ pub mod agents;
 pub mod build;
 pub mod charts;
 pub mod clients;
+mod escape;
 pub mod export;
 pub mod github;
 pub mod html;

@@ -1,0 +1,7 @@
+//! HTML escaping, shared by the page builders (html, clients, agents) without tying them to
+//! each other.
+
+/// `s` safe inside HTML text and attribute values.
+pub fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
