@@ -311,6 +311,10 @@ fn of(e: &Event, l: &Lease) -> bool {
     e.worker == l.worker && e.claim == l.claim
 }
 
+fn of_same(a: &Lease, b: &Lease) -> bool {
+    (a.worker, a.claim) == (b.worker, b.claim)
+}
+
 /// The claims of one job, with their lease windows and beliefs.
 fn leases(events: &[Event]) -> Vec<Lease> {
     let mut out = Vec::new();
@@ -404,14 +408,26 @@ fn reference(h: &History) -> Numbers {
         }
 
         // Stale writes: the newest of the claims that came back before the write was sent (by
-        // attempt when the strategy numbers them, else by time) is another claim.
+        // attempt when the strategy numbers them, else by time) is another claim. Or, for a write
+        // still in flight when another claim came back: a rejected completion or failure; an
+        // accepted completion when that claim is the job's last and its own write was rejected.
         let by_attempt = claims.iter().all(|l| l.attempt >= 0);
+        // Surely the last claim: every other one came back before it was sent.
+        let surely_last = |l: &Lease| claims.iter().all(|o| of_same(o, l) || o.ret < l.sent);
+        let turned_away = |l: &Lease| events.iter().any(|e| of(e, l) && matches!(e.kind, Rejected | FailRejected));
         for w in &events {
             let newest = claims
                 .iter()
                 .filter(|l| l.ret < w.t_us)
                 .max_by_key(|l| if by_attempt { (i64::from(l.attempt), l.ret) } else { (0, l.ret) });
-            let stale = u64::from(newest.is_some_and(|l| !of(w, l)));
+            let answer = w.t_us + u64::from(w.dur_us);
+            let mut in_flight = claims.iter().filter(|l| !of(w, l) && l.ret > w.t_us && l.ret <= answer);
+            let late = match w.kind {
+                Rejected | FailRejected => in_flight.next().is_some(),
+                Accepted => in_flight.any(|l| surely_last(l) && turned_away(l)),
+                _ => false,
+            };
+            let stale = u64::from(newest.is_some_and(|l| !of(w, l)) || late);
             match w.kind {
                 Accepted => {
                     n.accepted += 1;

@@ -225,11 +225,31 @@ fn claim_bars(o: &mut String, ax: &Axis, c: &ClaimSpan, y: f64) {
     );
 }
 
-/// One event's mark in its worker's lane.
+/// One event's mark in its worker's lane. A completion or failure is marked where its answer
+/// came back, after a dashed line from where it was sent when that is visibly apart (a write
+/// that waited in a partition arrives late, and the lane shows it).
 fn mark(o: &mut String, ax: &Axis, e: &Event, y: f64) {
-    let x = ax.x(e.t_us);
+    let mut x = ax.x(e.t_us);
     let m = y + LANE / 2.0 + 3.0;
-    let title = format!("<title>w{} {} at t={}</title>", e.worker, e.kind.name(), secs(e.t_us));
+    let mut title = format!("<title>w{} {} at t={}</title>", e.worker, e.kind.name(), secs(e.t_us));
+    let write =
+        matches!(e.kind, EventKind::Accepted | EventKind::FailAccepted | EventKind::Rejected | EventKind::FailRejected);
+    let answered = ax.x(e.t_us + u64::from(e.dur_us));
+    if write && answered - x >= 3.0 {
+        title = format!(
+            "<title>w{} {} sent at t={}, answered at t={}</title>",
+            e.worker,
+            e.kind.name(),
+            secs(e.t_us),
+            secs(e.t_us + u64::from(e.dur_us))
+        );
+        let _ = write!(
+            o,
+            "<line x1='{x:.1}' y1='{m:.1}' x2='{answered:.1}' y2='{m:.1}' stroke='#888' stroke-width='1.5' \
+             stroke-dasharray='3 2'>{title}</line>"
+        );
+        x = answered;
+    }
     let _ = match e.kind {
         EventKind::Claimed => Ok(()),
         EventKind::Executed => {
@@ -266,13 +286,17 @@ fn mark(o: &mut String, ax: &Axis, e: &Event, y: f64) {
 }
 
 fn legend(o: &mut String, y: f64) {
-    let items: [(&str, &str); 7] = [
+    let items: [(&str, &str); 8] = [
         ("<rect width='14' height='9' fill='#cfe2ff'/>", "lease window"),
         ("<rect y='2' width='14' height='5' fill='#3d8bfd'/>", "believed owned"),
         ("<rect y='2' width='14' height='5' fill='#f0ad00'/>", "work"),
         ("<circle cx='5' cy='4' r='4' fill='#1a7f37'/>", "write accepted"),
         ("<path d='M1,0 l8,8 m0,-8 l-8,8' stroke='#cf222e' stroke-width='2'/>", "rejected"),
         ("<rect x='1' width='8' height='8' fill='#888'/>", "abandoned"),
+        (
+            "<line x1='0' y1='4' x2='14' y2='4' stroke='#888' stroke-width='1.5' stroke-dasharray='3 2'/>",
+            "write in flight",
+        ),
         ("<line x1='5' y1='-1' x2='5' y2='10' stroke='#cf222e' stroke-width='2' stroke-dasharray='3 2'/>", "fault"),
     ];
     let mut x = LEFT;

@@ -356,6 +356,14 @@ mod tests {
         let v = verify(&evidence(&journal, &[row(4, Status::Done)], 1, None));
         assert_eq!((v.completions.stale_accepted, v.completions.stale_rejected), (1, 0));
         assert!(failed(&v).contains(&"stale_completions_accepted"));
+        // Another claim in flight beside w2's (sent before w2's came back) may have been served
+        // after it: w2's claim is not surely the last, and nothing is counted.
+        let mut two = journal.to_vec();
+        let mut w3 = ev(9_100_005, 4, 3, 3, Claimed);
+        w3.dur_us = 1_000;
+        two.insert(4, w3);
+        let v = verify(&evidence(&two, &[row(4, Status::Done)], 1, None));
+        assert_eq!(v.completions.stale_accepted, 0);
         // Answered before the claim came back: not stale.
         journal[2].dur_us = 1_000_000;
         let v = verify(&evidence(&journal, &[row(4, Status::Done)], 1, None));

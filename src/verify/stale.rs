@@ -11,9 +11,12 @@
 //! the server saw it after that claim:
 //! - a rejected completion or failure: the fence turned it away, and that claim is what
 //!   superseded it;
-//! - an accepted completion: a completion ends the job (done, or its row deleted), so a claim
-//!   that returned the job was served before it, and the completion landed on a job someone
-//!   else held.
+//! - an accepted completion, when that other claim is surely the job's last (every other
+//!   claim came back before it was sent) and its own completion or failure was rejected:
+//!   nothing but this completion can have ended the job under it, so the completion landed
+//!   after the claim, on a job someone else held. (A claim that does not lock rows can return
+//!   a job already done; then its own completion is accepted, as it is under a fence that
+//!   proves the order, `token` or `attempts`, and nothing is counted.)
 //!
 //! An accepted failure or heartbeat in flight is not counted (a failure may requeue the job
 //! for that very claim; a heartbeat ends nothing), nor are claims that came back after the
@@ -32,8 +35,11 @@ pub fn check(per_job: &[&[Event]]) -> (Completions, Stale, CheckResult) {
         for ev in events.iter() {
             let superseded = owner.is_some_and(|(w, k, _)| (w, k) != (ev.worker, ev.claim));
             let stale = superseded
-                || (matches!(ev.kind, EventKind::Accepted | EventKind::Rejected | EventKind::FailRejected)
-                    && claimed_in_flight(events, ev));
+                || match ev.kind {
+                    EventKind::Rejected | EventKind::FailRejected => claimed_in_flight(events, ev, false),
+                    EventKind::Accepted => claimed_in_flight(events, ev, true),
+                    _ => false,
+                };
             let mut accepted_stale = false;
             match ev.kind {
                 EventKind::Claimed => {
@@ -92,13 +98,29 @@ pub fn check(per_job: &[&[Event]]) -> (Completions, Stale, CheckResult) {
 }
 
 /// Did another claim of the job come back while `w` was in flight (after it was sent, no
-/// later than its answer)? A claim's `t_us` is its return; a write's answer comes `dur_us`
-/// after it was sent.
-fn claimed_in_flight(events: &[Event], w: &Event) -> bool {
+/// later than its answer)? With `turned_away`, only a claim that was surely the job's last
+/// counts (every other claim came back before it was sent), and only if its own completion or
+/// failure was then rejected. A claim's `t_us` is its return (it was sent `dur_us` before); a
+/// write's answer comes `dur_us` after it was sent.
+fn claimed_in_flight(events: &[Event], w: &Event, turned_away: bool) -> bool {
     let answered = w.t_us + u64::from(w.dur_us);
     let later = events.partition_point(|e| e.t_us <= w.t_us);
-    events[later..]
-        .iter()
-        .take_while(|e| e.t_us <= answered)
-        .any(|e| e.kind == EventKind::Claimed && (e.worker, e.claim) != (w.worker, w.claim))
+    let surely_last = |c: &Event| {
+        let sent = c.t_us.saturating_sub(u64::from(c.dur_us));
+        events
+            .iter()
+            .filter(|o| o.kind == EventKind::Claimed && (o.worker, o.claim) != (c.worker, c.claim))
+            .all(|o| o.t_us < sent)
+    };
+    let turned = |c: &Event| {
+        events.iter().any(|r| {
+            (r.worker, r.claim) == (c.worker, c.claim)
+                && matches!(r.kind, EventKind::Rejected | EventKind::FailRejected)
+        })
+    };
+    events[later..].iter().take_while(|e| e.t_us <= answered).any(|c| {
+        c.kind == EventKind::Claimed
+            && (c.worker, c.claim) != (w.worker, w.claim)
+            && (!turned_away || (surely_last(c) && turned(c)))
+    })
 }
