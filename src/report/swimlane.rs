@@ -349,7 +349,7 @@ mod tests {
         assert!(svg.contains(">w1<") && svg.contains(">w2<") && !svg.contains(">w3<"), "{svg}");
         assert_eq!(svg.matches("fill='#cfe2ff'>").count(), 2, "two lease windows");
         assert_eq!(svg.matches("fill='#f0ad00'>").count(), 2, "two executions");
-        assert!(svg.contains("complete_rejected at t=0.003 s"), "{svg}");
+        assert!(svg.contains("complete_rejected sent at t=0.003 s, answered at t=0.003 s"), "{svg}");
         assert!(lanes[0].causes.iter().any(|c| c.contains("racing claim")), "{:?}", lanes[0].causes);
         let mut page = String::new();
         crate::report::html::example_jobs(&mut page, &lanes);
