@@ -52,12 +52,12 @@ enum Server {
 }
 
 impl Server {
-    fn of(config: &tokio_postgres::Config) -> Result<Server> {
+    fn of(config: &tokio_postgres::Config) -> Server {
         let port = config.get_ports().first().copied().unwrap_or(5432);
         match config.get_hosts().first() {
-            Some(Host::Tcp(h)) => Ok(Server::Tcp(h.clone(), port)),
-            Some(Host::Unix(dir)) => Ok(Server::Unix(dir.join(format!(".s.PGSQL.{port}")))),
-            None => Ok(Server::Unix(PathBuf::from(format!("/var/run/postgresql/.s.PGSQL.{port}")))),
+            Some(Host::Tcp(h)) => Server::Tcp(h.clone(), port),
+            Some(Host::Unix(dir)) => Server::Unix(dir.join(format!(".s.PGSQL.{port}"))),
+            None => Server::Unix(PathBuf::from(format!("/var/run/postgresql/.s.PGSQL.{port}"))),
         }
     }
 }
@@ -78,7 +78,7 @@ impl Drop for Forwarder {
 impl Forwarder {
     /// Listens on `ip` (a free port) and relays to the server `config` names.
     pub async fn start(ip: Ipv4Addr, config: &tokio_postgres::Config, seed: u64) -> Result<Forwarder> {
-        let server = Server::of(config)?;
+        let server = Server::of(config);
         let listener = TcpListener::bind((ip, 0))
             .await
             .map_err(|e| Error::machine(format!("listening on {ip} for an agent's connections"), e))?;
