@@ -84,10 +84,42 @@ fn clean_removes_the_folders_of_killed_runs_and_leaves_a_live_one() {
 #[test]
 fn clean_drops_leftover_schemas_only_and_never_a_live_runs() {
     let db = ScratchDb::new("clean");
-    let (dead, live) = ("queuebench_20260101_000000_abcd", "queuebench_20260101_000000_beef");
-    db.sql(&format!("CREATE SCHEMA {dead}; CREATE TABLE {dead}.jobs (id int); INSERT INTO {dead}.jobs SELECT generate_series(1, 1000)"));
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_string();
+    // A schema queuebench created and marked, whose process is gone (a --keep run).
+    let s = repo("scenarios/skip-locked.toml");
+    let out = tempfile::tempdir().unwrap();
+    let o = bin()
+        .args(["run", s.to_str().unwrap(), "--set", "jobs.preload=50", "--keep", "--quiet", "--database-url", &db.url])
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    // Exit 1: the scenario's expectations are for 10,000 jobs; the schema is what counts here.
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&o.stderr));
+    let kept = db.harness_schemas("");
+    assert!(kept.starts_with("queuebench_2"), "{kept}");
+    let (dead, live, lookalike, running) = (
+        "queuebench_20260101_000000_abcd",
+        "queuebench_20260101_000000_beef",
+        "queuebench_20250101_000000_abcd",
+        "queuebench_validate_0badcafe",
+    );
+    let gone_pid = i32::MAX - 7;
+    db.sql(&format!(
+        "CREATE SCHEMA {dead}; CREATE TABLE {dead}.jobs (id int); INSERT INTO {dead}.jobs SELECT generate_series(1, 1000); \
+         COMMENT ON SCHEMA {dead} IS 'queuebench run, pid {gone_pid} on {host}'"
+    ));
     db.sql(&format!(
         "CREATE SCHEMA {live}; CREATE SCHEMA queuebench_mine; CREATE SCHEMA app; CREATE TABLE app.t (id int)"
+    ));
+    // A look-alike: a queuebench name, a user's table, no mark. It must survive.
+    db.sql(&format!(
+        "CREATE SCHEMA {lookalike}; CREATE TABLE {lookalike}.orders (id int); INSERT INTO {lookalike}.orders VALUES (7)"
+    ));
+    // Marked by a process that still runs here (this test): left alone.
+    db.sql(&format!(
+        "CREATE SCHEMA {running}; COMMENT ON SCHEMA {running} IS 'queuebench run, pid {} on {host}'",
+        std::process::id()
     ));
     // A live run's connection names its schema in application_name.
     let mut holder = std::process::Command::new("psql")
@@ -105,16 +137,27 @@ fn clean_drops_leftover_schemas_only_and_never_a_live_runs() {
     let o = clean(tmp.path(), &["--database-url", &db.url]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&o.stderr));
-    assert!(text.contains(&format!("schema {dead} in ")) && text.contains("MB)"), "{text}");
+    assert!(text.contains(&format!("  schema {dead} in ")) && text.contains("MB)"), "{text}");
+    assert!(text.contains(&format!("  schema {kept} in ")), "{text}");
+    assert!(text.contains(&format!("left alone: schema {lookalike} in ")) && text.contains("not ours"), "{text}");
+    assert!(text.contains(&format!("left alone: schema {running} in ")) && text.contains("still running"), "{text}");
     assert!(!text.contains(live) && !text.contains("queuebench_mine") && !text.contains("app"), "{text}");
     assert!(text.contains("not removed: no terminal"), "{text}");
     assert!(db.harness_schemas("").contains(dead));
 
     let o = clean(tmp.path(), &["--database-url", &db.url, "--yes"]);
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains(&format!("dropped schema {dead}")), "{text}");
-    assert_eq!(db.harness_schemas("app"), format!("app,{live},queuebench_mine"), "only the leftover is gone");
+    assert!(
+        text.contains(&format!("dropped schema {dead}")) && text.contains(&format!("dropped schema {kept}")),
+        "{text}"
+    );
+    assert_eq!(
+        db.harness_schemas("app"),
+        format!("app,{lookalike},{live},queuebench_mine,{running}"),
+        "only the marked leftovers are gone"
+    );
     assert_eq!(db.sql("SELECT count(*) FROM app.t").trim(), "0");
+    assert_eq!(db.sql(&format!("SELECT id FROM {lookalike}.orders")).trim(), "7", "the look-alike's table is intact");
     let _ = holder.kill();
     let _ = holder.wait();
 }

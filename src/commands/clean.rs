@@ -3,18 +3,41 @@
 //! size, and, with `--database-url`, the `queuebench_<run id>` (and `queuebench_validate_*`)
 //! schemas no live run is using. On a terminal it asks first; `--yes` skips the question;
 //! without a terminal and without `--yes` it only lists, and says so. Nothing else is touched:
-//! only folders with queuebench's prefix and its `harness.pid`, only schemas with its names.
+//! only folders with queuebench's prefix and its `harness.pid`, only schemas with its names
+//! *and* its mark (the comment it wrote when it created them, naming the process that owns
+//! them, `db::schema::Mark`) whose owner is gone. A look-alike without the mark is listed as
+//! not queuebench's and left alone: a name is no proof.
 
 use crate::db::Database;
 use crate::db::ephemeral::{self, LeftoverCluster};
+use crate::db::schema::Mark;
 use crate::db::statements::LEFTOVER_SCHEMAS;
 use crate::error::{Error, ExitCode, Result};
 use std::io::{BufRead, IsTerminal, Write};
 
-/// A schema an earlier run left, and the bytes of its tables.
+/// A schema named like an earlier run's, the bytes of its tables, and whose it is.
 struct LeftoverSchema {
     name: String,
     bytes: i64,
+    whose: Whose,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Whose {
+    /// queuebench's mark, its process gone: removable.
+    Gone,
+    /// queuebench's mark, its process still running here: left alone.
+    Running(i32),
+    /// No mark: not queuebench's, whatever its name. Left alone.
+    NotOurs,
+}
+
+fn whose(comment: &str) -> Whose {
+    match Mark::parse(comment) {
+        Some(m) if m.owner_alive() => Whose::Running(m.pid),
+        Some(_) => Whose::Gone,
+        None => Whose::NotOurs,
+    }
 }
 
 pub async fn clean(database_url: Option<&str>, yes: bool) -> Result<ExitCode> {
@@ -23,11 +46,12 @@ pub async fn clean(database_url: Option<&str>, yes: bool) -> Result<ExitCode> {
         Some(url) => Some(Database::open(Some(url), &[], String::new(), false, yes).await?),
         None => None,
     };
-    let schemas = match &db {
-        Some(db) => leftover_schemas(db).await?,
-        None => Vec::new(),
+    let (schemas, kept): (Vec<_>, Vec<_>) = match &db {
+        Some(db) => leftover_schemas(db).await?.into_iter().partition(|s| s.whose == Whose::Gone),
+        None => (Vec::new(), Vec::new()),
     };
     let where_ = db.as_ref().map(|d| d.shown().to_string());
+    list_kept(&kept, where_.as_deref());
     if clusters.is_empty() && schemas.is_empty() {
         let also = where_.as_ref().map_or(String::new(), |w| format!(", no queuebench schemas of earlier runs in {w}"));
         println!("nothing to clean: no cluster folders of gone queuebench runs{also}");
@@ -51,6 +75,18 @@ pub async fn clean(database_url: Option<&str>, yes: bool) -> Result<ExitCode> {
         failed += drop_schemas(db, &schemas).await?;
     }
     Ok(if failed == 0 { ExitCode::Passed } else { ExitCode::Infrastructure })
+}
+
+/// Look-alikes and schemas whose run still runs: named, never removed.
+fn list_kept(kept: &[LeftoverSchema], where_: Option<&str>) {
+    for s in kept {
+        let why = match s.whose {
+            Whose::Running(pid) => format!("its run, pid {pid}, is still running"),
+            _ => "not ours: it has a queuebench name but not the mark queuebench writes on the schemas it creates"
+                .to_string(),
+        };
+        println!("left alone: schema {} in {} ({why})", s.name, where_.unwrap_or_default());
+    }
 }
 
 fn list(clusters: &[LeftoverCluster], schemas: &[LeftoverSchema], where_: Option<&str>) {
@@ -93,7 +129,7 @@ fn decide(yes: bool, n: usize) -> bool {
 async fn leftover_schemas(db: &Database) -> Result<Vec<LeftoverSchema>> {
     let client = db.connect_admin().await?;
     let rows = client.query(LEFTOVER_SCHEMAS, &[&""]).await.map_err(|e| db_error("listing leftover schemas", &e))?;
-    Ok(rows.iter().map(|r| LeftoverSchema { name: r.get(0), bytes: r.get(1) }).collect())
+    Ok(rows.iter().map(|r| LeftoverSchema { name: r.get(0), bytes: r.get(1), whose: whose(r.get(2)) }).collect())
 }
 
 /// Drops each schema (CASCADE: what a run made lives in it); returns how many failed.
@@ -124,6 +160,20 @@ fn mb(bytes: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::{Whose, whose};
+    use crate::db::schema::Mark;
+
+    #[test]
+    fn only_a_marked_schema_whose_run_is_gone_is_removable() {
+        assert_eq!(whose(""), Whose::NotOurs);
+        assert_eq!(whose("the app's archive"), Whose::NotOurs);
+        assert_eq!(whose("queuebench"), Whose::NotOurs);
+        assert_eq!(whose(&Mark::ours().text()), Whose::Running(std::process::id() as i32));
+        let gone = Mark { pid: i32::MAX - 7, host: Mark::ours().host };
+        assert_eq!(whose(&gone.text()), Whose::Gone);
+        assert_eq!(Mark::parse(&gone.text()), Some(gone));
+    }
+
     #[test]
     fn sizes_read_in_megabytes() {
         assert_eq!(super::mb(41_200_000), "41.2 MB");

@@ -142,8 +142,10 @@ async fn create_or_reuse(db: &Database, admin: &Client) -> Result<()> {
         db.mark_schema(false);
         return Ok(());
     }
+    // The schema and its mark in one implicit transaction: `clean` drops only marked schemas.
     let create = format!("CREATE SCHEMA \"{}\"", db.schema);
-    admin.batch_execute(&create).await.map_err(|e| {
+    let marked = format!("{create}; COMMENT ON SCHEMA \"{}\" IS '{}'", db.schema, Mark::ours().text());
+    admin.batch_execute(&marked).await.map_err(|e| {
         let hint = match e.code().map(|c| c.code()) {
             Some("42501") => {
                 let (user, dbname) = db.user_and_database();
@@ -162,12 +164,56 @@ async fn create_or_reuse(db: &Database, admin: &Client) -> Result<()> {
     Ok(())
 }
 
+/// The comment queuebench writes on a schema it creates: its mark and the process that owns
+/// it (`queuebench run, pid 4242 on host1`). `clean` drops a schema only when it carries the
+/// mark and that process is gone; a look-alike (a user's `queuebench_20250101_000000_abcd`)
+/// has no mark and is left alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mark {
+    pub pid: i32,
+    pub host: String,
+}
+
+const MARK_HEAD: &str = "queuebench run, pid ";
+
+impl Mark {
+    /// This process's mark.
+    pub fn ours() -> Mark {
+        Mark { pid: std::process::id() as i32, host: this_host() }
+    }
+
+    /// The comment's text (no quote can appear in it: a host name is letters, digits, `-` and `.`).
+    pub fn text(&self) -> String {
+        let host: String = self.host.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.')).collect();
+        format!("{MARK_HEAD}{} on {host}", self.pid)
+    }
+
+    /// The mark in a schema's comment; None for a schema queuebench did not create.
+    pub fn parse(comment: &str) -> Option<Mark> {
+        let (pid, host) = comment.strip_prefix(MARK_HEAD)?.split_once(" on ")?;
+        Some(Mark { pid: pid.parse().ok()?, host: host.to_string() })
+    }
+
+    /// Whether the process that created the schema still runs (on this machine; a mark from
+    /// another machine cannot be checked, and its schema is left to the live-run check).
+    pub fn owner_alive(&self) -> bool {
+        // SAFETY: kill(2) with signal 0 only checks that the process exists.
+        self.host == this_host()
+            && (unsafe { libc::kill(self.pid, 0) } == 0
+                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+    }
+}
+
+fn this_host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
+}
+
 /// Schemas of earlier runs that were killed or kept (`--keep`): named, never dropped.
 async fn note_leftovers(db: &Database, admin: &Client) {
     let Ok(rows) = admin.query(LEFTOVER_SCHEMAS, &[&db.schema]).await else {
         return;
     };
-    let names: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    let names: Vec<String> = rows.iter().filter(|r| Mark::parse(r.get(2)).is_some()).map(|r| r.get(0)).collect();
     if !names.is_empty() {
         eprintln!(
             "note: {} holds {} of earlier queuebench runs (kept with --keep, or the run was killed): {}; \
