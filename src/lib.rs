@@ -14,6 +14,7 @@ pub mod compare;
 pub mod db;
 pub mod diag;
 pub mod error;
+pub mod files;
 pub mod gate;
 pub mod model;
 pub mod options;

@@ -34,7 +34,7 @@ pub fn load(
         Some((name, text)) => (PathBuf::from(format!("adapters/{name}.toml")), text.to_string()),
         None => {
             let path = base.join(spec);
-            let text = std::fs::read_to_string(&path).map_err(|e| Error::ScenarioFile {
+            let text = crate::files::read_text(&path, crate::files::Kind::Scenario).map_err(|e| Error::ScenarioFile {
                 file: path.clone(),
                 sets: Vec::new(),
                 reason: format!(

@@ -9,6 +9,7 @@
 //! The final table state the checkers read goes beside it (`final_state.csv.gz`).
 
 use super::{Arrival, Event, EventKind, FaultEvent};
+use crate::files::Kind;
 use crate::model::records::{JobRow, Status};
 use flate2::Compression;
 use flate2::read::GzDecoder;
@@ -120,10 +121,27 @@ pub fn write(journal: &[Event], arrivals: &[Arrival], faults: &[FaultEvent], cla
     encoder.finish().expect("writing to memory")
 }
 
+/// Unpacks a history or final state, refused past the limit of [`Kind::History`] (a doctored
+/// run folder can hold a gzip bomb).
+fn gunzip(gz: &[u8]) -> Result<Vec<u8>, Unreadable> {
+    let limit = Kind::History.limit();
+    let mut text = Vec::new();
+    GzDecoder::new(gz)
+        .take(limit + 1)
+        .read_to_end(&mut text)
+        .map_err(|e| Unreadable::file(format!("not gzip: {e}")))?;
+    if text.len() as u64 > limit {
+        return Err(Unreadable::file(format!(
+            "unpacks to more than queuebench reads for a run's history ({}; docs/safety.md)",
+            crate::files::size(limit)
+        )));
+    }
+    Ok(text)
+}
+
 /// Reads a history back (`write`'s bytes); an error says which row.
 pub fn read(gz: &[u8], classes: &[String]) -> Result<History, Unreadable> {
-    let mut text = Vec::new();
-    GzDecoder::new(gz).read_to_end(&mut text).map_err(|e| Unreadable::file(format!("not gzip: {e}")))?;
+    let text = gunzip(gz)?;
     let mut r = csv::Reader::from_reader(text.as_slice());
     let header: Vec<String> =
         r.headers().map_err(|e| Unreadable::file(e.to_string()))?.iter().map(String::from).collect();
@@ -208,8 +226,7 @@ pub fn write_final_state(jobs: &[JobRow], key: impl Fn(i64) -> Option<String>) -
 }
 
 pub fn read_final_state(gz: &[u8]) -> Result<Vec<JobRow>, Unreadable> {
-    let mut text = Vec::new();
-    GzDecoder::new(gz).read_to_end(&mut text).map_err(|e| format!("not gzip: {e}"))?;
+    let text = gunzip(gz)?;
     let mut r = csv::Reader::from_reader(text.as_slice());
     let mut out = Vec::new();
     for (i, rec) in r.records().enumerate() {

@@ -51,7 +51,7 @@ fn scenario_tolerances(run: &Path, names: &[String]) -> Result<compare::Toleranc
         return Ok(compare::Tolerances::default());
     };
     let not_usable = |reason: String| Error::ScenarioFile { file: file.clone(), sets: Vec::new(), reason };
-    let text = std::fs::read_to_string(&file).map_err(|e| not_usable(e.to_string()))?;
+    let text = crate::files::read_text(&file, crate::files::Kind::Scenario)?;
     let table: toml::Table = toml::from_str(&text).map_err(|e| not_usable(e.to_string()))?;
     let tolerance = table.get("baseline").and_then(|b| b.get("tolerance")).and_then(|t| t.as_table());
     let pairs: Vec<(String, String)> = tolerance

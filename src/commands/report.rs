@@ -1,7 +1,8 @@
 //! `queuebench report DIR`: summary.json, summary.csv, charts and report.html again from a run's files.
 
 use crate::collect::history;
-use crate::error::{Access, Error, ExitCode, Result};
+use crate::error::{Error, ExitCode, Result};
+use crate::files;
 use crate::model::evidence::SavedEvidence;
 use crate::model::summary::RunSummary;
 use crate::report;
@@ -12,8 +13,11 @@ use std::time::Duration;
 
 /// `queuebench report DIR`: summary.json, summary.csv, charts and report.html again from a run's files.
 pub fn rebuild_report(dir: &Path) -> Result<ExitCode> {
-    let read =
-        |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|e| Error::path(Access::Read, dir.join(name), e));
+    // The folder is read as untrusted input: every file bounded in size (docs/safety.md).
+    let read = |name: &str| {
+        let kind = if name.ends_with(".toml") { files::Kind::Scenario } else { files::Kind::Summary };
+        files::read_text(&dir.join(name), kind)
+    };
     let summary: RunSummary = serde_json::from_str(&read("summary.json")?).map_err(|e| Error::Input {
         path: dir.join("summary.json"),
         reason: format!("not a queuebench summary: {e}"),
@@ -31,11 +35,11 @@ pub fn rebuild_report(dir: &Path) -> Result<ExitCode> {
 /// report.html's example jobs from the run's history, when it kept one (none otherwise: the
 /// rest of the report does not need it).
 fn swimlanes(dir: &Path, summary: &RunSummary) -> Vec<Swimlane> {
-    let Ok(saved) = std::fs::read(dir.join("evidence.json")) else { return Vec::new() };
+    let Ok(saved) = files::read(&dir.join("evidence.json"), files::Kind::Summary) else { return Vec::new() };
     let Ok(saved) = serde_json::from_slice::<SavedEvidence>(&saved) else { return Vec::new() };
-    let Ok(gz) = std::fs::read(dir.join("history.csv.gz")) else { return Vec::new() };
+    let Ok(gz) = files::read(&dir.join("history.csv.gz"), files::Kind::History) else { return Vec::new() };
     let Ok(h) = history::read(&gz, &saved.classes) else { return Vec::new() };
-    let state = std::fs::read(dir.join("final_state.csv.gz")).ok();
+    let state = files::read(&dir.join("final_state.csv.gz"), files::Kind::History).ok();
     let final_jobs = state.and_then(|gz| history::read_final_state(&gz).ok()).unwrap_or_default();
     let src = swimlane::Source {
         journal: &h.journal,

@@ -63,9 +63,8 @@ pub fn write(dir: &Path, required: &[&dyn Exporter], rest: &[&dyn Exporter]) -> 
     let mut written = Written::default();
     for e in required {
         for f in e.files()? {
-            let path = dir.join(&f.path);
-            write_atomic(&path, &f.bytes)?;
-            written.files.push(path);
+            crate::files::write_new(dir, &f.path, &f.bytes).map_err(|e| replaced(&dir.join(&f.path), e))?;
+            written.files.push(dir.join(&f.path));
         }
     }
     let mut failed: Vec<(String, String)> = Vec::new();
@@ -78,13 +77,9 @@ pub fn write(dir: &Path, required: &[&dyn Exporter], rest: &[&dyn Exporter]) -> 
             }
         };
         for f in files {
-            let path = dir.join(&f.path);
-            match write_plain(&path, &f.bytes) {
-                Ok(()) => written.files.push(path),
-                Err(err) => {
-                    let _ = std::fs::remove_file(&path);
-                    failed.push((f.path, err.to_string()));
-                }
+            match write_plain(dir, &f.path, &f.bytes) {
+                Ok(()) => written.files.push(dir.join(&f.path)),
+                Err(err) => failed.push((f.path, err.to_string())),
             }
         }
     }
@@ -116,41 +111,41 @@ fn warn(failed: &[(String, String)]) {
 #[error("{0}")]
 struct NotWritten(String);
 
-/// A best-effort file: its folder created, then the file.
-fn write_plain(path: &Path, bytes: &[u8]) -> std::result::Result<(), NotWritten> {
-    let reason = |action: &str, e: std::io::Error| NotWritten(format!("cannot {action}: {}", plain_io(&e)));
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| reason("create its folder", e))?;
-    }
-    std::fs::write(path, bytes).map_err(|e| reason("write", e))
+/// A best-effort file, written as every output is ([`crate::files::write_new`]: its folders
+/// created, no symlink followed, whole or not at all); the reason alone when it fails.
+fn write_plain(dir: &Path, rel: &str, bytes: &[u8]) -> std::result::Result<(), NotWritten> {
+    crate::files::write_new(dir, rel, bytes).map_err(|e| NotWritten(cause_of(&e)))
 }
 
-/// An io::Error as words: `No space left on device (os error 28)`; a custom error's own text.
-fn plain_io(e: &std::io::Error) -> String {
-    match e.get_ref() {
-        Some(inner) => inner.to_string(),
-        None => e.to_string(),
+/// An error's cause in words (`No space left on device (os error 28)`), without the path the
+/// warning names anyway.
+fn cause_of(e: &Error) -> String {
+    match e {
+        Error::Io { action, cause: Some(cause), .. } | Error::Path { action, cause: Some(cause), .. } => {
+            let verb = match action {
+                Access::Create => "cannot create its folder",
+                _ => "cannot write",
+            };
+            format!("{verb}: {cause}")
+        }
+        other => other.to_string(),
     }
 }
 
-fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(Access::Create, parent, e))?;
+fn replaced(path: &Path, e: Error) -> Error {
+    match e {
+        Error::Io { .. } => Error::io(Access::Replace, path, e),
+        refused => refused,
     }
-    std::fs::write(path, bytes).map_err(|e| Error::io(Access::Write, path, e))
 }
 
-/// Writes `path` through a temporary file in the same folder and a rename.
+/// Writes `path` whole or not at all, following no symlink ([`crate::files::write_new`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    let result = write_file(&tmp, bytes).and_then(|()| {
-        std::fs::rename(&tmp, path).map_err(|e| Error::io(Access::RenameTo(path.to_path_buf()), &tmp, e))
-    });
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.map_err(|e| Error::io(Access::Replace, path, e))
+    let (dir, name) = match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => (dir, name.to_string_lossy().into_owned()),
+        _ => return Err(Error::io(Access::Write, path, "not a file name")),
+    };
+    crate::files::write_new(dir, &name, bytes).map_err(|e| replaced(path, e))
 }
 
 #[cfg(test)]

@@ -47,7 +47,8 @@ impl Timeseries {
 
     pub fn read(path: &Path) -> Result<Timeseries> {
         let io = |e: csv::Error| Error::path(Access::Read, path, e);
-        let mut r = csv::Reader::from_path(path).map_err(io)?;
+        let bytes = crate::files::read(path, crate::files::Kind::Summary)?;
+        let mut r = csv::Reader::from_reader(bytes.as_slice());
         let header = r.headers().map_err(io)?.iter().map(String::from).collect();
         let rows = r
             .records()

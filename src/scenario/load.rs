@@ -64,7 +64,12 @@ impl Source {
 
 /// Reads and parses `path`, then applies `sets` on top.
 pub fn load(path: &Path, sets: &[String]) -> Result<(RawScenario, Source)> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::path(Access::ReadScenario, path, e))?;
+    let text = match crate::files::read_text(path, crate::files::Kind::Scenario) {
+        Err(Error::Path { cause, .. }) => {
+            return Err(Error::Path { action: Access::ReadScenario, path: path.into(), cause });
+        }
+        other => other?,
+    };
     let not_a_scenario = |sets: &[String], e: Invalid| Error::ScenarioFile {
         file: path.to_path_buf(),
         sets: sets.to_vec(),
