@@ -4,7 +4,7 @@
 //! run's own, and exits by the same rule (0 passed, 1 failed, 3 partial, 130 interrupted).
 
 use crate::collect::history;
-use crate::error::{Access, Error, ExitCode, Result};
+use crate::error::{Error, ExitCode, Result};
 use crate::gate;
 use crate::model::evidence::SavedEvidence;
 use crate::model::expect::parse_expectation;
@@ -77,15 +77,40 @@ pub fn same_verdicts(a: &RunSummary, b: &RunSummary) -> bool {
     key(a) == key(b) && a.passed == b.passed && a.failed_checks == b.failed_checks
 }
 
+/// A file of the run folder, read as untrusted input: bounded in size (docs/safety.md).
 pub(crate) fn read(dir: &Path, name: &str) -> Result<Vec<u8>> {
     let path = dir.join(name);
-    if name.ends_with(".csv.gz") && !path.exists() && dir.join("evidence.json").exists() {
-        return Err(Error::Input {
-            path,
-            reason: "this run kept no history: its scenario says `run.history = false` (docs/history.md)".into(),
-        });
+    let gz = name.ends_with(".csv.gz");
+    if gz && !path.exists() && dir.join("evidence.json").exists() {
+        let reason = if kept_no_history(dir) {
+            "this run kept no history: its scenario says `run.history = false` (docs/history.md)".to_string()
+        } else {
+            format!(
+                "{name} is missing, though the run kept its history (its scenario does not set `run.history = \
+                 false`): it was deleted or not copied with the folder; check, explain and report need the run \
+                 folder as the run left it"
+            )
+        };
+        return Err(Error::Input { path, reason });
     }
-    std::fs::read(&path).map_err(|e| Error::path(Access::Read, &path, e.to_string()))
+    crate::files::read(&path, if gz { crate::files::Kind::History } else { crate::files::Kind::Summary })
+}
+
+/// Whether the run's saved scenario turned the history off (`[run] history = false`).
+fn kept_no_history(dir: &Path) -> bool {
+    let Ok(text) = crate::files::read_text(&dir.join("scenario.toml"), crate::files::Kind::Scenario) else {
+        return false;
+    };
+    // A `--set run.history=…` is saved as a comment line after the text; the last one wins.
+    let mut set = text.lines().rev().filter_map(|l| l.strip_prefix("# queuebench: --set ")).filter_map(|s| {
+        let (k, v) = s.split_once('=')?;
+        (k.trim() == "run.history").then(|| v.trim() == "false")
+    });
+    if let Some(off) = set.next() {
+        return off;
+    }
+    let Ok(table) = text.parse::<toml::Table>() else { return false };
+    table.get("run").and_then(|r| r.get("history")).and_then(|h| h.as_bool()) == Some(false)
 }
 
 fn parse<T: serde::de::DeserializeOwned>(dir: &Path, name: &str) -> Result<T> {

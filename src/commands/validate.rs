@@ -2,7 +2,9 @@
 //! SQL of its own (a `[strategies]` claim, an adapter) is also proved against a server: its
 //! setup runs in a scratch schema (an ephemeral cluster, or `--database-url`) and every
 //! statement is prepared there, so a syntax error, an unknown column or a claim that lacks a
-//! column the other statements bind is exit 2 before any run. The schema is dropped after.
+//! column the other statements bind is exit 2 before any run. The setup and the statements run
+//! in one transaction that is rolled back, so what the setup writes, in the scratch schema or
+//! outside it, does not stay; the schema is dropped after.
 
 use crate::db::schema;
 use crate::error::{Error, ExitCode, Result};
@@ -64,9 +66,39 @@ async fn prove(plan: &Plan, target: &Target) -> Result<()> {
     teardown
 }
 
+/// The setup and every statement inside one transaction that is rolled back: what an adapter's
+/// setup writes, in the scratch schema or outside it (a `public` table), is undone.
 async fn prove_in(plan: &Plan, db: &crate::db::Database) -> Result<()> {
     let setup = pipeline::setup_of(plan);
-    let client = schema::install(db, setup.as_setup(), &plan.adapter.table, &[]).await.map_err(|e| wrong(plan, e))?;
+    let client = schema::create(db).await?;
+    let begin = "BEGIN; SET LOCAL queuebench.validating = 'yes'";
+    client.batch_execute(begin).await.map_err(|e| db_error(begin, &e))?;
+    let proved = prove_statements(plan, db, &client, setup.as_setup()).await;
+    let open = client.query_one("SELECT current_setting('queuebench.validating', true)", &[]).await;
+    let still_open = matches!(&open, Ok(row) if row.get::<_, Option<String>>(0).as_deref() == Some("yes"));
+    let _ = client.batch_execute("ROLLBACK").await;
+    if proved.is_ok() && !still_open {
+        return Err(Error::ScenarioFile {
+            file: plan.source.path.clone(),
+            sets: plan.source.overrides.clone(),
+            reason: "the adapter's setup ends the transaction validate runs it in (a COMMIT or ROLLBACK in its SQL): \
+                     validate proves an adapter inside a transaction it rolls back, so that nothing it writes stays; \
+                     what came before that COMMIT was committed. Take transaction control out of the setup"
+                .into(),
+        });
+    }
+    proved
+}
+
+async fn prove_statements(
+    plan: &Plan,
+    db: &crate::db::Database,
+    client: &tokio_postgres::Client,
+    setup: schema::Setup<'_>,
+) -> Result<()> {
+    // A setup command (the library's own migrations) runs on connections of its own, outside
+    // this transaction: it is given the scratch schema, which is dropped after.
+    schema::run_setup(db, client, setup, &plan.adapter.table, &[]).await.map_err(|e| wrong(plan, e))?;
     let a = &plan.adapter;
     if let Some(init) = &a.on_connect {
         client.batch_execute(init).await.map_err(|e| wrong(plan, db_error("the adapter's on_connect", &e)))?;
@@ -80,7 +112,7 @@ async fn prove_in(plan: &Plan, db: &crate::db::Database) -> Result<()> {
     let mut select = None;
     let steps = a.worker_steps().chain(&a.reclaim).chain(&a.cancel).chain([&a.enqueue]).chain(&a.preload);
     for step in steps {
-        let prepared = prepare_step(&client, step).await.map_err(worker)?;
+        let prepared = prepare_step(client, step).await.map_err(worker)?;
         match step.role {
             crate::adapter::Role::Claim => claim = Some(prepared),
             crate::adapter::Role::Select => select = Some(prepared),

@@ -46,10 +46,29 @@ pub async fn install(
                 .into(),
         });
     }
+    let client = create(db).await?;
+    run_setup(db, &client, setup, table, table_settings).await?;
+    Ok(client)
+}
+
+/// The run's schema (created, or reused under `--reuse`), and a connection into it.
+pub async fn create(db: &Database) -> Result<Client> {
     let admin = db.connect_admin().await?;
     create_or_reuse(db, &admin).await?;
     drop(admin);
-    let client = db.connect().await?;
+    db.connect().await
+}
+
+/// The queue's tables in the run's schema (`setup`), queuebench's effects table beside an
+/// adapter's, and the table's storage parameters, on `client` (which `validate` holds in a
+/// transaction it rolls back).
+pub async fn run_setup(
+    db: &Database,
+    client: &Client,
+    setup: Setup<'_>,
+    table: &str,
+    table_settings: &[(String, String)],
+) -> Result<()> {
     match setup {
         Setup::OwnTable { notify } => {
             client.batch_execute(MIGRATION).await.map_err(|e| sql_error("installing migrations/001_queue.sql", &e))?;
@@ -75,7 +94,7 @@ pub async fn install(
         let alter = format!("ALTER TABLE \"{table}\" SET ({})", list.join(", "));
         client.batch_execute(&alter).await.map_err(|e| sql_error(&alter, &e))?;
     }
-    Ok(client)
+    Ok(())
 }
 
 /// Runs an adapter's setup command (the queue library's own migrations) in the run's schema.

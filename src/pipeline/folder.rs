@@ -9,7 +9,7 @@
 //!   the folder again if it made it.
 
 use crate::error::{Access, Error, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The marker of a run folder that is not (yet) whole.
 pub const INCOMPLETE: &str = "INCOMPLETE";
@@ -42,35 +42,57 @@ pub fn check_output_folder(dir: &Path, force: bool) -> Result<()> {
 
 /// The run id in `dir/summary.json`, if it is a run folder.
 fn earlier_run(dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join("summary.json")).ok()?;
+    let text = crate::files::read_text(&dir.join("summary.json"), crate::files::Kind::Summary).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     Some(v.get("run_id")?.as_str()?.to_string())
+}
+
+/// Folders made for an output (`results/<scenario>/<run id>` and any parent that was missing),
+/// deepest last, so that a run or sweep that fails before writing can remove them again.
+#[derive(Debug, Default)]
+pub struct Made(Vec<PathBuf>);
+
+impl Made {
+    /// Creates `path` and its missing parents, remembering which it made.
+    pub fn create(path: &Path, access: Access) -> Result<Made> {
+        let missing: Vec<PathBuf> =
+            path.ancestors().take_while(|a| !a.as_os_str().is_empty() && !a.exists()).map(Path::to_path_buf).collect();
+        std::fs::create_dir_all(path).map_err(|e| Error::path(access, path, e))?;
+        Ok(Made(missing.into_iter().rev().collect()))
+    }
+
+    /// Removes what it made, deepest first, each only while empty (`remove_dir` removes no
+    /// folder that holds anything).
+    pub fn remove_if_empty(&self) {
+        for dir in self.0.iter().rev() {
+            if std::fs::remove_dir(dir).is_err() {
+                break;
+            }
+        }
+    }
 }
 
 /// The results folder of one run: created (and proved writable) before anything starts.
 pub struct ResultsFolder<'a> {
     path: &'a Path,
-    /// It did not exist before: remove it again if the run fails before writing.
-    fresh: bool,
+    /// The folders it made: removed again if the run fails before writing.
+    made: Made,
 }
 
 impl<'a> ResultsFolder<'a> {
     /// Creates the folder and its `INCOMPLETE` marker (which also proves it writable).
     pub fn create(path: &'a Path, run_id: &str) -> Result<Self> {
-        let fresh = !path.exists();
-        std::fs::create_dir_all(path).map_err(|e| Error::path(Access::CreateResultsFolder, path, e))?;
+        let made = Made::create(path, Access::CreateResultsFolder)?;
         let marker = format!(
             "queuebench run {run_id} has not finished writing this folder.\n\
              If this file stays, the run was killed while it ran or wrote, or some outputs could not be written\n\
              (listed below, and in summary.json's not_written when that was written).\n"
         );
         if let Err(e) = std::fs::write(path.join(INCOMPLETE), marker) {
-            if fresh {
-                let _ = std::fs::remove_dir(path);
-            }
+            made.remove_if_empty();
             return Err(Error::path(Access::WriteInResultsFolder, path, e));
         }
-        Ok(ResultsFolder { path, fresh })
+        Ok(ResultsFolder { path, made })
     }
 
     /// Passes `result` through; on an error, removes the marker and leaves no empty folder
@@ -78,9 +100,7 @@ impl<'a> ResultsFolder<'a> {
     pub fn keep_if_ok<T>(&self, result: Result<T>) -> Result<T> {
         if result.is_err() {
             let _ = std::fs::remove_file(self.path.join(INCOMPLETE));
-            if self.fresh {
-                let _ = std::fs::remove_dir(self.path);
-            }
+            self.made.remove_if_empty();
         }
         result
     }
@@ -145,5 +165,15 @@ mod tests {
         let h = ResultsFolder::create(&fresh, "r3").unwrap();
         let _ = h.keep_if_ok::<()>(Err(Error::machine("x", "y")));
         assert!(!fresh.exists(), "a fresh folder of a failed run is removed");
+        // results/<scenario>/<run id>, all three new: none stays after a refusal.
+        let deep = dir.path().join("results/scn/run-1");
+        let k = ResultsFolder::create(&deep, "r4").unwrap();
+        let _ = k.keep_if_ok::<()>(Err(Error::machine("x", "y")));
+        assert!(!dir.path().join("results").exists(), "the parents it made go too");
+        // A parent that holds another run's folder stays.
+        std::fs::create_dir_all(dir.path().join("results/scn/old")).unwrap();
+        let k = ResultsFolder::create(&deep, "r5").unwrap();
+        let _ = k.keep_if_ok::<()>(Err(Error::machine("x", "y")));
+        assert!(!deep.exists() && dir.path().join("results/scn/old").exists());
     }
 }

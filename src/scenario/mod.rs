@@ -2,6 +2,7 @@
 //! overrides (`load`), durations (`units`), the typed `Plan` that every later
 //! stage reads (`plan`), and the validation that builds it (`validate`).
 
+mod boundary;
 pub mod client;
 pub mod faults;
 pub mod horizon;

@@ -3,6 +3,7 @@
 //! the line and the key (or the `--set` that supplied it) and what is accepted.
 //! One function per section of the scenario file.
 
+use super::boundary::boundary_setting;
 use super::faults;
 use super::horizon;
 use super::load::Source;
@@ -364,7 +365,11 @@ fn postgres(raw: &RawScenario, at: &At) -> Result<PostgresSettings> {
         .settings
         .iter()
         .map(|(k, v)| {
-            setting_value(v).map(|v| (k.clone(), v)).map_err(|e| at.invalid(&format!("postgres.settings.{k}"), e))
+            let key = format!("postgres.settings.{k}");
+            if let Some(why) = boundary_setting(k) {
+                return Err(at.err(&key, why));
+            }
+            setting_value(v).map(|v| (k.clone(), v)).map_err(|e| at.invalid(&key, e))
         })
         .collect::<Result<Vec<_>>>()?;
     let table_settings = raw

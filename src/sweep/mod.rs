@@ -41,6 +41,9 @@ pub async fn sweep(args: &SweepCommand, interrupt: &CancellationToken) -> Result
         crate::pipeline::check_limits(plan)?;
     }
     crate::pipeline::check_output_folder(&dir, args.force)?;
+    // The server is reached (and its connections counted) before any folder is made: a sweep
+    // that cannot log in leaves nothing behind.
+    crate::pipeline::check_free_connections(first, &args.run.database.target).await?;
     std::fs::create_dir_all(&dir).map_err(|e| Error::path(Access::CreateSweepFolder, &dir, e))?;
     let total = plans.len();
     println!("{}: sweeping {total} cells × {} repeat(s) into {}", first.name, args.repeat, dir.display());
