@@ -40,8 +40,7 @@ pub fn of(plan: &Plan, run_id: &str, agents: u32) -> Result<Bundle> {
                     path.display()
                 ),
             })?;
-            let text =
-                std::fs::read_to_string(path).map_err(|e| Error::path(crate::error::Access::Read, path.clone(), e))?;
+            let text = crate::files::read_text(path, crate::files::Kind::Scenario)?;
             Some((relative.to_string_lossy().into_owned(), text))
         }
         _ => None,

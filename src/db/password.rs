@@ -35,7 +35,7 @@ pub fn fill(config: &mut Config) -> Option<String> {
         );
         return None;
     }
-    let text = std::fs::read_to_string(&file).ok()?;
+    let text = crate::files::read_text(&file, crate::files::Kind::Scenario).ok()?;
     let (host, port, db, user) = lookup_key(config);
     let pw = pgpass_lookup(&text, &host, port, &db, &user)?;
     config.password(pw);

@@ -103,9 +103,8 @@ pub fn take(raw: &mut RawScenario, source: &Source) -> Result<Option<ClientPlan>
     let dir = find_dir(&spec, source)?;
     let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let enqueue_path = dir.join("enqueue.sql");
-    let text = std::fs::read_to_string(&enqueue_path).map_err(|e| {
-        source.error("client", format!("cannot read {}: {e} (contract: clients/CONTRACT.md)", enqueue_path.display()))
-    })?;
+    let text = crate::files::read_text(&enqueue_path, crate::files::Kind::Scenario)
+        .map_err(|e| source.error("client", format!("{e} (contract: clients/CONTRACT.md)")))?;
     let enqueue =
         EnqueueSql::parse(&text).map_err(|e| source.error("client", format!("{}: {e}", enqueue_path.display())))?;
     let program = dir.join("run");
