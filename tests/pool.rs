@@ -65,3 +65,38 @@ fn a_direct_run_records_no_acquire_and_hold_transaction_is_refused() {
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert_eq!(r.num("latency_ms.acquire.count"), 0.0);
 }
+
+/// The pooled workers run the same round as the direct ones, so the worker faults work on the
+/// pool too: 1 % of jobs crash their worker after the claim (the reaper requeues them, nothing
+/// is lost or run twice), and a worker paused past its lease before completing is fenced out
+/// by the token (its stale completion rejected), each by the shipped scenario's own
+/// expectations.
+#[test]
+fn a_pooled_run_survives_crash_and_pause_faults() {
+    let pool = "workers.pool={ size = 2, acquire_timeout = \"10s\" }";
+    let crash = repo("scenarios/crash-recovery.toml");
+    let r = queuebench(&["run", crash.to_str().unwrap(), "--quiet", "--set", pool]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.num("faults.by_kind.crash") > 0.0);
+    assert!(r.num("latency_ms.acquire.count") > 0.0, "the workers went through the pool");
+    assert_eq!(r.num("jobs.completed"), 2000.0);
+    for check in ["exactly_once", "no_lost_jobs", "effects_ledger_agrees"] {
+        assert_eq!(r.check(check), 0, "{check}");
+    }
+    let pause = repo("scenarios/gc-pause-fencing-token.toml");
+    let r = queuebench(&["run", pause.to_str().unwrap(), "--quiet", "--set", pool]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.num("faults.by_kind.pause"), 1.0);
+    assert_eq!(r.num("completions.stale_rejected"), 1.0);
+    assert_eq!(r.num("completions.stale_accepted"), 0.0);
+    assert!(r.num("latency_ms.acquire.count") > 0.0);
+}
+
+#[test]
+fn a_fault_aimed_at_a_workers_own_connection_is_refused_with_the_pool() {
+    let s = repo("scenarios/backend-kill.toml");
+    let r =
+        queuebench(&["validate", s.to_str().unwrap(), "--set", "workers.pool={ size = 2, acquire_timeout = \"1s\" }"]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("kill_backend fault") && r.stderr.contains("crash, pause"), "{}", r.stderr);
+}

@@ -13,9 +13,9 @@
 //! when the job was handed out twice (or the scenario's fencing let a stale completion land),
 //! 0 when the strategy withstood it. `--repeat N` plays it N times on the same schema.
 
+use crate::adapter::Statement;
 use crate::adapter::builtin;
 use crate::adapter::keys::{Interner, Key};
-use crate::adapter::{Param, Statement};
 use crate::db::Database;
 use crate::db::schema;
 use crate::error::{Error, ExitCode, Result};
@@ -24,7 +24,7 @@ use crate::options::{DatabaseOptions, Target};
 use crate::pipeline;
 use crate::run::conn::{Conn, prepare_step};
 use crate::run::steps;
-use crate::run::values::{Claimed, Values};
+use crate::run::values::{Claimed, Value, Values};
 use crate::scenario::{self, Plan};
 use std::path::Path;
 use std::time::Duration;
@@ -218,22 +218,28 @@ fn print_script(script: &[(&str, String)], end: &str) {
     println!("-- {end}");
 }
 
-/// A statement with its parameters written in as literals (for psql).
+/// A statement with its parameters written in as literals (for psql), from the same values
+/// the run binds (`Values::resolve`): a job's key that no claim has returned yet stays a
+/// placeholder (`:id`), `:now` is the server's `now()`.
 fn literal(s: &Statement, plan: &Plan, worker: &str, ids: &[i64]) -> String {
+    let mut v = values(plan, worker);
+    v.ids = ids;
+    let text = |t: &str| format!("'{}'", t.replace('\'', "''"));
     let mut sql = s.sql.clone();
     for (i, p) in s.params.iter().enumerate().rev() {
-        let value = match p {
-            Param::Batch => plan.workers.batch.to_string(),
-            Param::LeaseSecs => format!("{:?}", plan.lease.duration.as_secs_f64()),
-            Param::Worker | Param::Pool => format!("'{worker}'"),
-            Param::Ids => format!("'{{{}}}'", ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")),
-            Param::Now => "now()".into(),
-            Param::MaxAttempts => plan.jobs.max_attempts.to_string(),
-            Param::Const(c) => plan.adapter.constants[*c as usize].1.literal(),
-            Param::AgingStepSecs => format!("{:?}", plan.workers.ordering.aging_step.as_secs_f64()),
-            Param::AgingCap => plan.workers.ordering.aging_cap.to_string(),
-            Param::DeadlineSecs => format!("{:?}", plan.workers.ordering.deadline.as_secs_f64()),
-            _ => format!(":{}", p.name()),
+        let value = match v.resolve(*p) {
+            Value::Int(n) => n.to_string(),
+            Value::Int4(n) => n.to_string(),
+            Value::Float(f) => format!("{f:?}"),
+            Value::Text(t) => text(t),
+            Value::Ids(ids) => format!("'{{{}}}'", ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")),
+            Value::Key(Some(Key::Int(n))) => n.to_string(),
+            Value::Key(Some(k)) => text(&k.show()),
+            Value::Key(None) => format!(":{}", p.name()),
+            Value::Json(Some(j)) => format!("{}::jsonb", text(&j.to_string())),
+            Value::Json(None) => "NULL".into(),
+            Value::Time(_) => "now()".into(),
+            Value::Const(c) => c.literal(),
         };
         sql = sql.replace(&format!("${}", i + 1), &value);
     }

@@ -23,7 +23,6 @@ pub mod work;
 pub mod worker;
 
 use crate::adapter::keys::Interner;
-use crate::collect::spill::Spill;
 use crate::collect::{Arrival, Event, FaultEvent, Samples, WorkerStats};
 use crate::db::Database;
 use crate::error::{Error, Result, SessionFailure, Sql};
@@ -334,7 +333,7 @@ async fn open_clients(
     Ok(Clients::Pool(pool))
 }
 
-type Finished = (WorkerStats, Spill<Event>, Vec<FaultEvent>, Option<worker::WorkerFailure>);
+use worker::Finished;
 
 /// Every worker as a task: on its lane (direct), or on the runtime the pool lives on.
 fn spawn_workers(
@@ -349,18 +348,17 @@ fn spawn_workers(
                 .into_iter()
                 .enumerate()
                 .map(|(i, c)| {
-                    let run = Worker::new(first + i as u32, c, shared.clone()).run();
-                    lanes.spawn(i, async move {
-                        let (w, failure) = run.await;
-                        (w.stats, w.journal, w.faults, failure)
-                    })
+                    let slot = first + i as u32;
+                    shared.faults.pids[slot as usize].store(c.pid, std::sync::atomic::Ordering::Relaxed);
+                    lanes.spawn(i, Worker::new(slot, worker::direct::Direct::new(c), shared.clone()).run())
                 })
                 .collect();
             (Some(lanes), tasks)
         }
         Clients::Pool(p) => {
-            let tasks =
-                slots.map(|slot| tokio::spawn(pool::PoolWorker::new(slot, p.clone(), shared.clone()).run())).collect();
+            let tasks = slots
+                .map(|slot| tokio::spawn(Worker::new(slot, pool::Pooled::new(p.clone()), shared.clone()).run()))
+                .collect();
             (None, tasks)
         }
     }

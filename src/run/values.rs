@@ -5,6 +5,7 @@
 
 use crate::adapter::Param;
 use crate::adapter::keys::Key;
+use crate::adapter::params::Constant;
 use crate::scenario::Plan;
 use std::time::SystemTime;
 use tokio_postgres::types::ToSql;
@@ -60,6 +61,21 @@ pub struct Values<'a> {
     pub enqueue: Enqueue<'a>,
 }
 
+/// One parameter's value, resolved (see [`Values::resolve`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Value<'a> {
+    Int(i64),
+    Int4(i32),
+    Float(f64),
+    Text(&'a str),
+    Ids(&'a [i64]),
+    /// A job's id, attempt or token in the type the queue keeps it in; None: no job or no token.
+    Key(Option<&'a Key>),
+    Json(Option<&'a serde_json::Value>),
+    Time(SystemTime),
+    Const(&'a Constant),
+}
+
 static NO_KEY: Key = Key::Int(0);
 static NO_TOKEN: Option<Key> = None;
 static NO_TEXT: &str = "";
@@ -85,6 +101,37 @@ impl<'a> Values<'a> {
             backoff_secs: 0.0,
             error: NO_TEXT,
             enqueue: Enqueue::default(),
+        }
+    }
+
+    /// The value of one parameter, resolved: what a transport that does not take
+    /// tokio-postgres's `ToSql` (the sqlx pool, a printed psql script) encodes. The direct
+    /// path binds [`Values::bind`] instead, without this step.
+    pub fn resolve(&'a self, p: Param) -> Value<'a> {
+        match p {
+            Param::Batch => Value::Int(self.batch),
+            Param::LeaseSecs => Value::Float(self.lease_secs),
+            Param::Worker => Value::Text(self.worker),
+            Param::Pool => Value::Text(self.pool),
+            Param::Ids => Value::Ids(self.ids),
+            Param::Id => Value::Key(self.job.map(|j| &j.key)),
+            Param::Attempt => Value::Key(self.job.map(|j| &j.attempt_key)),
+            Param::Token => Value::Key(self.job.and_then(|j| j.token.as_ref())),
+            Param::BackoffSecs => Value::Float(self.backoff_secs),
+            Param::Error => Value::Text(self.error),
+            Param::RetryBaseSecs => Value::Float(self.retry_base_secs),
+            Param::RetryCapSecs => Value::Float(self.retry_cap_secs),
+            Param::AgingStepSecs => Value::Float(self.aging_step_secs),
+            Param::AgingCap => Value::Int(self.aging_cap),
+            Param::DeadlineSecs => Value::Float(self.deadline_secs),
+            Param::Payload => Value::Json(self.enqueue.payload.as_ref()),
+            Param::N => Value::Int(self.enqueue.n),
+            Param::Count => Value::Int(self.enqueue.count),
+            Param::Class => Value::Text(self.enqueue.class),
+            Param::Priority => Value::Int4(self.enqueue.priority),
+            Param::MaxAttempts => Value::Int4(self.max_attempts),
+            Param::Now => Value::Time(self.now),
+            Param::Const(i) => Value::Const(&self.plan.adapter.constants[i as usize].1),
         }
     }
 

@@ -9,6 +9,7 @@ use super::units::parse_duration;
 use crate::adapter::{Accepted, Param, Role};
 use crate::error::Invalid;
 use crate::model::protocol::Mode;
+use crate::scenario::faults::Kind;
 use crate::scenario::plan::Wakeup;
 
 pub fn settings(raw: &RawPool) -> Result<PoolSettings, Invalid> {
@@ -40,21 +41,24 @@ pub fn fits(plan: &Plan) -> Result<(), Invalid> {
     if !plan.adapter.own_table() {
         return refuse("only with the built-in strategies over queuebench's own table, not an adapter");
     }
-    if !plan.faults.is_empty() {
-        return refuse("not with [[faults]] yet (they aim at a worker's own connection)");
-    }
-    if plan.jobs.types.iter().any(|t| t.poison) {
-        return refuse("not with poison job types yet (they crash a worker's own connection)");
+    // Crash and pause act in the worker's round, lock_hold and cancel on the database: the
+    // pool runs them as the direct workers do. A killed backend aims at a worker's own
+    // connection, which a pooled worker does not have.
+    let in_the_round =
+        |k: &Kind| matches!(k, Kind::Crash { .. } | Kind::Pause { .. } | Kind::LockHold { .. } | Kind::Cancel { .. });
+    if let Some(f) = plan.faults.iter().find(|f| !in_the_round(&f.kind)) {
+        return refuse(&format!(
+            "not with a {} fault (accepted with the pool: crash, pause, lock_hold, cancel)",
+            f.kind.name()
+        ));
     }
     if plan.workers.idle.wakeup == Wakeup::Listen {
         return refuse("not with workers.wakeup = \"listen\" (a pooled connection does not stay LISTENing)");
     }
-    let unbound = |p: &Param| {
-        matches!(
-            p,
-            Param::Now | Param::Const(_) | Param::Payload | Param::N | Param::Count | Param::Class | Param::Priority
-        )
-    };
+    // sqlx is built here without its time and JSON types; the producer's values are no
+    // worker's. Everything else the round's values hold is encoded (`run::pool::steps::encode`).
+    let unbound =
+        |p: &Param| matches!(p, Param::Now | Param::Payload | Param::N | Param::Count | Param::Class | Param::Priority);
     let statements = plan.adapter.worker_steps().flat_map(|s| &s.statements);
     if let Some(p) = statements.chain([&plan.adapter.observe.remaining]).flat_map(|s| &s.params).find(|p| unbound(p)) {
         return refuse(&format!("the pooled client does not bind :{} (yet)", p.name()));

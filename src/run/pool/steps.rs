@@ -1,96 +1,93 @@
-//! A pooled worker's round: claim → work (with heartbeats) → side effect → complete or fail,
-//! each step on a connection taken from the pool and given back at once.
+//! The pooled transport: each step on a connection taken from the pool and given back at once;
+//! the wait for it is the `acquire` latency. The round's values are encoded for sqlx by one
+//! exhaustive match ([`encode`]).
 
-use super::{Cut, PoolWorker};
+use super::{ACQUIRE_TIMEOUT, OPEN_TIMEOUT, acquire_within};
+use crate::adapter::Statement;
 use crate::adapter::keys::Key;
-use crate::collect::{EventKind, Latency};
+use crate::adapter::params::Constant;
+use crate::collect::Latency;
 use crate::db::statements::EFFECTS_INSERT;
-use crate::run::values::Claimed;
-use crate::run::work;
-use rand::RngExt;
-use sqlx::Row;
-use sqlx::postgres::PgRow;
+use crate::run::values::{Claimed, Value, Values};
+use crate::run::worker::WorkerFailure;
+use crate::run::worker::transport::{Claim, Ctx, Effects, Halt, Sent, Transport, Write};
+use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::{Arguments, AssertSqlSafe, PgPool, Row};
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio_postgres::Notification;
 
-impl PoolWorker {
-    /// One claim and the jobs it returned. Ok(false) when the claim was empty.
-    pub(super) async fn round(&mut self) -> Result<bool, Cut> {
-        let jobs = self.claim().await?;
-        if jobs.is_empty() {
-            return Ok(false);
-        }
-        for (k, job) in jobs.iter().enumerate() {
-            if let Err(c) = self.process(job).await {
-                for j in &jobs[k..] {
-                    let t = self.clock().1;
-                    self.log(t, 0, j, EventKind::Abandoned, None);
-                }
-                return Err(c);
-            }
-        }
-        Ok(true)
+/// Why a pooled step did not land (already counted).
+#[derive(Debug)]
+pub struct Cut {
+    /// The acquire timed out (else the statement failed).
+    timed_out: bool,
+}
+
+/// A worker's view of the shared pool.
+pub struct Pooled {
+    pool: PgPool,
+}
+
+impl Pooled {
+    pub fn new(pool: PgPool) -> Pooled {
+        Pooled { pool }
     }
 
-    async fn claim(&mut self) -> Result<Vec<Claimed>, Cut> {
-        let plan = self.sh.plan.clone();
-        let mut ids: Vec<i64> = Vec::new();
-        let mut select_us = 0;
-        if let Some(select) = &plan.adapter.select {
-            let args = self.args(select.first(), None, &[], 0.0, "");
-            let (rows, took, _) = self.fetch(select.first(), args).await?;
-            ids = rows.iter().filter_map(|r| r.try_get::<i64, _>(0).ok()).collect();
-            if ids.is_empty() {
-                self.count_claim(took, self.clock().1, 0);
-                return Ok(Vec::new());
-            }
-            select_us = took;
-        }
-        let st = plan.adapter.claim.first();
-        let args = self.args(st, None, &ids, 0.0, "");
-        let (rows, took, t0_us) = self.fetch(st, args).await?;
-        let claim_us = select_us + took;
-        let t1_us = self.clock().1;
-        let mut jobs = Vec::with_capacity(rows.len());
-        for r in &rows {
-            match self.job(r) {
-                Ok(j) => jobs.push(j),
-                Err(e) => return Err(self.note(&e)),
-            }
-        }
-        self.count_claim(claim_us, t0_us, jobs.len());
-        for job in &jobs {
-            self.log(t1_us, claim_us, job, EventKind::Claimed, None);
-        }
-        Ok(jobs)
+    /// Counts a failed acquire or statement under its code.
+    fn note(cx: &mut Ctx<'_>, e: &sqlx::Error) -> Halt<Cut> {
+        let code = match e {
+            sqlx::Error::PoolTimedOut => ACQUIRE_TIMEOUT.to_string(),
+            sqlx::Error::Database(d) => d.code().map_or_else(|| "db".to_string(), |c| c.to_string()),
+            _ => "io".to_string(),
+        };
+        tracing::debug!(worker = %cx.name, error = %e, "pooled step failed");
+        cx.stats.record_error(&code);
+        cx.sh.progress.errors.fetch_add(1, Ordering::Relaxed);
+        Halt::Db(Cut { timed_out: matches!(e, sqlx::Error::PoolTimedOut) })
     }
 
-    fn count_claim(&mut self, claim_us: u64, t0_us: u64, jobs: usize) {
-        self.stats.record(Latency::Claim, t0_us, claim_us);
-        self.stats.record(Latency::ClaimTx, t0_us, claim_us);
-        if let Some(live) = &self.sh.live {
-            live.record_claim(claim_us);
-        }
-        self.stats.claims += 1;
-        self.stats.second(t0_us).claims += 1;
-        self.sh.progress.claims.fetch_add(1, Ordering::Relaxed);
-        if jobs == 0 {
-            self.stats.empty_claims += 1;
-            self.stats.second(t0_us).empty_claims += 1;
-        }
-        self.stats.claimed_jobs += jobs as u64;
+    /// `workers.pool.acquire_timeout`.
+    fn acquire_limit(cx: &Ctx<'_>) -> Duration {
+        cx.sh.plan.workers.pool.map_or(OPEN_TIMEOUT, |p| p.acquire_timeout)
+    }
+
+    /// A connection from the pool; the wait is recorded as `acquire` (timeouts included).
+    async fn acquire(&self, cx: &mut Ctx<'_>) -> Result<sqlx::pool::PoolConnection<sqlx::Postgres>, Halt<Cut>> {
+        let t = Instant::now();
+        let got = tokio::select! {
+            got = acquire_within(&self.pool, Self::acquire_limit(cx)) => got,
+            _ = cx.sh.stop.cancelled() => return Err(Halt::Stopped),
+        };
+        cx.stats.record(Latency::Acquire, since_start(cx, t), t.elapsed().as_micros() as u64);
+        got.map_err(|e| Self::note(cx, &e))
+    }
+
+    /// Runs `st` on a pooled connection: its rows, when it was sent and its time (µs).
+    async fn fetch(
+        &self,
+        cx: &mut Ctx<'_>,
+        st: &Statement,
+        v: &Values<'_>,
+    ) -> Result<(Vec<PgRow>, u64, u64), Halt<Cut>> {
+        let mut conn = self.acquire(cx).await?;
+        let t = Instant::now();
+        let rows = sqlx::query_with(AssertSqlSafe(st.sql.as_str()), args(st, v)).fetch_all(&mut *conn).await;
+        let took = t.elapsed().as_micros() as u64;
+        drop(conn);
+        rows.map(|r| (r, since_start(cx, t), took)).map_err(|e| Self::note(cx, &e))
     }
 
     /// A claimed row as a job, by the adapter's column names.
-    fn job(&mut self, r: &PgRow) -> Result<Claimed, sqlx::Error> {
-        let plan = self.sh.plan.clone();
+    fn job(cx: &Ctx<'_>, r: &PgRow) -> Result<Claimed, sqlx::Error> {
+        let plan = &cx.sh.plan;
         let cols = &plan.adapter.columns;
         let id: i64 = r.try_get(cols.id.as_str())?;
         let attempt: Option<i32> = cols.attempt.as_deref().map(|c| r.try_get(c)).transpose()?;
         let token: Option<uuid::Uuid> = cols.token.as_deref().map(|c| r.try_get(c)).transpose()?.flatten();
         let class: Option<String> = cols.class.as_deref().and_then(|c| r.try_get(c).ok()).flatten();
         let token = token.map(Key::Uuid);
-        self.seq += 1;
         Ok(Claimed {
             tag: token.as_ref().map_or(0, Key::tag),
             id,
@@ -98,175 +95,163 @@ impl PoolWorker {
             attempt: attempt.unwrap_or(-1),
             attempt_key: Key::Int(attempt.map_or(-1, i64::from)),
             token,
-            seq: self.seq,
+            seq: 0,
             class: class.and_then(|q| plan.load.classes.iter().position(|c| c.name == q)).map_or(0, |c| c as u16 + 1),
         })
     }
+}
 
-    /// One job: work, side effect, then complete or fail. Err = the job was let go.
-    async fn process(&mut self, job: &Claimed) -> Result<(), Cut> {
-        let plan = self.sh.plan.clone();
-        let model = match job.class {
-            0 => &plan.workers.work,
-            c => plan.load.classes[c as usize - 1].work.as_ref().unwrap_or(&plan.workers.work),
+/// µs since the run's start of `t`.
+fn since_start(cx: &Ctx<'_>, t: Instant) -> u64 {
+    t.saturating_duration_since(cx.sh.faults.start).as_micros() as u64
+}
+
+/// The parameters of `st`, encoded from the round's values.
+fn args(st: &Statement, v: &Values<'_>) -> PgArguments {
+    let mut a = PgArguments::default();
+    for p in &st.params {
+        encode(&mut a, v.resolve(*p)).expect("a number, text, array or key always encodes");
+    }
+    a
+}
+
+/// One value for sqlx. `:now` and the producer's payload are refused for the pool up front
+/// (`scenario::pool::fits`: sqlx is built without its time and JSON types here).
+fn encode(a: &mut PgArguments, value: Value<'_>) -> Result<(), sqlx::error::BoxDynError> {
+    match value {
+        Value::Int(i) => a.add(i),
+        Value::Int4(i) => a.add(i),
+        Value::Float(f) => a.add(f),
+        Value::Text(t) => a.add(t.to_string()),
+        Value::Ids(ids) => a.add(ids.to_vec()),
+        Value::Key(Some(Key::Int(i))) => a.add(*i),
+        Value::Key(Some(Key::Uuid(u))) => a.add(*u),
+        Value::Key(Some(Key::Text(t))) => a.add(t.clone()),
+        // A missing key binds as a NULL uuid, as the token column is.
+        Value::Key(None) => a.add(Option::<uuid::Uuid>::None),
+        Value::Const(Constant::Text(t)) => a.add(t.clone()),
+        Value::Const(Constant::Int(i)) => a.add(*i),
+        Value::Const(Constant::Float(f)) => a.add(*f),
+        Value::Const(Constant::Bool(b)) => a.add(*b),
+        Value::Json(_) | Value::Time(_) => unreachable!("refused for workers.pool by scenario::pool::fits"),
+    }
+}
+
+impl Transport for Pooled {
+    type Error = Cut;
+
+    async fn begin(&mut self, _cx: &mut Ctx<'_>) -> Result<(), Halt<Cut>> {
+        unreachable!("refused for workers.pool by scenario::pool::fits: hold-transaction")
+    }
+
+    async fn commit(&mut self, _cx: &mut Ctx<'_>) -> Result<(), Halt<Cut>> {
+        unreachable!("refused for workers.pool by scenario::pool::fits: hold-transaction")
+    }
+
+    async fn claim(&mut self, cx: &mut Ctx<'_>, v: Values<'_>, _in_tx: bool) -> Result<Claim, Halt<Cut>> {
+        let plan = cx.sh.plan.clone();
+        let mut v = v; // a binding of its own, so its lifetime can shrink to the ids' below
+        let mut ids: Vec<i64> = Vec::new();
+        let mut select_us = 0;
+        if let Some(select) = &plan.adapter.select {
+            let (rows, t0_us, took) = self.fetch(cx, select.first(), &v).await?;
+            ids = rows.iter().filter_map(|r| r.try_get::<i64, _>(0).ok()).collect();
+            if ids.is_empty() {
+                return Ok(Claim { jobs: Vec::new(), t0_us, took_us: took });
+            }
+            select_us = took;
+        }
+        v.ids = &ids;
+        let (rows, t0_us, took) = self.fetch(cx, plan.adapter.claim.first(), &v).await?;
+        let mut jobs = Vec::with_capacity(rows.len());
+        for r in &rows {
+            jobs.push(Self::job(cx, r).map_err(|e| Self::note(cx, &e))?);
+        }
+        Ok(Claim { jobs, t0_us, took_us: select_us + took })
+    }
+
+    async fn write(&mut self, cx: &mut Ctx<'_>, what: Write, v: &Values<'_>, _in_tx: bool) -> Result<Sent, Halt<Cut>> {
+        let plan = cx.sh.plan.clone();
+        let step = match what {
+            Write::Complete => &plan.adapter.complete,
+            Write::Fail => plan.adapter.fail.as_ref().expect("validated: a failing job type needs the adapter's fail"),
+            Write::Heartbeat => plan.adapter.heartbeat.as_ref().expect("validated: lease.heartbeat needs a heartbeat"),
         };
-        let d = work::sample(model, &mut self.rng);
-        let (w0, w0_us) = self.clock();
-        if !self.work(job, d).await? {
+        let st = step.first();
+        let mut conn = self.acquire(cx).await?;
+        let t = Instant::now();
+        let done = sqlx::query_with(AssertSqlSafe(st.sql.as_str()), args(st, v)).execute(&mut *conn).await;
+        let took_us = t.elapsed().as_micros() as u64;
+        drop(conn);
+        let done = done.map_err(|e| Self::note(cx, &e))?;
+        Ok(Sent { accepted: done.rows_affected() > 0, t_us: since_start(cx, t), took_us })
+    }
+
+    async fn anything_left(&mut self, cx: &mut Ctx<'_>, v: &Values<'_>) -> Result<bool, Halt<Cut>> {
+        let plan = cx.sh.plan.clone();
+        let (rows, _, _) = self.fetch(cx, &plan.adapter.observe.remaining, v).await?;
+        Ok(rows
+            .first()
+            .is_some_and(|r| r.try_get::<bool, _>(0).unwrap_or_else(|_| r.try_get::<i64, _>(0).is_ok_and(|n| n > 0))))
+    }
+
+    /// The executions in one insert (kept for later on a failure). The last flush (`last`) is
+    /// not cut short by the stop and waits out acquire timeouts (up to
+    /// `run.reconnect_timeout`), so the run's last executions still get their witness.
+    async fn flush_effects(&mut self, cx: &mut Ctx<'_>, e: &mut Effects, last: bool) -> Result<(), Halt<Cut>> {
+        if e.ids.is_empty() {
             return Ok(());
         }
-        let (w1, w1_us) = self.clock();
-        let worked = w1.duration_since(w0).as_micros() as u64;
-        self.stats.record(Latency::Work, w0_us, worked);
-        self.log(w1_us, worked, job, EventKind::Executed, None);
-        self.stats.second(w1_us).executions += 1;
-        if plan.run.effects_table {
-            self.effects.0.push(job.id);
-            self.effects.1.push(job.attempt);
-        }
-        if let Some(k) = plan.job_type(job.id)
-            && k.fail_probability > 0.0
-            && self.rng.random::<f64>() < k.fail_probability
-        {
-            return self.finish(job, Some(&k.fail_code)).await;
-        }
-        self.finish(job, None).await
-    }
-
-    /// Works for `d`, heartbeating every `lease.heartbeat`. Ok(false): the job is no longer ours.
-    async fn work(&mut self, job: &Claimed, d: Duration) -> Result<bool, Cut> {
-        let Some(every) = self.sh.plan.lease.heartbeat else {
-            self.sleep(d).await?;
-            return Ok(true);
-        };
-        let (mut left, mut failures) = (d, 0u32);
-        while left > every {
-            self.sleep(every).await?;
-            left -= every;
-            let step = self.sh.plan.adapter.heartbeat.clone().expect("validated: lease.heartbeat needs a heartbeat");
-            let args = self.args(step.first(), Some(job), &[], 0.0, "");
-            self.stats.heartbeats += 1;
-            match self.execute(step.first(), args).await {
-                Ok((true, _, t)) => {
-                    failures = 0;
-                    self.log(t, 0, job, EventKind::HeartbeatOk, None);
-                }
-                Ok((false, _, t)) => {
-                    self.log(t, 0, job, EventKind::HeartbeatRejected, None);
-                    return Ok(false);
-                }
-                Err(Cut::Stopped) => return Err(Cut::Stopped),
-                Err(Cut::Failed { .. }) => {
-                    failures += 1;
-                    if failures >= 2 {
-                        let t = self.clock().1;
-                        self.log(t, 0, job, EventKind::Abandoned, None);
-                        return Ok(false);
-                    }
-                }
-            }
-        }
-        self.sleep(left).await?;
-        Ok(true)
-    }
-
-    async fn sleep(&self, d: Duration) -> Result<(), Cut> {
-        if d.is_zero() {
-            return Ok(());
-        }
-        tokio::select! {
-            _ = work::sleep(d) => Ok(()),
-            _ = self.sh.stop.cancelled() => Err(Cut::Stopped),
-        }
-    }
-
-    /// Completes the job (`fail` = None) or records its failure with a capped exponential
-    /// backoff. An acquire timeout sends it again once a connection comes.
-    async fn finish(&mut self, job: &Claimed, fail: Option<&str>) -> Result<(), Cut> {
-        let plan = self.sh.plan.clone();
-        let (step, kinds, backoff) = match fail {
-            None => (&plan.adapter.complete, (EventKind::Accepted, EventKind::Rejected), 0.0),
-            Some(_) => {
-                let step = plan.adapter.fail.as_ref().expect("validated: a failing job type needs the adapter's fail");
-                (step, (EventKind::FailAccepted, EventKind::FailRejected), self.backoff_secs(job))
-            }
-        };
-        loop {
-            let witness = self.sh.live.as_ref().filter(|_| fail.is_none()).and_then(|l| l.latest_claim(job.id));
-            let args = self.args(step.first(), Some(job), &[], backoff, fail.unwrap_or(""));
-            match self.execute(step.first(), args).await {
-                Ok((accepted, took, t)) => {
-                    self.stats.record(Latency::Complete, t, took);
-                    self.log(t, took, job, if accepted { kinds.0 } else { kinds.1 }, witness);
-                    if accepted && fail.is_none() {
-                        self.stats.second(t).completions += 1;
-                        self.sh.progress.completed.fetch_add(1, Ordering::Relaxed);
-                    }
-                    return Ok(());
-                }
-                Err(Cut::Failed { timed_out: true }) => {}
-                Err(c) => return Err(c),
-            }
-        }
-    }
-
-    fn backoff_secs(&mut self, job: &Claimed) -> f64 {
-        let r = self.sh.plan.retry;
-        let n = job.attempt.max(1);
-        let raw = r.base.as_secs_f64() * 2f64.powi(n - 1);
-        let backoff = raw.min(r.cap.as_secs_f64());
-        if r.jitter { backoff * self.rng.random::<f64>() } else { backoff }
-    }
-
-    /// `stop = "drained"`: is anything left? On an error, assume so.
-    pub(super) async fn anything_left(&mut self) -> bool {
-        let now = self.clock().1;
-        self.stats.drained_checks += 1;
-        self.stats.second(now).drained_checks += 1;
-        let plan = self.sh.plan.clone();
-        let st = &plan.adapter.observe.remaining;
-        let args = self.args(st, None, &[], 0.0, "");
-        match self.fetch(st, args).await {
-            Ok((rows, _, _)) => rows.first().is_some_and(|r| {
-                r.try_get::<bool, _>(0).unwrap_or_else(|_| r.try_get::<i64, _>(0).is_ok_and(|n| n > 0))
-            }),
-            Err(_) => true,
-        }
-    }
-
-    /// The executions not yet in the effects table, in one insert (kept for later on a failure).
-    /// The last flush (`last`) is not cut short by the stop and waits out acquire timeouts (up
-    /// to `run.reconnect_timeout`), so the run's last executions still get their witness.
-    pub(super) async fn flush_effects(&mut self, last: bool) {
-        if self.effects.0.is_empty() {
-            return;
-        }
-        let began = std::time::Instant::now();
+        let began = Instant::now();
         let got = loop {
-            match super::acquire_within(&self.pool, self.acquire_limit()).await {
-                Err(e @ sqlx::Error::PoolTimedOut) if last && began.elapsed() < self.sh.plan.run.reconnect_timeout => {
-                    self.note(&e);
+            match acquire_within(&self.pool, Self::acquire_limit(cx)).await {
+                Err(err @ sqlx::Error::PoolTimedOut) if last && began.elapsed() < cx.sh.plan.run.reconnect_timeout => {
+                    let _ = Self::note(cx, &err);
                 }
                 other => break other,
             }
         };
-        let mut conn = match got {
-            Ok(c) => c,
-            Err(e) => {
-                self.note(&e);
-                return;
-            }
-        };
-        let q = sqlx::query(EFFECTS_INSERT).bind(&self.effects.0).bind(self.slot as i32).bind(&self.effects.1);
+        // A failed flush is counted and kept for the next one: the round goes on.
+        let Ok(mut conn) = got.map_err(|err| Self::note(cx, &err)) else { return Ok(()) };
+        let q = sqlx::query(EFFECTS_INSERT).bind(&e.ids).bind(cx.id as i32).bind(&e.attempts);
         match q.execute(&mut *conn).await {
-            Ok(_) => {
-                self.effects.0.clear();
-                self.effects.1.clear();
-            }
-            Err(e) => {
+            Ok(_) => e.clear(),
+            Err(err) => {
                 drop(conn);
-                self.note(&e);
+                let _ = Self::note(cx, &err);
             }
         }
+        Ok(())
+    }
+
+    /// A statement error (the server going away …): a moment's pause, so the worker does not
+    /// spin on it; an acquire timeout needs none.
+    async fn recover(&mut self, cx: &mut Ctx<'_>, e: &Cut, _hold: bool) -> Result<(), WorkerFailure> {
+        if !e.timed_out {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+                _ = cx.sh.stop.cancelled() => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn resend(&self, e: &Cut, _resends: u32, _hold: bool) -> bool {
+        e.timed_out
+    }
+
+    /// The pool's connections are the pool's: a crashed worker lets its job go and closes none.
+    fn crash(&mut self, _cx: &mut Ctx<'_>) {}
+
+    async fn reopen(&mut self, _cx: &mut Ctx<'_>) -> Result<(), WorkerFailure> {
+        Ok(())
+    }
+
+    fn notifications(&mut self) -> Option<&mut UnboundedReceiver<Notification>> {
+        None
+    }
+
+    fn is_open(&self) -> bool {
+        true
     }
 }

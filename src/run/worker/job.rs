@@ -1,81 +1,76 @@
 //! One claimed job in a worker's hands: the fault points around it, the work with its
 //! heartbeats (one schedule across the stretches the `mid_work` point splits it into), the side
-//! effect, then the completion or failure.
+//! effect, then the completion or failure. Written once for every transport.
 
-use super::{Halt, Worker};
+use super::Worker;
+use super::transport::{Halt, Transport, Write};
 use crate::collect::{EventKind, FaultEvent, Latency};
-use crate::run::steps;
 use crate::run::values::Claimed;
 use crate::run::work;
 use crate::scenario::faults::{Kind, Point};
 use rand::RngExt;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-impl Worker {
+impl<T: Transport> Worker<T> {
     /// One job: work, side effect, then complete or fail. Err = the job was let go.
-    pub(super) async fn process(&mut self, job: &Claimed) -> Result<(), Halt> {
-        self.nth_job += 1;
+    pub(super) async fn process(&mut self, job: &Claimed) -> Result<(), Halt<T::Error>> {
+        self.core.nth_job += 1;
         self.point(Point::AfterClaim, job).await?;
-        let plan = self.sh.plan.clone();
+        let plan = self.core.sh.plan.clone();
         let kind = plan.job_type(job.id);
         let model = match job.class {
             0 => &plan.workers.work,
             c => plan.load.classes[c as usize - 1].work.as_ref().unwrap_or(&plan.workers.work),
         };
-        let d = work::sample(model, &mut self.rng);
+        let d = work::sample(model, &mut self.core.rng);
         let (w0, w0_us) = self.clock();
         let mut beat = Beat::default();
         if !self.work(job, d / 2, &mut beat).await? {
             return Ok(());
         }
         if kind.is_some_and(|k| k.poison) {
-            self.faults.push(FaultEvent {
-                t_us: self.now_us(),
-                kind: "poison",
-                worker: Some(self.id),
-                job: Some(job.id),
-            });
+            let t_us = self.now_us();
+            self.core.faults.push(FaultEvent { t_us, kind: "poison", worker: Some(self.core.id), job: Some(job.id) });
             return Err(Halt::Crash { respawn_after: Duration::from_millis(100), new_identity: false });
         }
         self.point(Point::MidWork, job).await?;
         if !self.work(job, d - d / 2, &mut beat).await? {
             return Ok(());
         }
-        self.sh.faults.gate(self.slot, &self.sh.stop).await;
+        self.core.sh.faults.gate(self.core.slot, &self.core.sh.stop).await;
         let (w1, w1_us) = self.clock();
         let worked = w1.duration_since(w0).as_micros() as u64;
-        self.stats.record(Latency::Work, w0_us, worked);
+        self.core.stats.record(Latency::Work, w0_us, worked);
         self.log_witnessed(w1_us, worked, job, EventKind::Executed, None);
-        self.stats.second(w1_us).executions += 1;
+        self.core.stats.second(w1_us).executions += 1;
         if plan.run.effects_table {
-            self.effects_pending.push(job, !plan.adapter.own_table());
+            self.core.effects.push(job, !plan.adapter.own_table());
         }
         self.point(Point::AfterEffect, job).await?;
         if let Some(k) = kind
             && k.fail_probability > 0.0
-            && self.rng.random::<f64>() < k.fail_probability
+            && self.core.rng.random::<f64>() < k.fail_probability
         {
-            return self.fail(job, &k.fail_code).await;
+            let backoff = self.backoff_secs(job);
+            return self.finish(job, Write::Fail, backoff, &k.fail_code).await;
         }
         self.point(Point::BeforeComplete, job).await?;
-        self.complete(job).await
+        self.finish(job, Write::Complete, 0.0, "").await
     }
 
     /// Fires the per-job fault planned at `point`, if any.
-    async fn point(&mut self, point: Point, job: &Claimed) -> Result<(), Halt> {
-        let kind = self.sh.faults.at_point(self.slot, point, self.nth_job, &mut self.rng).cloned();
+    async fn point(&mut self, point: Point, job: &Claimed) -> Result<(), Halt<T::Error>> {
+        let c = &mut self.core;
+        let kind = c.sh.faults.at_point(c.slot, point, c.nth_job, &mut c.rng).cloned();
         let Some(kind) = kind else { return Ok(()) };
-        self.faults.push(FaultEvent {
-            t_us: self.now_us(),
-            kind: kind.name(),
-            worker: Some(self.id),
-            job: Some(job.id),
-        });
+        let t_us = self.now_us();
+        self.core.faults.push(FaultEvent { t_us, kind: kind.name(), worker: Some(self.core.id), job: Some(job.id) });
         match kind {
             Kind::Crash { respawn_after, new_identity, .. } => Err(Halt::Crash { respawn_after, new_identity }),
             Kind::Pause { duration, .. } => {
-                self.sh.faults.pause(self.slot, duration);
-                self.sh.faults.gate(self.slot, &self.sh.stop).await;
+                self.core.sh.faults.pause(self.core.slot, duration);
+                self.core.sh.faults.gate(self.core.slot, &self.core.sh.stop).await;
                 Ok(())
             }
             Kind::KillBackend
@@ -92,8 +87,8 @@ impl Worker {
     /// heartbeat schedule from one stretch of the job's work to the next (the
     /// work is split around the `mid_work` fault point), so a job heartbeats
     /// every `lease.heartbeat` of work however it is split.
-    async fn work(&mut self, job: &Claimed, d: Duration, beat: &mut Beat) -> Result<bool, Halt> {
-        let Some(every) = self.sh.plan.lease.heartbeat else {
+    async fn work(&mut self, job: &Claimed, d: Duration, beat: &mut Beat) -> Result<bool, Halt<T::Error>> {
+        let Some(every) = self.core.sh.plan.lease.heartbeat else {
             self.sleep(d).await?;
             return Ok(true);
         };
@@ -109,7 +104,7 @@ impl Worker {
             self.sleep(due).await?;
             left -= due;
             beat.worked = Duration::ZERO;
-            self.sh.faults.gate(self.slot, &self.sh.stop).await;
+            self.core.sh.faults.gate(self.core.slot, &self.core.sh.stop).await;
             if !self.heartbeat(job, &mut beat.failures).await? {
                 return Ok(false);
             }
@@ -117,25 +112,23 @@ impl Worker {
     }
 
     /// One heartbeat. Ok(false): the job is no longer ours.
-    async fn heartbeat(&mut self, job: &Claimed, failures: &mut u32) -> Result<bool, Halt> {
-        let t = self.now_us();
-        let v = self.values(Some(job), 0.0, "");
-        let conn = self.conn();
-        let step = conn.heartbeat.as_ref().expect("validated: lease.heartbeat needs the adapter's heartbeat");
-        let result = steps::write(&conn.client, step, &v, self.hold()).await;
-        self.stats.heartbeats += 1;
+    async fn heartbeat(&mut self, job: &Claimed, failures: &mut u32) -> Result<bool, Halt<T::Error>> {
+        let hold = self.hold();
+        let (t, mut cx) = self.split();
+        let v = cx.values(Some(job), 0.0, "");
+        let result = t.write(&mut cx, Write::Heartbeat, &v, hold).await;
+        self.core.stats.heartbeats += 1;
         match result {
-            Ok(false) => {
-                self.log_at(t, job, EventKind::HeartbeatRejected);
+            Ok(sent) if !sent.accepted => {
+                self.log_at(sent.t_us, job, EventKind::HeartbeatRejected);
                 Ok(false)
             }
-            Ok(true) => {
-                self.log_at(t, job, EventKind::HeartbeatOk);
+            Ok(sent) => {
+                self.log_at(sent.t_us, job, EventKind::HeartbeatOk);
                 *failures = 0;
                 Ok(true)
             }
-            Err(e) if self.hold() => Err(Halt::Db(e)),
-            Err(e) => {
+            Err(Halt::Db(e)) if !hold => {
                 *failures += 1;
                 self.recover(&e).await.map_err(|_| Halt::Stopped)?;
                 if *failures >= 2 {
@@ -144,17 +137,61 @@ impl Worker {
                 }
                 Ok(true)
             }
+            Err(h) => Err(h),
         }
     }
 
-    async fn sleep(&self, d: Duration) -> Result<(), Halt> {
+    async fn sleep(&self, d: Duration) -> Result<(), Halt<T::Error>> {
         if d.is_zero() {
             return Ok(());
         }
         tokio::select! {
             _ = work::sleep(d) => Ok(()),
             // Interrupted mid-work: abandon the job like a stopped process would.
-            _ = self.sh.stop.cancelled() => Err(Halt::Stopped),
+            _ = self.core.sh.stop.cancelled() => Err(Halt::Stopped),
+        }
+    }
+
+    /// A failure's pause before the next attempt: capped exponential backoff, with full jitter.
+    fn backoff_secs(&mut self, job: &Claimed) -> f64 {
+        let r = self.core.sh.plan.retry;
+        let n = job.attempt.max(1);
+        let backoff = (r.base.as_secs_f64() * 2f64.powi(n - 1)).min(r.cap.as_secs_f64());
+        if r.jitter { backoff * self.core.rng.random::<f64>() } else { backoff }
+    }
+
+    /// Completes the job or records its failure. What the transport allows is sent again (a
+    /// restored connection in lease mode, once; a pool's acquire timeout).
+    async fn finish(&mut self, job: &Claimed, what: Write, backoff: f64, code: &str) -> Result<(), Halt<T::Error>> {
+        let hold = self.hold();
+        let fail = what == Write::Fail;
+        let kinds = if fail {
+            (EventKind::FailAccepted, EventKind::FailRejected)
+        } else {
+            (EventKind::Accepted, EventKind::Rejected)
+        };
+        let mut resends = 0;
+        loop {
+            let witness = self.core.sh.live.as_ref().filter(|_| !fail).and_then(|l| l.latest_claim(job.id));
+            let (t, mut cx) = self.split();
+            let v = cx.values(Some(job), backoff, code);
+            match t.write(&mut cx, what, &v, hold).await {
+                Ok(sent) => {
+                    let (t, took) = (sent.t_us, sent.took_us);
+                    self.core.stats.record(Latency::Complete, t, took);
+                    self.log_witnessed(t, took, job, if sent.accepted { kinds.0 } else { kinds.1 }, witness);
+                    if sent.accepted && !fail {
+                        self.core.stats.second(t).completions += 1;
+                        self.core.sh.progress.completed.fetch_add(1, Ordering::Relaxed);
+                    }
+                    return Ok(());
+                }
+                Err(Halt::Db(e)) if t.resend(&e, resends, hold) => {
+                    resends += 1;
+                    self.recover(&e).await.map_err(|_| Halt::Stopped)?;
+                }
+                Err(h) => return Err(h),
+            }
         }
     }
 }

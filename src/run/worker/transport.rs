@@ -1,0 +1,161 @@
+//! What a worker's round needs from whoever carries its statements to PostgreSQL: a claim, a
+//! write (heartbeat, complete, fail), the drained check and the effects insert, and what to do
+//! after an error or a crash. The round itself (claim → work and heartbeats → effect →
+//! complete or fail, with the fault points around it) is written once, in `worker/mod.rs` and
+//! `worker/job.rs`; a transport only encodes the values it is handed and sends them.
+//!
+//! Two transports today: [`super::direct::Direct`], one connection of its own per worker with
+//! every statement prepared (the fast path, pgbench's shape), and `run::pool::Pooled`, a step
+//! at a time on a connection taken from a shared `sqlx::PgPool`, as a Rust service holds its
+//! queue.
+
+use super::Shared;
+use super::WorkerFailure;
+use crate::collect::WorkerStats;
+use crate::run::values::{Claimed, Values};
+use std::time::Duration;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio_postgres::Notification;
+
+/// Why a round stopped short. `E` is the transport's own error, already counted when it is
+/// handed back; the run loop passes it to [`Transport::recover`].
+pub enum Halt<E> {
+    Db(E),
+    Crash { respawn_after: Duration, new_identity: bool },
+    Stopped,
+}
+
+impl<E> From<E> for Halt<E> {
+    fn from(e: E) -> Self {
+        Halt::Db(e)
+    }
+}
+
+/// A write step of the round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    Heartbeat,
+    Complete,
+    Fail,
+}
+
+/// A claim's jobs, when it was sent (µs since the start) and how long it took (µs).
+pub struct Claim {
+    pub jobs: Vec<Claimed>,
+    pub t0_us: u64,
+    pub took_us: u64,
+}
+
+/// A write's verdict, when it was sent (µs since the start) and how long it took (µs).
+pub struct Sent {
+    pub accepted: bool,
+    pub t_us: u64,
+    pub took_us: u64,
+}
+
+/// What a transport may touch of its worker: the run's shared state, the worker's current
+/// identity and name, its slot, and its counters.
+pub struct Ctx<'a> {
+    pub sh: &'a Shared,
+    pub id: u32,
+    pub name: &'a str,
+    pub slot: u32,
+    pub stats: &'a mut WorkerStats,
+}
+
+impl<'a> Ctx<'a> {
+    /// µs since the run's start.
+    pub fn now_us(&self) -> u64 {
+        self.sh.faults.start.elapsed().as_micros() as u64
+    }
+
+    /// The values for one statement of this worker (not tied to `self`'s borrow, so the
+    /// transport can take `&mut self` beside them).
+    pub fn values(&self, job: Option<&'a Claimed>, backoff_secs: f64, error: &'a str) -> Values<'a> {
+        let sh: &'a Shared = self.sh;
+        let mut v = Values::new(&sh.plan);
+        v.worker = self.name;
+        v.pool = group_of(sh, self.slot);
+        v.job = job;
+        v.backoff_secs = backoff_secs;
+        v.error = error;
+        v
+    }
+}
+
+/// The name of the group a slot belongs to (`:pool`); the slot, not the connection, decides,
+/// so a respawned worker keeps its pool.
+pub fn group_of(sh: &Shared, slot: u32) -> &str {
+    sh.plan.workers.groups.iter().find(|(_, ids)| ids.contains(&slot)).map_or("", |(name, _)| name)
+}
+
+/// Executions not yet in the effects table: the journal's numbers and attempts, and for an
+/// adapter the queue's own ids as text.
+#[derive(Debug, Default)]
+pub struct Effects {
+    pub ids: Vec<i64>,
+    pub attempts: Vec<i32>,
+    pub keys: Vec<String>,
+}
+
+impl Effects {
+    pub fn push(&mut self, job: &Claimed, keys: bool) {
+        self.ids.push(job.id);
+        self.attempts.push(job.attempt);
+        if keys {
+            self.keys.push(job.key.show());
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.ids.clear();
+        self.attempts.clear();
+        self.keys.clear();
+    }
+}
+
+/// Whoever carries a worker's statements. Every method that fails hands back its error
+/// counted (under its SQLSTATE, `io` or `acquire_timeout`); the round decides what follows.
+pub(crate) trait Transport {
+    type Error;
+
+    /// `BEGIN` of a hold-transaction round (only the direct transport holds one).
+    async fn begin(&mut self, cx: &mut Ctx<'_>) -> Result<(), Halt<Self::Error>>;
+    /// `COMMIT` of a hold-transaction round.
+    async fn commit(&mut self, cx: &mut Ctx<'_>) -> Result<(), Halt<Self::Error>>;
+    /// The select (if the adapter has one) and the claim, its rows as jobs.
+    async fn claim(&mut self, cx: &mut Ctx<'_>, v: Values<'_>, in_tx: bool) -> Result<Claim, Halt<Self::Error>>;
+    /// A heartbeat, completion or failure, judged by the step's rule.
+    async fn write(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        what: Write,
+        v: &Values<'_>,
+        in_tx: bool,
+    ) -> Result<Sent, Halt<Self::Error>>;
+    /// `observe.remaining`: is anything left?
+    async fn anything_left(&mut self, cx: &mut Ctx<'_>, v: &Values<'_>) -> Result<bool, Halt<Self::Error>>;
+    /// The pending executions into the effects table, cleared once written. `last`: the run's
+    /// final flush (it waits out a busy pool).
+    async fn flush_effects(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        effects: &mut Effects,
+        last: bool,
+    ) -> Result<(), Halt<Self::Error>>;
+    /// After an error: reconnect when the connection is gone, roll back a held transaction,
+    /// or wait a moment; Err when the database is lost (or the run stopped meanwhile).
+    async fn recover(&mut self, cx: &mut Ctx<'_>, e: &Self::Error, hold: bool) -> Result<(), WorkerFailure>;
+    /// Whether a completion or failure that failed with `e` may be sent again (`resends` times
+    /// so far): the direct transport once after a restored connection, the pool after an
+    /// acquire timeout.
+    fn resend(&self, e: &Self::Error, resends: u32, hold: bool) -> bool;
+    /// A crash: the worker's connection goes without a word.
+    fn crash(&mut self, cx: &mut Ctx<'_>);
+    /// After a crash's pause: the worker's connection back.
+    async fn reopen(&mut self, cx: &mut Ctx<'_>) -> Result<(), WorkerFailure>;
+    /// Notifications for an idle worker that LISTENs (None: it does not).
+    fn notifications(&mut self) -> Option<&mut UnboundedReceiver<Notification>>;
+    /// Whether the worker's connection is open (the last effects flush needs one).
+    fn is_open(&self) -> bool;
+}
