@@ -30,11 +30,9 @@ mod fuzz_tests;
 
 use cli::{Cli, Command};
 
-/// The version and the commit it was built from (`build.rs`): "0.1.0 (1e74cef)", with
-/// `-dirty` for uncommitted changes, "(unknown)" outside a git checkout. `--version` prints it and
-/// summary.json's `queuebench_version` holds it.
-pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("QUEUEBENCH_COMMIT"), ")");
 use error::ExitCode;
+/// The version and the commit it was built from (on the ground floor: `model::VERSION`).
+pub use model::VERSION;
 use tokio_util::sync::CancellationToken;
 
 /// What the first Ctrl-C or SIGTERM prints: the signal by name and how to quit at once

@@ -47,7 +47,7 @@ pub fn of(plan: &Plan, run_id: &str, agents: u32) -> Result<Bundle> {
     };
     Ok(Bundle {
         run_id: run_id.to_string(),
-        version: crate::VERSION.to_string(),
+        version: crate::model::VERSION.to_string(),
         file_name: scenario.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or("scenario.toml".into()),
         text: plan.source.text.clone(),
         overrides: plan.source.overrides.clone(),

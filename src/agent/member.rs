@@ -71,8 +71,8 @@ async fn member(db: &Database, client: &Client, k: u32, run_id: &str, interrupt:
     let bundle: Bundle =
         serde_json::from_value(control::bundle(client).await.map_err(|e| failed("reading the plan", &e))?)
             .map_err(|e| Error::Agents { run: run_id.into(), reason: format!("its plan is unreadable here: {e}") })?;
-    if bundle.version != crate::VERSION {
-        eprintln!("warning: the coordinator runs queuebench {}, this agent {}", bundle.version, crate::VERSION);
+    if bundle.version != crate::model::VERSION {
+        eprintln!("warning: the coordinator runs queuebench {}, this agent {}", bundle.version, crate::model::VERSION);
     }
     let dir = tempfile::tempdir().map_err(|e| Error::machine("creating a folder for the plan", e))?;
     let plan = bundle.plan(dir.path())?;

@@ -21,3 +21,9 @@ pub mod records;
 pub mod summary;
 pub mod tolerance;
 pub mod words;
+
+/// The version and the commit it was built from (`build.rs`): "0.1.0 (1e74cef)", with
+/// `-dirty` for uncommitted changes, "(unknown)" outside a git checkout. `--version` prints it,
+/// summary.json's `queuebench_version` holds it, and an agent compares it with its
+/// coordinator's. On the ground floor, so every stage can name it without an upward import.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("QUEUEBENCH_COMMIT"), ")");

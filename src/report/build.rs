@@ -36,7 +36,7 @@ pub fn build(
     let settings = std::mem::take(&mut ctx.settings);
     let mut s = RunSummary {
         schema_version: SCHEMA_VERSION,
-        queuebench_version: crate::VERSION.into(),
+        queuebench_version: crate::model::VERSION.into(),
         run_id: ctx.run_id,
         scenario: plan.name.clone(),
         description: plan.description.clone(),
