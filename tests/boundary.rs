@@ -195,3 +195,50 @@ fn refusals_create_no_results_folder() {
     }
     assert_eq!(db.sql("SELECT count(*) FROM qb_foreign.jobs").trim(), "0", "the foreign table is untouched");
 }
+
+/// A run folder is self-contained: moved elsewhere (as a CI artifact is downloaded), `check`,
+/// `explain` and `report` work on it, and no file in it names the folder where it was made.
+/// (The ephemeral cluster's folder is named in summary.json and environment.json as where the
+/// run happened: informational, never read back.)
+#[test]
+fn a_run_folder_moved_elsewhere_still_checks_explains_and_reports() {
+    let r = small_run();
+    let made_in = r.out.to_string_lossy().to_string();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let moved = elsewhere.path().join("downloaded-artifact");
+    // Not a rename across folders of one tree: copy, then remove the original.
+    let o = std::process::Command::new("cp").arg("-r").arg(&r.out).arg(&moved).output().unwrap();
+    assert!(o.status.success());
+    std::fs::remove_dir_all(&r.out).unwrap();
+    for entry in walk(&moved) {
+        let bytes = std::fs::read(&entry).unwrap();
+        let text = if entry.extension().is_some_and(|e| e == "gz") {
+            let mut out = String::new();
+            use std::io::Read;
+            flate2::read::GzDecoder::new(bytes.as_slice()).read_to_string(&mut out).unwrap();
+            out
+        } else {
+            String::from_utf8_lossy(&bytes).into_owned()
+        };
+        assert!(!text.contains(&made_in), "{} names the folder the run was made in", entry.display());
+    }
+    let o = bin().args(["check", "--json"]).arg(&moved).output().unwrap();
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["agrees_with_run"], true);
+    let o = bin().arg("explain").arg(&moved).args(["--job", "1"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("job 1"), "{}", text(&o));
+    let o = bin().arg("report").arg(&moved).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(moved.join("report.html").is_file());
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
+    }
+    out
+}
