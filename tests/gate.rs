@@ -285,3 +285,28 @@ fn checks_gate_by_default_and_an_expectation_on_a_check_replaces_its_default() {
     assert_eq!(junit_failures(&run), [], "the expected duplicates are no JUnit failure");
     run.assert_clean();
 }
+
+/// Two sides of one build, three runs each, interleaved (runs 1, 3, 5 against 2, 4, 6 of one
+/// `--repeat 6`, so the machine's load drifts alike on both): `compare` finds no regression. A
+/// change past a tolerance that the runs' spread explains is shown as noise with its p-value
+/// (the rank test, docs/gating.md); what a real slowdown looks like is in src/compare's tests.
+#[test]
+fn one_build_against_itself_with_three_runs_a_side_is_no_regression() {
+    let r = gate_run(
+        tempfile::tempdir().unwrap().path().to_str().unwrap(),
+        &["--repeat", "6"],
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let sides = tempfile::tempdir().unwrap();
+    for (side, runs) in [("old", [1, 3, 5]), ("new", [2, 4, 6])] {
+        for (k, run) in runs.iter().enumerate() {
+            let to = sides.path().join(side).join(format!("repeat-{}", k + 1));
+            std::fs::create_dir_all(&to).unwrap();
+            std::fs::copy(r.out.join(format!("repeat-{run}/summary.json")), to.join("summary.json")).unwrap();
+        }
+    }
+    let o = common::bin().arg("compare").arg(sides.path().join("old")).arg(sides.path().join("new")).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!text.contains("REGRESSED") && text.contains("no regression against the baseline"), "{text}");
+}

@@ -13,7 +13,7 @@ use crate::model::summary::RunSummary;
 pub use crate::model::tolerance::Tolerances;
 use crate::model::tolerance::{Kind, LATENCY_SLACK_MS, Rule, kind};
 use serde::Serialize;
-use stats::{Spread, num};
+use stats::{RANK_TEST_RUNS, SIGNIFICANT, Spread, num};
 use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -53,6 +53,10 @@ pub struct Row {
     pub change: Option<f64>,
     /// What was allowed, in words ("-30%", "+50%", "no rise").
     pub allowed: String,
+    /// The rank test's p-value that the new runs are worse (`stats::p_worse`), when both sides
+    /// have `RANK_TEST_RUNS` runs or more and the metric is a rate or a latency. A change past
+    /// the tolerance with p above `SIGNIFICANT` is noise, not a regression.
+    pub p: Option<f64>,
     pub verdict: Verdict,
 }
 
@@ -78,9 +82,9 @@ fn values(runs: &[RunSummary]) -> Vec<BTreeMap<String, f64>> {
     runs.iter().map(RunSummary::metrics).collect()
 }
 
-fn spread(metrics: &[BTreeMap<String, f64>], metric: &str) -> Option<Spread> {
-    let v: Vec<f64> = metrics.iter().filter_map(|m| m.get(metric).copied()).collect();
-    Spread::of(&v)
+/// One metric's value in each run that has it.
+fn runs_of(metrics: &[BTreeMap<String, f64>], metric: &str) -> Vec<f64> {
+    metrics.iter().filter_map(|m| m.get(metric).copied()).collect()
 }
 
 /// Compares `new` runs with `old` runs of the same scenario.
@@ -90,13 +94,16 @@ pub fn compare(old: &[RunSummary], new: &[RunSummary], tol: &Tolerances, labels:
     let mut rows = Vec::new();
     for metric in names {
         let Some(Rule::Relative(allowed)) = tol.rule(metric) else { continue };
-        let Some(o) = spread(&om, metric) else { continue };
-        let n = spread(&nm, metric);
+        let (ov, nv) = (runs_of(&om, metric), runs_of(&nm, metric));
+        let Some(o) = Spread::of(&ov) else { continue };
+        let n = Spread::of(&nv);
         let k = kind(metric);
         if k != Kind::Counter && o.median == 0.0 && n.is_none_or(|n| n.median == 0.0) {
             continue; // a latency or rate neither side measured
         }
-        rows.push(judge(metric, k, o, n, allowed));
+        let p = (k != Kind::Counter && ov.len() >= RANK_TEST_RUNS && nv.len() >= RANK_TEST_RUNS)
+            .then(|| stats::p_worse(&ov, &nv, |o, n| if k == Kind::Higher { n < o } else { n > o }));
+        rows.push(judge(metric, k, (o, n), allowed, p));
     }
     let regressed = rows.iter().any(|r| r.verdict.fails());
     let first = |runs: &[RunSummary]| runs.first().and_then(|r| r.fingerprint.clone());
@@ -112,7 +119,9 @@ pub fn compare(old: &[RunSummary], new: &[RunSummary], tol: &Tolerances, labels:
     }
 }
 
-fn judge(metric: &str, k: Kind, o: Spread, n: Option<Spread>, allowed: f64) -> Row {
+/// The verdict on one metric: worse than the tolerance allows (and, with enough runs, worse by
+/// the rank test too) is a regression.
+fn judge(metric: &str, k: Kind, (o, n): (Spread, Option<Spread>), allowed: f64, p: Option<f64>) -> Row {
     let pick = |s: &Spread| if k == Kind::Counter { s.max } else { s.median };
     let allowed_text = match (k, allowed) {
         (Kind::Counter, 0.0) => "no rise".to_string(),
@@ -126,6 +135,7 @@ fn judge(metric: &str, k: Kind, o: Spread, n: Option<Spread>, allowed: f64) -> R
         new: n,
         change: None,
         allowed: allowed_text,
+        p,
         verdict: Verdict::Ok,
     };
     let Some(n) = n else {
@@ -142,9 +152,13 @@ fn judge(metric: &str, k: Kind, o: Spread, n: Option<Spread>, allowed: f64) -> R
     let limit = ov.abs() * allowed;
     let slack =
         if metric.starts_with("latency_ms.") || metric.contains(".latency_ms.") { LATENCY_SLACK_MS } else { 0.0 };
-    row.verdict = if worse > limit && worse > slack {
+    // With enough runs a side, a move past the tolerance must also stand out of the runs'
+    // spread: beyond it by the rank test, in that direction.
+    let worse_by_rank = p.is_none_or(|p| p <= SIGNIFICANT);
+    let better_by_rank = p.is_none_or(|p| 1.0 - p <= SIGNIFICANT);
+    row.verdict = if worse > limit && worse > slack && worse_by_rank {
         Verdict::Regressed
-    } else if -worse > limit.max(slack) && -worse > 0.0 {
+    } else if -worse > limit.max(slack) && -worse > 0.0 && better_by_rank {
         Verdict::Better
     } else {
         Verdict::Ok
@@ -175,8 +189,8 @@ pub fn markdown(c: &Comparison) -> String {
     }
     out.push_str("| metric | old | new | change | allowed | verdict |\n|---|---:|---:|---:|---:|---|\n");
     for r in &c.rows {
-        let v = if r.verdict.fails() { format!("**{}**", r.verdict.word()) } else { r.verdict.word().to_string() };
-        let [metric, old, new, change, allowed, _] = cells(r);
+        let [metric, old, new, change, allowed, verdict] = cells(r);
+        let v = if r.verdict.fails() { format!("**{verdict}**") } else { verdict };
         out.push_str(&format!("| `{metric}` | {old} | {new} | {change} | {allowed} | {v} |\n"));
     }
     out.push_str(&format!("\n{}\n", if c.regressed { "**Regression**: exit 1." } else { "No regression." }));
@@ -192,14 +206,29 @@ fn cells(r: &Row) -> [String; 6] {
         None if r.new.is_some_and(|n| n.max != 0.0) => "new".into(),
         None => "–".into(),
     };
-    [
-        r.metric.clone(),
-        r.old.show(),
-        r.new.map_or("–".into(), |n| n.show()),
-        change,
-        r.allowed.clone(),
-        r.verdict.word().to_string(),
-    ]
+    [r.metric.clone(), r.old.show(), r.new.map_or("–".into(), |n| n.show()), change, r.allowed.clone(), verdict_cell(r)]
+}
+
+/// The verdict, and the rank test's p-value where it decided or could have: `ok (noise, p=0.35)`
+/// for a move past the tolerance that the runs' spread explains.
+fn verdict_cell(r: &Row) -> String {
+    let past_tolerance = r.change.is_some_and(|c| match r.kind {
+        Kind::Higher => -c > 0.0,
+        _ => c > 0.0,
+    });
+    match (r.verdict, r.p) {
+        (Verdict::Ok, Some(p)) if past_tolerance && p > SIGNIFICANT && beyond_allowed(r) => {
+            format!("ok (noise, p={p:.2})")
+        }
+        (Verdict::Regressed, Some(p)) => format!("{} (p={p:.3})", r.verdict.word()),
+        (v, _) => v.word().to_string(),
+    }
+}
+
+/// Whether the judged change went past what the tolerance allows (before the rank test).
+fn beyond_allowed(r: &Row) -> bool {
+    let allowed: f64 = r.allowed.trim_start_matches(['+', '-']).trim_end_matches('%').parse().unwrap_or(f64::INFINITY);
+    r.change.is_some_and(|c| c.abs() * 100.0 > allowed)
 }
 
 /// The comparison as an aligned terminal table.
@@ -312,6 +341,33 @@ mod tests {
             "{}",
             markdown(&c)
         );
+    }
+
+    #[test]
+    fn with_three_runs_a_side_a_change_must_stand_out_of_the_spread() {
+        let t = Tolerances::default();
+        // One build's noise (values like docs/gating.md's skip-locked-hold runs): the new
+        // median p99 is +74 % on the old, past the +50 % tolerance, but the runs interleave.
+        let old = [run(980.0, 2.7, 0), run(1000.0, 4.2, 0), run(1090.0, 7.5, 0)];
+        let new = [run(1010.0, 3.1, 0), run(960.0, 7.3, 0), run(1050.0, 7.9, 0)];
+        let c = compare(&old, &new, &t, ("old", "new"));
+        assert!(!c.regressed, "{}", table(&c));
+        let r = c.rows.iter().find(|r| r.metric == "latency_ms.claim.p99").unwrap();
+        assert!(r.change.unwrap() > 0.5 && r.p.unwrap() > 0.05, "{r:?}");
+        assert!(table(&c).contains("ok (noise, p="), "{}", table(&c));
+        // A real 2× slowdown: every new run worse than every old one.
+        let slow = [run(490.0, 8.4, 0), run(505.0, 9.0, 0), run(520.0, 8.8, 0)];
+        let old = [run(980.0, 4.2, 0), run(1000.0, 4.4, 0), run(1040.0, 4.0, 0)];
+        let c = compare(&old, &slow, &t, ("old", "new"));
+        assert_eq!(verdict(&c, "throughput.jobs_per_sec"), Verdict::Regressed, "{}", table(&c));
+        assert_eq!(verdict(&c, "latency_ms.claim.p99"), Verdict::Regressed, "{}", table(&c));
+        assert!(table(&c).contains("REGRESSED (p=0.050)"), "{}", table(&c));
+        // Separated but within the tolerance: no regression either (a 5 % drop).
+        let close = [run(940.0, 4.5, 0), run(950.0, 4.6, 0), run(960.0, 4.7, 0)];
+        assert!(!compare(&old, &close, &t, ("old", "new")).regressed);
+        // One run a side: the tolerance alone judges, as before.
+        let c = compare(&old[..1], &slow[..1], &t, ("old", "new"));
+        assert!(c.rows.iter().all(|r| r.p.is_none()) && c.regressed);
     }
 
     #[test]
