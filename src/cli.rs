@@ -12,7 +12,7 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(
     name = "queuebench",
-    version = crate::VERSION,
+    version = crate::model::VERSION,
     about = "Load-testing and correctness harness for PostgreSQL job queues",
     after_help = "Exit codes: 0 every expectation met · 1 an expectation failed · 2 usage or scenario error · \
                   3 infrastructure error (database, cluster) · 130 interrupted"

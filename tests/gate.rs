@@ -292,10 +292,7 @@ fn checks_gate_by_default_and_an_expectation_on_a_check_replaces_its_default() {
 /// (the rank test, docs/gating.md); what a real slowdown looks like is in src/compare's tests.
 #[test]
 fn one_build_against_itself_with_three_runs_a_side_is_no_regression() {
-    let r = gate_run(
-        tempfile::tempdir().unwrap().path().to_str().unwrap(),
-        &["--repeat", "6"],
-    );
+    let r = gate_run(tempfile::tempdir().unwrap().path().to_str().unwrap(), &["--repeat", "6"]);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let sides = tempfile::tempdir().unwrap();
     for (side, runs) in [("old", [1, 3, 5]), ("new", [2, 4, 6])] {

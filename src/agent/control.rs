@@ -2,6 +2,7 @@
 //! send through them. Every connection here has the run's schema on its search_path.
 
 use super::bundle::Bundle;
+use super::problem::{NoJoin, NoRun};
 use crate::error::{Error, Result};
 use tokio_postgres::Client;
 
@@ -124,20 +125,20 @@ pub async fn join(
     client: &mut Client,
     name: &str,
     index: Option<u32>,
-) -> std::result::Result<std::result::Result<u32, String>, tokio_postgres::Error> {
+) -> std::result::Result<std::result::Result<u32, NoJoin>, tokio_postgres::Error> {
     let tx = client.transaction().await?;
     tx.batch_execute("LOCK TABLE qb_agent IN EXCLUSIVE MODE").await?;
     let row = tx.query_one("SELECT agents, state, (SELECT count(*) FROM qb_agent) FROM qb_agent_run", &[]).await?;
     let (wanted, state, joined): (i32, String, i64) = (row.get(0), row.get(1), row.get(2));
     if state != "waiting" || joined >= i64::from(wanted) {
-        return Ok(Err("it is full or has started without this agent".into()));
+        return Ok(Err(NoJoin::Full));
     }
     let taken: Vec<(i32, String)> =
         tx.query("SELECT agent, name FROM qb_agent", &[]).await?.iter().map(|r| (r.get(0), r.get(1))).collect();
     let k = match index.map(|k| k as i32) {
-        Some(k) if k < 1 || k > wanted => return Ok(Err(format!("--index {k}: the run has agents 1..={wanted}"))),
+        Some(k) if k < 1 || k > wanted => return Ok(Err(NoJoin::OutOfRange { k, wanted })),
         Some(k) => match taken.iter().find(|(t, _)| *t == k) {
-            Some((_, other)) => return Ok(Err(format!("--index {k}: agent {k} has joined already (as {other})"))),
+            Some((_, other)) => return Ok(Err(NoJoin::Taken { k, other: other.clone() })),
             None => k,
         },
         None => (1..=wanted).find(|k| !taken.iter().any(|(t, _)| t == k)).unwrap_or(wanted),
@@ -203,7 +204,7 @@ pub async fn upload(
 pub async fn find_run(
     client: &Client,
     wanted: Option<&str>,
-) -> std::result::Result<std::result::Result<(String, String), String>, tokio_postgres::Error> {
+) -> std::result::Result<std::result::Result<(String, String), NoRun>, tokio_postgres::Error> {
     let schemas: Vec<String> = client
         .query(
             "SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
@@ -223,7 +224,7 @@ pub async fn find_run(
             Some(w) if w == run_id || w == schema => {
                 return Ok(match state.as_str() {
                     "waiting" => Ok((schema.clone(), run_id)),
-                    _ => Err(format!("run {run_id} is {state}, no longer waiting for agents")),
+                    _ => Err(NoRun::NotWaiting { run_id, state }),
                 });
             }
             None if state == "waiting" => waiting.push((created, schema.clone(), run_id)),
@@ -233,10 +234,7 @@ pub async fn find_run(
     waiting.sort();
     Ok(match (waiting.pop(), wanted) {
         (Some((_, schema, run_id)), None) => Ok((schema, run_id)),
-        (_, Some(w)) => Err(format!("no run `{w}` in this database")),
-        (None, None) => Err(format!(
-            "no run is waiting for agents in this database ({} run(s) across agents found, none waiting)",
-            schemas.len()
-        )),
+        (_, Some(w)) => Err(NoRun::Unknown(w.to_string())),
+        (None, None) => Err(NoRun::NoneWaiting(schemas.len())),
     })
 }

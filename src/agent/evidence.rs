@@ -3,13 +3,13 @@
 //! their V2 form, the counters and faults as JSON. Decoding is exact: the merge adds
 //! histograms and concatenates journals, it never re-derives a number.
 
+use super::problem::BadEvidence;
 use crate::collect::spill::Record;
 use crate::collect::{Event, FaultEvent, Samples, Second, WorkerStats, history};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::Read;
 
 /// The parts an agent uploads, by name.
 pub const PARTS: [&str; 5] = ["journal", "samples", "histograms", "counters", "faults"];
@@ -58,19 +58,22 @@ fn records<T: Record>(items: &[T]) -> Vec<u8> {
 }
 
 /// Reads a list written by `records` from the front of `bytes`, and moves past it.
-fn read_records<T: Record>(bytes: &mut &[u8]) -> Result<Vec<T>, String> {
-    let n = bytes.get(..8).ok_or("a list is cut short")?;
+fn read_records<T: Record>(bytes: &mut &[u8], part: &'static str) -> Result<Vec<T>, BadEvidence> {
+    let cut = BadEvidence::CutShort { part };
+    let n = bytes.get(..8).ok_or(cut.clone())?;
     let n = u64::from_le_bytes(n.try_into().expect("8 bytes")) as usize;
-    let len = n.checked_mul(T::SIZE).filter(|l| *l + 8 <= bytes.len()).ok_or("a list is cut short")?;
+    let len = n.checked_mul(T::SIZE).filter(|l| *l + 8 <= bytes.len()).ok_or(cut)?;
     let items = bytes[8..8 + len].chunks_exact(T::SIZE).map(T::decode).collect();
     *bytes = &bytes[8 + len..];
     Ok(items)
 }
 
-fn gunzip(gz: &[u8]) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    flate2::read::GzDecoder::new(gz).read_to_end(&mut out).map_err(|e| format!("not gzip: {e}"))?;
-    Ok(out)
+/// A part's bytes unpacked, within the limit of a run's history (`files::Kind::History`).
+fn gunzip(gz: &[u8], part: &'static str) -> Result<Vec<u8>, BadEvidence> {
+    crate::files::gunzip(gz, std::path::Path::new(part), crate::files::Kind::History).map_err(|e| match e {
+        crate::error::Error::Input { reason, .. } => BadEvidence::NotGzip { part, cause: reason },
+        other => BadEvidence::NotGzip { part, cause: other.to_string() },
+    })
 }
 
 fn histograms(s: &WorkerStats) -> [&Histogram<u64>; 5] {
@@ -121,14 +124,14 @@ pub fn encode(journal: &[Event], stats: &mut WorkerStats, faults: &[FaultEvent])
 }
 
 /// One agent's evidence from its parts (`part` returns a part's bytes by name).
-pub fn decode(part: impl Fn(&str) -> Vec<u8>) -> Result<AgentEvidence, String> {
-    let journal_bytes = gunzip(&part("journal")).map_err(|e| format!("journal: {e}"))?;
-    let journal = read_records::<Event>(&mut journal_bytes.as_slice()).map_err(|e| format!("journal: {e}"))?;
-    let sample_bytes = gunzip(&part("samples")).map_err(|e| format!("samples: {e}"))?;
+pub fn decode(part: impl Fn(&str) -> Vec<u8>) -> Result<AgentEvidence, BadEvidence> {
+    let journal_bytes = gunzip(&part("journal"), "journal")?;
+    let journal = read_records::<Event>(&mut journal_bytes.as_slice(), "journal")?;
+    let sample_bytes = gunzip(&part("samples"), "samples")?;
     let mut rest = sample_bytes.as_slice();
     let mut lists = Vec::new();
     for _ in 0..4 {
-        lists.push(read_records::<(u32, u32)>(&mut rest).map_err(|e| format!("samples: {e}"))?);
+        lists.push(read_records::<(u32, u32)>(&mut rest, "samples")?);
     }
     let [claim, tx, work, complete]: [Vec<(u32, u32)>; 4] = lists.try_into().expect("four lists");
     let mut stats = counters(&part("counters"))?;
@@ -142,19 +145,22 @@ pub fn decode(part: impl Fn(&str) -> Vec<u8>) -> Result<AgentEvidence, String> {
         &mut stats.acquire_latency,
     ] {
         let len = rest.get(..8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")) as usize);
-        let one = len.and_then(|l| rest.get(8..8 + l)).ok_or("histograms: cut short")?;
+        let one = len.and_then(|l| rest.get(8..8 + l)).ok_or(BadEvidence::CutShort { part: "histograms" })?;
+        let unreadable = |cause: String| BadEvidence::Unreadable { part: "histograms", cause };
         let got: Histogram<u64> =
-            Deserializer::new().deserialize(&mut &one[..]).map_err(|e| format!("histograms: {e:?}"))?;
-        h.add(&got).map_err(|e| format!("histograms: {e:?}"))?;
+            Deserializer::new().deserialize(&mut &one[..]).map_err(|e| unreadable(format!("{e:?}")))?;
+        h.add(&got).map_err(|e| unreadable(format!("{e:?}")))?;
         rest = &rest[8 + one.len()..];
     }
-    let faults: Vec<Fault> = serde_json::from_slice(&part("faults")).map_err(|e| format!("faults: {e}"))?;
+    let faults: Vec<Fault> = serde_json::from_slice(&part("faults"))
+        .map_err(|e| BadEvidence::Unreadable { part: "faults", cause: e.to_string() })?;
     let faults = faults.into_iter().map(fault).collect::<Result<_, _>>()?;
     Ok(AgentEvidence { journal, stats, latency: Samples { claim, tx, work, complete }, faults })
 }
 
-fn counters(bytes: &[u8]) -> Result<WorkerStats, String> {
-    let c: Counters = serde_json::from_slice(bytes).map_err(|e| format!("counters: {e}"))?;
+fn counters(bytes: &[u8]) -> Result<WorkerStats, BadEvidence> {
+    let c: Counters = serde_json::from_slice(bytes)
+        .map_err(|e| BadEvidence::Unreadable { part: "counters", cause: e.to_string() })?;
     Ok(WorkerStats {
         claims: c.claims,
         empty_claims: c.empty_claims,
@@ -182,11 +188,9 @@ fn counters(bytes: &[u8]) -> Result<WorkerStats, String> {
 }
 
 /// A fault event's kind is one of the names a history may hold.
-fn fault(f: Fault) -> Result<FaultEvent, String> {
-    let kind = history::FAULT_KINDS
-        .iter()
-        .find(|k| **k == f.kind)
-        .ok_or_else(|| format!("faults: unknown kind `{}`", f.kind))?;
+fn fault(f: Fault) -> Result<FaultEvent, BadEvidence> {
+    let kind =
+        history::FAULT_KINDS.iter().find(|k| **k == f.kind).ok_or_else(|| BadEvidence::UnknownFault(f.kind.clone()))?;
     Ok(FaultEvent { t_us: f.t_us, kind, worker: f.worker, job: f.job })
 }
 
@@ -239,6 +243,9 @@ mod tests {
         assert!(decode(|n| if n == "journal" { b"junk".to_vec() } else { get(n) }).is_err());
         assert!(decode(|n| if n == "histograms" { vec![9, 0, 0, 0, 0, 0, 0, 0, 1] } else { get(n) }).is_err());
         let bad_fault = br#"[{"t_us":1,"kind":"meteor","worker":null,"job":null}]"#.to_vec();
-        assert!(decode(|n| if n == "faults" { bad_fault.clone() } else { get(n) }).unwrap_err().contains("meteor"));
+        assert!(
+            decode(|n| if n == "faults" { bad_fault.clone() } else { get(n) }).unwrap_err()
+                == super::BadEvidence::UnknownFault("meteor".into())
+        );
     }
 }

@@ -58,7 +58,7 @@ pub async fn agent(opts: &AgentOptions, interrupt: &CancellationToken) -> Result
     let k = control::join(&mut client, &name, opts.index)
         .await
         .map_err(|e| failed("joining the run", &e))?
-        .map_err(|reason| Error::Agents { run: run_id.clone(), reason })?;
+        .map_err(|reason| Error::Agents { run: run_id.clone(), reason: reason.to_string() })?;
     eprintln!("agent {k} ({name}) joined run {run_id} on {}", db.shown());
     let outcome = member(&db, &client, k, &run_id, interrupt).await;
     if let Err(e) = &outcome {

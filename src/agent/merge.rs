@@ -7,6 +7,7 @@
 use super::control::{self, Seen};
 use super::evidence::{self, AgentEvidence};
 use super::member::Report;
+use super::problem::BadEvidence;
 use crate::collect::{Event, EventKind};
 use crate::model::summary::AgentFigures;
 use crate::run::RunOutput;
@@ -87,7 +88,7 @@ fn share(plan: &Plan, wanted: u32, k: u32, seen: Option<&Seen>) -> AgentFigures 
     }
 }
 
-async fn download(client: &Client, k: u32) -> crate::error::Result<Result<AgentEvidence, String>> {
+async fn download(client: &Client, k: u32) -> crate::error::Result<Result<AgentEvidence, BadEvidence>> {
     let mut parts = Vec::new();
     for name in evidence::PARTS {
         let bytes =

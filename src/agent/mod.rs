@@ -18,6 +18,7 @@ pub mod member;
 pub mod merge;
 pub mod netfault;
 pub mod netns;
+pub mod problem;
 pub mod spawn;
 
 use crate::scenario::Plan;

@@ -12,6 +12,7 @@
 
 use super::forward::Forwarder;
 use super::netns::{Host, Hosts, run};
+use super::problem::CommandFailed;
 use crate::collect::FaultEvent;
 use crate::error::{Error, Result};
 use crate::scenario::Plan;
@@ -143,7 +144,7 @@ async fn wait_until(at: Instant, stop: &CancellationToken) -> bool {
 }
 
 /// Turns `effect` on or off for one agent.
-async fn apply(host: &Host, fw: &Forwarder, effect: &NetEffect, on: bool) -> std::result::Result<(), String> {
+async fn apply(host: &Host, fw: &Forwarder, effect: &NetEffect, on: bool) -> std::result::Result<(), CommandFailed> {
     let (ns, agent_if, host_if) = (host.ns.clone(), host.agent_if.clone(), host.host_if.clone());
     let state = if on { "down" } else { "up" };
     match *effect {
@@ -169,9 +170,9 @@ async fn apply(host: &Host, fw: &Forwarder, effect: &NetEffect, on: bool) -> std
 }
 
 async fn blocking(
-    f: impl FnOnce() -> std::result::Result<(), String> + Send + 'static,
-) -> std::result::Result<(), String> {
-    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| Err(e.to_string()))
+    f: impl FnOnce() -> std::result::Result<(), CommandFailed> + Send + 'static,
+) -> std::result::Result<(), CommandFailed> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| Err(CommandFailed::Task(e.to_string())))
 }
 
 /// How long the plan keeps an agent silent: its longest partition, twice (TCP's

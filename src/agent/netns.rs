@@ -5,6 +5,7 @@
 //! is touched: namespaces named `qb<pid>n<k>` and their veth pairs, removed on drop (a
 //! namespace left by a queuebench that was SIGKILLed is removed by the next one).
 
+use super::problem::CommandFailed;
 use crate::error::{Error, Result};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -97,11 +98,14 @@ impl Drop for Hosts {
 }
 
 /// Runs `ip`/`tc` with `args`; its stderr on failure.
-pub fn run(program: &str, args: &[&str]) -> std::result::Result<(), String> {
+pub fn run(program: &str, args: &[&str]) -> std::result::Result<(), CommandFailed> {
     match Command::new(program).args(args).output() {
         Ok(o) if o.status.success() => Ok(()),
-        Ok(o) => Err(format!("`{program} {}`: {}", args.join(" "), String::from_utf8_lossy(&o.stderr).trim())),
-        Err(e) => Err(format!("`{program}`: {e}")),
+        Ok(o) => Err(CommandFailed::Exited {
+            command: format!("{program} {}", args.join(" ")),
+            stderr: String::from_utf8_lossy(&o.stderr).trim().to_string(),
+        }),
+        Err(e) => Err(CommandFailed::NotStarted { program: program.to_string(), cause: e.to_string() }),
     }
 }
 
