@@ -505,7 +505,8 @@ fn already_shown(value: &str) -> bool {
 
 /// `message` with every value it echoes cut by [`shown`]: what stands between backticks or
 /// double quotes (on one line), and any other run of characters without a space (a number, a
-/// key, the `^^^^` under a TOML error's line). The rest of the message stays as it is.
+/// key, the `^^^^` under a TOML error's line) except a path or URL (a run with a `/`). The
+/// rest of the message stays as it is.
 pub fn shorten_values(message: &str) -> Cow<'_, str> {
     let long = |run: &str| run.chars().count() > SHOWN_CHARS;
     if !message.split_whitespace().any(long) && !message.lines().any(|l| l.chars().count() > 2 * SHOWN_CHARS) {
@@ -541,7 +542,12 @@ pub fn shorten_values(message: &str) -> Cow<'_, str> {
             end += MARK.chars().count();
         }
         let run: String = chars[i..end].iter().collect();
-        out.push_str(&shown(&run));
+        // A path or a URL (a run with a `/`) is where to look, not an echoed value: whole.
+        if run.contains('/') {
+            out.push_str(&run);
+        } else {
+            out.push_str(&shown(&run));
+        }
         i = end;
     }
     Cow::Owned(out)
@@ -753,6 +759,9 @@ mod tests {
         );
         assert_eq!(shorten_values(&once), once, "shortening is idempotent");
         assert_eq!(shorten_values("expected `a`, got \"b\" at line 3"), "expected `a`, got \"b\" at line 3");
+        let path = format!("/results/{}/history.csv.gz", "r".repeat(80));
+        let message = format!("7: no such job in {path}");
+        assert_eq!(shorten_values(&message), message, "a path is shown whole");
         let e = Error::FlagValue { flag: "--set".into(), value: Some(format!("k={long}")), invalid: Invalid::new("x") };
         assert!(e.to_string().chars().count() < 120, "{e}");
         let e = Error::Scenario {

@@ -135,14 +135,15 @@ fn queuebench_threads_that_is_not_a_thread_count_is_refused() {
     assert_eq!(code, 0, "{err}");
 }
 
-/// `validate` on the text: exit 2 and the message.
+/// `validate` on the text: exit 2 and the message, its file named `bad.toml` (the random
+/// folder name could hold `u64`).
 fn refused(text: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("bad.toml");
     std::fs::write(&file, text).unwrap();
     let (code, _, err) = qb(&["validate", file.to_str().unwrap()], &[]);
     assert_eq!(code, 2, "{err}");
-    err
+    err.replace(file.to_str().unwrap(), "bad.toml")
 }
 
 #[test]
