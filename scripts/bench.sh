@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark suite of issue 8: is the harness ever the bottleneck?
+# The benchmark suite: is the harness ever the bottleneck?
 #
 #   scripts/bench.sh [--quick] [--out DIR] [--only SECTIONS]
 #

@@ -9,6 +9,10 @@ use crate::scenario::scale;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+/// The most `--repeat` that `run` and `sweep` accept (each repeat is a whole run; a sweep's
+/// repeats multiply its cells).
+pub const MAX_REPEAT: u32 = 100;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "queuebench",
@@ -32,7 +36,8 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Run a scenario over a grid of --set values; recommend lease, heartbeat, max attempts and batch.
     Sweep(SweepArgs),
-    /// Rebuild summary.csv, charts/ and report.html of a finished run from its files (no database).
+    /// Rewrite summary.json, summary.csv, junit.xml, charts/ and report.html of a finished run from its
+    /// files (no database).
     Report {
         /// A run folder (holding summary.json and timeseries.csv).
         dir: PathBuf,
@@ -220,7 +225,7 @@ pub struct RunArgs {
     #[arg(long = "expect", value_name = "METRIC OP NUMBER")]
     pub expect: Vec<String>,
     /// Run each scenario N times; baselines and comparisons use the medians (counters: the worst run).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_REPEAT)))]
     pub repeat: u32,
     /// Store the runs' summaries as baseline NAME (<baseline-dir>/NAME/<scenario>.json).
     #[arg(long, value_name = "NAME")]
@@ -270,7 +275,7 @@ pub struct SweepArgs {
     #[arg(long = "set", value_name = "KEY=V1,V2,…")]
     pub set: Vec<String>,
     /// Run each cell N times and report medians (correctness rates: the worst repeat).
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_REPEAT)))]
     pub repeat: u32,
     /// Multiply every duration of the scenario (same as --set run.time_scale=X).
     #[arg(long, value_name = "X")]
@@ -357,9 +362,6 @@ impl RunArgs {
 
 impl SweepArgs {
     pub fn options(&self) -> Result<SweepCommand> {
-        if self.repeat == 0 {
-            return Err(Error::Flag { flag: "--repeat".into(), reason: "must be at least 1".into() });
-        }
         let target = match &self.database_url {
             Some(url) => Target::Url { url: url.clone(), allow_remote: self.yes },
             None => Target::Ephemeral,

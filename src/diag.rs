@@ -41,7 +41,7 @@ pub fn init(log: Option<&Path>) -> Result<()> {
         None => EnvFilter::new("info"),
     };
     let (sink, ansi) = match log {
-        Some(path) => (Sink::File(Arc::new(Mutex::new(open(path)?))), false),
+        Some(path) => (Sink::File(Arc::new(Mutex::new(open(path)?)), Arc::new(path.to_path_buf())), false),
         None => (Sink::Stderr, std::io::IsTerminal::is_terminal(&std::io::stderr())),
     };
     // A second init (in-process tests) keeps the first subscriber.
@@ -49,16 +49,40 @@ pub fn init(log: Option<&Path>) -> Result<()> {
     Ok(())
 }
 
-/// The `--log` file, appended to (a path the user gave: exit 2 when it cannot be opened).
+/// The `--log` file, appended to (a path the user gave: exit 2 when it cannot be opened), with
+/// a first line that proves it can be written: a file that takes no bytes (`/dev/full`, a full
+/// disk) is an error here (exit 3), not a log that silently stays empty.
 fn open(path: &Path) -> Result<std::fs::File> {
-    std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| Error::path(Access::Write, path, e))
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| Error::path(Access::WriteLog, path, e))?;
+    let first = format!(
+        "queuebench {} diagnostics, started {} (pid {})\n",
+        crate::VERSION,
+        chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        std::process::id()
+    );
+    file.write_all(first.as_bytes()).and_then(|()| file.flush()).map_err(|e| Error::io(Access::WriteLog, path, e))?;
+    Ok(file)
+}
+
+/// Said once when a `--log` write fails after the start (the disk filled): the events after it
+/// are lost, and the run goes on.
+fn warn_lost(path: &Path, e: &std::io::Error) {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        eprintln!("warning: --log {}: cannot write: {e}; diagnostics after this point are lost", path.display());
+    }
 }
 
 /// Where events go: each formatted event is redacted, then written whole.
 #[derive(Clone)]
 enum Sink {
     Stderr,
-    File(Arc<Mutex<std::fs::File>>),
+    /// The `--log` file and its path (for the warning when a write fails).
+    File(Arc<Mutex<std::fs::File>>, Arc<std::path::PathBuf>),
 }
 
 impl<'a> MakeWriter<'a> for Sink {
@@ -76,7 +100,12 @@ impl Write for Sink {
         let clean = redact(&text);
         match self {
             Sink::Stderr => std::io::stderr().lock().write_all(clean.as_bytes())?,
-            Sink::File(f) => f.lock().unwrap_or_else(|p| p.into_inner()).write_all(clean.as_bytes())?,
+            Sink::File(f, path) => {
+                if let Err(e) = f.lock().unwrap_or_else(|p| p.into_inner()).write_all(clean.as_bytes()) {
+                    warn_lost(path, &e);
+                    return Err(e);
+                }
+            }
         }
         Ok(buf.len())
     }
@@ -84,7 +113,7 @@ impl Write for Sink {
     fn flush(&mut self) -> std::io::Result<()> {
         match self {
             Sink::Stderr => std::io::stderr().flush(),
-            Sink::File(f) => f.lock().unwrap_or_else(|p| p.into_inner()).flush(),
+            Sink::File(f, _) => f.lock().unwrap_or_else(|p| p.into_inner()).flush(),
         }
     }
 }

@@ -17,6 +17,11 @@ fn main() {
         eprintln!("error: {e}");
         std::process::exit(e.exit_code().code());
     }
+    // QUEUEBENCH_THREADS: a value that is not a thread count is refused, not ignored.
+    if let Err(e) = queuebench::run::lanes::threads_from_env() {
+        eprintln!("error: {e}");
+        std::process::exit(e.exit_code().code());
+    }
     let interrupt = CancellationToken::new();
     // Signals get a thread of their own, so a second Ctrl-C exits at once even while the run's
     // thread is busy with synchronous work (checkers over a million jobs, chart rendering).

@@ -2,7 +2,7 @@
 
 use crate::cli;
 use crate::compare;
-use crate::error::{Error, ExitCode, Result};
+use crate::error::{Access, Error, ExitCode, Result};
 use crate::pipeline;
 use std::path::Path;
 
@@ -16,6 +16,9 @@ pub fn compare_runs(
     out: Option<&Path>,
     force: bool,
 ) -> Result<ExitCode> {
+    if let Some(dir) = out {
+        check_out(dir)?;
+    }
     let (old_label, old_runs) = compare::store::load_any(old, &args.baseline_dir)?;
     let (new_label, new_runs) = compare::store::load_any(new, &args.baseline_dir)?;
     let (o, n) = (&old_runs[0].scenario, &new_runs[0].scenario);
@@ -38,9 +41,58 @@ pub fn compare_runs(
     }
     print!("{}", compare::table(&c));
     if let Some(dir) = out {
-        crate::report::export::write(dir, &[], &[&pipeline::comparison_files(&c)])?;
+        write_out(dir, &c)?;
     }
     Ok(if c.regressed { ExitCode::ExpectationFailed } else { ExitCode::Passed })
+}
+
+/// `--out DIR` must be a new or empty folder: compare never writes among other files (nor
+/// over an earlier comparison's). Checked before anything is read or written (exit 2).
+fn check_out(dir: &Path) -> Result<()> {
+    let refuse = |what: String| Error::Flag {
+        flag: format!("--out {}", dir.display()),
+        reason: format!(
+            "refused: {what}; compare writes compare.md and compare.json only into a new or empty folder: \
+             pick one (nothing was written)"
+        ),
+    };
+    if dir.exists() && !dir.is_dir() {
+        return Err(refuse("it is not a folder".into()));
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
+    let mut names: Vec<String> = entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    names.sort_unstable();
+    let more = if names.len() > 3 { format!(" and {} more", names.len() - 3) } else { String::new() };
+    names.truncate(3);
+    Err(refuse(format!("the folder is not empty ({}{more})", names.join(", "))))
+}
+
+/// compare.md and compare.json into `dir`, both or neither: a file that cannot be written is
+/// an error naming its path (exit 3); what was written of the pair, and the folder if this
+/// call made it, are removed again.
+fn write_out(dir: &Path, c: &compare::Comparison) -> Result<()> {
+    use crate::report::export::Exporter;
+    let fresh = !dir.exists();
+    std::fs::create_dir_all(dir).map_err(|e| Error::path(Access::Create, dir, e))?;
+    let files = pipeline::comparison_files(c).files()?;
+    let mut written = Vec::new();
+    for f in &files {
+        let path = dir.join(&f.path);
+        if let Err(e) = crate::report::export::write_atomic(&path, &f.bytes) {
+            for p in &written {
+                let _ = std::fs::remove_file(p);
+            }
+            if fresh {
+                let _ = std::fs::remove_dir(dir);
+            }
+            return Err(e);
+        }
+        written.push(path);
+    }
+    Ok(())
 }
 
 /// `[baseline.tolerance]` of the scenario a run folder saved (`scenario.toml`, or a repeat's).

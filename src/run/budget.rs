@@ -3,7 +3,7 @@
 //! from the workers; a query slower than FLOOR that took `t` is followed by the
 //! next one no sooner than `t / SHARE` after it started, so at the default 1 s
 //! interval each keeps its round trips under SHARE of the run's wall time
-//! (together under 1 %: issue 8's goal) whatever the table's size. Queries
+//! (together under 1 %, the goal of the benchmark suite) whatever the table's size. Queries
 //! under FLOOR (small tables) keep the interval as asked: a shorter interval is
 //! the user's choice to pay more.
 

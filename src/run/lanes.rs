@@ -21,15 +21,43 @@ pub struct Lanes {
     _stops: Vec<oneshot::Sender<()>>,
 }
 
+/// The environment variable that sets the lane count.
+pub const THREADS_VAR: &str = "QUEUEBENCH_THREADS";
+
+/// `QUEUEBENCH_THREADS` checked once at start (`main`): unset or empty is None (one lane per
+/// core); anything but a whole number of at least 1 is refused (exit 2), not ignored.
+pub fn threads_from_env() -> crate::error::Result<Option<usize>> {
+    let Some(value) = std::env::var_os(THREADS_VAR) else { return Ok(None) };
+    let text = value.to_string_lossy();
+    parse_threads(&text).map_err(|reason| crate::error::Error::Flag {
+        flag: format!("{THREADS_VAR}={}", crate::error::shown(&text)),
+        reason,
+    })
+}
+
+fn parse_threads(text: &str) -> std::result::Result<Option<usize>, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    match text.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(Some(n)),
+        _ => Err("is not accepted: give a whole number of at least 1 (the threads the workers run on; 1 puts \
+                  every worker on the main thread), or leave it unset for one per core"
+            .to_string()),
+    }
+}
+
 /// The lane count for `workers` workers: `QUEUEBENCH_THREADS`, else the machine's cores,
 /// never more than the workers.
 pub fn count(workers: u32) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    count_from(std::env::var("QUEUEBENCH_THREADS").ok().as_deref(), cores, workers)
+    count_from(std::env::var(THREADS_VAR).ok().as_deref(), cores, workers)
 }
 
+/// The value was checked at start (`threads_from_env`); one refused there never gets here.
 fn count_from(asked: Option<&str>, cores: usize, workers: u32) -> usize {
-    let asked = asked.and_then(|v| v.trim().parse::<usize>().ok()).filter(|n| *n > 0);
+    let asked = asked.and_then(|v| parse_threads(v).ok().flatten());
     asked.unwrap_or(cores).min(workers as usize)
 }
 
@@ -103,9 +131,18 @@ mod tests {
         assert_eq!(count_from(None, 16, 3), 3);
         assert_eq!(count_from(Some("4"), 2, 8), 4);
         assert_eq!(count_from(Some("1"), 2, 8), 1);
-        // Nonsense falls back to the cores.
-        assert_eq!(count_from(Some("0"), 2, 8), 2);
-        assert_eq!(count_from(Some("many"), 2, 8), 2);
+        // Nonsense is refused at start (`threads_from_env`), so it never gets here.
+        assert_eq!(count_from(Some(""), 2, 8), 2);
+    }
+
+    #[test]
+    fn a_thread_count_that_is_not_one_is_refused() {
+        assert_eq!(parse_threads("3"), Ok(Some(3)));
+        assert_eq!(parse_threads(" "), Ok(None));
+        for bad in ["0", "abc", "-1", "1.5", "99999999999999999999999"] {
+            let e = parse_threads(bad).unwrap_err();
+            assert!(e.contains("a whole number of at least 1") && e.contains("unset"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -78,7 +78,7 @@ pub fn draw(grid: &Grid, points: &[Point]) -> Result<Vec<Chart>> {
         out.push(charts::line(
             &chart,
             "expired-by-lease",
-            "Expired-lease and duplicate rates by lease (the worst cell at each lease); seed 000 investigates above 0.5 %.",
+            "Expired-lease and duplicate rates by lease (the worst cell at each lease); a rate above 0.5 % is worth investigating.",
         )?);
     }
     Ok(out)

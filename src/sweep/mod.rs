@@ -2,7 +2,7 @@
 //! `--set` values, each cell (and each `--repeat`) on a fresh database
 //! through `pipeline::run_one`, saves `sweep.csv` after every cell, then
 //! draws the charts and recommends lease, heartbeat, max attempts and batch
-//! by seed 000's rules (`recommend`).
+//! by the lease-sizing rules (`recommend`).
 //!
 //! grid → plans (all validated before anything runs) → run_one per cell and
 //! repeat → CellResult → Measured → recommendation → exporters.
@@ -65,7 +65,16 @@ pub async fn sweep(args: &SweepCommand, interrupt: &CancellationToken) -> Result
         // Save as you go: a killed sweep still leaves its table.
         export::write(&dir, &[], &[&export::one("sweep.csv", || output::sweep_csv(&grid, &done))])?;
     }
-    finish(args, &grid, first, &done, &dir)?;
+    let mut batches: Vec<u32> = plans.iter().map(|(_, p)| p.workers.batch).collect();
+    batches.sort_unstable();
+    batches.dedup();
+    let planned = recommend::Planned {
+        cells: total,
+        ran: done.iter().filter(|c| !c.runs.is_empty() || !c.errors.is_empty()).count(),
+        batches,
+        interrupted: interrupt.is_cancelled(),
+    };
+    finish(args, &grid, first, &done, &dir, &planned)?;
     if interrupt.is_cancelled() {
         return Ok(ExitCode::Interrupted);
     }
@@ -153,9 +162,16 @@ fn progress_line(r: &CellResult, total: usize) -> String {
 }
 
 /// Recommendation, charts, sweep.html, runs.csv, and the terminal table.
-fn finish(args: &SweepCommand, grid: &Grid, first: &Plan, done: &[CellResult], dir: &Path) -> Result<()> {
+fn finish(
+    args: &SweepCommand,
+    grid: &Grid,
+    first: &Plan,
+    done: &[CellResult],
+    dir: &Path,
+    planned: &recommend::Planned,
+) -> Result<()> {
     let measured: Vec<_> = done.iter().filter_map(|c| c.measured().map(|m| (c, m))).collect();
-    let lines = recommend::recommend(&measured.iter().map(|(_, m)| m.clone()).collect::<Vec<_>>());
+    let lines = recommend::recommend_for(&measured.iter().map(|(_, m)| m.clone()).collect::<Vec<_>>(), planned);
     let points: Vec<charts::Point> =
         measured.iter().map(|(c, m)| charts::Point { params: &c.cell.params, m }).collect();
     let drawn = charts::draw(grid, &points);
@@ -175,6 +191,12 @@ fn finish(args: &SweepCommand, grid: &Grid, first: &Plan, done: &[CellResult], d
             );
         }
         print!("\n{}", output::terminal(grid, done, &lines));
+    }
+    if planned.interrupted {
+        println!(
+            "  interrupted   after {} of {} cells: sweep.csv, runs.csv and sweep.html hold the cells that finished",
+            planned.ran, planned.cells
+        );
     }
     println!("  results       {}", dir.join("sweep.html").display());
     Ok(())

@@ -1,4 +1,4 @@
-//! The recommendation, from seed 000's rules applied to what the sweep
+//! The recommendation, from the lease-sizing rules applied to what the sweep
 //! measured. Every line names its rule and the numbers that produced it;
 //! when no cell qualifies it says so instead of guessing.
 //!
@@ -6,10 +6,10 @@
 //!   the shortest swept lease whose expired-lease rate stayed under 0.5 %
 //!   (a shorter lease recovers crashed work sooner).
 //! - heartbeat: every lease ÷ 3 (two missed beats still leave a third of the
-//!   lease; seed 000 stops a worker after two failed heartbeats); required,
+//!   lease; a worker stops after two failed heartbeats); required,
 //!   with checkpoints, when 2 × p99 passes the 5 min cap or an execution
 //!   outlived the lease.
-//! - max attempts: reclaims consume attempts (seed 000 §5), so the budget
+//! - max attempts: reclaims consume attempts, so the budget
 //!   covers the most executions one job needed at that lease plus 2 retries
 //!   for transient errors, at least 3.
 //! - batch: among cells whose claim p99 < 100 ms and expired-lease rate
@@ -34,19 +34,50 @@ pub struct Line {
     pub evidence: String,
 }
 
+/// What the sweep set out to measure, so a line can tell a value that was never swept from
+/// one whose cells did not finish (an interrupted sweep, cells that failed).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Planned {
+    /// Cells in the grid.
+    pub cells: usize,
+    /// The cells that ran to their end (finished or failed) before the sweep stopped.
+    pub ran: usize,
+    /// The distinct batch sizes of the grid's cells, ascending.
+    pub batches: Vec<u32>,
+    /// Ctrl-C or SIGTERM stopped the sweep before every cell ran.
+    pub interrupted: bool,
+}
+
+impl Planned {
+    /// `interrupted after 3 of 8 cells`: what stopped the sweep, for the lines that lack cells.
+    fn stopped(&self) -> String {
+        format!(
+            "the sweep was interrupted after {} of {} cells; sweep.csv, runs.csv and sweep.html hold the cells that \
+             finished",
+            self.ran, self.cells
+        )
+    }
+}
+
+/// The recommendation from the cells alone (as if every planned cell was measured).
 pub fn recommend(cells: &[Measured]) -> Vec<Line> {
+    recommend_for(cells, &Planned::default())
+}
+
+/// The recommendation from the measured cells, told apart from what was planned.
+pub fn recommend_for(cells: &[Measured], planned: &Planned) -> Vec<Line> {
     if cells.is_empty() {
-        return vec![Line {
-            topic: "all",
-            value: None,
-            rule: "every rule needs measured cells".into(),
-            evidence: "no cell finished".into(),
-        }];
+        let evidence = if planned.interrupted {
+            format!("{} before any cell finished", planned.stopped().split(';').next().unwrap_or_default())
+        } else {
+            "no cell finished".into()
+        };
+        return vec![Line { topic: "all", value: None, rule: "every rule needs measured cells".into(), evidence }];
     }
     let (lease_line, lease) = lease(cells);
     let p99 = work_p99(cells);
     let work_max = cells.iter().map(|c| c.work_max_s).fold(0.0, f64::max);
-    vec![lease_line, heartbeat(lease, p99, work_max), max_attempts(cells, lease), batch(cells)]
+    vec![lease_line, heartbeat(lease, p99, work_max), max_attempts(cells, lease), batch(cells, planned)]
 }
 
 fn work_p99(cells: &[Measured]) -> f64 {
@@ -89,7 +120,7 @@ fn lease(cells: &[Measured]) -> (Line, f64) {
     let lo = (2.0 * p99).clamp(MIN_LEASE_S, MAX_LEASE_S);
     let hi = (3.0 * p99).clamp(MIN_LEASE_S, MAX_LEASE_S);
     let rule = format!(
-        "seed 000: lease = 2–3 × work p99, at least {}, at most {}; the shortest swept lease in that range with an \
+        "lease = 2–3 × work p99, at least {}, at most {}; the shortest swept lease in that range with an \
          expired-lease rate under {}",
         secs(MIN_LEASE_S),
         secs(MAX_LEASE_S),
@@ -137,7 +168,7 @@ fn lease(cells: &[Measured]) -> (Line, f64) {
             } else {
                 format!(
                     "every swept lease in the range had an expired-lease rate of {} or more: look for worker pauses, \
-                     slow dependencies or database stalls before lengthening it (seed 000)",
+                     slow dependencies or database stalls before lengthening it",
                     pct(MAX_EXPIRED)
                 )
             };
@@ -155,7 +186,7 @@ fn heartbeat(lease: f64, p99: f64, work_max: f64) -> Line {
     let every = (lease / 3.0).floor().max(1.0);
     let required = 2.0 * p99 > MAX_LEASE_S || work_max > lease;
     let rule = format!(
-        "seed 000: heartbeat every lease ÷ 3 (two missed beats still leave a third of the lease; stop after two \
+        "heartbeat every lease ÷ 3 (two missed beats still leave a third of the lease; stop after two \
          failed beats); required with checkpoints when work outgrows the {} cap",
         secs(MAX_LEASE_S)
     );
@@ -187,12 +218,12 @@ fn max_attempts(cells: &[Measured], lease: f64) -> Line {
     Line {
         topic: "max attempts",
         value: Some(n.to_string()),
-        rule: "seed 000: a reclaim consumes an attempt, so the budget covers the most executions one job needed plus \
+        rule: "a reclaim consumes an attempt, so the budget covers the most executions one job needed plus \
                2 retries for transient errors, at least 3"
             .into(),
         evidence: format!(
             "at lease {} ({} cell{}): at most {most} executions for one job, expired-lease rate {}, {dead} dead; \
-             an honest job ends dead by expiries alone with chance ≈ {:.1e} (seed 000's table defaults to 8)",
+             an honest job ends dead by expiries alone with chance ≈ {:.1e} (a common default is 8)",
             secs(these[0].lease_s),
             these.len(),
             if these.len() == 1 { "" } else { "s" },
@@ -202,9 +233,9 @@ fn max_attempts(cells: &[Measured], lease: f64) -> Line {
     }
 }
 
-fn batch(cells: &[Measured]) -> Line {
+fn batch(cells: &[Measured], planned: &Planned) -> Line {
     let rule = format!(
-        "issue 6: the smallest batch within {:.0} % of the best throughput among cells with claim p99 < {} ms and \
+        "the smallest batch within {:.0} % of the best throughput among cells with claim p99 < {} ms and \
          expired-lease rate < {}",
         WITHIN_BEST * 100.0,
         MAX_CLAIM_P99_MS,
@@ -214,15 +245,27 @@ fn batch(cells: &[Measured]) -> Line {
     batches.sort_unstable();
     batches.dedup();
     if batches.len() < 2 {
-        return Line {
-            topic: "batch",
-            value: None,
-            rule,
-            evidence: format!(
-                "batch was not swept (every cell ran batch {}); sweep it, e.g. --set workers.batch=1,10,20,100",
-                batches.first().copied().unwrap_or(1)
-            ),
+        let measured = batches.first().copied().unwrap_or(1);
+        let swept = || planned.batches.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+        let evidence = if planned.batches.len() < 2 {
+            format!(
+                "batch was not swept (every cell ran batch {measured}); sweep it, e.g. --set workers.batch=1,10,20,100"
+            )
+        } else if planned.interrupted {
+            format!(
+                "{}: only batch {measured} of the swept {} was measured; run the sweep again for a batch \
+                 recommendation",
+                planned.stopped(),
+                swept()
+            )
+        } else {
+            format!(
+                "only the cells of batch {measured} of the swept {} finished a run (the others failed: see their \
+                 errors); nothing to compare",
+                swept()
+            )
         };
+        return Line { topic: "batch", value: None, rule, evidence };
     }
     let slow = cells.iter().filter(|c| c.claim_p99_ms >= MAX_CLAIM_P99_MS).count();
     let expiring = cells.iter().filter(|c| c.expired_rate >= MAX_EXPIRED).count();
@@ -374,5 +417,19 @@ mod tests {
         assert!(b.value.is_none() && b.evidence.contains("no cell qualifies"), "{b:?}");
         let b = line(&recommend(&[cell(1, 180.0, 500.0, 5.0, 0.0)]), "batch").clone();
         assert!(b.value.is_none() && b.evidence.contains("not swept"), "{b:?}");
+    }
+
+    #[test]
+    fn an_interrupted_batch_sweep_says_it_was_interrupted_not_that_batch_was_not_swept() {
+        let planned = Planned { cells: 4, ran: 1, batches: vec![1, 10, 20, 100], interrupted: true };
+        let b = line(&recommend_for(&[cell(1, 180.0, 500.0, 5.0, 0.0)], &planned), "batch").clone();
+        assert!(b.value.is_none() && !b.evidence.contains("not swept"), "{b:?}");
+        assert!(b.evidence.starts_with("the sweep was interrupted after 1 of 4 cells"), "{b:?}");
+        assert!(b.evidence.contains("sweep.csv") && b.evidence.contains("the swept 1, 10, 20, 100"), "{b:?}");
+        let all = recommend_for(&[], &planned);
+        assert_eq!(all[0].evidence, "the sweep was interrupted after 1 of 4 cells before any cell finished");
+        let failed = Planned { interrupted: false, ran: 4, ..planned };
+        let b = line(&recommend_for(&[cell(1, 180.0, 500.0, 5.0, 0.0)], &failed), "batch").clone();
+        assert!(b.evidence.contains("the others failed"), "{b:?}");
     }
 }
