@@ -60,7 +60,7 @@ fn open(path: &Path) -> Result<std::fs::File> {
         .map_err(|e| Error::path(Access::WriteLog, path, e))?;
     let first = format!(
         "queuebench {} diagnostics, started {} (pid {})\n",
-        crate::VERSION,
+        crate::model::VERSION,
         chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         std::process::id()
     );

@@ -29,22 +29,23 @@ pub const THREADS_VAR: &str = "QUEUEBENCH_THREADS";
 pub fn threads_from_env() -> crate::error::Result<Option<usize>> {
     let Some(value) = std::env::var_os(THREADS_VAR) else { return Ok(None) };
     let text = value.to_string_lossy();
-    parse_threads(&text).map_err(|reason| crate::error::Error::Flag {
+    parse_threads(&text).map_err(|e| crate::error::Error::Flag {
         flag: format!("{THREADS_VAR}={}", crate::error::shown(&text)),
-        reason,
+        reason: e.reason,
     })
 }
 
-fn parse_threads(text: &str) -> std::result::Result<Option<usize>, String> {
+fn parse_threads(text: &str) -> std::result::Result<Option<usize>, crate::error::Invalid> {
     let text = text.trim();
     if text.is_empty() {
         return Ok(None);
     }
     match text.parse::<usize>() {
         Ok(n) if n > 0 => Ok(Some(n)),
-        _ => Err("is not accepted: give a whole number of at least 1 (the threads the workers run on; 1 puts \
-                  every worker on the main thread), or leave it unset for one per core"
-            .to_string()),
+        _ => Err(crate::error::Invalid::new(
+            "is not accepted: give a whole number of at least 1 (the threads the workers run on; 1 puts every \
+             worker on the main thread), or leave it unset for one per core",
+        )),
     }
 }
 
@@ -141,7 +142,7 @@ mod tests {
         assert_eq!(parse_threads(" "), Ok(None));
         for bad in ["0", "abc", "-1", "1.5", "99999999999999999999999"] {
             let e = parse_threads(bad).unwrap_err();
-            assert!(e.contains("a whole number of at least 1") && e.contains("unset"), "{bad}: {e}");
+            assert!(e.reason.contains("a whole number of at least 1") && e.reason.contains("unset"), "{bad}: {e}");
         }
     }
 
