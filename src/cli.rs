@@ -212,6 +212,10 @@ pub struct RunArgs {
     /// Run against a --database-url host that is not local (loopback or a unix socket).
     #[arg(long)]
     pub yes: bool,
+    /// The ephemeral cluster serves TLS (a throw-away CA and a certificate for localhost) and
+    /// every connection uses it with sslmode=verify-full.
+    #[arg(long)]
+    pub tls: bool,
     /// Print only the verdict line.
     #[arg(long, short)]
     pub quiet: bool,
@@ -318,7 +322,8 @@ impl RunArgs {
             },
             github: self.github,
             run: RunOptions {
-                database: DatabaseOptions::new(target.clone(), self.schema.clone(), self.reuse, self.keep)?,
+                database: DatabaseOptions::new(target.clone(), self.schema.clone(), self.reuse, self.keep)?
+                    .with_tls(self.tls)?,
                 progress: !self.quiet,
                 agents: self.agents_options(&target)?,
             },

@@ -15,6 +15,7 @@ use super::values::{Claimed, Values};
 use crate::adapter::keys::{Interner, Key};
 use crate::collect::spill::Spill;
 use crate::collect::{Event, EventKind, FaultEvent, Latency, WorkerStats};
+use crate::db::Endpoint;
 use crate::error::SessionFailure;
 use crate::model::protocol::Mode;
 use crate::scenario::{Plan, Stop};
@@ -23,7 +24,6 @@ use rand::{RngExt, SeedableRng};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
-use tokio_postgres::Config;
 use tokio_util::sync::CancellationToken;
 
 mod job;
@@ -55,7 +55,7 @@ pub struct Progress {
 /// What the runner hands every worker.
 pub struct Shared {
     pub plan: Arc<Plan>,
-    pub config: Config,
+    pub config: Endpoint,
     pub faults: Arc<FaultState>,
     pub next_identity: Arc<AtomicU32>,
     pub stop: CancellationToken,
