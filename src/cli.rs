@@ -156,9 +156,13 @@ pub enum Command {
     },
     /// Start an ephemeral cluster, run a command with DATABASE_URL pointing at it, then remove the cluster.
     Cluster {
-        /// Apply this scenario's [postgres.settings] to the cluster.
+        /// Apply this scenario's [postgres.settings] to the cluster (and its `[postgres] tls`).
         #[arg(long)]
         scenario: Option<PathBuf>,
+        /// The cluster serves TLS on localhost (a throw-away CA); DATABASE_URL has
+        /// sslmode=verify-full and sslrootcert naming the CA's file.
+        #[arg(long)]
+        tls: bool,
         /// The command and its arguments (after --).
         #[arg(last = true, required = true)]
         command: Vec<String>,
