@@ -61,6 +61,7 @@ fn sslmode_require_encrypts_and_summary_json_says_so() {
     assert!(tls["version"].as_str().unwrap().starts_with("TLS"), "{tls}");
     assert!(r.stdout.contains("TLS") && r.stdout.contains("require"), "the database line says TLS: {}", r.stdout);
     assert!(s["database"]["url"].as_str().unwrap().contains("sslmode=require"), "{}", s["database"]["url"]);
+    assert_eq!(s["fingerprint"]["tls"], "TLS", "a TLS run does not compare with a plain one");
     let errors = schema_errors(&s);
     assert!(errors.is_empty(), "summary.json does not match the schema:\n{}", errors.join("\n"));
 }
@@ -371,5 +372,6 @@ fn sslmode_require_against_a_server_without_tls_exits_3_saying_so() {
     let tls = &r.summary()["database"]["tls"];
     assert_eq!(tls["used"], false, "{tls}");
     assert_eq!(tls["sslmode"], "prefer", "{tls}");
+    assert!(r.summary()["fingerprint"].get("tls").is_none(), "a plain run's fingerprint has no tls");
     assert!(r.stdout.contains("no TLS (sslmode prefer)"), "{}", r.stdout);
 }
