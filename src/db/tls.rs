@@ -229,9 +229,9 @@ fn decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// `~/.postgresql/NAME`, where libpq looks by default.
-fn default_file(name: &str) -> Option<PathBuf> {
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".postgresql").join(name))
+/// `~/.postgresql/NAME`, where libpq looks by default (`home`: `$HOME`).
+fn default_file(home: Option<&str>, name: &str) -> Option<PathBuf> {
+    home.map(|h| PathBuf::from(h).join(".postgresql").join(name))
 }
 
 impl Tls {
@@ -240,7 +240,8 @@ impl Tls {
         Tls { mode: SslMode::Disable, root: None, client: None, checks: Checks::Nothing, given: false, connector: None }
     }
 
-    /// Resolves the URL's TLS parameters over the environment's, libpq's way.
+    /// Resolves the URL's TLS parameters over the environment's, libpq's way (`env` reads an
+    /// environment variable: the PGSSL* ones and HOME, for libpq's default files).
     pub fn resolve(url_params: &[(Param, String)]) -> Result<Tls, TlsSetting> {
         Tls::resolve_with(url_params, |name| std::env::var(name).ok())
     }
@@ -262,6 +263,7 @@ impl Tls {
             })?,
         };
         let given = Param::ALL.into_iter().any(|p| get(p).is_some());
+        let home = env("HOME");
         if mode == SslMode::Disable {
             return Ok(Tls { given, ..Tls::disabled() });
         }
@@ -279,7 +281,7 @@ impl Tls {
             }
         };
         let mut root = existing(Param::SslRootCert)?;
-        let default_root = default_file("root.crt");
+        let default_root = default_file(home.as_deref(), "root.crt");
         if root.is_none()
             && matches!(mode, SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull)
             && let Some(d) = default_root.as_ref().filter(|d| d.is_file())
@@ -319,7 +321,8 @@ impl Tls {
                 });
             }
             (None, None) => {
-                let (c, k) = (default_file("postgresql.crt"), default_file("postgresql.key"));
+                let (c, k) =
+                    (default_file(home.as_deref(), "postgresql.crt"), default_file(home.as_deref(), "postgresql.key"));
                 match (c, k) {
                     (Some(c), Some(k)) if c.is_file() && k.is_file() => Some((c, k)),
                     _ => None,
@@ -623,6 +626,58 @@ mod tests {
         let tls = Tls::resolve_with(&[(Param::SslMode, "require".into())], env).unwrap();
         assert_eq!(tls.mode, SslMode::Require);
         assert_eq!(Tls::resolve_with(&[], |_| None).unwrap().mode, SslMode::Prefer);
+    }
+
+    #[test]
+    fn a_child_process_is_handed_the_same_settings_in_its_url() {
+        let dir = tempfile::tempdir().unwrap();
+        let none = |_: &str| None;
+        // Nothing given: nothing added (the child defaults to prefer as the run did).
+        assert_eq!(Tls::resolve_with(&[], none).unwrap().add_to("postgres://u@h/db".into()), "postgres://u@h/db");
+        let require = Tls::resolve_with(&[(Param::SslMode, "require".into())], none).unwrap();
+        assert_eq!(require.add_to("postgres://u@h/db".into()), "postgres://u@h/db?sslmode=require");
+        let disable = Tls::resolve_with(&[(Param::SslMode, "disable".into())], none).unwrap();
+        assert_eq!(
+            disable.add_to("postgres://u@/db?host=%2Ftmp".into()),
+            "postgres://u@/db?host=%2Ftmp&sslmode=disable"
+        );
+        // require with a root file behaves as verify-ca, and the child is told so.
+        let ca = dir.path().join("ca.pem");
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        std::fs::write(&ca, params.self_signed(&key).unwrap().pem()).unwrap();
+        let given = [(Param::SslMode, "require".into()), (Param::SslRootCert, ca.display().to_string())];
+        let tls = Tls::resolve_with(&given, none).unwrap();
+        assert_eq!(tls.checks, Checks::Chain);
+        assert_eq!(
+            tls.add_to("postgres://u@h/db".into()),
+            format!("postgres://u@h/db?sslmode=verify-ca&sslrootcert={}", ca.display())
+        );
+    }
+
+    #[test]
+    fn libpqs_default_root_file_is_used_when_it_exists() {
+        let home = tempfile::tempdir().unwrap();
+        let h = home.path().display().to_string();
+        let env = |name: &str| (name == "HOME").then(|| h.clone());
+        let verify = [(Param::SslMode, "verify-full".to_string())];
+        let e = Tls::resolve_with(&verify, env).unwrap_err();
+        assert!(e.to_string().contains(&format!("{h}/.postgresql/root.crt")), "{e}");
+        std::fs::create_dir(home.path().join(".postgresql")).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        std::fs::write(home.path().join(".postgresql/root.crt"), params.self_signed(&key).unwrap().pem()).unwrap();
+        let tls = Tls::resolve_with(&verify, env).unwrap();
+        assert_eq!(
+            (tls.checks, tls.root.map(|r| r.1)),
+            (Checks::ChainAndName, Some(Source::Default(Param::SslRootCert)))
+        );
+        let require = Tls::resolve_with(&[(Param::SslMode, "require".into())], env).unwrap();
+        assert_eq!(require.checks, Checks::Chain, "require with a root file checks the chain, as libpq");
+        let prefer = Tls::resolve_with(&[], env).unwrap();
+        assert_eq!(prefer.checks, Checks::Nothing);
     }
 
     #[test]
