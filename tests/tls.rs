@@ -375,3 +375,75 @@ fn sslmode_require_against_a_server_without_tls_exits_3_saying_so() {
     assert!(r.summary()["fingerprint"].get("tls").is_none(), "a plain run's fingerprint has no tls");
     assert!(r.stdout.contains("no TLS (sslmode prefer)"), "{}", r.stdout);
 }
+
+/// Client certificates: `queuebench cluster --tls`, a client CA the server trusts
+/// (`ssl_ca_file`), and a role that logs in by certificate only (`hostssl … cert`).
+const CLIENT_CERT_SCRIPT: &str = r#"
+set -u
+DIR=$(dirname "${DATABASE_URL##*sslrootcert=}")
+HBA=$(psql -XAt "$DATABASE_URL" -c 'SHOW hba_file')
+ssl() { openssl "$@" 2>/dev/null; }
+ssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=client CA" -keyout "$OUT/client-ca.key" -out "$DIR/client-ca.crt" || exit 7
+[ "$(id -u)" = 0 ] && chown postgres: "$DIR/client-ca.crt"
+ssl req -newkey rsa:2048 -nodes -subj "/CN=alice" -keyout "$OUT/alice.key" -out "$OUT/alice.csr" || exit 7
+printf 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=clientAuth\n' > "$OUT/client.ext"
+ssl x509 -req -days 1 -in "$OUT/alice.csr" -CA "$DIR/client-ca.crt" -CAkey "$OUT/client-ca.key" -CAcreateserial \
+  -extfile "$OUT/client.ext" -out "$OUT/alice.crt" || exit 7
+ssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=alice" -keyout "$OUT/stranger.key" -out "$OUT/stranger.crt" || exit 7
+psql -Xq "$DATABASE_URL" -v ON_ERROR_STOP=1 \
+  -c "CREATE ROLE alice LOGIN" -c "GRANT CREATE ON DATABASE postgres TO alice" \
+  -c "ALTER SYSTEM SET ssl_ca_file = '$DIR/client-ca.crt'" \
+  -c "COPY (SELECT l FROM (VALUES (1, 'local all postgres trust'), (2, 'hostssl all postgres 127.0.0.1/32 trust'), (3, 'hostssl all postgres ::1/128 trust'), (4, 'hostssl all alice 127.0.0.1/32 cert'), (5, 'hostssl all alice ::1/128 cert')) v(n, l) ORDER BY n) TO '$HBA'" \
+  -c "SELECT pg_reload_conf()" >/dev/null || exit 9
+sleep 0.5
+ALICE=${DATABASE_URL/postgres@/alice@}
+run() { # case, url
+  mkdir -p "$OUT/$1"
+  HOME="$OUT" "$QB" run "$S" --set jobs.preload=20 --set 'expect."jobs.completed"=== 20' --database-url "$2" \
+    --out "$OUT/$1/run" >"$OUT/$1/stdout" 2>"$OUT/$1/stderr"
+  echo $? > "$OUT/$1/code"
+}
+run cert "$ALICE&sslcert=$OUT/alice.crt&sslkey=$OUT/alice.key"
+run none "$ALICE"
+run stranger "$ALICE&sslcert=$OUT/stranger.crt&sslkey=$OUT/stranger.key"
+exit 0
+"#;
+
+#[test]
+fn a_client_certificate_is_presented_and_a_refused_one_is_named() {
+    let out = tempfile::tempdir().unwrap();
+    let tmp = tempfile::Builder::new().prefix("qbt").tempdir_in("/tmp").unwrap();
+    let o = common::bin()
+        .args(["cluster", "--tls", "--", "bash", "-c", CLIENT_CERT_SCRIPT])
+        .env("OUT", out.path())
+        .env("QB", env!("CARGO_BIN_EXE_queuebench"))
+        .env("S", repo("scenarios/skip-locked.toml"))
+        .env("TMPDIR", tmp.path())
+        .env_remove("DATABASE_URL")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let case = |c: &str, f: &str| std::fs::read_to_string(out.path().join(c).join(f)).unwrap_or_default();
+    for (c, code) in [("cert", 0), ("none", 3), ("stranger", 3)] {
+        assert_eq!(case(c, "code").trim(), code.to_string(), "{c}: {}{}", case(c, "stdout"), case(c, "stderr"));
+    }
+    let summary: serde_json::Value = serde_json::from_str(&case("cert", "run/summary.json")).unwrap();
+    let tls = &summary["database"]["tls"];
+    assert!(tls["client_cert"].as_str().unwrap().ends_with("alice.crt"), "{tls}");
+    assert!(
+        case("none", "stderr").contains("refused the client certificate (none was given)"),
+        "{}",
+        case("none", "stderr")
+    );
+    let stranger = case("stranger", "stderr");
+    assert!(stranger.contains("refused the client certificate") && stranger.contains("stranger.crt"), "{stranger}");
+    for c in ["cert", "none", "stranger"] {
+        no_pem_in(&out.path().join(c));
+    }
+}
+
+fn no_pem_in(dir: &Path) {
+    for (path, text) in files(dir) {
+        assert!(!text.contains("-----BEGIN"), "PEM material in {path}");
+    }
+}

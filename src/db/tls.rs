@@ -435,7 +435,7 @@ impl Tls {
                 let key_der = PrivateKeyDer::from_pem_file(key)
                     .map_err(|e| bad(key, Param::SslKey, format!("not a PEM private key: {e}")))?;
                 builder.with_client_auth_cert(chain, key_der).map_err(|e| {
-                    bad(key, Param::SslKey, format!("does not fit the certificate {}: {e}", cert.display()))
+                    bad(cert, Param::SslCert, format!("cannot be used with the key {} (sslkey): {e}", key.display()))
                 })
             }
         }
