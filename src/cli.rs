@@ -161,9 +161,13 @@ pub enum Command {
     },
     /// Start an ephemeral cluster, run a command with DATABASE_URL pointing at it, then remove the cluster.
     Cluster {
-        /// Apply this scenario's [postgres.settings] to the cluster.
+        /// Apply this scenario's [postgres.settings] to the cluster (and its `[postgres] tls`).
         #[arg(long)]
         scenario: Option<PathBuf>,
+        /// The cluster serves TLS on localhost (a throw-away CA); DATABASE_URL has
+        /// sslmode=verify-full and sslrootcert naming the CA's file.
+        #[arg(long)]
+        tls: bool,
         /// The command and its arguments (after --).
         #[arg(last = true, required = true)]
         command: Vec<String>,
@@ -217,6 +221,10 @@ pub struct RunArgs {
     /// Run against a --database-url host that is not local (loopback or a unix socket).
     #[arg(long)]
     pub yes: bool,
+    /// The ephemeral cluster serves TLS (a throw-away CA and a certificate for localhost) and
+    /// every connection uses it with sslmode=verify-full.
+    #[arg(long)]
+    pub tls: bool,
     /// Print only the verdict line.
     #[arg(long, short)]
     pub quiet: bool,
@@ -323,7 +331,8 @@ impl RunArgs {
             },
             github: self.github,
             run: RunOptions {
-                database: DatabaseOptions::new(target.clone(), self.schema.clone(), self.reuse, self.keep)?,
+                database: DatabaseOptions::new(target.clone(), self.schema.clone(), self.reuse, self.keep)?
+                    .with_tls(self.tls)?,
                 progress: !self.quiet,
                 agents: self.agents_options(&target)?,
             },

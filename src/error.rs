@@ -194,6 +194,114 @@ pub enum Missing {
     ServerBinaries,
 }
 
+/// A TLS setting that cannot be used (exit 2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TlsSetting {
+    UnknownMode {
+        value: String,
+        from: String,
+        accepted: &'static str,
+    },
+    MissingFile {
+        path: PathBuf,
+        from: String,
+    },
+    /// A verifying mode and no root certificate file anywhere libpq looks.
+    NoRootCert {
+        mode: &'static str,
+        default: PathBuf,
+    },
+    /// A file that is there but holds no usable certificate or key.
+    BadFile {
+        path: PathBuf,
+        from: String,
+        reason: String,
+    },
+    /// `sslcert` without `sslkey` (or the other way round).
+    HalfPair {
+        given: String,
+        missing: &'static str,
+        missing_env: &'static str,
+    },
+}
+
+impl fmt::Display for TlsSetting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TlsSetting::UnknownMode { value, from, accepted } => {
+                write!(f, "sslmode `{value}` ({from}) is not a libpq sslmode; use one of {accepted}")
+            }
+            TlsSetting::MissingFile { path, from } => {
+                write!(f, "{} ({from}) does not exist; give the file's path, or leave the setting out", path.display())
+            }
+            TlsSetting::NoRootCert { mode, default } => write!(
+                f,
+                "sslmode={mode} checks the server's certificate against a root certificate file, and none was \
+                 given: set sslrootcert=FILE in the URL (or PGSSLROOTCERT), or put the CA certificate in {} \
+                 (libpq's default); sslmode=require encrypts without checking",
+                default.display()
+            ),
+            TlsSetting::BadFile { path, from, reason } => write!(f, "{} ({from}): {reason}", path.display()),
+            TlsSetting::HalfPair { given, missing, missing_env } => write!(
+                f,
+                "{given} is set but {missing} is not: a client certificate and its key go together (set {missing} \
+                 in the URL or {missing_env})"
+            ),
+        }
+    }
+}
+
+/// A TLS connection that failed (exit 3), said as what failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TlsFailure {
+    /// The server answered the SSLRequest with `N`.
+    NotOffered { mode: &'static str },
+    /// The chain does not lead to the root certificate file.
+    Untrusted { root: Option<PathBuf>, detail: String },
+    /// verify-full: none of the certificate's names is the host asked for.
+    NameMismatch { host: String, names: Vec<String> },
+    /// The server refused the client certificate (or wanted one and got none).
+    ClientCertRefused { cert: Option<PathBuf>, detail: String },
+    /// Any other handshake failure.
+    Handshake { detail: String },
+}
+
+impl fmt::Display for TlsFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TlsFailure::NotOffered { mode } => write!(
+                f,
+                "the server does not offer TLS, and sslmode={mode} requires it: turn on ssl in the server's \
+                 postgresql.conf (ssl = on, ssl_cert_file, ssl_key_file), or use sslmode=prefer to allow a \
+                 plain connection"
+            ),
+            TlsFailure::Untrusted { root: Some(root), detail } => write!(
+                f,
+                "the server's certificate is not trusted: it is not signed by a certificate in the root \
+                 certificate file {} ({detail}); give the CA that signed the server's certificate as sslrootcert",
+                root.display()
+            ),
+            TlsFailure::Untrusted { root: None, detail } => {
+                write!(f, "the server's certificate is not trusted ({detail})")
+            }
+            TlsFailure::NameMismatch { host, names } => write!(
+                f,
+                "the server's certificate is for {} but the host asked for is {host} (sslmode=verify-full \
+                 checks the name): connect with one of the certificate's names, or use sslmode=verify-ca to \
+                 check the chain only",
+                if names.is_empty() { "no name at all".to_string() } else { names.join(", ") }
+            ),
+            TlsFailure::ClientCertRefused { cert, detail } => write!(
+                f,
+                "the server refused the client certificate{} ({detail}): check sslcert and sslkey, and that the \
+                 server trusts their CA (ssl_ca_file)",
+                cert.as_ref().map(|c| format!(" {}", c.display())).unwrap_or_else(|| " (none was given)".into())
+            ),
+            TlsFailure::Handshake { detail } => write!(f, "the TLS handshake failed: {detail}"),
+        }
+    }
+}
+
 /// An error classified by who has to fix it.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
@@ -240,6 +348,9 @@ pub enum Error {
     /// The command given to `queuebench cluster --` cannot be run.
     #[error("cannot run `{command}`: {cause}")]
     Command { command: String, cause: String },
+    /// A TLS setting (sslmode, sslrootcert, sslcert, sslkey; URL or environment) that cannot be used.
+    #[error("{setting}")]
+    TlsSetting { setting: TlsSetting },
     /// The scenario or the flags do not fit the target database (as messages name it).
     #[error("{}", unfit(.target, .problem))]
     Unfit { target: String, problem: Unfit },
@@ -248,6 +359,10 @@ pub enum Error {
     /// The server could not be reached or refused the login.
     #[error("cannot connect to PostgreSQL at {target}: {sql}; {hint}")]
     Connect { target: String, sql: Sql, hint: String },
+    /// A TLS connection failed: what failed (not offered, not trusted, wrong name, client
+    /// certificate refused).
+    #[error("cannot connect to PostgreSQL at {target} over TLS: {failure}")]
+    Tls { target: String, failure: TlsFailure },
     /// A statement of setup, teardown or the final read failed: `{action}[ in {target}] failed:
     /// {sql}[; {hint}]`; `action` is the statement itself when it is short enough to show.
     #[error(
@@ -313,8 +428,10 @@ impl Error {
             | Error::Input { .. }
             | Error::NotComparable { .. }
             | Error::Command { .. }
+            | Error::TlsSetting { .. }
             | Error::Unfit { .. } => ExitCode::Usage,
             Error::Connect { .. }
+            | Error::Tls { .. }
             | Error::Database { .. }
             | Error::Strategy { .. }
             | Error::Probe { .. }

@@ -89,7 +89,9 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
                 invalid: error::Invalid::new(e.to_string()),
             }),
         },
-        Command::Cluster { scenario, command } => commands::cluster::cluster(scenario.as_deref(), &command).await,
+        Command::Cluster { scenario, tls, command } => {
+            commands::cluster::cluster(scenario.as_deref(), tls, &command).await
+        }
     };
     result.unwrap_or_else(|e| {
         if db::tearing_down() {

@@ -62,18 +62,36 @@ pub struct DatabaseOptions {
     pub reuse: bool,
     /// `--keep`: keep the schema (URL mode) or the stopped cluster's data dir.
     pub keep: bool,
+    /// `--tls`: the ephemeral cluster serves TLS and the run connects with verify-full.
+    pub tls: bool,
 }
 
 impl DatabaseOptions {
     pub fn ephemeral() -> DatabaseOptions {
-        DatabaseOptions { target: Target::Ephemeral, schema: None, reuse: false, keep: false }
+        DatabaseOptions { target: Target::Ephemeral, schema: None, reuse: false, keep: false, tls: false }
     }
 
     pub fn new(target: Target, schema: Option<String>, reuse: bool, keep: bool) -> Result<DatabaseOptions> {
         if let Some(name) = &schema {
             check_schema_name(name)?;
         }
-        Ok(DatabaseOptions { target, schema, reuse, keep })
+        Ok(DatabaseOptions { target, schema, reuse, keep, tls: false })
+    }
+
+    /// `--tls`: only for the ephemeral cluster (a server of one's own takes sslmode in its URL).
+    pub fn with_tls(mut self, tls: bool) -> Result<DatabaseOptions> {
+        if tls && self.target != Target::Ephemeral {
+            return Err(Error::Flag {
+                flag: "--tls".into(),
+                reason: format!(
+                    "makes queuebench's own ephemeral cluster serve TLS; {} is not one: for a server of your own, \
+                     put sslmode (and sslrootcert) in the URL, e.g. ?sslmode=verify-full&sslrootcert=ca.pem",
+                    self.target.given_by()
+                ),
+            });
+        }
+        self.tls = tls;
+        Ok(self)
     }
 }
 

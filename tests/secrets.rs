@@ -168,3 +168,74 @@ fn passwords_from_url_env_and_pgpass_never_appear_in_output_files_or_errors() {
     common::queuebench(&["validate", repo("scenarios/skip-locked.toml").to_str().unwrap()]);
     assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none(), "the cluster's directory was removed");
 }
+
+/// The TLS variant: `queuebench cluster --tls` (verify-full against the cluster's own CA), a role
+/// `alice` whose password is checked (scram-sha-256) and a pg_hba.conf that takes only TLS
+/// (`hostssl`). The run's outputs carry neither the password nor key material.
+const TLS_SCRIPT: &str = r#"
+set -u
+HBA=$(psql -XAt "$DATABASE_URL" -c 'SHOW hba_file')
+psql -Xq "$DATABASE_URL" -v ON_ERROR_STOP=1 \
+  -c "CREATE ROLE alice LOGIN PASSWORD '$PW'" -c "GRANT CREATE ON DATABASE postgres TO alice" \
+  -c "COPY (SELECT l FROM (VALUES (1, 'local all postgres trust'), (2, 'hostssl all postgres 127.0.0.1/32 trust'), (3, 'hostssl all postgres ::1/128 trust'), (4, 'hostssl all alice 127.0.0.1/32 scram-sha-256'), (5, 'hostssl all alice ::1/128 scram-sha-256')) v(n, l) ORDER BY n) TO '$HBA'" \
+  -c "SELECT pg_reload_conf()" >/dev/null || exit 9
+sleep 0.5
+WITH_PW=${DATABASE_URL/postgres@/alice:$PW@}
+WITH_WRONG=${DATABASE_URL/postgres@/alice:$WRONG@}
+run() { # case, url, extra env...
+  c=$1; u=$2; shift 2; mkdir -p "$OUT/$c"
+  env -u PGPASSWORD PGPASSFILE=/nonexistent "$@" "$QB" run "$S" --set jobs.preload=20 --set 'expect."jobs.completed"=== 20' \
+    --database-url "$u" --out "$OUT/$c/run" >"$OUT/$c/stdout" 2>"$OUT/$c/stderr"
+  echo $? > "$OUT/$c/code"
+}
+run tls "$WITH_PW"
+run tls_traced "$WITH_PW" RUST_LOG=trace
+run tls_wrong "$WITH_WRONG"
+run plain "${WITH_PW/sslmode=verify-full/sslmode=disable}"
+run allow "${WITH_PW/sslmode=verify-full/sslmode=allow}"
+exit 0
+"#;
+
+#[test]
+fn a_password_in_a_tls_url_is_checked_over_tls_and_never_appears() {
+    let out = tempfile::tempdir().unwrap();
+    let tmp = tempfile::Builder::new().prefix("qbt").tempdir_in("/tmp").unwrap();
+    let o = bin()
+        .args(["cluster", "--tls", "--", "bash", "-c", TLS_SCRIPT])
+        .env("OUT", out.path())
+        .env("QB", env!("CARGO_BIN_EXE_queuebench"))
+        .env("S", repo("scenarios/skip-locked.toml"))
+        .env("PW", PASSWORD)
+        .env("WRONG", WRONG)
+        .env("TMPDIR", tmp.path())
+        .env_remove("DATABASE_URL")
+        .env_remove("PGPASSWORD")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let case = |c: &str, f: &str| std::fs::read_to_string(out.path().join(c).join(f)).unwrap_or_default();
+    for (c, code) in [("tls", 0), ("tls_traced", 0), ("tls_wrong", 3), ("plain", 3), ("allow", 0)] {
+        assert_eq!(case(c, "code").trim(), code.to_string(), "{c}: {}{}", case(c, "stdout"), case(c, "stderr"));
+    }
+    let summary: serde_json::Value = serde_json::from_str(&case("tls", "run/summary.json")).unwrap();
+    assert_eq!(summary["database"]["tls"]["used"], true, "{}", summary["database"]);
+    assert_eq!(summary["database"]["tls"]["sslmode"], "verify-full");
+    let url = summary["database"]["url"].as_str().unwrap();
+    assert!(url.starts_with("postgres://alice:***@localhost:") && url.contains("sslmode=verify-full"), "{url}");
+    assert!(case("tls_wrong", "stderr").contains("password authentication failed"), "{}", case("tls_wrong", "stderr"));
+    // pg_hba.conf takes only TLS: the plain login is turned away (by the server, not by a TLS
+    // check), and allow gets in with TLS after it.
+    assert!(case("plain", "stderr").contains("no encryption"), "{}", case("plain", "stderr"));
+    let allow: serde_json::Value = serde_json::from_str(&case("allow", "run/summary.json")).unwrap();
+    assert_eq!(allow["database"]["tls"]["used"], true, "allow retried with TLS: {}", allow["database"]);
+    let mut checked = 0;
+    for (path, text) in files(out.path()) {
+        assert!(!text.contains(PASSWORD) && !text.contains(WRONG), "a password leaked into {path}:\n{text}");
+        assert!(!text.contains("PRIVATE KEY") && !text.contains("-----BEGIN"), "PEM material in {path}");
+        checked += 1;
+    }
+    assert!(checked > 20, "the run folders were written ({checked} files checked)");
+    let own = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(!own.contains(PASSWORD) && !own.contains(WRONG), "{own}");
+    assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none(), "the cluster's directory was removed");
+}

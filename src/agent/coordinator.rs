@@ -217,7 +217,7 @@ impl Watch {
 
     /// Until every joined agent has uploaded, failed, or gone silent: passes on that the
     /// producers are done, and tells the agents to stop when the run's clock (or Ctrl-C) says so.
-    async fn follow(self, config: tokio_postgres::Config, stop: CancellationToken) {
+    async fn follow(self, config: crate::db::Endpoint, stop: CancellationToken) {
         let Some(mut side) = Side::connect(&config, "the agents' watch").await else { return };
         let (mut told_done, mut stop_sent) = (false, None::<Instant>);
         loop {
@@ -246,7 +246,7 @@ impl Watch {
 
 /// The coordinator's barrier: waits (up to `wait`) for the joined agents to open their
 /// connections, starts the run 1 s from now on the server's clock, and returns that instant.
-async fn barrier(config: tokio_postgres::Config, own: clock::Clock, watch: Watch, wait: Duration) -> Result<Instant> {
+async fn barrier(config: crate::db::Endpoint, own: clock::Clock, watch: Watch, wait: Duration) -> Result<Instant> {
     let client = crate::db::connect::open(&config, |_| {}).await.map_err(|e| failed("connecting for the start", &e))?.0;
     let deadline = Instant::now() + wait;
     loop {

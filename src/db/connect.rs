@@ -19,6 +19,8 @@
 //! tokio-postgres's own error and wording; a server that answers and refuses
 //! (authentication, too many clients, starting up) is not asked twice.
 
+use super::Endpoint;
+use super::tls::SslMode;
 use std::io::{self, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream as StdUnixStream;
@@ -29,25 +31,48 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio::task::JoinHandle;
+use tokio_postgres::config::SslMode as DriverSslMode;
 use tokio_postgres::config::{Host, TargetSessionAttrs};
 use tokio_postgres::{AsyncMessage, Client, Config, Connection, NoTls, Notification};
 
-/// Connects like `Config::connect(NoTls)` and spawns the task that drives the
+/// Connects like `Config::connect` with the endpoint's TLS (src/db/tls.rs: libpq's sslmode
+/// rules; a Unix socket is always plain) and spawns the task that drives the
 /// connection until it closes, handing every asynchronous message (NOTIFY,
 /// NOTICE) to `on_message`. Aborting the task drops the socket without a
-/// Terminate message, as a crashed process would.
-pub async fn open<F>(config: &Config, on_message: F) -> Result<(Client, JoinHandle<()>), tokio_postgres::Error>
+/// Terminate message, as a crashed process would. TLS costs only here, at connect: the
+/// rustls configuration was built once when the target was opened.
+pub async fn open<F>(endpoint: &Endpoint, on_message: F) -> Result<(Client, JoinHandle<()>), tokio_postgres::Error>
 where
     F: FnMut(AsyncMessage) + Send + 'static,
 {
+    let config = &endpoint.config;
     let opened = async {
         if let Some(path) = unix_socket(config)
             && let Ok(stream) = ReadWait::connect(&path).await
         {
-            let (client, connection) = config.connect_raw(stream, NoTls).await?;
+            let mut plain = config.clone();
+            plain.ssl_mode(DriverSslMode::Disable);
+            let (client, connection) = plain.connect_raw(stream, NoTls).await?;
             return Ok((client, tokio::spawn(drive(connection, on_message))));
         }
-        let (client, connection) = config.connect(NoTls).await?;
+        let Some(tls) = endpoint.tls.connector() else {
+            let (client, connection) = config.connect(NoTls).await?;
+            return Ok((client, tokio::spawn(drive(connection, on_message))));
+        };
+        if endpoint.tls.mode == SslMode::Allow {
+            // libpq's allow: plain first; TLS only when the server turned the plain login away.
+            match config.connect(NoTls).await {
+                Ok((client, connection)) => return Ok((client, tokio::spawn(drive(connection, on_message)))),
+                Err(e) if e.as_db_error().is_none() => return Err(e),
+                Err(_) => {
+                    let mut with_tls = config.clone();
+                    with_tls.ssl_mode(DriverSslMode::Require);
+                    let (client, connection) = with_tls.connect(tls).await?;
+                    return Ok((client, tokio::spawn(drive(connection, on_message))));
+                }
+            }
+        }
+        let (client, connection) = config.connect(tls).await?;
         Ok((client, tokio::spawn(drive(connection, on_message))))
     }
     .await;

@@ -11,15 +11,27 @@
 //! 107 bytes, hence a short dir directly under /tmp.
 
 use crate::error::{Access, Error, Missing, Result};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The port in the socket's name; nothing listens on TCP.
+/// The port in the socket's name; nothing listens on TCP (except with `--tls`, which takes a
+/// free port on localhost).
 pub const PORT: u16 = 5432;
+
+/// The ephemeral cluster's TLS files (`--tls`), in its directory: a throw-away CA and a
+/// server certificate for `localhost` and 127.0.0.1 that it signed.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// The CA certificate: the root the run's connections verify against (verify-full).
+    pub ca: PathBuf,
+    pub cert: PathBuf,
+    /// The server's private key: mode 0600, owned by the user the cluster runs as.
+    pub key: PathBuf,
+}
 
 /// Clusters alive in this process, for the second-Ctrl-C emergency exit.
 static LIVE: Mutex<Vec<(i32, PathBuf)>> = Mutex::new(Vec::new());
@@ -29,6 +41,7 @@ pub struct Cluster {
     pub bindir: PathBuf,
     postmaster: Arc<Postmaster>,
     keep: bool,
+    tls: Option<TlsFiles>,
 }
 
 /// The running server process and what it takes to start it again: shared
@@ -38,6 +51,7 @@ pub struct Postmaster {
     bindir: PathBuf,
     settings: Vec<(String, String)>,
     owner: Option<(u32, u32)>,
+    port: u16,
     child: Mutex<Option<Child>>,
 }
 
@@ -60,20 +74,44 @@ impl Cluster {
         self.dir.join("data")
     }
 
-    /// initdb + start. Readiness is checked by the caller with a real connection.
-    pub fn start(settings: &[(String, String)], keep: bool) -> Result<Cluster> {
+    /// The port: in the socket's name, and on localhost with `--tls`.
+    pub fn port(&self) -> u16 {
+        self.postmaster.port
+    }
+
+    /// The TLS files when the cluster serves TLS (`--tls`).
+    pub fn tls_files(&self) -> Option<&TlsFiles> {
+        self.tls.as_ref()
+    }
+
+    /// initdb + start. Readiness is checked by the caller with a real connection. `tls`: the
+    /// cluster also listens on localhost (a free port) with ssl=on and a certificate of a CA made
+    /// for it (see [`TlsFiles`]).
+    pub fn start(settings: &[(String, String)], keep: bool, tls: bool) -> Result<Cluster> {
         note_leftover_clusters();
         let bindir = find_bindir()?;
         let owner = cluster_owner()?;
         let dir = make_dir(owner)?;
+        let mut settings = settings.to_vec();
+        let (port, files) = if tls {
+            let files = write_tls_files(&dir, owner)?;
+            settings.push(("listen_addresses".into(), "localhost".into()));
+            settings.push(("ssl".into(), "on".into()));
+            settings.push(("ssl_cert_file".into(), files.cert.display().to_string()));
+            settings.push(("ssl_key_file".into(), files.key.display().to_string()));
+            (free_port(&dir)?, Some(files))
+        } else {
+            (PORT, None)
+        };
         let postmaster = Arc::new(Postmaster {
             dir: dir.clone(),
             bindir: bindir.clone(),
-            settings: settings.to_vec(),
+            settings,
             owner,
+            port,
             child: Mutex::new(None),
         });
-        let cluster = Cluster { dir, bindir, postmaster, keep };
+        let cluster = Cluster { dir, bindir, postmaster, keep, tls: files };
         cluster.initdb(owner)?;
         cluster.postmaster.spawn()?;
         Ok(cluster)
@@ -176,7 +214,7 @@ impl Postmaster {
         }
         let mut cmd = Command::new(self.bindir.join("postgres"));
         cmd.arg("-D").arg(self.dir.join("data")).arg("-k").arg(&self.dir);
-        cmd.args(["-p", &PORT.to_string(), "-c", "listen_addresses="]);
+        cmd.args(["-p", &self.port.to_string(), "-c", "listen_addresses="]);
         for (k, v) in &self.settings {
             cmd.arg("-c").arg(format!("{k}={v}"));
         }
@@ -269,6 +307,49 @@ pub fn emergency_cleanup() {
         }
         let _ = std::fs::remove_dir_all(dir);
     }
+}
+
+/// A TCP port nothing listens on now, on localhost (the kernel's choice).
+fn free_port(dir: &Path) -> Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| Error::io(Access::Prepare, dir, e))?;
+    Ok(listener.local_addr().map_err(|e| Error::io(Access::Prepare, dir, e))?.port())
+}
+
+/// A throw-away CA and a server certificate for `localhost` and 127.0.0.1 signed by it, written
+/// into the cluster's directory; the key is 0600 and owned by the cluster's user.
+fn write_tls_files(dir: &Path, owner: Option<(u32, u32)>) -> Result<TlsFiles> {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
+    let failed = |e: rcgen::Error| Error::machine("making the ephemeral cluster's TLS certificates", e);
+    let ca_key = KeyPair::generate().map_err(failed)?;
+    let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(failed)?;
+    ca.distinguished_name.push(DnType::CommonName, "queuebench ephemeral cluster CA");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let ca_cert = ca.self_signed(&ca_key).map_err(failed)?;
+    let issuer = rcgen::Issuer::new(ca, ca_key);
+    let server_key = KeyPair::generate().map_err(failed)?;
+    let mut server = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).map_err(failed)?;
+    server.distinguished_name.push(DnType::CommonName, "localhost");
+    let server_cert = server.signed_by(&server_key, &issuer).map_err(failed)?;
+    let files = TlsFiles { ca: dir.join("ca.crt"), cert: dir.join("server.crt"), key: dir.join("server.key") };
+    let write = |path: &Path, text: &str, mode: u32| -> Result<()> {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(path)
+            .map_err(|e| Error::io(Access::Create, path, e))?;
+        f.write_all(text.as_bytes()).map_err(|e| Error::io(Access::Write, path, e))?;
+        if let Some((uid, gid)) = owner {
+            std::os::unix::fs::chown(path, Some(uid), Some(gid)).map_err(|e| Error::io(Access::Prepare, path, e))?;
+        }
+        Ok(())
+    };
+    write(&files.ca, &ca_cert.pem(), 0o644)?;
+    write(&files.cert, &server_cert.pem(), 0o644)?;
+    write(&files.key, &server_key.serialize_pem(), 0o600)?;
+    Ok(files)
 }
 
 fn as_owner(cmd: &mut Command, owner: Option<(u32, u32)>) {

@@ -17,14 +17,56 @@ pub mod ephemeral;
 pub mod password;
 pub mod schema;
 pub mod statements;
+pub mod tls;
 
 use crate::error::{Error, Result, Sql, Unfit};
 use ephemeral::Cluster;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use tokio_postgres::config::Host;
+use tokio_postgres::config::{Host, SslMode as DriverSslMode};
 use tokio_postgres::{Client, Config};
+
+/// What every connection of a run is opened from: the driver's settings and the run's TLS
+/// ([`tls::Tls`], resolved once). It reads as the `Config` it wraps.
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    pub config: Config,
+    pub tls: tls::Tls,
+}
+
+impl Endpoint {
+    /// A plain connection (no TLS), as a Unix socket always is.
+    pub fn plain(config: Config) -> Endpoint {
+        Endpoint { config, tls: tls::Tls::disabled() }
+    }
+
+    /// The settings and TLS, the driver's own sslmode set to match (a Unix socket never uses TLS,
+    /// as in libpq; `allow` starts plain).
+    pub fn new(mut config: Config, tls: tls::Tls) -> Endpoint {
+        let unix = !config.get_hosts().is_empty() && config.get_hosts().iter().all(|h| matches!(h, Host::Unix(_)));
+        config.ssl_mode(match tls.mode {
+            _ if unix => DriverSslMode::Disable,
+            tls::SslMode::Disable | tls::SslMode::Allow => DriverSslMode::Disable,
+            tls::SslMode::Prefer => DriverSslMode::Prefer,
+            _ => DriverSslMode::Require,
+        });
+        Endpoint { config, tls }
+    }
+}
+
+impl std::ops::Deref for Endpoint {
+    type Target = Config;
+    fn deref(&self) -> &Config {
+        &self.config
+    }
+}
+
+impl std::ops::DerefMut for Endpoint {
+    fn deref_mut(&mut self) -> &mut Config {
+        &mut self.config
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -52,6 +94,8 @@ impl Kind {
 pub struct Database {
     pub kind: Kind,
     config: Config,
+    /// The TLS every connection uses (resolved once from the URL and the environment).
+    pub tls: tls::Tls,
     /// Host, port, user and database, for messages; never the password.
     pub target: String,
     /// URL mode: the URL with the password replaced by `***` (empty for an ephemeral cluster).
@@ -103,6 +147,9 @@ impl Database {
     ) -> Result<Database> {
         match url {
             Some(url) => {
+                let split = tls::split(url);
+                let tls = tls::Tls::resolve(&split.params).map_err(|setting| Error::TlsSetting { setting })?;
+                let url = split.rest.as_str();
                 let mut config: Config = url.parse().map_err(|e: tokio_postgres::Error| {
                     // The cause names a parameter, never its value; "… but got `x`" quotes one
                     // character of the input, which could be a password's: cut it.
@@ -125,28 +172,51 @@ impl Database {
                 if !is_local(&config) {
                     eprintln!("warning: {url} is not on this machine; running there because of --yes");
                 }
-                Ok(Database { kind: Kind::Url, url, password_from, ..Database::new(config, target, schema, keep) })
+                let url = tls.add_to(password::display_url(&config));
+                let config = Endpoint::new(config, tls.clone()).config;
+                Ok(Database { kind: Kind::Url, url, password_from, tls, ..Database::new(config, target, schema, keep) })
+            }
+            None => Database::open_ephemeral(settings, schema, keep, false).await,
+        }
+    }
+
+    /// Starts an ephemeral cluster with `settings`; `tls`: it also listens on localhost with a
+    /// certificate of its own CA, and every connection uses TLS with sslmode=verify-full.
+    pub async fn open_ephemeral(
+        settings: &[(String, String)],
+        schema: String,
+        keep: bool,
+        tls: bool,
+    ) -> Result<Database> {
+        let mut settings = settings.to_vec();
+        if !settings.iter().any(|(k, _)| k == "max_connections") {
+            settings.push(("max_connections".into(), "200".into()));
+        }
+        let cluster = Cluster::start(&settings, keep, tls)?;
+        let mut config = Config::new();
+        let tls = match cluster.tls_files() {
+            Some(files) => {
+                config.host("localhost").port(cluster.port());
+                tls::Tls::own_ca(files.ca.clone()).map_err(|setting| Error::TlsSetting { setting })?
             }
             None => {
-                let mut settings = settings.to_vec();
-                if !settings.iter().any(|(k, _)| k == "max_connections") {
-                    settings.push(("max_connections".into(), "200".into()));
-                }
-                let cluster = Cluster::start(&settings, keep)?;
-                let mut config = Config::new();
-                config.host_path(cluster.socket_dir()).port(ephemeral::PORT).user("postgres").dbname("postgres");
-                let target = describe(&config);
-                let mut db = Database { cluster: Some(cluster), ..Database::new(config, target, schema, keep) };
-                db.wait_ready().await?;
-                Ok(db)
+                config.host_path(cluster.socket_dir()).port(cluster.port());
+                tls::Tls::disabled()
             }
-        }
+        };
+        config.user("postgres").dbname("postgres");
+        let target = describe(&config);
+        let config = Endpoint::new(config, tls.clone()).config;
+        let mut db = Database { cluster: Some(cluster), tls, ..Database::new(config, target, schema, keep) };
+        db.wait_ready().await?;
+        Ok(db)
     }
 
     pub(super) fn new(config: Config, target: String, schema: String, keep: bool) -> Database {
         Database {
             kind: Kind::Ephemeral,
             config,
+            tls: tls::Tls::disabled(),
             target,
             url: String::new(),
             schema,
@@ -202,7 +272,7 @@ impl Database {
     /// The run's server as a URL with its password, for a child process's environment
     /// (never printed): the cluster's socket, or the server of `--database-url`.
     pub fn child_url(&self) -> String {
-        self.url_for_tools().unwrap_or_else(|| password::secret_url(&self.config))
+        self.url_for_tools().unwrap_or_else(|| self.tls.add_to(password::secret_url(&self.config)))
     }
 
     /// The URL a child process uses to reach the server through `addr` (an agent's forwarder,
@@ -219,18 +289,23 @@ impl Database {
         if let Some(d) = self.config.get_dbname() {
             via.dbname(d);
         }
-        password::secret_url(&via)
+        self.tls.add_to(password::secret_url(&via))
     }
 
+    /// The ephemeral cluster as a URL for psql, pgbench or a client (with `--tls`: over
+    /// localhost with verify-full against the cluster's CA).
     pub fn url_for_tools(&self) -> Option<String> {
         let c = self.cluster.as_ref()?;
-        Some(format!("postgresql:///postgres?host={}&port={}&user=postgres", c.socket_dir().display(), ephemeral::PORT))
+        Some(match c.tls_files() {
+            Some(_) => self.tls.add_to(format!("postgresql://postgres@localhost:{}/postgres", c.port())),
+            None => format!("postgresql:///postgres?host={}&port={}&user=postgres", c.socket_dir().display(), c.port()),
+        })
     }
 
     async fn wait_ready(&mut self) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            match connect::open(&self.config, |_| {}).await {
+            match connect::open(&self.endpoint(self.config.clone()), |_| {}).await {
                 Ok(_) => return Ok(()),
                 Err(e) => {
                     if let Some(why) = self.cluster.as_mut().and_then(Cluster::exited) {
@@ -252,11 +327,16 @@ impl Database {
     }
 
     /// The connection settings workers use: search_path is the run's schema.
-    pub fn worker_config(&self) -> Config {
+    pub fn worker_config(&self) -> Endpoint {
         let mut config = self.config.clone();
         let options = config.get_options().map(|o| format!("{o} ")).unwrap_or_default();
         config.options(format!("{options}-c search_path={}", self.schema));
-        self.named(config)
+        self.endpoint(self.named(config))
+    }
+
+    /// `config` with the run's TLS: the one place a connection's TLS comes from.
+    pub fn endpoint(&self, config: Config) -> Endpoint {
+        Endpoint { config, tls: self.tls.clone() }
     }
 
     /// A live run's connections name its schema in application_name (unless the URL sets
@@ -275,16 +355,24 @@ impl Database {
 
     /// A connection with the server's default search_path (for setup and teardown).
     pub async fn connect_admin(&self) -> Result<Client> {
-        self.connect_with(&self.config).await
+        self.connect_with(&self.endpoint(self.config.clone())).await
     }
 
-    async fn connect_with(&self, config: &Config) -> Result<Client> {
-        let config = self.named(config.clone());
-        let (client, _task) = connect::open(&config, |_| {}).await.map_err(|e| self.connect_error(&e))?;
+    async fn connect_with(&self, endpoint: &Endpoint) -> Result<Client> {
+        let endpoint = self.endpoint(self.named(endpoint.config.clone()));
+        let (client, _task) = connect::open(&endpoint, |_| {}).await.map_err(|e| self.connect_error(&e))?;
         Ok(client)
     }
 
     fn connect_error(&self, e: &tokio_postgres::Error) -> Error {
+        let host = match self.config.get_hosts().first() {
+            Some(Host::Tcp(h)) => h.clone(),
+            Some(Host::Unix(p)) => p.display().to_string(),
+            None => "localhost".into(),
+        };
+        if let Some(failure) = self.tls.diagnose(e, &host) {
+            return Error::Tls { target: self.target.clone(), failure };
+        }
         let sql = sql(e);
         let hint = match sql.sqlstate.as_deref() {
             Some("28P01") => &format!(

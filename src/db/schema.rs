@@ -310,6 +310,15 @@ pub async fn server_version(client: &Client) -> String {
     }
 }
 
+/// Whether this connection is encrypted, with the protocol and cipher (`pg_stat_ssl`).
+pub async fn tls_in_use(client: &Client) -> (bool, String, String) {
+    let sql = "SELECT ssl, coalesce(version, ''), coalesce(cipher, '') FROM pg_stat_ssl WHERE pid = pg_backend_pid()";
+    match client.query_opt(sql, &[]).await {
+        Ok(Some(r)) => (r.get(0), r.get(1), r.get(2)),
+        _ => (false, String::new(), String::new()),
+    }
+}
+
 /// The settings a run's fingerprint records, as the server reports them (none when it cannot).
 pub async fn comparable_settings(client: &Client) -> BTreeMap<String, String> {
     let names: Vec<&str> = crate::model::fingerprint::SETTINGS.to_vec();

@@ -25,6 +25,10 @@ pub struct Fingerprint {
     pub work: String,
     /// `ephemeral`, `url` or `docker`.
     pub target: String,
+    /// `TLS` when the run's connections were encrypted, empty (and left out) otherwise: a TLS run
+    /// and a plain one are not compared (each handshake and record costs; docs/production-postgres.md).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub tls: String,
     pub server_version: String,
     pub cores: u64,
     /// Rounded to whole GiB.
@@ -88,6 +92,7 @@ impl Fingerprint {
             ("mode", self.mode.clone(), false),
             ("work", self.work.clone(), false),
             ("target", self.target.clone(), true),
+            ("tls", self.tls.clone(), true),
             ("server_version", self.server_version.clone(), true),
             ("cores", self.cores.to_string(), true),
             ("memory_gib", self.memory_gib.to_string(), true),
@@ -184,6 +189,17 @@ mod tests {
         let mut missing = print(8, 2, "on");
         missing.settings.clear();
         assert_eq!(print(8, 2, "on").differences(&missing)[0].to_string(), "settings.fsync: on → (none)");
+    }
+
+    #[test]
+    fn a_tls_run_and_a_plain_one_differ_and_a_plain_one_matches_an_older_fingerprint() {
+        let tls = Fingerprint { tls: "TLS".into(), ..print(8, 2, "on") };
+        assert_eq!(print(8, 2, "on").differences(&tls)[0].to_string(), "tls: (none) → TLS");
+        // A plain run serializes without the field: older summaries read back the same.
+        let plain = serde_json::to_value(print(8, 2, "on")).unwrap();
+        assert!(plain.get("tls").is_none());
+        let back: Fingerprint = serde_json::from_value(plain).unwrap();
+        assert!(back.differences(&print(8, 2, "on")).is_empty());
     }
 
     #[test]

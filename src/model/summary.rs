@@ -105,6 +105,40 @@ pub struct DatabaseInfo {
     pub settings_applied: BTreeMap<String, String>,
     /// In URL mode: each scenario setting and the server's actual value (not changed).
     pub settings_reported: BTreeMap<String, SettingReport>,
+    /// Whether the run's connections used TLS, and with which sslmode (docs/production-postgres.md).
+    pub tls: TlsInfo,
+}
+
+/// The TLS of the run's connections: the settings, and what the server reports for the setup
+/// connection (`pg_stat_ssl`). Never a key or a certificate's content.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct TlsInfo {
+    /// The connections were encrypted (the server's `pg_stat_ssl.ssl` for the setup connection).
+    pub used: bool,
+    /// libpq's sslmode the run connected with (`disable` … `verify-full`; `require` with a root
+    /// certificate file reads `verify-ca`, as it behaves).
+    pub sslmode: String,
+    /// What the client checked of the server's certificate: `none`, `chain`, `chain and host name`.
+    pub checks: String,
+    /// The root certificate file the chain was checked against (a path; empty when not checked).
+    pub root_cert: String,
+    /// A client certificate was presented (its path; empty without one).
+    pub client_cert: String,
+    /// The protocol and cipher the server reports (`TLSv1.3`, `TLS_AES_256_GCM_SHA384`); empty without TLS.
+    pub version: String,
+    pub cipher: String,
+}
+
+impl TlsInfo {
+    /// `TLS TLSv1.3 verify-full` or `no TLS (sslmode prefer)`, for the terminal's database line.
+    pub fn shown(&self) -> String {
+        if self.used {
+            format!("TLS {} {}", self.version, self.sslmode)
+        } else {
+            format!("no TLS (sslmode {})", if self.sslmode.is_empty() { "prefer" } else { &self.sslmode })
+        }
+    }
 }
 
 impl DatabaseInfo {

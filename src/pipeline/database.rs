@@ -7,7 +7,7 @@ use crate::db::schema::{self, Setup};
 use crate::db::{Database, Kind};
 use crate::error::{Error, Result, Unfit};
 use crate::model::protocol::Reclaim;
-use crate::model::summary::{DatabaseInfo, Environment};
+use crate::model::summary::{DatabaseInfo, Environment, TlsInfo};
 use crate::options::{DatabaseOptions, Target};
 use crate::scenario::Plan;
 use crate::scenario::plan::Wakeup;
@@ -27,7 +27,10 @@ pub async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> Result<D
         Target::Url { url, allow_remote } => {
             Database::open(Some(url), settings, schema, opts.keep, *allow_remote).await
         }
-        Target::Ephemeral => Database::open(None, &ephemeral_settings(plan)?, schema, opts.keep, false).await,
+        Target::Ephemeral => {
+            let tls = opts.tls || plan.postgres.tls;
+            Database::open_ephemeral(&ephemeral_settings(plan)?, schema, opts.keep, tls).await
+        }
         Target::Docker { image } => Database::open_docker(image, settings, schema, opts.keep).await,
     }?;
     Ok(db.reusing(opts.reuse))
@@ -80,6 +83,7 @@ pub async fn prepare(plan: &Plan, db: &Database) -> Result<Prepared> {
             Kind::Url => schema::report_settings(&setup, &plan.postgres.settings).await,
             Kind::Ephemeral | Kind::Docker => Default::default(),
         },
+        tls: tls_info(db, &setup).await,
     };
     let environment = schema::environment(&setup).await;
     let settings = schema::comparable_settings(&setup).await;
@@ -95,6 +99,22 @@ pub async fn prepare(plan: &Plan, db: &Database) -> Result<Prepared> {
         None => crate::run::preload::preload_resuming(db, client, plan, &ids).await?,
     };
     Ok(Prepared { client, facts: ServerFacts { database, environment, settings, preload }, ids })
+}
+
+/// The run's TLS as summary.json records it: the settings and what the server says of the
+/// setup connection.
+pub async fn tls_info(db: &Database, setup: &Client) -> TlsInfo {
+    let (used, version, cipher) = schema::tls_in_use(setup).await;
+    let tls = &db.tls;
+    TlsInfo {
+        used,
+        sslmode: tls.effective_mode().name().into(),
+        checks: tls.checks.name().into(),
+        root_cert: tls.root_path().map(|p| p.display().to_string()).unwrap_or_default(),
+        client_cert: tls.client.as_ref().map(|(c, _)| c.display().to_string()).unwrap_or_default(),
+        version,
+        cipher,
+    }
 }
 
 /// How the plan's queue gets its tables (an owned form of `schema::Setup`).

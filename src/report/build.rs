@@ -117,6 +117,7 @@ fn fingerprint(plan: &Plan, s: &RunSummary, settings: std::collections::BTreeMap
         mode: s.mode.clone(),
         work: s.work.clone(),
         target: s.database.kind.clone(),
+        tls: if s.database.tls.used { "TLS".into() } else { String::new() },
         server_version: s.database.server_version.clone(),
         cores: s.environment.cores,
         memory_gib: s.environment.memory_gib.round() as u64,

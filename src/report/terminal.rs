@@ -28,8 +28,14 @@ pub fn render(s: &RunSummary) -> String {
     if !s.adapter_design.is_empty() {
         let _ = writeln!(o, "  design   {}", s.adapter_design);
     }
-    let _ =
-        writeln!(o, "  database {} {} (PostgreSQL {})", s.database.kind, s.database.shown(), s.database.server_version);
+    let _ = writeln!(
+        o,
+        "  database {} {} (PostgreSQL {}, {})",
+        s.database.kind,
+        s.database.shown(),
+        s.database.server_version,
+        s.database.tls.shown()
+    );
     if s.partial {
         let _ = writeln!(o, "  PARTIAL REPORT {}; checks on the final table were not run", s.partial_reason);
     }

@@ -10,13 +10,14 @@
 
 use crate::adapter::keys::Key;
 use crate::adapter::{Adapter, Param, Step};
+use crate::db::Endpoint;
 use crate::db::statements::{ADAPTER_EFFECTS_INSERT, EFFECTS_INSERT};
 use crate::db::{connect, sql};
 use crate::error::{Invalid, SessionFailure};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 use tokio_postgres::types::Type;
-use tokio_postgres::{Client, Config, Notification, Statement};
+use tokio_postgres::{Client, Notification, Statement};
 
 /// A step's statements, prepared, with the step itself (parameters, acceptance rule).
 pub struct Prepared {
@@ -60,7 +61,7 @@ pub struct Conn {
 impl Conn {
     /// Connects and prepares every statement; an error names the statement and the SQLSTATE.
     /// With `listen`, the connection LISTENs on that channel (again after every reconnect).
-    pub async fn open(config: &Config, adapter: &Adapter, listen: Option<&str>) -> Result<Conn, SessionFailure> {
+    pub async fn open(config: &Endpoint, adapter: &Adapter, listen: Option<&str>) -> Result<Conn, SessionFailure> {
         let failed = |step: &str, e: &tokio_postgres::Error| SessionFailure::Sql {
             step: step.to_string(),
             sql: sql(e),

@@ -6,6 +6,7 @@
 use super::values::{Claimed, Values};
 use crate::adapter::keys::{Interner, Key};
 use crate::collect::FaultEvent;
+use crate::db::Endpoint;
 use crate::db::ephemeral::Postmaster;
 use crate::model::records::Status;
 use crate::scenario::Plan;
@@ -15,7 +16,7 @@ use rand::{RngExt, SeedableRng};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio_postgres::{Client, Config};
+use tokio_postgres::Client;
 use tokio_util::sync::CancellationToken;
 
 /// Shared by all workers and the injector; only atomics, touched once per job at most.
@@ -127,7 +128,7 @@ impl FaultState {
 pub async fn inject(
     plan: &Plan,
     state: &FaultState,
-    config: &Config,
+    config: &Endpoint,
     server: Option<&Postmaster>,
     stop: &CancellationToken,
 ) -> Vec<FaultEvent> {
@@ -139,7 +140,7 @@ async fn one(
     plan: &Plan,
     state: &FaultState,
     f: &Fault,
-    config: &Config,
+    config: &Endpoint,
     server: Option<&Postmaster>,
     stop: &CancellationToken,
 ) -> Vec<FaultEvent> {
@@ -258,7 +259,7 @@ async fn cancel(plan: &Plan, ids: &Interner, admin: &Client, id: i64) -> bool {
 async fn restart(
     state: &FaultState,
     server: Option<&Postmaster>,
-    config: &Config,
+    config: &Endpoint,
     immediate: bool,
     down: Duration,
     stop: &CancellationToken,

@@ -6,6 +6,7 @@
 //! `EXPLAIN (ANALYZE, BUFFERS)` in a rolled-back transaction.
 
 use super::values::Values;
+use crate::db::Endpoint;
 use crate::db::error_text;
 use crate::model::records::{BlockerSpan, ProbeSample, VacuumResult};
 use crate::scenario::Plan;
@@ -14,7 +15,7 @@ use futures_util::future::join_all;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{AsyncMessage, Client, Config};
+use tokio_postgres::{AsyncMessage, Client};
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Default)]
@@ -24,7 +25,7 @@ pub struct HorizonOutput {
     pub probes: Vec<ProbeSample>,
 }
 
-async fn connect(config: &Config) -> Option<(Client, mpsc::UnboundedReceiver<String>)> {
+async fn connect(config: &Endpoint) -> Option<(Client, mpsc::UnboundedReceiver<String>)> {
     let (tx, rx) = mpsc::unbounded_channel();
     let on_message = move |m| {
         if let AsyncMessage::Notice(n) = m {
@@ -55,7 +56,7 @@ async fn sleep_until(start: Instant, at: Duration, stop: &CancellationToken) -> 
 /// Runs the blockers and the vacuum steps; done when the last one is (or at `stop`).
 pub async fn actors(
     plan: &Plan,
-    config: &Config,
+    config: &Endpoint,
     start: Instant,
     extensions: bool,
     stop: &CancellationToken,
@@ -80,7 +81,7 @@ pub async fn actors(
 async fn blocker(
     b: &Blocker,
     table: &str,
-    config: &Config,
+    config: &Endpoint,
     start: Instant,
     stop: &CancellationToken,
 ) -> Option<BlockerSpan> {
@@ -130,7 +131,7 @@ async fn hold(b: &Blocker, table: &str, c: &Client, start: Instant, until: Durat
 async fn vacuum(
     step: &VacuumStep,
     table: &str,
-    config: &Config,
+    config: &Endpoint,
     start: Instant,
     stop: &CancellationToken,
 ) -> Option<VacuumResult> {
@@ -189,7 +190,7 @@ pub fn parse_vacuum_tuples(msg: &str) -> Option<(i64, i64, i64)> {
     }
 }
 
-pub async fn probe(plan: &Plan, config: &Config, start: Instant, stop: &CancellationToken) -> Vec<ProbeSample> {
+pub async fn probe(plan: &Plan, config: &Endpoint, start: Instant, stop: &CancellationToken) -> Vec<ProbeSample> {
     let mut out = Vec::new();
     let Some(every) = plan.run.plan_probe else { return out };
     if plan.adapter.select.is_some() || !plan.adapter.claim.is_single() {

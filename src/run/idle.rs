@@ -17,13 +17,14 @@
 //! is never delivered. `probe_rollback` shows it at the start of a listen run.
 
 use super::conn::quote_ident;
+use crate::db::Endpoint;
 use crate::db::sql;
 use crate::error::SessionFailure;
 use crate::scenario::plan::{Idle, Wakeup};
 use rand::{Rng, RngExt};
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedReceiver;
-use tokio_postgres::{Config, Notification};
+use tokio_postgres::Notification;
 use tokio_util::sync::CancellationToken;
 
 /// The poll schedule of one worker.
@@ -117,7 +118,7 @@ pub struct Probe {
 /// LISTENs on `channel`, sends `NOTIFY` from a second session inside a
 /// transaction that rolls back, waits `quiet` and counts what arrived; then
 /// sends one that commits and waits up to 5 s for it. Payloads tell the two apart.
-pub async fn probe_rollback(config: &Config, channel: &str, quiet: Duration) -> Result<Probe, SessionFailure> {
+pub async fn probe_rollback(config: &Endpoint, channel: &str, quiet: Duration) -> Result<Probe, SessionFailure> {
     let connect = || async {
         let (forward, rx) = crate::db::connect::notifications();
         let (client, task) = crate::db::connect::open(config, forward).await.map_err(|e| SessionFailure::Sql {

@@ -47,7 +47,7 @@ use worker::{Progress, Shared, Worker};
 /// reconnects on the next call, so the task carries on after a restart; it
 /// warns once when the connection is lost and once when it is back.
 pub struct Side {
-    config: tokio_postgres::Config,
+    config: crate::db::Endpoint,
     who: String,
     client: Option<tokio_postgres::Client>,
     /// Bumped on every new connection, so a task knows to prepare its statements again.
@@ -57,7 +57,7 @@ pub struct Side {
 }
 
 impl Side {
-    pub async fn connect(config: &tokio_postgres::Config, who: &str) -> Option<Side> {
+    pub async fn connect(config: &crate::db::Endpoint, who: &str) -> Option<Side> {
         let mut side = Side {
             config: config.clone(),
             who: who.into(),
@@ -316,7 +316,7 @@ enum Clients {
 async fn open_clients(
     plan: &Arc<Plan>,
     db: &Database,
-    config: &tokio_postgres::Config,
+    config: &crate::db::Endpoint,
     channel: Option<&str>,
     slots: &std::ops::RangeInclusive<u32>,
 ) -> Result<Clients> {
@@ -369,7 +369,7 @@ fn spawn_workers(
 async fn open_workers(
     plan: &Arc<Plan>,
     db: &Database,
-    config: &tokio_postgres::Config,
+    config: &crate::db::Endpoint,
     channel: Option<&str>,
     count: u32,
 ) -> Result<(lanes::Lanes, Vec<Conn>)> {

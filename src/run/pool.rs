@@ -41,7 +41,7 @@ pub(crate) async fn acquire_within(
 }
 
 /// Opens the pool and all its connections before the clock starts.
-pub async fn open(config: &tokio_postgres::Config, settings: PoolSettings) -> Result<PgPool, sqlx::Error> {
+pub async fn open(config: &crate::db::Endpoint, settings: PoolSettings) -> Result<PgPool, sqlx::Error> {
     let pool = PgPoolOptions::new()
         .max_connections(settings.size)
         .min_connections(settings.size)
@@ -59,7 +59,7 @@ pub async fn open(config: &tokio_postgres::Config, settings: PoolSettings) -> Re
 }
 
 /// The same server, user, database and options (the run's search_path) as the direct workers.
-fn connect_options(config: &tokio_postgres::Config) -> PgConnectOptions {
+fn connect_options(config: &crate::db::Endpoint) -> PgConnectOptions {
     let mut o = PgConnectOptions::new_without_pgpass();
     match config.get_hosts().first() {
         Some(tokio_postgres::config::Host::Tcp(h)) => o = o.host(h),
@@ -87,7 +87,33 @@ fn connect_options(config: &tokio_postgres::Config) -> PgConnectOptions {
         .filter(|t| *t != "-c")
         .filter_map(|t| t.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
         .collect();
-    o.options(pairs).disable_statement_logging()
+    tls_options(o.options(pairs), config).disable_statement_logging()
+}
+
+/// The run's TLS in sqlx's terms (sqlx has the same six modes; libpq's `require` with a root
+/// file is verify-ca). A Unix socket stays plain, as the direct connections do.
+fn tls_options(o: PgConnectOptions, config: &crate::db::Endpoint) -> PgConnectOptions {
+    use crate::db::tls::SslMode;
+    use sqlx::postgres::PgSslMode;
+    let tls = &config.tls;
+    let unix = matches!(config.get_hosts().first(), Some(tokio_postgres::config::Host::Unix(_)));
+    let mode = match tls.effective_mode() {
+        _ if unix => PgSslMode::Disable,
+        SslMode::Disable => PgSslMode::Disable,
+        SslMode::Allow => PgSslMode::Allow,
+        SslMode::Prefer => PgSslMode::Prefer,
+        SslMode::Require => PgSslMode::Require,
+        SslMode::VerifyCa => PgSslMode::VerifyCa,
+        SslMode::VerifyFull => PgSslMode::VerifyFull,
+    };
+    let mut o = o.ssl_mode(mode);
+    if let Some(root) = tls.root_path() {
+        o = o.ssl_root_cert(root);
+    }
+    if let Some((cert, key)) = &tls.client {
+        o = o.ssl_client_cert(cert).ssl_client_key(key);
+    }
+    o
 }
 
 pub use steps::Pooled;

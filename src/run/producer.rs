@@ -14,6 +14,7 @@ use super::values::{Enqueue, Values};
 use crate::adapter::keys::{Interner, Key};
 use crate::collect::Arrival;
 use crate::collect::spill::Spill;
+use crate::db::Endpoint;
 use crate::db::statements::BUSINESS_ROW;
 use crate::scenario::Plan;
 use crate::scenario::plan::{Arrivals, Class};
@@ -21,7 +22,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
-use tokio_postgres::{Config, Statement};
+use tokio_postgres::Statement;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Default)]
@@ -44,7 +45,7 @@ struct ClassOutput {
 /// `ids` numbers the jobs an adapter's enqueue returns; the payload's `n` continues after the preload.
 pub async fn run(
     plan: &Plan,
-    config: &Config,
+    config: &Endpoint,
     start: Instant,
     stop: &CancellationToken,
     ids: &Interner,
@@ -98,7 +99,7 @@ async fn one(
     plan: &Plan,
     index: usize,
     class: &Class,
-    config: &Config,
+    config: &Endpoint,
     start: Instant,
     stop: &CancellationToken,
     feed: &Feed<'_>,

@@ -5,9 +5,9 @@
 use super::conn::{Prepared, prepare_step};
 use super::steps;
 use super::values::Values;
+use crate::db::Endpoint;
 use crate::db::error_text;
 use crate::scenario::Plan;
-use tokio_postgres::Config;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -17,7 +17,7 @@ pub struct ReaperStats {
     pub marked_dead: u64,
 }
 
-pub async fn run(plan: &Plan, config: &Config, stop: &CancellationToken) -> ReaperStats {
+pub async fn run(plan: &Plan, config: &Endpoint, stop: &CancellationToken) -> ReaperStats {
     let mut stats = ReaperStats::default();
     let Some(mut side) = super::Side::connect(config, "the reaper").await else { return stats };
     let step = plan.adapter.reclaim.as_ref().expect("validated: reclaim = \"reaper\" needs the adapter's reclaim");

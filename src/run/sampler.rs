@@ -9,6 +9,7 @@
 
 use super::values::Values;
 use super::worker::Progress;
+use crate::db::Endpoint;
 use crate::db::error_text;
 use crate::db::statements::STATS;
 use crate::model::records::PgSample;
@@ -19,7 +20,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
-use tokio_postgres::{Client, Config, Statement};
+use tokio_postgres::{Client, Statement};
 use tokio_util::sync::CancellationToken;
 
 pub struct SamplerOptions {
@@ -28,7 +29,7 @@ pub struct SamplerOptions {
 
 pub async fn run(
     plan: &Plan,
-    config: &Config,
+    config: &Endpoint,
     start: Instant,
     progress: &Progress,
     opts: SamplerOptions,

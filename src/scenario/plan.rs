@@ -116,6 +116,9 @@ pub struct PostgresSettings {
     pub settings: Vec<(String, String)>,
     /// `[postgres.table_settings]`: ALTER TABLE jobs SET (...).
     pub table_settings: Vec<(String, String)>,
+    /// `[postgres] tls`: the ephemeral cluster serves TLS (as `--tls`; a URL's sslmode decides
+    /// for a server of one's own).
+    pub tls: bool,
 }
 
 /// Backoff before a failed or reclaimed job runs again: min(cap, base × 2^(attempt-1)),

@@ -512,6 +512,9 @@ pub struct RawPostgres {
     /// Storage parameters of the jobs table (per-table autovacuum settings).
     #[serde(default)]
     pub table_settings: BTreeMap<String, toml::Value>,
+    /// The ephemeral cluster serves TLS and the run connects with verify-full (as `--tls`).
+    #[serde(default)]
+    pub tls: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

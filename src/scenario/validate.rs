@@ -387,7 +387,7 @@ fn postgres(raw: &RawScenario, at: &At) -> Result<PostgresSettings> {
             Ok((k.clone(), value))
         })
         .collect::<Result<Vec<_>>>()?;
-    Ok(PostgresSettings { settings, table_settings })
+    Ok(PostgresSettings { settings, table_settings, tls: raw.postgres.tls })
 }
 
 /// `[expect]` and `[baseline.tolerance]`, checked against the metric names this scenario's

@@ -16,6 +16,7 @@ use super::values::Claimed;
 use crate::adapter::keys::Interner;
 use crate::collect::spill::Spill;
 use crate::collect::{Event, EventKind, FaultEvent, Latency, WorkerStats};
+use crate::db::Endpoint;
 use crate::error::SessionFailure;
 use crate::model::protocol::Mode;
 use crate::scenario::{Plan, Stop};
@@ -24,7 +25,6 @@ use rand::rngs::StdRng;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
-use tokio_postgres::Config;
 use tokio_util::sync::CancellationToken;
 use transport::{Ctx, Effects, Halt, Transport};
 
@@ -46,7 +46,7 @@ pub struct Progress {
 /// What the runner hands every worker.
 pub struct Shared {
     pub plan: Arc<Plan>,
-    pub config: Config,
+    pub config: Endpoint,
     pub faults: Arc<FaultState>,
     pub next_identity: Arc<AtomicU32>,
     pub stop: CancellationToken,
