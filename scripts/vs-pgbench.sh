@@ -76,9 +76,12 @@ one_round() {
   local first=$1
   shift
   local sets=("$@")
-  n=$((n + 1))
-  local d=$work/$n
-  mkdir -p "$d"
+  # A folder of its own per round: one_round runs in a subshell ($(…)), so a counter would not
+  # survive it, and the harness refuses an --out folder that holds an earlier run.
+  local d
+  d=$(mktemp -d "$work/round-XXXXXX")
+  local n
+  n=$(date +%s%N)
   "$qb" sql "$scenario" --pgbench "${sets[@]}" --set run.effects_table=false > "$d/script.sql"
   local args
   read -r -a args <<< "$(sed -n 's/^-- pgbench-args: //p' "$d/script.sql")"
