@@ -66,6 +66,8 @@ impl History {
             restarts: &self.restarts,
             durability_untestable: None,
             clock_us: 0,
+            stopped_us: None,
+            end_us: 0,
         }
     }
 
