@@ -109,7 +109,7 @@ fn explained(e: &Evidence, events: &[Event], claims: &[ClaimSpan], w: &Event, to
             && (f.kind != "kill_backend" || f.worker.is_none_or(|x| x == w.worker))
             && f.t_us >= own.sent_us
             && f.t_us <= answer
-    });
+    }) || e.restarts.iter().any(|&t| t >= own.sent_us && t <= answer);
     competing || finished_by_another || expired || cancelled || cut_off
 }
 
