@@ -324,7 +324,7 @@ fn progress(e: &Evidence, per_job: &[&[Event]]) -> CheckResult {
     let detail = format!(
         "{} without an execution longer than {:.1} s while work was ready (the largest of 10 s, {STALL_LEASES} leases, \
          {STALL_WORKS} × the longest work); the longest: {:.1} s, from {:.1} s to {:.1} s",
-        count(n, "stretch"),
+        count_as(n, "stretch", "stretches"),
         secs(threshold),
         secs(worst.1 - worst.0),
         secs(worst.0),
