@@ -615,7 +615,8 @@ fn reference_liveness(h: &History, n: &mut Numbers) {
         }
     }
 
-    // Faults that hit a job (not a cancel): did the job finish afterwards? Dead after one?
+    // Faults that hit a job (not a cancel): did the job come back (a completion accepted after
+    // the fault, a failure of its own accepted at any time, or done at the end)? Dead after one?
     let hits: Vec<&FaultEvent> = h.faults.iter().filter(|f| f.kind != "cancel" && f.job.is_some()).collect();
     if hits.is_empty() {
         return;
@@ -626,12 +627,13 @@ fn reference_liveness(h: &History, n: &mut Numbers) {
     for f in &hits {
         let job = f.job.unwrap();
         let after = h.journal.iter().any(|e| e.job == job && e.kind == Accepted && e.t_us >= f.t_us);
+        let failed_on_its_own = has(job, FailAccepted);
         let done = match row(job) {
             Some(r) => r.status == Status::Done,
             None => has(job, Accepted),
         };
         let too_late = h.stopped.is_some_and(|s| f.t_us + 2 * LEASE_US + 1_000 * MS > s);
-        unrecovered += u64::from(!after && !done && !too_late);
+        unrecovered += u64::from(!after && !failed_on_its_own && !done && !too_late);
     }
     n.unrecovered_faults = Some(unrecovered);
     let hit: BTreeSet<i64> = hits.iter().map(|f| f.job.unwrap()).collect();

@@ -25,8 +25,9 @@
 //!   `queued`). Retries waiting out a backoff and jobs waiting for a lease to run out do not
 //!   count as ready: those are the other checks' business.
 //! - `faults_recovered`: faults that hit a job (crash, pause, poison, a killed process …)
-//!   whose job never finished afterwards: no accepted completion after the fault and not
-//!   `done` at the end. Faults within [`recovery_grace`] of a stop by the clock are left out (the
+//!   whose job never came back: no completion of it accepted after the fault, no failure of its
+//!   own accepted at all (a job whose own failures spent its budget too is not the fault's
+//!   doing), and not `done` at the end. Faults within [`recovery_grace`] of a stop by the clock are left out (the
 //!   job had no time to come back). Reported when a fault hit a job.
 //! - `dead_after_one_fault`: jobs that ended `dead` after a single fault and no failure of
 //!   their own: one crash used up the retry budget (or the reaper gave up at once). Reported
@@ -357,7 +358,10 @@ fn faults_recovered(e: &Evidence, per_job: &[&[Event]]) -> Option<CheckResult> {
     let (mut late, mut bad) = (0u64, Vec::new());
     for (f, job) in hits(e.faults) {
         let events = events_of(per_job, job);
-        if recovery::recovered_after(f, events).is_some() || done_at_end(e, events, job) {
+        // Back and judged: a completion, or a failure of its own, accepted after the fault; or
+        // it failed on its own at some point (its budget went on its failures too).
+        let failed_too = events.iter().any(|x| x.kind == EventKind::FailAccepted);
+        if recovery::recovered_after(f, events).is_some() || failed_too || done_at_end(e, events, job) {
             continue;
         }
         if too_late(f) {
@@ -378,7 +382,8 @@ fn faults_recovered(e: &Evidence, per_job: &[&[Event]]) -> Option<CheckResult> {
         passed: n == 0,
         violations: n,
         detail: format!(
-            "{} of {} that hit a job never saw it finish afterwards{} ({late} too close to the run's stop to judge)",
+            "{} of {} that hit a job never saw it come back (no completion accepted afterwards, no failure of its own){} ({late} \
+             too close to the run's stop to judge)",
             n,
             count(total, "fault"),
             if kinds.is_empty() {
@@ -574,6 +579,11 @@ mod tests {
             ev(2 * S, 3, 2, 3, Claimed),
             ev(4 * S, 3, 3, 3, Claimed),
             ev(9 * S, 4, 1, 1, Claimed),
+            // Job 5: crashed, came back, failed for good on its own: recovered from the fault.
+            ev(0, 5, 1, 1, Claimed),
+            ev(2 * S, 5, 2, 2, Claimed),
+            ev(2 * S + 10, 5, 2, 2, Executed),
+            ev(2 * S + 20, 5, 2, 2, FailAccepted),
         ];
         let faults = [
             crash(1, 1, 1),
@@ -582,9 +592,16 @@ mod tests {
             crash(2 * S + 1, 3, 3),
             crash(4 * S + 1, 3, 3),
             crash(9 * S + 1, 1, 4),
+            crash(1, 1, 5),
         ];
-        let jobs = [row(1, Status::Done), row(2, Status::Dead), row(3, Status::Dead), row(4, Status::Queued)];
-        let mut e = evidence(&journal, &jobs, 4, None);
+        let jobs = [
+            row(1, Status::Done),
+            row(2, Status::Dead),
+            row(3, Status::Dead),
+            row(4, Status::Queued),
+            row(5, Status::Dead),
+        ];
+        let mut e = evidence(&journal, &jobs, 5, None);
         e.faults = &faults;
         let checks = run(&e);
         let f = get(&checks, "faults_recovered");
