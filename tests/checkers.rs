@@ -41,6 +41,10 @@ struct History {
     enqueued: u64,
     restarts: Vec<u64>,
     arrivals: Vec<Arrival>,
+    /// When the workers were told to stop (None: they stopped on their own).
+    stopped: Option<u64>,
+    /// The run's duration (0: the last event marks the end).
+    end: u64,
 }
 
 impl History {
@@ -66,14 +70,16 @@ impl History {
             restarts: &self.restarts,
             durability_untestable: None,
             clock_us: 0,
+            stopped_us: self.stopped,
+            end_us: self.end,
         }
     }
 
     /// Printable, one event a line, for replaying a failure by hand.
     fn show(&self) -> String {
         let mut s = format!(
-            "enqueued = {}, lease = {LEASE_US} µs, restarts = {:?}\njournal (t_us, job, attempt, worker, claim, kind, dur_us):\n",
-            self.enqueued, self.restarts
+            "enqueued = {}, lease = {LEASE_US} µs, restarts = {:?}, stopped = {:?}, end = {}\njournal (t_us, job, attempt, worker, claim, kind, dur_us):\n",
+            self.enqueued, self.restarts, self.stopped, self.end
         );
         let mut journal = self.journal.clone();
         journal.sort_by_key(|e| (e.job, e.t_us));
@@ -171,6 +177,12 @@ struct Numbers {
     no_lost_jobs: bool,
     stale_completions_accepted: bool,
     ownership_overlap: bool,
+    /// The liveness checks' violation counts (None: the check was not reported).
+    refused_unexplained: u64,
+    left_abandoned: u64,
+    stalls: u64,
+    unrecovered_faults: Option<u64>,
+    dead_after_one_fault: Option<u64>,
 }
 
 /// Nothing happened and every check passed.
@@ -200,10 +212,16 @@ const CLEAN: Numbers = Numbers {
     no_lost_jobs: true,
     stale_completions_accepted: true,
     ownership_overlap: true,
+    refused_unexplained: 0,
+    left_abandoned: 0,
+    stalls: 0,
+    unrecovered_faults: None,
+    dead_after_one_fault: None,
 };
 
 impl Numbers {
-    fn fields(&self) -> [(&'static str, u64); 25] {
+    fn fields(&self) -> [(&'static str, u64); 30] {
+        let reported = |o: Option<u64>| o.unwrap_or(u64::MAX);
         [
             ("executions.total", self.total),
             ("executions.duplicate", self.duplicate),
@@ -230,6 +248,11 @@ impl Numbers {
             ("checks.no_lost_jobs.passed", u64::from(self.no_lost_jobs)),
             ("checks.stale_completions_accepted.passed", u64::from(self.stale_completions_accepted)),
             ("checks.ownership_overlap.passed", u64::from(self.ownership_overlap)),
+            ("checks.completions_refused_unexplained", self.refused_unexplained),
+            ("checks.jobs_left_abandoned", self.left_abandoned),
+            ("checks.progress", self.stalls),
+            ("checks.faults_recovered (MAX: not reported)", reported(self.unrecovered_faults)),
+            ("checks.dead_after_one_fault (MAX: not reported)", reported(self.dead_after_one_fault)),
         ]
     }
 
@@ -282,6 +305,11 @@ fn observed(h: &History) -> Numbers {
         no_lost_jobs: check(&v, "no_lost_jobs").passed,
         stale_completions_accepted: check(&v, "stale_completions_accepted").passed,
         ownership_overlap: check(&v, "ownership_overlap").passed,
+        refused_unexplained: check(&v, "completions_refused_unexplained").violations,
+        left_abandoned: check(&v, "jobs_left_abandoned").violations,
+        stalls: check(&v, "progress").violations,
+        unrecovered_faults: v.checks.iter().find(|c| c.name == "faults_recovered").map(|c| c.violations),
+        dead_after_one_fault: v.checks.iter().find(|c| c.name == "dead_after_one_fault").map(|c| c.violations),
     }
 }
 
@@ -481,11 +509,140 @@ fn reference(h: &History) -> Numbers {
         n.lost += u64::from(lost);
     }
 
+    reference_liveness(h, &mut n);
     n.exactly_once = n.jobs_duplicated == 0;
     n.no_lost_jobs = n.lost == 0;
     n.stale_completions_accepted = n.stale_accepted + n.fail_stale_accepted + n.heartbeat_stale_accepted == 0;
     n.ownership_overlap = n.overlapping_jobs == 0;
     n
+}
+
+/// Fault kinds that cut a connection: an answer may be lost and the statement sent again.
+const CUTS: [&str; 5] = ["kill_backend", "postgres_restart", "partition", "latency", "loss"];
+
+/// The liveness checks, from their documented semantics (src/verify/liveness.rs's header): the
+/// lease windows are the reference's own (`leases`), the tolerance the one above.
+fn reference_liveness(h: &History, n: &mut Numbers) {
+    let jobs: BTreeSet<i64> = h.journal.iter().map(|e| e.job).collect();
+    let end = h.journal.iter().map(|e| e.t_us + u64::from(e.dur_us)).max().unwrap_or(0).max(h.end);
+
+    // Refused completions and failures, one by one.
+    for &job in &jobs {
+        let events = job_events(h, job);
+        let claims = leases(&events);
+        for w in events.iter().filter(|e| matches!(e.kind, Rejected | FailRejected)) {
+            let answer = w.t_us + u64::from(w.dur_us);
+            let Some(mine) = claims.iter().find(|l| of(w, l)) else { continue };
+            let competing = claims.iter().any(|o| !of_same(o, mine) && o.ret >= mine.sent && o.sent <= answer);
+            let landed = events.iter().any(|x| {
+                matches!(x.kind, Accepted | FailAccepted)
+                    && !of(x, mine)
+                    && x.t_us <= answer
+                    && x.t_us + u64::from(x.dur_us) >= mine.sent
+            });
+            let expired = answer + TOLERANCE_US >= mine.end;
+            let cancelled = h.faults.iter().any(|f| f.kind == "cancel" && f.job == Some(job) && f.t_us <= answer);
+            let cut = h.faults.iter().any(|f| {
+                CUTS.contains(&f.kind)
+                    && (f.kind != "kill_backend" || f.worker.is_none() || f.worker == Some(w.worker))
+                    && (mine.sent..=answer).contains(&f.t_us)
+            }) || h.restarts.iter().any(|t| (mine.sent..=answer).contains(t));
+            n.refused_unexplained += u64::from(!(competing || landed || expired || cancelled || cut));
+        }
+    }
+
+    // Running rows whose newest holder let go before the stop (or that no claim holds).
+    for r in h.rows.iter().filter(|r| r.status == Status::Running) {
+        let events = job_events(h, r.id);
+        let claims = leases(&events);
+        let by_attempt = claims.iter().all(|l| l.attempt >= 0);
+        let newest = claims.iter().max_by_key(|l| if by_attempt { (i64::from(l.attempt), l.ret) } else { (0, l.ret) });
+        n.left_abandoned += u64::from(match newest {
+            None => h.stopped.is_none(),
+            Some(l) => l.released.is_some_and(|t| h.stopped.is_none_or(|s| t < s)),
+        });
+    }
+
+    // Progress: the gaps between executions, cut to the stretches in which some job waited for
+    // its first claim.
+    let cancel_at =
+        |job: i64| h.faults.iter().filter(|f| f.kind == "cancel" && f.job == Some(job)).map(|f| f.t_us).min();
+    let ready_at =
+        |job: i64| h.arrivals.iter().find(|a| a.job == job).map_or(0, |a| a.sent_us + u64::from(a.enqueue_us));
+    let mut waits: Vec<(u64, u64, i64)> = Vec::new();
+    for &job in &jobs {
+        let taken = h
+            .journal
+            .iter()
+            .filter(|e| e.job == job)
+            .filter_map(|e| match e.kind {
+                Claimed | Executed => Some(e.t_us.saturating_sub(u64::from(e.dur_us))),
+                Accepted | FailAccepted => Some(e.t_us),
+                _ => None,
+            })
+            .chain(cancel_at(job))
+            .min()
+            .unwrap_or(end);
+        waits.push((ready_at(job), taken, job));
+    }
+    for r in h.rows.iter().filter(|r| !jobs.contains(&r.id) && r.status == Status::Queued) {
+        waits.push((ready_at(r.id), cancel_at(r.id).unwrap_or(end), r.id));
+    }
+    waits.retain(|w| w.1 > w.0);
+    let mut runs: Vec<u64> = h.journal.iter().filter(|e| e.kind == Executed).map(|e| e.t_us).collect();
+    runs.sort_unstable();
+    if runs.is_empty() {
+        n.stalls = u64::from(h.enqueued > 0 || !waits.is_empty());
+    } else {
+        let longest_work = h.journal.iter().filter(|e| e.kind == Executed).map(|e| u64::from(e.dur_us)).max().unwrap();
+        let threshold = (10_000 * MS).max(3 * LEASE_US).max(3 * longest_work);
+        let mut bounds = vec![0];
+        bounds.extend(&runs);
+        bounds.push(end.max(*runs.last().unwrap()));
+        for gap in bounds.windows(2) {
+            // The waits inside this gap between executions, as merged stretches.
+            let mut inside: Vec<(u64, u64)> =
+                waits.iter().map(|w| (w.0.max(gap[0]), w.1.min(gap[1]))).filter(|p| p.1 > p.0).collect();
+            inside.sort_unstable();
+            let mut merged: Vec<(u64, u64)> = Vec::new();
+            for p in inside {
+                match merged.last_mut() {
+                    Some(m) if p.0 <= m.1 => m.1 = m.1.max(p.1),
+                    _ => merged.push(p),
+                }
+            }
+            n.stalls += merged.iter().filter(|m| m.1 - m.0 > threshold).count() as u64;
+        }
+    }
+
+    // Faults that hit a job (not a cancel): did the job come back (a completion accepted after
+    // the fault, a failure of its own accepted at any time, or done at the end)? Dead after one?
+    let hits: Vec<&FaultEvent> = h.faults.iter().filter(|f| f.kind != "cancel" && f.job.is_some()).collect();
+    if hits.is_empty() {
+        return;
+    }
+    let row = |job: i64| h.rows.iter().find(|r| r.id == job);
+    let has = |job: i64, k: EventKind| h.journal.iter().any(|e| e.job == job && e.kind == k);
+    let mut unrecovered = 0;
+    for f in &hits {
+        let job = f.job.unwrap();
+        let after = h.journal.iter().any(|e| e.job == job && e.kind == Accepted && e.t_us >= f.t_us);
+        let failed_on_its_own = has(job, FailAccepted);
+        let done = match row(job) {
+            Some(r) => r.status == Status::Done,
+            None => has(job, Accepted),
+        };
+        let too_late = h.stopped.is_some_and(|s| f.t_us + 2 * LEASE_US + 1_000 * MS > s);
+        unrecovered += u64::from(!after && !failed_on_its_own && !done && !too_late);
+    }
+    n.unrecovered_faults = Some(unrecovered);
+    let hit: BTreeSet<i64> = hits.iter().map(|f| f.job.unwrap()).collect();
+    let dead = hit
+        .iter()
+        .filter(|&&job| hits.iter().filter(|f| f.job == Some(job)).count() == 1)
+        .filter(|&&job| row(job).is_some_and(|r| r.status == Status::Dead) && !has(job, FailAccepted))
+        .count();
+    n.dead_after_one_fault = Some(dead as u64);
 }
 
 /// Durability across a restart, as the reference sees it.
@@ -903,6 +1060,8 @@ fn every_cause_of_a_lost_job() {
             fails_accepted: 1,
             lost: 4,
             no_lost_jobs: false,
+            // Job 4's completion was refused inside its lease with nobody else around.
+            refused_unexplained: 1,
             ..CLEAN
         },
     );
@@ -1033,6 +1192,9 @@ fn a_durability_breach() {
         rejected: 1,
         lost: 1,
         no_lost_jobs: false,
+        // Job 4's retried completion was refused inside its lease, and the history shows no lost
+        // connection between its claim (after the restart) and the answer: unexplained.
+        refused_unexplained: 1,
         ..CLEAN
     };
     assert_known(&h, numbers);
@@ -1081,7 +1243,61 @@ fn a_job_missing_without_a_trace_is_lost_even_beside_a_cancelled_and_completed_o
     // leaves one more row than `enqueued` (docs/database-loss.md); that extra row (id 3) hides
     // job 2, which vanished.
     let h = History::new(vec![], vec![row(1, Status::Queued), row(3, Status::Queued)], 2);
-    assert_known(&h, Numbers { lost: 1, no_lost_jobs: false, ..CLEAN });
+    // Nothing was executed while jobs were enqueued: no progress either.
+    assert_known(&h, Numbers { lost: 1, no_lost_jobs: false, stalls: 1, ..CLEAN });
+}
+
+#[test]
+fn a_queue_that_stops_finishing_jobs() {
+    // Job 1: the completion matches nothing (refused inside the lease, nobody else around) and
+    // the job stays running. Job 2: its holder crashed (a fault) and nothing reclaimed it: running
+    // with its holder gone, the fault unrecovered, and the job never came back. Job 3: a crash left
+    // it dead at once (one fault, no failure of its own). Job 4: queued from the start and never
+    // claimed while the run went on to 30 s: no execution after 0.3 s while it waited.
+    let (j1, j2, j3) = (c(1, 1, 1, 1), c(2, 2, 1, 1), c(3, 3, 1, 1));
+    let journal = vec![
+        j1.claimed(0, ms(1)),
+        j1.executed(ms(100)),
+        j1.write(Rejected, ms(110), ms(111)),
+        j2.claimed(0, ms(1)),
+        j2.at(Abandoned, ms(50)),
+        j3.claimed(0, ms(1)),
+        j3.at(Abandoned, ms(50)),
+        c(5, 1, 2, 1).claimed(ms(200), ms(201)),
+        c(5, 1, 2, 1).executed(ms(300)),
+        c(5, 1, 2, 1).write(Accepted, ms(310), ms(311)),
+    ];
+    let crash = |job| FaultEvent { t_us: ms(50), kind: "crash", worker: Some(job as u32), job: Some(job) };
+    let rows = vec![
+        row(1, Status::Running),
+        row(2, Status::Running),
+        row(3, Status::Dead),
+        row(4, Status::Queued),
+        row(5, Status::Done),
+    ];
+    let mut h = History::new(journal, rows, 5);
+    h.faults = vec![crash(2), crash(3)];
+    h.end = ms(30_000);
+    let want = Numbers {
+        total: 2,
+        distinct_jobs: 2,
+        max_per_job: 1,
+        accepted: 1,
+        rejected: 1,
+        refused_unexplained: 1,
+        left_abandoned: 2,
+        stalls: 1,
+        unrecovered_faults: Some(2),
+        dead_after_one_fault: Some(1),
+        ..CLEAN
+    };
+    assert_known(&h, want);
+    let v = verify(&h.evidence());
+    assert_eq!(check(&v, "jobs_left_abandoned").examples, [1, 2]);
+    assert_eq!(check(&v, "progress").examples, [4]);
+    // Stopped by the clock at 1 s: the crashes are within the grace (2 leases + 1 s) of the stop.
+    h.stopped = Some(ms(1_000));
+    assert_known(&h, Numbers { unrecovered_faults: Some(0), ..want });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1326,6 +1542,31 @@ fn generate(seed: u64, steering: &mut Steering) -> History {
         }
         h.journal.extend(events);
     }
+    // The liveness checks' inputs, from a generator of their own (the histories above stay as
+    // they were): faults that hit a job (some twice), lost connections, a stop by the clock, a
+    // run that went on long after its last event.
+    let mut more = StdRng::seed_from_u64(seed ^ 0x11fe_11fe_11fe_11fe);
+    for job in 1..=jobs {
+        for _ in 0..[0, 0, 0, 1, 1, 2][more.random_range(0..6)] {
+            let kind = ["crash", "pause", "poison", "lock_hold"][more.random_range(0..4)];
+            let worker = Some(more.random_range(1..=workers));
+            h.faults.push(FaultEvent { t_us: ms(more.random_range(0..=3_000)), kind, worker, job: Some(job) });
+        }
+    }
+    if more.random_bool(0.25) {
+        let kind = ["kill_backend", "kill_backend", "postgres_restart", "partition"][more.random_range(0..4)];
+        let worker = (kind == "kill_backend").then(|| more.random_range(1..=workers));
+        h.faults.push(FaultEvent { t_us: ms(more.random_range(0..=3_000)), kind, worker, job: None });
+    }
+    if more.random_bool(0.1) {
+        h.restarts.push(ms(more.random_range(0..=3_000)));
+    }
+    if more.random_bool(0.3) {
+        h.stopped = Some(ms(more.random_range(500..=6_000)));
+    }
+    if more.random_bool(0.3) {
+        h.end = ms(more.random_range(3_000..=40_000));
+    }
     // The runner hands the journal over sorted; `verify` sorts one that is not.
     if rng.random_bool(0.5) {
         h.journal.shuffle(&mut rng);
@@ -1348,7 +1589,7 @@ fn property_the_reference_and_verify_agree_on_random_histories() {
     let mut mismatches = Vec::new();
     let mut steering = Steering::default();
     // How many histories showed each cause (the generator must keep reaching them all).
-    let mut seen = [0u64; 11];
+    let mut seen = [0u64; 17];
     let names = [
         "racing duplicate",
         "duplicate after the lease",
@@ -1361,6 +1602,12 @@ fn property_the_reference_and_verify_agree_on_random_histories() {
         "lost job",
         "clean (every compared check passes)",
         "race without an ownership overlap",
+        "refused write unexplained",
+        "refused write explained",
+        "job left abandoned",
+        "stall or nothing executed",
+        "unrecovered fault",
+        "dead after one fault",
     ];
     for &seed in &seeds {
         let h = generate(seed, &mut steering);
@@ -1378,6 +1625,12 @@ fn property_the_reference_and_verify_agree_on_random_histories() {
             want.lost > 0,
             want.exactly_once && want.no_lost_jobs && want.stale_completions_accepted && want.ownership_overlap,
             want.duplicate_race > 0 && want.overlapping_jobs == 0,
+            want.refused_unexplained > 0,
+            want.rejected + want.fails_rejected > want.refused_unexplained,
+            want.left_abandoned > 0,
+            want.stalls > 0,
+            want.unrecovered_faults.is_some_and(|n| n > 0),
+            want.dead_after_one_fault.is_some_and(|n| n > 0),
         ];
         for (s, shown) in seen.iter_mut().zip(shows) {
             *s += u64::from(shown);

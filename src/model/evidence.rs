@@ -40,4 +40,11 @@ pub struct SavedEvidence {
     /// the lease-race tolerance is no smaller than twice it.
     #[serde(default)]
     pub clock_bound_us: u64,
+    /// When the workers were told to stop (a `run.stop` duration, the timeout, Ctrl-C, an
+    /// abort), µs after the start; None when they stopped on their own (drained, claims), and
+    /// in evidence written before the field.
+    pub stopped_us: Option<u64>,
+    /// How long the run lasted, µs (0 in evidence written before the field: the last event
+    /// of the history then marks the end).
+    pub duration_us: u64,
 }

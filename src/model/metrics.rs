@@ -22,13 +22,18 @@ pub const FAULT_KINDS: [&str; 11] = [
     "loss",
 ];
 
-pub const CHECK_NAMES: [&str; 10] = [
+pub const CHECK_NAMES: [&str; 15] = [
     "vacuum_caught_up",
     "exactly_once",
     "no_lost_jobs",
     "stale_completions_accepted",
     "ownership_overlap",
     "attempts_within_budget",
+    "completions_refused_unexplained",
+    "jobs_left_abandoned",
+    "progress",
+    "faults_recovered",
+    "dead_after_one_fault",
     "cancelled_jobs_not_run",
     "effects_ledger_agrees",
     "starvation",

@@ -66,6 +66,8 @@ pub fn saved_evidence(plan: &Plan, output: &RunOutput, table: &FinalTable) -> Sa
         partial: table.jobs.is_none(),
         time_scale: plan.time_scale,
         clock_bound_us: clock_bound(&output.agents),
+        stopped_us: output.stopped_us,
+        duration_us: output.duration.as_micros() as u64,
     }
 }
 
@@ -96,6 +98,8 @@ pub fn check(plan: &Plan, output: &RunOutput, table: &FinalTable, saved: &SavedE
         restarts: &saved.restarts,
         durability_untestable: saved.durability_untestable.clone(),
         clock_us: saved.clock_bound_us,
+        stopped_us: saved.stopped_us,
+        end_us: saved.duration_us,
     };
     let verification = verify::verify_all(&evidence, saved.partial);
     let warmup_end = plan.load.warmup_end().as_micros() as u64;

@@ -36,7 +36,7 @@ use futures_util::future::join_all;
 use reaper::ReaperStats;
 use std::sync::Arc;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use worker::{Progress, Shared, Worker};
@@ -129,6 +129,9 @@ pub struct RunOutput {
     pub samples: Vec<PgSample>,
     pub horizon: horizon::HorizonOutput,
     pub duration: Duration,
+    /// When the workers were told to stop (a `run.stop` duration, the timeout, Ctrl-C, an
+    /// abort), µs after the start; None when they stopped on their own.
+    pub stopped_us: Option<u64>,
     pub interrupted: bool,
     pub timed_out: bool,
     pub failures: Vec<worker::WorkerFailure>,
@@ -225,6 +228,15 @@ pub async fn run_part(
         None => Instant::now(),
     };
     let timer = Timer::start(plan, &stop);
+    // When the stop token fires (it fires only when the workers are told to stop).
+    let stopped_at = Arc::new(AtomicU64::new(u64::MAX));
+    let stop_watch = {
+        let (stop, at) = (stop.clone(), stopped_at.clone());
+        tokio::spawn(async move {
+            stop.cancelled().await;
+            at.store(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+        })
+    };
     let shared = Arc::new(Shared {
         plan: shared_plan,
         config: config.clone(),
@@ -264,6 +276,11 @@ pub async fn run_part(
     let (finished, ()) = tokio::join!(join_all(tasks), remote);
     let mut workers = gather(finished)?;
     let duration = start.elapsed();
+    let stopped_us = stop.is_cancelled().then(|| {
+        let at = stopped_at.load(Ordering::Relaxed);
+        if at == u64::MAX { duration.as_micros() as u64 } else { at }
+    });
+    stop_watch.abort();
     let aborted = match watcher {
         Some(w) => {
             w.abort();
@@ -292,6 +309,7 @@ pub async fn run_part(
         samples,
         horizon,
         duration,
+        stopped_us,
         interrupted: interrupt.is_cancelled(),
         timed_out: timer.fired.load(Ordering::Relaxed),
         failures: workers.failures,

@@ -8,6 +8,7 @@ mod exactly_once;
 mod fifo;
 mod horizon;
 mod ledger;
+mod liveness;
 mod lost;
 mod ownership;
 mod recovery;
@@ -53,6 +54,12 @@ pub struct Evidence<'a> {
     pub durability_untestable: Option<String>,
     /// A run across agents: the largest clock error bound among them, µs (0: one clock).
     pub clock_us: u64,
+    /// When the workers were told to stop (a `run.stop` duration, the timeout, Ctrl-C, an
+    /// abort), µs after the start; None when they stopped on their own (drained, claims) or
+    /// the evidence predates the field.
+    pub stopped_us: Option<u64>,
+    /// How long the run lasted, µs (0: unknown; the last event then marks the end).
+    pub end_us: u64,
 }
 
 pub struct Verification {
@@ -91,6 +98,8 @@ impl<'a> Evidence<'a> {
             restarts: &saved.restarts,
             durability_untestable: saved.durability_untestable.clone(),
             clock_us: saved.clock_bound_us,
+            stopped_us: saved.stopped_us,
+            end_us: saved.duration_us,
         }
     }
 }
@@ -107,8 +116,15 @@ pub fn verify_all(e: &Evidence, partial: bool) -> Verification {
 }
 
 /// Checks that read the final job table: left out of a partial report (the database was lost).
-pub const NEEDS_FINAL_TABLE: [&str; 4] =
-    ["no_lost_jobs", "attempts_within_budget", "effects_ledger_agrees", "durability"];
+pub const NEEDS_FINAL_TABLE: [&str; 7] = [
+    "no_lost_jobs",
+    "attempts_within_budget",
+    "effects_ledger_agrees",
+    "durability",
+    "jobs_left_abandoned",
+    "faults_recovered",
+    "dead_after_one_fault",
+];
 
 /// How many example job ids a check keeps.
 const EXAMPLES: usize = 10;
@@ -134,6 +150,7 @@ pub fn verify(e: &Evidence) -> Verification {
     let (ownership, overlap) = ownership::check(&per_job, e.lease, e.hold_transaction);
     let faults = recovery::check(e.faults, &per_job);
     let mut checks = vec![once, lost, stale_check, overlap, budget];
+    checks.extend(liveness::check(e, &per_job));
     checks.extend(recovery::cancel_check(e.faults, &per_job));
     let (horizon, vacuum) = horizon::check(e.samples, e.blockers);
     checks.extend(vacuum);
@@ -236,6 +253,8 @@ mod tests {
             restarts: &[],
             durability_untestable: None,
             clock_us: 0,
+            stopped_us: None,
+            end_us: 0,
         }
     }
 
@@ -457,6 +476,7 @@ mod tests {
         // job 1 done but never executed, job 2 held by nobody, job 3 vanished from the table.
         assert_eq!(v.jobs.lost, 3);
         assert_eq!((v.jobs.stuck_running, v.jobs.dead, v.jobs.attempts_exceeded), (1, 1, 1));
-        assert_eq!(failed(&v), ["no_lost_jobs", "attempts_within_budget"]);
+        // Job 2 is running with no claim in the journal (abandoned), and nothing was executed.
+        assert_eq!(failed(&v), ["no_lost_jobs", "attempts_within_budget", "jobs_left_abandoned", "progress"]);
     }
 }

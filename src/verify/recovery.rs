@@ -46,8 +46,7 @@ pub fn check(faults: &[FaultEvent], per_job: &[&[Event]]) -> Faults {
         *f.by_kind.entry(ev.kind.to_string()).or_default() += 1;
         f.injected += 1;
         let Some(job) = ev.job.filter(|_| ev.kind != "cancel") else { continue };
-        let done = events_of(per_job, job).iter().find(|e| e.kind == EventKind::Accepted && e.t_us >= ev.t_us);
-        match done {
+        match recovered_after(ev, events_of(per_job, job)) {
             Some(d) => {
                 let ms = (d.t_us - ev.t_us) as f64 / 1000.0;
                 f.recovered += 1;
@@ -61,4 +60,9 @@ pub fn check(faults: &[FaultEvent], per_job: &[&[Event]]) -> Faults {
         f.recovery_ms_mean = f.recovery_ms_total / f.recovered as f64;
     }
     f
+}
+
+/// The job's first accepted completion at or after the fault, if any (`events`: the job's).
+pub fn recovered_after<'a>(fault: &FaultEvent, events: &'a [Event]) -> Option<&'a Event> {
+    events.iter().find(|e| e.kind == EventKind::Accepted && e.t_us >= fault.t_us)
 }

@@ -88,6 +88,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, ids:
         samples: Vec::new(),
         horizon: Default::default(),
         duration,
+        stopped_us: (timed_out || interrupt.is_cancelled()).then_some(duration.as_micros() as u64),
         interrupted: interrupt.is_cancelled(),
         timed_out,
         failures: Vec::new(),
