@@ -194,6 +194,40 @@ fn an_ephemeral_cluster_with_tls_runs_a_scenario_over_verify_full() {
     r.assert_clean();
 }
 
+/// With `--tls` the cluster listens on localhost, where every user of the machine can reach
+/// it: the port lets in only the run's client certificate (pg_hba `hostssl … cert`), never
+/// `trust`. The URL `cluster --tls` hands its command carries the certificate and gets in; the
+/// same server without it, or without TLS, is refused, and the sqlx pool presents it too.
+#[test]
+fn the_tls_cluster_lets_in_only_the_runs_client_certificate() {
+    let script = r#"
+        psql -X -At "$DATABASE_URL" -c "SELECT 'with the certificate: in'" || exit 10
+        base=${DATABASE_URL%%\?*}
+        root=$(printf '%s' "$DATABASE_URL" | sed -n 's/.*sslrootcert=\([^&]*\).*/\1/p')
+        if psql -X -At "$base?sslmode=verify-full&sslrootcert=$root" -c 'SELECT 1' 2> without.txt; then exit 11; fi
+        if psql -X -At "$base?sslmode=disable" -c 'SELECT 1' 2> plain.txt; then exit 12; fi
+        cat without.txt plain.txt
+    "#;
+    let tmp = tempfile::tempdir().unwrap();
+    let o = common::bin()
+        .args(["cluster", "--tls", "--", "sh", "-c", script])
+        .current_dir(tmp.path())
+        .env_remove("DATABASE_URL")
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.contains("with the certificate: in"), "{text}");
+    assert!(text.contains("certificate") && text.contains("no pg_hba.conf entry"), "{text}");
+    let s = repo("scenarios/sqlx-pool-exhaustion.toml");
+    let r =
+        queuebench_env(&["run", s.to_str().unwrap(), "--tls", "--set", "jobs.preload=300", "--set", "expect={}"], &[]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.summary()["database"]["tls"]["used"], true);
+    no_key_material(&r.out);
+    r.assert_clean();
+}
+
 #[test]
 fn tls_with_a_database_url_is_refused_with_exit_2() {
     let s = repo("scenarios/skip-locked.toml");
@@ -376,11 +410,15 @@ fn sslmode_require_against_a_server_without_tls_exits_3_saying_so() {
     assert!(r.stdout.contains("no TLS (sslmode prefer)"), "{}", r.stdout);
 }
 
-/// Client certificates: `queuebench cluster --tls`, a client CA the server trusts
-/// (`ssl_ca_file`), and a role that logs in by certificate only (`hostssl … cert`).
+/// Client certificates: `queuebench cluster --tls`, a client CA of the test's own that the
+/// server trusts too (added to its `ssl_ca_file`), and a role that logs in by certificate only
+/// (`hostssl … cert`).
 const CLIENT_CERT_SCRIPT: &str = r#"
 set -u
-DIR=$(dirname "${DATABASE_URL##*sslrootcert=}")
+ROOT=$(printf '%s' "$DATABASE_URL" | sed -n 's/.*sslrootcert=\([^&]*\).*/\1/p')
+DIR=$(dirname "$ROOT")
+# The cluster's own URL carries the run's client certificate (CN postgres); alice brings her own.
+BASE="${DATABASE_URL%%\?*}?sslmode=verify-full&sslrootcert=$ROOT"
 HBA=$(psql -XAt "$DATABASE_URL" -c 'SHOW hba_file')
 ssl() { openssl "$@" 2>/dev/null; }
 ssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=client CA" -keyout "$OUT/client-ca.key" -out "$DIR/client-ca.crt" || exit 7
@@ -390,13 +428,15 @@ printf 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=c
 ssl x509 -req -days 1 -in "$OUT/alice.csr" -CA "$DIR/client-ca.crt" -CAkey "$OUT/client-ca.key" -CAcreateserial \
   -extfile "$OUT/client.ext" -out "$OUT/alice.crt" || exit 7
 ssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=alice" -keyout "$OUT/stranger.key" -out "$OUT/stranger.crt" || exit 7
+# The server trusts the cluster's CA (ssl_ca_file, set on its command line); the test's client
+# CA joins that file, and the reload below makes the server read it again.
+cat "$DIR/client-ca.crt" >> "$ROOT" || exit 8
 psql -Xq "$DATABASE_URL" -v ON_ERROR_STOP=1 \
   -c "CREATE ROLE alice LOGIN" -c "GRANT CREATE ON DATABASE postgres TO alice" \
-  -c "ALTER SYSTEM SET ssl_ca_file = '$DIR/client-ca.crt'" \
   -c "COPY (SELECT l FROM (VALUES (1, 'local all postgres trust'), (2, 'hostssl all postgres 127.0.0.1/32 trust'), (3, 'hostssl all postgres ::1/128 trust'), (4, 'hostssl all alice 127.0.0.1/32 cert'), (5, 'hostssl all alice ::1/128 cert')) v(n, l) ORDER BY n) TO '$HBA'" \
   -c "SELECT pg_reload_conf()" >/dev/null || exit 9
 sleep 0.5
-ALICE=${DATABASE_URL/postgres@/alice@}
+ALICE=${BASE/postgres@/alice@}
 run() { # case, url
   mkdir -p "$OUT/$1"
   HOME="$OUT" "$QB" run "$S" --set jobs.preload=20 --set 'expect."jobs.completed"=== 20' --database-url "$2" \

@@ -26,12 +26,25 @@ pub const PORT: u16 = 5432;
 /// server certificate for `localhost` and 127.0.0.1 that it signed.
 #[derive(Debug, Clone)]
 pub struct TlsFiles {
-    /// The CA certificate: the root the run's connections verify against (verify-full).
+    /// The CA certificate: the root the run's connections verify against (verify-full), and
+    /// the root the server checks the run's client certificate against.
     pub ca: PathBuf,
     pub cert: PathBuf,
     /// The server's private key: mode 0600, owned by the user the cluster runs as.
     pub key: PathBuf,
+    /// The run's client certificate (CN `postgres`) and key (mode 0600, the harness's own):
+    /// over TCP the cluster lets in only a holder of it (`hostssl … cert`), never `trust`.
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
 }
+
+/// The cluster's pg_hba.conf with `--tls`: its own socket (in a folder only its user and the
+/// harness can enter) as before, and over TCP (localhost only) TLS with the run's client
+/// certificate. Other users of the machine can reach the port but not log in.
+const TLS_HBA: &str = "# queuebench --tls: the socket as initdb made it; TCP only with TLS and the run's client certificate\n\
+local all all trust\n\
+hostssl all all 127.0.0.1/32 cert\n\
+hostssl all all ::1/128 cert\n";
 
 /// Clusters alive in this process, for the second-Ctrl-C emergency exit.
 static LIVE: Mutex<Vec<(i32, PathBuf)>> = Mutex::new(Vec::new());
@@ -99,6 +112,7 @@ impl Cluster {
             settings.push(("ssl".into(), "on".into()));
             settings.push(("ssl_cert_file".into(), files.cert.display().to_string()));
             settings.push(("ssl_key_file".into(), files.key.display().to_string()));
+            settings.push(("ssl_ca_file".into(), files.ca.display().to_string()));
             (free_port(&dir)?, Some(files))
         } else {
             (PORT, None)
@@ -113,6 +127,10 @@ impl Cluster {
         });
         let cluster = Cluster { dir, bindir, postmaster, keep, tls: files };
         cluster.initdb(owner)?;
+        if cluster.tls.is_some() {
+            let hba = cluster.data_dir().join("pg_hba.conf");
+            std::fs::write(&hba, TLS_HBA).map_err(|e| Error::io(Access::Write, &hba, e))?;
+        }
         cluster.postmaster.spawn()?;
         Ok(cluster)
     }
@@ -331,8 +349,18 @@ fn write_tls_files(dir: &Path, owner: Option<(u32, u32)>) -> Result<TlsFiles> {
     let mut server = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).map_err(failed)?;
     server.distinguished_name.push(DnType::CommonName, "localhost");
     let server_cert = server.signed_by(&server_key, &issuer).map_err(failed)?;
-    let files = TlsFiles { ca: dir.join("ca.crt"), cert: dir.join("server.crt"), key: dir.join("server.key") };
-    let write = |path: &Path, text: &str, mode: u32| -> Result<()> {
+    let client_key = KeyPair::generate().map_err(failed)?;
+    let mut client = CertificateParams::new(Vec::<String>::new()).map_err(failed)?;
+    client.distinguished_name.push(DnType::CommonName, "postgres");
+    let client_cert = client.signed_by(&client_key, &issuer).map_err(failed)?;
+    let files = TlsFiles {
+        ca: dir.join("ca.crt"),
+        cert: dir.join("server.crt"),
+        key: dir.join("server.key"),
+        client_cert: dir.join("client.crt"),
+        client_key: dir.join("client.key"),
+    };
+    let write = |path: &Path, text: &str, mode: u32, owner: Option<(u32, u32)>| -> Result<()> {
         use std::io::Write;
         let mut f = std::fs::OpenOptions::new()
             .write(true)
@@ -346,9 +374,12 @@ fn write_tls_files(dir: &Path, owner: Option<(u32, u32)>) -> Result<TlsFiles> {
         }
         Ok(())
     };
-    write(&files.ca, &ca_cert.pem(), 0o644)?;
-    write(&files.cert, &server_cert.pem(), 0o644)?;
-    write(&files.key, &server_key.serialize_pem(), 0o600)?;
+    write(&files.ca, &ca_cert.pem(), 0o644, owner)?;
+    write(&files.cert, &server_cert.pem(), 0o644, owner)?;
+    write(&files.key, &server_key.serialize_pem(), 0o600, owner)?;
+    // The client's key stays the harness's: its workers and clients present it, the server never reads it.
+    write(&files.client_cert, &client_cert.pem(), 0o644, None)?;
+    write(&files.client_key, &client_key.serialize_pem(), 0o600, None)?;
     Ok(files)
 }
 

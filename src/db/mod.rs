@@ -197,7 +197,8 @@ impl Database {
         let tls = match cluster.tls_files() {
             Some(files) => {
                 config.host("localhost").port(cluster.port());
-                tls::Tls::own_ca(files.ca.clone()).map_err(|setting| Error::TlsSetting { setting })?
+                tls::Tls::own_ca(files.ca.clone(), files.client_cert.clone(), files.client_key.clone())
+                    .map_err(|setting| Error::TlsSetting { setting })?
             }
             None => {
                 config.host_path(cluster.socket_dir()).port(cluster.port());

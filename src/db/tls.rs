@@ -334,12 +334,13 @@ impl Tls {
         Ok(tls)
     }
 
-    /// The ephemeral cluster's TLS (`--tls`): verify-full against its own CA.
-    pub fn own_ca(ca: PathBuf) -> Result<Tls, TlsSetting> {
+    /// The ephemeral cluster's TLS (`--tls`): verify-full against its own CA, and the run's
+    /// client certificate, the only way in over TCP (`db::ephemeral::TlsFiles`).
+    pub fn own_ca(ca: PathBuf, client_cert: PathBuf, client_key: PathBuf) -> Result<Tls, TlsSetting> {
         let mut tls = Tls {
             mode: SslMode::VerifyFull,
             root: Some((ca, Source::Cluster)),
-            client: None,
+            client: Some((client_cert, client_key)),
             checks: Checks::ChainAndName,
             given: true,
             connector: None,
