@@ -60,7 +60,7 @@ impl Pooled {
             got = acquire_within(&self.pool, Self::acquire_limit(cx)) => got,
             _ = cx.sh.stop.cancelled() => return Err(Halt::Stopped),
         };
-        cx.stats.record(Latency::Acquire, since_start(cx, t), t.elapsed().as_micros() as u64);
+        cx.stats.record(Latency::Acquire, cx.since_start(t), t.elapsed().as_micros() as u64);
         got.map_err(|e| Self::note(cx, &e))
     }
 
@@ -76,7 +76,7 @@ impl Pooled {
         let rows = sqlx::query_with(AssertSqlSafe(st.sql.as_str()), args(st, v)).fetch_all(&mut *conn).await;
         let took = t.elapsed().as_micros() as u64;
         drop(conn);
-        rows.map(|r| (r, since_start(cx, t), took)).map_err(|e| Self::note(cx, &e))
+        rows.map(|r| (r, cx.since_start(t), took)).map_err(|e| Self::note(cx, &e))
     }
 
     /// A claimed row as a job, by the adapter's column names.
@@ -99,11 +99,6 @@ impl Pooled {
             class: class.and_then(|q| plan.load.classes.iter().position(|c| c.name == q)).map_or(0, |c| c as u16 + 1),
         })
     }
-}
-
-/// µs since the run's start of `t`.
-fn since_start(cx: &Ctx<'_>, t: Instant) -> u64 {
-    t.saturating_duration_since(cx.sh.faults.start).as_micros() as u64
 }
 
 /// The parameters of `st`, encoded from the round's values.
@@ -184,7 +179,7 @@ impl Transport for Pooled {
         let took_us = t.elapsed().as_micros() as u64;
         drop(conn);
         let done = done.map_err(|e| Self::note(cx, &e))?;
-        Ok(Sent { accepted: done.rows_affected() > 0, t_us: since_start(cx, t), took_us })
+        Ok(Sent { accepted: done.rows_affected() > 0, t_us: cx.since_start(t), took_us })
     }
 
     async fn anything_left(&mut self, cx: &mut Ctx<'_>, v: &Values<'_>) -> Result<bool, Halt<Cut>> {

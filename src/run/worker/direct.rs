@@ -106,11 +106,6 @@ impl Direct {
     }
 }
 
-/// µs since the run's start of `t`.
-fn since_start(cx: &Ctx<'_>, t: Instant) -> u64 {
-    t.saturating_duration_since(cx.sh.faults.start).as_micros() as u64
-}
-
 impl Transport for Direct {
     type Error = tokio_postgres::Error;
 
@@ -132,7 +127,7 @@ impl Transport for Direct {
                 let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
                 if ids.is_empty() {
                     let took_us = t0.elapsed().as_micros() as u64;
-                    return Ok(Claim { jobs: Vec::new(), t0_us: since_start(cx, t0), took_us });
+                    return Ok(Claim { jobs: Vec::new(), t0_us: cx.since_start(t0), took_us });
                 }
                 ids
             }
@@ -142,7 +137,7 @@ impl Transport for Direct {
         let rows = steps::rows(&conn.client, &conn.claim, &v, in_tx).await?;
         let took_us = t0.elapsed().as_micros() as u64;
         let jobs = self.jobs(cx, &rows)?;
-        Ok(Claim { jobs, t0_us: since_start(cx, t0), took_us })
+        Ok(Claim { jobs, t0_us: cx.since_start(t0), took_us })
     }
 
     async fn write(
@@ -162,7 +157,7 @@ impl Transport for Direct {
         };
         let sent = Instant::now();
         let accepted = steps::write(&conn.client, step, v, in_tx).await?;
-        Ok(Sent { accepted, t_us: since_start(cx, sent), took_us: sent.elapsed().as_micros() as u64 })
+        Ok(Sent { accepted, t_us: cx.since_start(sent), took_us: sent.elapsed().as_micros() as u64 })
     }
 
     async fn anything_left(&mut self, _cx: &mut Ctx<'_>, v: &Values<'_>) -> Result<bool, Halt<Self::Error>> {

@@ -69,6 +69,11 @@ impl<'a> Ctx<'a> {
         self.sh.faults.start.elapsed().as_micros() as u64
     }
 
+    /// µs from the run's start to `t` (when a statement was sent).
+    pub fn since_start(&self, t: std::time::Instant) -> u64 {
+        t.saturating_duration_since(self.sh.faults.start).as_micros() as u64
+    }
+
     /// The values for one statement of this worker (not tied to `self`'s borrow, so the
     /// transport can take `&mut self` beside them).
     pub fn values(&self, job: Option<&'a Claimed>, backoff_secs: f64, error: &'a str) -> Values<'a> {
