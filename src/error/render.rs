@@ -1,0 +1,152 @@
+//! The words of the larger errors (`Error`'s messages): a scenario's place, a path's access,
+//! a baseline's and a target's problems, what is missing from the machine.
+
+use super::{Access, BaselineProblem, Missing, Unfit, shown};
+use std::path::Path;
+
+pub(super) fn scenario(file: &Path, line: Option<usize>, key: &str, via_set: Option<&str>, reason: &str) -> String {
+    let file = file.display();
+    match (via_set, line) {
+        (Some(set), _) => format!("{file}: --set {}: {reason}", shown(set)),
+        (None, Some(line)) => format!("{file}:{line}: {key}: {reason}"),
+        (None, None) => format!("{file}: {key}: {reason}"),
+    }
+}
+
+pub(super) fn with_sets(sets: &[String]) -> String {
+    if sets.is_empty() {
+        String::new()
+    } else {
+        format!(" with --set {}", sets.iter().map(|s| shown(s)).collect::<Vec<_>>().join(" --set "))
+    }
+}
+
+pub(super) fn access(action: &Access, path: &Path, cause: Option<&str>) -> String {
+    let p = path.display();
+    let head = match action {
+        Access::Read => format!("cannot read {p}"),
+        Access::ReadScenario => format!("cannot read scenario {p}"),
+        Access::Create => format!("cannot create {p}"),
+        Access::Write => format!("cannot write {p}"),
+        Access::RenameTo(to) => format!("cannot rename {p} to {}", to.display()),
+        Access::CreateSweepFolder => format!("cannot create the sweep folder {p}"),
+        Access::CreateResultsFolder => format!("cannot create the results folder {p}"),
+        Access::WriteInResultsFolder => format!("cannot write in the results folder {p}"),
+        Access::CreateDirectoryIn => format!("cannot create a directory in {p}"),
+        Access::CreateUniqueDirectoryIn => format!("cannot create a unique directory in {p}"),
+        Access::Prepare => format!("cannot prepare {p}"),
+        Access::Run => format!("cannot run {p}"),
+        Access::Start => format!("cannot start {p}"),
+        Access::WriteChartInto => format!("cannot write the chart into {p}"),
+        Access::Replace => format!("{p} was not written"),
+        Access::OpenStepSummary => format!("cannot open $GITHUB_STEP_SUMMARY ({p})"),
+        Access::WriteStepSummary => "cannot write $GITHUB_STEP_SUMMARY".to_string(),
+        Access::WriteLog => format!("cannot write the --log file {p}"),
+    };
+    let hint = match action {
+        Access::CreateResultsFolder | Access::WriteInResultsFolder => "; pick a writable place with --out DIR",
+        _ => "",
+    };
+    match cause {
+        Some(cause) => format!("{head}: {cause}{hint}"),
+        None => format!("{head}{hint}"),
+    }
+}
+
+pub(super) fn baseline(name: &str, problem: &BaselineProblem) -> String {
+    match problem {
+        BaselineProblem::BadName => {
+            format!("baseline name `{}`: use letters, digits, -, _ and . (e.g. main or v1.2)", shown(name))
+        }
+        BaselineProblem::Missing { scenario, file } => format!(
+            "no baseline `{name}` for scenario `{scenario}` ({} does not exist); save one with --save-baseline {name}",
+            file.display()
+        ),
+        BaselineProblem::Empty { dir } => format!("baseline `{name}` in {} holds no scenario", dir.display()),
+        BaselineProblem::Several { files } => format!(
+            "baseline `{name}` holds several scenarios; name one file: {}",
+            files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ")
+        ),
+        BaselineProblem::Unknown { dir } => format!(
+            "`{name}` is neither a summary.json, a run folder, a baseline file nor a baseline name in {}",
+            dir.display()
+        ),
+    }
+}
+
+pub(super) fn unfit(target: &str, problem: &Unfit) -> String {
+    match problem {
+        Unfit::Remote => format!(
+            "{target} is not on this machine: queuebench creates a schema there, loads it with jobs and drives \
+             it hard. If that is what you want, add --yes"
+        ),
+        Unfit::RefusedSetting { refusal } => format!(
+            "[postgres.settings]: PostgreSQL refused a setting: {refusal}. Fix it in the \
+             scenario (memory units: B, kB, MB, GB, TB; time units: us, ms, s, min, h, d); the cluster \
+             was removed"
+        ),
+        Unfit::SchemaExists { schema } => {
+            // Suggest dropping it only when the name says it is a leftover of ours.
+            let leftover = if schema.starts_with("queuebench_") {
+                format!(", drop it if it is left over from an earlier run (DROP SCHEMA {schema} CASCADE)")
+            } else {
+                String::new()
+            };
+            format!(
+                "schema {schema} already exists in {target}; queuebench never adopts a schema it did not create. \
+                 Pick another --schema{leftover}, or add --reuse to reinstall only queuebench's tables (jobs, \
+                 effects, business_rows) in it"
+            )
+        }
+        Unfit::ForeignObject { schema, object } => format!(
+            "--reuse: schema {schema} has an object named {object} that queuebench did not create; it is left \
+             alone and nothing was changed. Use another --schema"
+        ),
+        Unfit::TooFewConnections { workers, need, slots, own_server } => {
+            let fix = if *own_server {
+                "or raise [postgres.settings] max_connections"
+            } else {
+                "or raise the server's max_connections (or wait for its other clients to finish)"
+            };
+            format!(
+                "{workers} workers need {need} connections (with the side connections: producers, sampler, reaper, \
+                 faults, blockers, vacuum steps, probe, setup) but {target} has only {slots} free (max_connections \
+                 minus superuser_reserved_connections minus other clients' connections); lower workers.count {fix}. \
+                 Nothing was created"
+            )
+        }
+        Unfit::RestartNeedsEphemeral { file } => format!(
+            "{}: [[faults]] kind = \"postgres_restart\" stops and starts the server, which queuebench does only to \
+             its own ephemeral cluster, never to a server given by {target}. Run it with --postgres ephemeral \
+             (the default without --database-url), or remove the fault",
+            file.display()
+        ),
+        Unfit::MaxConnectionsTooLow { file, setting, workers, need } => format!(
+            "{}: [postgres.settings] max_connections = {setting} but {workers} workers need {need} connections \
+             with the side connections and reserved slots; raise it to at least {need}, leave it out (queuebench \
+             sizes it), or lower workers.count. Nothing was started",
+            file.display()
+        ),
+    }
+}
+
+pub(super) fn missing(what: &Missing) -> String {
+    match what {
+        Missing::PostgresUser => "running as root, and initdb refuses root; there is no `postgres` system user to \
+                                  run the cluster as. Create one (useradd --system postgres), run queuebench as a \
+                                  normal user, or pass --database-url"
+            .to_string(),
+        Missing::BinDir(dir) => format!(
+            "QUEUEBENCH_PG_BINDIR={} has no initdb and postgres: point it at PostgreSQL's bin directory \
+             (`pg_config --bindir` prints it), unset it to search PATH, or pass --database-url \
+             postgres://user@host/db to use a running server",
+            dir.display()
+        ),
+        Missing::ServerBinaries => "no PostgreSQL server binaries (initdb and postgres) found via pg_config \
+                                    --bindir, PATH or /usr/lib/postgresql/*/bin, so queuebench cannot start its \
+                                    own cluster. Install the server (Debian/Ubuntu: apt-get install postgresql), \
+                                    set QUEUEBENCH_PG_BINDIR to the directory holding initdb, or point queuebench at \
+                                    a running server with --database-url postgres://user@host/db"
+            .to_string(),
+    }
+}
