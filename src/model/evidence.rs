@@ -27,6 +27,11 @@ pub struct SavedEvidence {
     pub blockers: Vec<BlockerSpan>,
     /// When the server went down for each restart, µs after the start.
     pub restarts: Vec<u64>,
+    /// When it accepted connections again after each restart, in the same order (`u64::MAX`:
+    /// never); empty in evidence from before it was recorded. A connection open at any moment
+    /// between the two may have been cut.
+    #[serde(default)]
+    pub restarts_up: Vec<u64>,
     /// Why those restarts cannot test durability (`fsync = off`), if so.
     pub durability_untestable: Option<String>,
     pub starvation_threshold_us: u64,

@@ -105,12 +105,20 @@ fn explained(e: &Evidence, events: &[Event], claims: &[ClaimSpan], w: &Event, to
     // The holder's lease had run out (or its own earlier completion or failure gave the job back).
     let expired = answer + tolerance >= own.lease_end_us;
     let cancelled = e.faults.iter().any(|f| f.kind == "cancel" && f.job == Some(w.job) && f.t_us <= answer);
+    // A restart cuts every connection open between the stop (its time) and the server's return:
+    // a claim sent while the server was still going down was answered, its write's may not be.
+    // Evidence from before the return was recorded knows only the stop.
+    let restart_cut = |(i, &down): (usize, &u64)| match e.restarts_up.get(i) {
+        Some(&up) => down <= answer && own.sent_us <= up,
+        None => down >= own.sent_us && down <= answer,
+    };
     let cut_off = e.faults.iter().any(|f| {
         CONNECTION_LOSS.contains(&f.kind)
+            && f.kind != "postgres_restart"
             && (f.kind != "kill_backend" || f.worker.is_none_or(|x| x == w.worker))
             && f.t_us >= own.sent_us
             && f.t_us <= answer
-    }) || e.restarts.iter().any(|&t| t >= own.sent_us && t <= answer);
+    }) || e.restarts.iter().enumerate().any(restart_cut);
     competing || finished_by_another || expired || cancelled || cut_off
 }
 

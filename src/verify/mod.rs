@@ -50,6 +50,8 @@ pub struct Evidence<'a> {
     pub blockers: &'a [BlockerSpan],
     /// When the server went down for each restart (`postgres_restart`), µs after the start.
     pub restarts: &'a [u64],
+    /// When the server was back after each restart (`model::evidence::SavedEvidence::restarts_up`).
+    pub restarts_up: &'a [u64],
     /// Why those restarts cannot test durability (`fsync = off`), if so.
     pub durability_untestable: Option<String>,
     /// A run across agents: the largest clock error bound among them, µs (0: one clock).
@@ -96,6 +98,7 @@ impl<'a> Evidence<'a> {
             },
             blockers: &saved.blockers,
             restarts: &saved.restarts,
+            restarts_up: &saved.restarts_up,
             durability_untestable: saved.durability_untestable.clone(),
             clock_us: saved.clock_bound_us,
             stopped_us: saved.stopped_us,
@@ -251,6 +254,7 @@ mod tests {
             classes: &[],
             starvation: starvation::Rule { threshold: Duration::from_secs(10), load_end: Duration::ZERO },
             restarts: &[],
+            restarts_up: &[],
             durability_untestable: None,
             clock_us: 0,
             stopped_us: None,
