@@ -167,12 +167,18 @@ fn long_run(schema: &str, out: &Path, tmp: &Path) -> Child {
         .env_remove("DATABASE_URL")
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    let child = cmd.spawn().unwrap();
-    let until = Instant::now() + Duration::from_secs(30);
+    let mut child = cmd.spawn().unwrap();
+    // Bounded by progress: the run starts a cluster, runs the library's migrations and starts
+    // Node four times, which on a loaded 2-core machine took over 30 s; it ends early only if
+    // the run itself ends.
+    let until = Instant::now() + Duration::from_secs(120);
     while workers_of(schema).len() < 4 && Instant::now() < until {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("the run ended before its 4 workers started: {status}");
+        }
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert!(workers_of(schema).len() >= 4, "the run's 4 workers started");
+    assert!(workers_of(schema).len() >= 4, "the run's 4 workers started within 120 s");
     std::thread::sleep(Duration::from_secs(1));
     child
 }
