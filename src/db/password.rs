@@ -130,7 +130,8 @@ fn url(config: &Config, with_password: bool) -> String {
     url
 }
 
-fn encode(s: &str) -> String {
+/// A URL component percent-encoded (unreserved characters and `/` kept); also `db::tls`'s.
+pub(super) fn encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => (b as char).to_string(),

@@ -202,15 +202,6 @@ pub fn split(url: &str) -> Split {
     Split { rest: kept.join(" "), params }
 }
 
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 fn decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -367,7 +358,8 @@ impl Tls {
         if !self.given {
             return url;
         }
-        let params: Vec<String> = self.url_params().into_iter().map(|(k, v)| format!("{k}={}", encode(&v))).collect();
+        let params: Vec<String> =
+            self.url_params().into_iter().map(|(k, v)| format!("{k}={}", super::password::encode(&v))).collect();
         let sep = if url.contains('?') { '&' } else { '?' };
         format!("{url}{sep}{}", params.join("&"))
     }
