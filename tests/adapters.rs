@@ -7,7 +7,7 @@
 //! - `validate` prepares the SQL: a syntax error is exit 2 naming the statement;
 //! - a custom strategy's default fail and heartbeat never need a column its claim lacks.
 
-mod common;
+use crate::common;
 use common::queuebench;
 
 fn write(dir: &std::path::Path, name: &str, text: &str) -> String {

@@ -2,7 +2,7 @@
 //! `--agents` with `queuebench agent` processes joining through a real database, an agent
 //! SIGKILLed mid-run, one that never arrives, and the bad input.
 
-mod common;
+use crate::common;
 
 use common::pg::ScratchDb;
 use common::{bin, queuebench};

@@ -3,7 +3,7 @@
 //! cluster directory or postgres process, no schema in a URL-mode database).
 //! Validation errors are caught before PostgreSQL starts, so these are fast.
 
-mod common;
+use crate::common;
 use common::pg::ScratchDb;
 use common::{queuebench, queuebench_env, repo};
 

@@ -5,7 +5,7 @@
 //! blaming `run.history = false` for a deleted history, and refusals leaving empty folders.
 //! (`clean`'s look-alike schemas: tests/clean.rs.)
 
-mod common;
+use crate::common;
 use common::pg::ScratchDb;
 use common::{bin, queuebench, repo};
 use std::path::Path;

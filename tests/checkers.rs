@@ -3,7 +3,7 @@
 //! its known answer (asserted against both the reference and `queuebench::verify::verify`), and a
 //! seeded property test that the two agree on thousands of random histories.
 //!
-//! Replay one generated history: `CHECKERS_SEED=<seed> cargo test --test checkers property -- --nocapture`
+//! Replay one generated history: `CHECKERS_SEED=<seed> cargo test --test suite checkers::property -- --nocapture`
 //! (prints the history and both answers). More histories: `CHECKERS_CASES=<n>`.
 
 use queuebench::collect::EventKind::{self, *};
@@ -1672,7 +1672,7 @@ fn property_the_reference_and_verify_agree_on_random_histories() {
         let first: Vec<u64> = mismatches.iter().map(|m| m.0).take(20).collect();
         panic!(
             "{} of {} histories: the reference and verify disagree (first seeds {first:?}).\n\
-             seed {seed} (reference vs verify):\n{diff}{}\nreplay: CHECKERS_SEED={seed} cargo test --test checkers property -- --nocapture",
+             seed {seed} (reference vs verify):\n{diff}{}\nreplay: CHECKERS_SEED={seed} cargo test --test suite checkers::property -- --nocapture",
             mismatches.len(),
             seeds.len(),
             h.show()

@@ -4,7 +4,7 @@
 //! folder and schema, and anything not queuebench's, are left alone. Runs point to `clean`
 //! when they find leftovers.
 
-mod common;
+use crate::common;
 use common::pg::{ScratchDb, signal, spawn_watched, wait_for_progress};
 use common::{bin, repo};
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //! leaves no process behind; and no worker outlives queuebench, whether it is stopped with
 //! SIGTERM or killed with SIGKILL (PR_SET_PDEATHSIG).
 
-mod common;
+use crate::common;
 use common::pg::rand_u32;
 use common::{bin, queuebench, repo};
 use std::path::Path;

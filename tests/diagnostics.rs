@@ -1,6 +1,6 @@
 //! Which build made a result, and what the harness says about itself when asked (`RUST_LOG`).
 
-mod common;
+use crate::common;
 use common::{bin, repo};
 
 /// `queuebench --version`: the version and the commit of this checkout (the tests run from it).

@@ -2,7 +2,7 @@
 //! `docker` feature) it fails at once, starting nothing, and names the other
 //! two modes; with the feature and an engine, a real run in a container.
 
-mod common;
+use crate::common;
 use common::{queuebench, repo};
 
 /// The engine the harness would find, if any (same rule as `db::docker::engine_socket`).

@@ -1,6 +1,6 @@
 //! Bad input gets a clear error, the documented exit code, and creates nothing.
 
-mod common;
+use crate::common;
 use common::{queuebench, repo};
 
 fn write(text: &str) -> (tempfile::TempDir, String) {

@@ -1,7 +1,7 @@
 //! Every fault kind and every fencing mode against a real PostgreSQL, with
 //! the checker counts asserted from summary.json.
 
-mod common;
+use crate::common;
 use common::{queuebench, repo};
 
 fn run(name: &str, sets: &[&str]) -> common::Run {

@@ -4,7 +4,7 @@
 //! out of range, values 100,000 characters long). Each row of docs/safety.md's table these
 //! cover names this file. None of them starts PostgreSQL.
 
-mod common;
+use crate::common;
 use common::bin;
 use std::path::Path;
 

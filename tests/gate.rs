@@ -4,7 +4,7 @@
 //! (200 ms of work per job). Directions only, with wide margins: a 0 ms job
 //! burn-down runs at hundreds of jobs/s here, 8 workers × 200 ms cap at 40.
 
-mod common;
+use crate::common;
 
 use common::{Run, queuebench, repo};
 

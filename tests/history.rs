@@ -3,7 +3,7 @@
 //! claim's race into a reproduction every time and finds none in SKIP LOCKED, report.html draws
 //! the example jobs, and the files match their schemas.
 
-mod common;
+use crate::common;
 
 use common::{bin, queuebench, repo};
 use flate2::read::GzDecoder;

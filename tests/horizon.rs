@@ -2,7 +2,7 @@
 //! tuples are not removable while a blocker holds the horizon, and are
 //! removed (or vacuumed away by autovacuum) after it ends.
 
-mod common;
+use crate::common;
 use common::{queuebench, repo};
 
 #[test]

@@ -3,7 +3,7 @@
 //! far fewer idle queries than a fixed 5 ms poll, and a NOTIFY sent in a
 //! rolled-back transaction never arrives (the run's own probe).
 
-mod common;
+use crate::common;
 use common::{queuebench, repo};
 
 /// A shorter load than the shipped files: 3 s at 2 jobs/s, 4 s idle, 2 s at 2 jobs/s.

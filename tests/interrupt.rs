@@ -4,7 +4,7 @@
 //! cluster killed and removed), SIGKILL (the harness cannot clean up: the
 //! postmaster dies by PR_SET_PDEATHSIG, the next start names the dir, `clean` removes it).
 
-mod common;
+use crate::common;
 use common::pg::{all_stderr, signal, spawn_watched, wait_for_progress};
 use common::{bin, postgres_processes_under, repo};
 use std::path::Path;

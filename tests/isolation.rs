@@ -4,7 +4,7 @@
 //! and an interrupted run, everything outside queuebench's schema is exactly
 //! as before (row checksums included) and queuebench's schema is gone.
 
-mod common;
+use crate::common;
 use common::pg::{ScratchDb, psql, signal, spawn_watched, wait_for_progress};
 use common::{bin, queuebench};
 

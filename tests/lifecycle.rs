@@ -1,7 +1,7 @@
 //! The database lifecycle: URL mode drops only its own schema; Ctrl-C writes
 //! the evidence and leaves no cluster behind; `sql` prints what will run.
 
-mod common;
+use crate::common;
 use common::{bin, postgres_processes_under, queuebench, repo};
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! The liveness checks against a real PostgreSQL: a queue that stops finishing jobs fails the
 //! run (exit 1) and names the check, and the same load on a correct queue passes (exit 0).
 
-mod common;
+use crate::common;
 use common::{queuebench, repo};
 use serde_json::Value;
 

@@ -4,7 +4,7 @@
 //! refusal instead and says so. The tests here run one at a time (they share the machine's
 //! interface list) and each checks that no namespace of its run is left.
 
-mod common;
+use crate::common;
 
 use common::{queuebench, repo};
 use serde_json::Value;

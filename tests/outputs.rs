@@ -4,7 +4,7 @@
 //! verdict is still printed and the exit code is the verdict's (or 3 when summary.json itself
 //! could not be written).
 
-mod common;
+use crate::common;
 use common::{bin, repo};
 use std::path::Path;
 use std::process::Output;

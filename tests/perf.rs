@@ -4,7 +4,7 @@
 //! max_connections for more workers than its old fixed 200. Timings are
 //! printed by scripts/bench.sh, never asserted here.
 
-mod common;
+use crate::common;
 use common::{queuebench, repo};
 
 #[test]

@@ -3,7 +3,7 @@
 //! latency, far above the claim statement; acquire timeouts are counted and retried without
 //! losing or duplicating a job; what the pool cannot run is refused up front (exit 2).
 
-mod common;
+use crate::common;
 use common::{queuebench, repo};
 
 const SCENARIO: &str = "scenarios/sqlx-pool-exhaustion.toml";

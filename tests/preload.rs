@@ -3,7 +3,7 @@
 //! `1..=n` (what `verify/lost.rs` counts on), none lost, none enqueued twice: for the built-in
 //! table and for an adapter's set-based preload whose ids come from its own sequence.
 
-mod common;
+use crate::common;
 use common::pg::ScratchDb;
 use common::{bin, repo};
 use std::path::Path;

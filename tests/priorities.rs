@@ -4,7 +4,7 @@
 //! two scenarios run one after the other (~35 s each): side by side on two
 //! cores each would change the other's capacity.
 
-mod common;
+use crate::common;
 use common::{queuebench, repo};
 
 fn run(name: &str) -> common::Run {

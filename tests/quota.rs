@@ -5,7 +5,7 @@
 //! scenarios run one after the other (~35 s each), like the smoke gate runs
 //! them: side by side each would change the other's capacity.
 
-mod common;
+use crate::common;
 use common::{queuebench, repo};
 
 fn run(name: &str) -> common::Run {

@@ -2,7 +2,7 @@
 //! intended-time rule, the time series, the files of a run folder, the
 //! summary's JSON Schema, and `queuebench report` rebuilding from files.
 
-mod common;
+use crate::common;
 use common::{queuebench, repo};
 use std::path::Path;
 

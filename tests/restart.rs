@@ -3,7 +3,7 @@
 //! audits, a server that stays down past `run.reconnect_timeout` (exit 3, a
 //! partial report), and the fault refused against a server that is not ours.
 
-mod common;
+use crate::common;
 use common::{queuebench, repo};
 
 fn restart(sets: &[&str]) -> common::Run {

@@ -1,7 +1,7 @@
 //! The shipped scenarios against a real, self-started PostgreSQL, with the
 //! numbers the issue asks for asserted from summary.json.
 
-mod common;
+use crate::common;
 use common::{queuebench, repo};
 
 fn scenario(name: &str) -> String {

@@ -5,7 +5,7 @@
 //! in a password file (PGPASSFILE), then wrong, then missing, then sent to a
 //! port where nothing listens.
 
-mod common;
+use crate::common;
 use common::{bin, repo};
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! `queuebench sweep` end to end against real, self-started PostgreSQL
 //! clusters: a 2 × 2 grid of small burn-downs (a second or two each).
 
-mod common;
+use crate::common;
 
 use common::bin;
 

@@ -8,7 +8,7 @@
 //! without having connected). Every run gets a HOME of its own, so libpq's default files
 //! (`~/.postgresql/root.crt`, `postgresql.crt`) of whoever runs the tests play no part.
 
-mod common;
+use crate::common;
 use common::{queuebench_env, repo};
 use std::path::Path;
 

@@ -1,0 +1,47 @@
+//! Every integration test, in one binary. Each file beside this one is a module of it: one
+//! link instead of one per file, which saves minutes and gigabytes on a cold build (CI's
+//! `.ci/run` builds from scratch). The tests still run two at a time, as before
+//! (the test harness's threads are the machine's cores).
+//!
+//! Run one file's tests: `cargo test --test suite tls::`; one test: `cargo test --test suite NAME`.
+
+mod common;
+
+mod adapters;
+mod agents;
+mod architecture;
+mod bad_input;
+mod boundary;
+mod checkers;
+mod clean;
+mod clients;
+mod diagnostics;
+mod docker;
+mod docs;
+mod errors;
+mod faults;
+mod flags;
+mod gate;
+mod history;
+mod horizon;
+mod idle;
+mod interrupt;
+mod isolation;
+mod lifecycle;
+mod liveness;
+mod netns;
+mod outputs;
+mod perf;
+mod pool;
+mod preload;
+mod priorities;
+mod quota;
+mod release;
+mod reports;
+mod restart;
+mod scenarios;
+mod scripts;
+mod secrets;
+mod sweep;
+mod tls;
+mod wording;
