@@ -32,7 +32,8 @@ CREATE TABLE effects (
   job_id  bigint      NOT NULL,
   worker  int         NOT NULL,
   attempt int         NOT NULL,
-  at      timestamptz NOT NULL DEFAULT clock_timestamp()
+  at      timestamptz NOT NULL DEFAULT clock_timestamp(),
+  batch   bigint      -- the worker's batch: one written again replaces itself
 );
 
 -- A stand-in for the application's own table: with jobs.business_row = true

@@ -95,3 +95,41 @@ fn postgres_restart_against_a_database_url_is_a_usage_error() {
     assert!(r.stderr.contains("postgres-restart.toml"), "{}", r.stderr);
     assert!(!r.out.exists(), "nothing is created");
 }
+
+/// A batch of the effects ledger whose answer a lost connection swallowed is written again
+/// (`statements::effects_again`): whether or not the first write landed, each execution ends
+/// up in the table once. Without it a restart mid-write counted a batch twice (64 rows over the
+/// journal: `effects_ledger_agrees` failed on a run whose queue did nothing wrong).
+#[test]
+fn an_effects_batch_written_again_replaces_itself() {
+    use queuebench::db::statements::{
+        ADAPTER_EFFECTS, ADAPTER_EFFECTS_INSERT, EFFECTS_INSERT, MIGRATION, effects_again, listed,
+    };
+    let db = common::pg::ScratchDb::new("effects_again");
+    db.sql(MIGRATION);
+    db.sql(ADAPTER_EFFECTS);
+    let count = |table: &str| db.sql(&format!("SELECT count(*) FROM {table}")).trim().to_string();
+    // The own table: batch 7 lands, then is written again twice (as after two lost answers).
+    db.sql(&format!(
+        "PREPARE ins(int8[], int4, int4[], int8) AS {};\
+         PREPARE again(int8[], int4, int4[], int8) AS {};\
+         EXECUTE ins('{{1,2,3}}', 1, '{{1,1,1}}', 7);\
+         EXECUTE again('{{1,2,3}}', 1, '{{1,1,1}}', 7);\
+         EXECUTE again('{{1,2,3,4}}', 1, '{{1,1,1,1}}', 7);\
+         EXECUTE ins('{{5}}', 1, '{{1}}', 8);",
+        listed(EFFECTS_INSERT),
+        effects_again(true)
+    ));
+    assert_eq!(count("effects"), "5", "jobs 1–4 once (the batch grew before its second try), job 5 once");
+    // Written again when the first write never landed: written once.
+    db.sql(&format!(
+        "PREPARE a_again(text[], int8[], text, int4[], int8) AS {};\
+         EXECUTE a_again('{{a,b}}', '{{1,2}}', 'w1', '{{1,1}}', 9);\
+         PREPARE a_ins(text[], int8[], text, int4[], int8) AS {};\
+         EXECUTE a_ins('{{c}}', '{{3}}', 'w1', '{{1}}', 10);\
+         EXECUTE a_again('{{a,b}}', '{{1,2}}', 'w1', '{{1,1}}', 9);",
+        effects_again(false),
+        listed(ADAPTER_EFFECTS_INSERT)
+    ));
+    assert_eq!(count("queuebench_effects"), "3");
+}

@@ -12,6 +12,15 @@ pub const ADAPTER_EFFECTS: &str = include_str!("sql/adapter_effects.sql");
 pub const ADAPTER_EFFECTS_INSERT: &str = include_str!("sql/adapter_effects_insert.sql");
 /// A worker's batch of executions into the effects table (the second witness).
 pub const EFFECTS_INSERT: &str = include_str!("sql/effects_insert.sql");
+/// A batch written again after a lost connection left its first write's outcome unknown: its
+/// rows, if they landed, are deleted in the same statement that writes them anew, so the
+/// ledger counts each execution once whatever the first write did (the batch's parameter is
+/// the insert's last).
+pub fn effects_again(own_table: bool) -> String {
+    let (table, insert, batch) =
+        if own_table { ("effects", EFFECTS_INSERT, 4) } else { ("queuebench_effects", ADAPTER_EFFECTS_INSERT, 5) };
+    format!("WITH gone AS (DELETE FROM {table} WHERE batch = ${batch}::int8)\n{}", listed(insert))
+}
 /// The application's own row, enqueued beside a job (`jobs.business_row`).
 pub const BUSINESS_ROW: &str = include_str!("sql/business_row.sql");
 /// The sampler: the queue table's statistics and sizes ($1: its name), horizon and waits.

@@ -355,6 +355,15 @@ fn done_at_end(e: &Evidence, events: &[Event], job: i64) -> bool {
     }
 }
 
+/// The job ended dead with its whole attempt budget spent: the queue judged it, as it should
+/// when faults took every attempt (a job dead before its budget is spent is not excused here).
+fn dead_with_budget_spent(e: &Evidence, job: i64) -> bool {
+    e.final_jobs.binary_search_by_key(&job, |r| r.id).is_ok_and(|i| {
+        let r = &e.final_jobs[i];
+        r.status == Status::Dead && r.max_attempts > 0 && r.attempts >= r.max_attempts
+    })
+}
+
 /// `faults_recovered`.
 fn faults_recovered(e: &Evidence, per_job: &[&[Event]]) -> Option<CheckResult> {
     let total = hits(e.faults).count() as u64;
@@ -367,9 +376,11 @@ fn faults_recovered(e: &Evidence, per_job: &[&[Event]]) -> Option<CheckResult> {
     for (f, job) in hits(e.faults) {
         let events = events_of(per_job, job);
         // Back and judged: a completion, or a failure of its own, accepted after the fault; or
-        // it failed on its own at some point (its budget went on its failures too).
+        // it failed on its own at some point (its budget went on its failures too); or the
+        // faults spent its whole budget and the queue marked it dead.
         let failed_too = events.iter().any(|x| x.kind == EventKind::FailAccepted);
-        if recovery::recovered_after(f, events).is_some() || failed_too || done_at_end(e, events, job) {
+        let judged = done_at_end(e, events, job) || dead_with_budget_spent(e, job);
+        if recovery::recovered_after(f, events).is_some() || failed_too || judged {
             continue;
         }
         if too_late(f) {
@@ -592,6 +603,11 @@ mod tests {
             ev(2 * S, 5, 2, 2, Claimed),
             ev(2 * S + 10, 5, 2, 2, Executed),
             ev(2 * S + 20, 5, 2, 2, FailAccepted),
+            // Job 6: crashed on each of its 3 attempts, then dead: the faults spent its budget
+            // and the queue judged it (job 3 is dead with 4 of its 5 attempts left: counted).
+            ev(0, 6, 1, 1, Claimed),
+            ev(2 * S, 6, 2, 2, Claimed),
+            ev(4 * S, 6, 3, 3, Claimed),
         ];
         let faults = [
             crash(1, 1, 1),
@@ -601,6 +617,9 @@ mod tests {
             crash(4 * S + 1, 3, 3),
             crash(9 * S + 1, 1, 4),
             crash(1, 1, 5),
+            crash(1, 1, 6),
+            crash(2 * S + 1, 2, 6),
+            crash(4 * S + 1, 3, 6),
         ];
         let jobs = [
             row(1, Status::Done),
@@ -608,8 +627,9 @@ mod tests {
             row(3, Status::Dead),
             row(4, Status::Queued),
             row(5, Status::Dead),
+            JobRow { id: 6, status: Status::Dead, attempts: 3, max_attempts: 3, lease_expired: false },
         ];
-        let mut e = evidence(&journal, &jobs, 5, None);
+        let mut e = evidence(&journal, &jobs, 6, None);
         e.faults = &faults;
         let checks = run(&e);
         let f = get(&checks, "faults_recovered");

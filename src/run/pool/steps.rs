@@ -7,7 +7,10 @@ use crate::adapter::Statement;
 use crate::adapter::keys::Key;
 use crate::adapter::params::Constant;
 use crate::collect::Latency;
-use crate::db::statements::EFFECTS_INSERT;
+use crate::db::statements::{self, EFFECTS_INSERT};
+
+/// The effects insert written again in place of itself (`statements::effects_again`).
+static EFFECTS_AGAIN: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| statements::effects_again(true));
 use crate::run::values::{Claimed, Value, Values};
 use crate::run::worker::WorkerFailure;
 use crate::run::worker::transport::{Claim, Ctx, Effects, Halt, Sent, Transport, Write};
@@ -208,10 +211,14 @@ impl Transport for Pooled {
         };
         // A failed flush is counted and kept for the next one: the round goes on.
         let Ok(mut conn) = got.map_err(|err| Self::note(cx, &err)) else { return Ok(()) };
-        let q = sqlx::query(EFFECTS_INSERT).bind(&e.ids).bind(cx.id as i32).bind(&e.attempts);
+        let batch = e.name_batch(cx.id);
+        let sql = if e.again { EFFECTS_AGAIN.as_str() } else { EFFECTS_INSERT };
+        let q = sqlx::query(sql).bind(&e.ids).bind(cx.id as i32).bind(&e.attempts).bind(batch);
         match q.execute(&mut *conn).await {
             Ok(_) => e.clear(),
             Err(err) => {
+                // It may have landed all the same: the next write replaces it.
+                e.again = true;
                 drop(conn);
                 let _ = Self::note(cx, &err);
             }

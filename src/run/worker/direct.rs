@@ -6,6 +6,7 @@
 use super::WorkerFailure;
 use super::transport::{Claim, Ctx, Effects, Halt, Sent, Transport, Write};
 use crate::adapter::keys::Key;
+use crate::db::statements;
 use crate::run::conn::Conn;
 use crate::run::steps;
 use crate::run::values::{Claimed, Values};
@@ -13,6 +14,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_postgres::Notification;
+use tokio_postgres::types::ToSql;
 
 pub(crate) struct Direct {
     conn: Option<Conn>,
@@ -174,12 +176,23 @@ impl Transport for Direct {
         let conn = self.conn();
         // The ids and attempts are the journal's numbers: one array each.
         tracing::trace!(worker = %cx.name, ids = ?e.ids, attempts = ?e.attempts, "statement: the effects insert");
-        if cx.sh.plan.adapter.own_table() {
-            let worker = cx.id as i32;
-            conn.client.execute(&conn.effects, &[&e.ids, &worker, &e.attempts]).await?;
+        let own = cx.sh.plan.adapter.own_table();
+        let batch = e.name_batch(cx.id);
+        let again = e.again.then(|| statements::effects_again(own));
+        let worker = cx.id as i32;
+        let params: &[&(dyn ToSql + Sync)] = if own {
+            &[&e.ids, &worker, &e.attempts, &batch]
         } else {
-            conn.client.execute(&conn.effects, &[&e.keys, &e.ids, &cx.name, &e.attempts]).await?;
+            &[&e.keys, &e.ids, &cx.name, &e.attempts, &batch]
+        };
+        let written = match &again {
+            Some(sql) => conn.client.execute(sql.as_str(), params).await,
+            None => conn.client.execute(&conn.effects, params).await,
+        };
+        if written.is_err() {
+            e.again = true;
         }
+        written?;
         e.clear();
         Ok(())
     }

@@ -101,6 +101,11 @@ pub struct Effects {
     pub ids: Vec<i64>,
     pub attempts: Vec<i32>,
     pub keys: Vec<String>,
+    /// The pending batch's name once a write of it was tried (0: none tried yet).
+    pub batch: i64,
+    /// A write of this batch failed, so it may have landed: write it again in place of itself.
+    pub again: bool,
+    sent: i64,
 }
 
 impl Effects {
@@ -116,6 +121,18 @@ impl Effects {
         self.ids.clear();
         self.attempts.clear();
         self.keys.clear();
+        self.batch = 0;
+        self.again = false;
+    }
+
+    /// Names the pending batch for a write (the same name on every try of it): the worker's
+    /// identity in the high bits, its count of batches in the low 40.
+    pub fn name_batch(&mut self, worker: u32) -> i64 {
+        if self.batch == 0 {
+            self.sent += 1;
+            self.batch = (i64::from(worker) << 40) | (self.sent & ((1 << 40) - 1));
+        }
+        self.batch
     }
 }
 
@@ -163,4 +180,21 @@ pub(crate) trait Transport {
     fn notifications(&mut self) -> Option<&mut UnboundedReceiver<Notification>>;
     /// Whether the worker's connection is open (the last effects flush needs one).
     fn is_open(&self) -> bool;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Effects;
+
+    #[test]
+    fn a_batch_keeps_its_name_until_written_and_names_differ_between_workers() {
+        let mut e = Effects::default();
+        let first = e.name_batch(3);
+        assert_eq!(e.name_batch(3), first, "a retry of the same batch keeps its name");
+        e.clear();
+        let second = e.name_batch(3);
+        assert_ne!(second, first, "the next batch has a name of its own");
+        assert_ne!(Effects::default().name_batch(4), first, "another worker's first batch too");
+        assert!(first > 0 && second > 0, "0 means none named");
+    }
 }
