@@ -61,6 +61,7 @@ impl History {
             final_jobs: &self.rows,
             enqueued: self.enqueued,
             effects_rows: None,
+            effects_unwritten: 0,
             faults: &self.faults,
             lease: LEASE,
             hold_transaction: false,
@@ -625,7 +626,8 @@ fn reference_liveness(h: &History, n: &mut Numbers) {
     }
 
     // Faults that hit a job (not a cancel): did the job come back (a completion accepted after
-    // the fault, a failure of its own accepted at any time, or done at the end)? Dead after one?
+    // the fault, a failure of its own accepted at any time, done at the end, or dead with its
+    // budget spent)? Dead after one?
     let hits: Vec<&FaultEvent> = h.faults.iter().filter(|f| f.kind != "cancel" && f.job.is_some()).collect();
     if hits.is_empty() {
         return;
@@ -637,8 +639,13 @@ fn reference_liveness(h: &History, n: &mut Numbers) {
         let job = f.job.unwrap();
         let after = h.journal.iter().any(|e| e.job == job && e.kind == Accepted && e.t_us >= f.t_us);
         let failed_on_its_own = has(job, FailAccepted);
+        // Done at the end, or dead with every attempt spent (the faults took its budget and the
+        // queue judged it).
         let done = match row(job) {
-            Some(r) => r.status == Status::Done,
+            Some(r) => {
+                r.status == Status::Done
+                    || (r.status == Status::Dead && r.max_attempts > 0 && r.attempts >= r.max_attempts)
+            }
             None => has(job, Accepted),
         };
         let too_late = h.stopped.is_some_and(|s| f.t_us + 2 * LEASE_US + 1_000 * MS > s);

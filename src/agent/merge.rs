@@ -169,6 +169,7 @@ async fn recover(plan: &Plan, client: &Client, roll: &Roll, f: &AgentFigures, ou
     };
     out.journal.extend(rows.iter().map(|r| event(r.get::<_, i64>(3) - roll.start_at_us, r.get(0), r.get(1), r.get(2))));
     out.journal.extend(done.iter().map(|r| event(last_seen_us, r.get(0), r.get(1), r.get(2))));
+    out.effects_unwritten += done.len() as u64;
     (rows.len() + done.len()) as u64
 }
 

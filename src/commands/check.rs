@@ -54,7 +54,7 @@ pub fn recheck(dir: &Path) -> Result<(RunSummary, RunSummary)> {
         history::read_final_state(&read(dir, "final_state.csv.gz")?)
             .map_err(|e| bad(dir, "final_state.csv.gz", e.to_string()))?
     };
-    let evidence = Evidence::from_saved(&saved, &history, &final_jobs);
+    let evidence = Evidence::new(&saved, verify::Events::of(&history), &final_jobs);
     let mut s = run.clone();
     build::apply_verification(&mut s, verify::verify_all(&evidence, saved.partial));
     scale::unscale_verification(&mut s, saved.time_scale);

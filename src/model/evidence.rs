@@ -17,6 +17,9 @@ pub struct SavedEvidence {
     pub enqueued: u64,
     /// Rows in the effects table, when it was enabled and read.
     pub effects_rows: Option<u64>,
+    /// Executions known to be missing from the effects table: a killed agent's, whose ledger
+    /// rows died in its batch (its workers' done rows witness them).
+    pub effects_unwritten: u64,
     /// The lease the claims took, in µs (as run: scaled by `run.time_scale`).
     pub lease_us: u64,
     /// hold-transaction mode: a claim ends with its transaction.

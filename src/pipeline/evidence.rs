@@ -54,6 +54,7 @@ pub fn saved_evidence(plan: &Plan, output: &RunOutput, table: &FinalTable) -> Sa
         schema_version: EVIDENCE_VERSION,
         enqueued: plan.jobs.preload + output.arrivals.len() as u64,
         effects_rows: table.effects_rows,
+        effects_unwritten: output.effects_unwritten,
         lease_us: plan.lease.duration.as_micros() as u64,
         hold_transaction: plan.workers.mode == Mode::HoldTransaction,
         classes: plan.load.class_names().map(String::from).collect(),
@@ -80,29 +81,8 @@ fn clock_bound(agents: &[crate::model::summary::AgentFigures]) -> u64 {
 /// Runs every checker over the evidence and measures waits and phases from the journal.
 pub fn check(plan: &Plan, output: &RunOutput, table: &FinalTable, saved: &SavedEvidence) -> Checked {
     let started = Instant::now();
-    let evidence = verify::Evidence {
-        journal: &output.journal,
-        final_jobs: table.jobs.as_deref().unwrap_or_default(),
-        enqueued: saved.enqueued,
-        effects_rows: saved.effects_rows,
-        faults: &output.faults,
-        lease: plan.lease.duration,
-        hold_transaction: saved.hold_transaction,
-        arrivals: &output.arrivals,
-        classes: &saved.classes,
-        samples: &saved.samples,
-        blockers: &saved.blockers,
-        starvation: verify::starvation::Rule {
-            threshold: plan.run.starvation_threshold,
-            load_end: plan.load.duration(),
-        },
-        restarts: &saved.restarts,
-        restarts_up: &saved.restarts_up,
-        durability_untestable: saved.durability_untestable.clone(),
-        clock_us: saved.clock_bound_us,
-        stopped_us: saved.stopped_us,
-        end_us: saved.duration_us,
-    };
+    let events = verify::Events { journal: &output.journal, faults: &output.faults, arrivals: &output.arrivals };
+    let evidence = verify::Evidence::new(saved, events, table.jobs.as_deref().unwrap_or_default());
     let verification = verify::verify_all(&evidence, saved.partial);
     let warmup_end = plan.load.warmup_end().as_micros() as u64;
     let windows: Vec<phases::Window> = plan

@@ -122,6 +122,8 @@ pub struct RunOutput {
     pub latency: Samples,
     pub journal: Vec<Event>,
     pub faults: Vec<FaultEvent>,
+    /// Executions known to be missing from the effects table (`verify::Evidence::effects_unwritten`).
+    pub effects_unwritten: u64,
     pub reaper: ReaperStats,
     pub arrivals: Vec<Arrival>,
     pub unsent: u64,
@@ -302,6 +304,7 @@ pub async fn run_part(
         latency: workers.latency,
         journal: workers.journal,
         faults: workers.faults,
+        effects_unwritten: 0,
         reaper,
         arrivals: produced.arrivals,
         unsent: produced.unsent,

@@ -36,6 +36,9 @@ pub struct Evidence<'a> {
     pub enqueued: u64,
     /// Rows in the effects table, when it is enabled.
     pub effects_rows: Option<u64>,
+    /// Executions known to be missing from the effects table: a killed agent's, from the done
+    /// rows its workers completed while their ledger rows still waited in its batch.
+    pub effects_unwritten: u64,
     pub faults: &'a [FaultEvent],
     pub lease: Duration,
     /// hold-transaction mode: a claim ends with its transaction, not at the lease.
@@ -78,18 +81,37 @@ pub struct Verification {
     pub checks: Vec<CheckResult>,
 }
 
+/// What happened, event by event: the journal, the faults, the arrivals. The live run has them
+/// in memory, `queuebench check` reads them back from `history.csv.gz`.
+#[derive(Clone, Copy)]
+pub struct Events<'a> {
+    pub journal: &'a [Event],
+    pub faults: &'a [FaultEvent],
+    pub arrivals: &'a [Arrival],
+}
+
+impl<'a> Events<'a> {
+    pub fn of(history: &'a History) -> Events<'a> {
+        Events { journal: &history.journal, faults: &history.faults, arrivals: &history.arrivals }
+    }
+}
+
 impl<'a> Evidence<'a> {
-    /// The evidence a run saved (`evidence.json`, the history, the final table).
-    pub fn from_saved(saved: &'a SavedEvidence, history: &'a History, final_jobs: &'a [JobRow]) -> Evidence<'a> {
+    /// The checkers' input, built in one place for the live run and for `queuebench check`:
+    /// the saved evidence (`evidence.json`, written before the checkers run), the events, and
+    /// the final table. Whatever the checkers read comes from these three, so a check run again
+    /// offline reads what the live one read.
+    pub fn new(saved: &'a SavedEvidence, events: Events<'a>, final_jobs: &'a [JobRow]) -> Evidence<'a> {
         Evidence {
-            journal: &history.journal,
+            journal: events.journal,
             final_jobs,
             enqueued: saved.enqueued,
             effects_rows: saved.effects_rows,
-            faults: &history.faults,
+            effects_unwritten: saved.effects_unwritten,
+            faults: events.faults,
             lease: Duration::from_micros(saved.lease_us),
             hold_transaction: saved.hold_transaction,
-            arrivals: &history.arrivals,
+            arrivals: events.arrivals,
             classes: &saved.classes,
             samples: &saved.samples,
             starvation: starvation::Rule {
@@ -245,6 +267,7 @@ mod tests {
             final_jobs: jobs,
             enqueued,
             effects_rows: effects,
+            effects_unwritten: 0,
             faults: &[],
             lease: Duration::from_secs(1),
             hold_transaction: false,

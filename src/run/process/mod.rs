@@ -81,6 +81,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, ids:
         latency: Default::default(),
         journal,
         faults: std::mem::take(&mut fleet.faults),
+        effects_unwritten: 0,
         reaper: Default::default(),
         arrivals: Vec::new(),
         unsent: 0,
