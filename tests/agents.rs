@@ -199,6 +199,50 @@ fn an_agent_killed_mid_run_is_marked_missing_and_its_jobs_are_reclaimed() {
     assert_eq!(db.harness_schemas(""), "");
 }
 
+/// The same kill with nothing to reclaim the dead agent's jobs (`reclaim = "off"`): the run
+/// cannot finish them, so the coordinator says so and stops it instead of waiting for the
+/// 120 s timeout, and the checks fail the run (exit 1): the queue lost those jobs.
+#[test]
+fn with_nothing_to_reclaim_a_dead_agents_jobs_the_run_says_it_cannot_progress_and_ends() {
+    let db = ScratchDb::new("agentstuck");
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario(dir.path(), 6, 1500, "20ms", "2s");
+    std::fs::write(&file, std::fs::read_to_string(&file).unwrap().replace("reclaim = \"reaper\"", "reclaim = \"off\""))
+        .unwrap();
+    let out = dir.path().join("run");
+    let coord = coordinator(&db.url, &file, &out, &["--agents", "3", "--agent-wait", "60s"]);
+    let doomed = agent_process(&db.url, "doomed");
+    let survivors = vec![agent_process(&db.url, "left"), agent_process(&db.url, "right")];
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(60) {
+        let schema = db.sql("SELECT schemaname FROM pg_tables WHERE tablename = 'qb_agent_run'");
+        let schema = schema.trim();
+        let effects = |s: &str| db.sql(&format!("SELECT count(*) FROM {s}.effects")).trim().parse::<u64>().unwrap_or(0);
+        if !schema.is_empty() && effects(schema) >= 200 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    common::pg::signal(&doomed, libc::SIGKILL);
+    let mut done = wait_all(vec![coord]);
+    done.extend(wait_all(survivors));
+    done.extend(wait_all(vec![doomed]));
+    let (code, err) = &done[0];
+    assert_eq!(*code, 1, "the jobs the dead agent held are lost: a failed verdict\n{err}");
+    let s = read_summary(&out);
+    assert_eq!(s["timed_out"], false, "it stopped before run.timeout");
+    let dead = s["agents"].as_array().unwrap().iter().find(|a| a["name"] == "doomed").unwrap().clone();
+    assert!(dead["note"].as_str().unwrap().contains("the run cannot progress"), "why it stopped: {dead}");
+    let lost = s["checks"].as_array().unwrap().iter().find(|c| c["name"] == "no_lost_jobs").unwrap().clone();
+    assert_eq!(lost["passed"], false, "{lost}");
+    assert!(
+        s["jobs"]["lost"].as_u64().unwrap() > 0,
+        "the dead agent's jobs, held with nobody to reclaim them: {}",
+        s["jobs"]
+    );
+    assert_eq!(db.harness_schemas(""), "");
+}
+
 #[test]
 fn an_agent_that_never_arrives_is_absent_and_the_run_goes_on() {
     let db = ScratchDb::new("agentabsent");

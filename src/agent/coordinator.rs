@@ -23,6 +23,8 @@ use tokio_util::sync::CancellationToken;
 const UPLOAD_WAIT: Duration = Duration::from_secs(120);
 /// An agent silent this long (and no partition planned) is called missing.
 const DEAD_AFTER: Duration = Duration::from_secs(10);
+/// How often the coordinator asks whether a missing agent left the run unable to progress.
+const STUCK_EVERY: Duration = Duration::from_secs(2);
 
 /// Runs `plan` with its workers in agents; the output holds their merged evidence.
 pub async fn run(
@@ -96,6 +98,11 @@ pub async fn run(
         start_at_us: watch.start_at_us.load(Ordering::Relaxed),
     };
     merge::merge(plan, &client, &roll, &mut output).await?;
+    if let Some(why) = watch.stuck.lock().unwrap().take() {
+        for a in output.agents.iter_mut().filter(|a| a.state == "missing") {
+            a.note = format!("{}; {why}", a.note);
+        }
+    }
     output.faults.extend(fired.lock().unwrap().drain(..));
     output.faults.sort_by_key(|f| f.t_us);
     drop(net);
@@ -201,6 +208,10 @@ struct Watch {
     seen: Arc<Mutex<Vec<Seen>>>,
     start_at_us: Arc<AtomicI64>,
     dead_after: Duration,
+    /// The plan, when a missing agent can leave the run unable to progress (`stuck::can_stick`).
+    stick: Option<Arc<Plan>>,
+    /// Why the coordinator stopped the run early, when it did.
+    stuck: Arc<Mutex<Option<String>>>,
 }
 
 impl Watch {
@@ -212,6 +223,8 @@ impl Watch {
             seen: Arc::new(Mutex::new(Vec::new())),
             start_at_us: Arc::new(AtomicI64::new(0)),
             dead_after: DEAD_AFTER + super::silence_planned(plan),
+            stick: super::stuck::can_stick(plan).then(|| Arc::new(plan.clone())),
+            stuck: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -219,7 +232,7 @@ impl Watch {
     /// producers are done, and tells the agents to stop when the run's clock (or Ctrl-C) says so.
     async fn follow(self, config: crate::db::Endpoint, stop: CancellationToken) {
         let Some(mut side) = Side::connect(&config, "the agents' watch").await else { return };
-        let (mut told_done, mut stop_sent) = (false, None::<Instant>);
+        let (mut told_done, mut stop_sent, mut last_look) = (false, None::<Instant>, Instant::now());
         loop {
             tokio::time::sleep(Duration::from_millis(250)).await;
             let Some((client, _)) = side.client().await else { continue };
@@ -231,7 +244,16 @@ impl Watch {
             }
             let Ok(seen) = control::agents(client).await else { continue };
             let over = |s: &Seen| matches!(s.state.as_str(), "uploaded" | "failed");
-            let settled = seen.iter().all(|s| over(s) || s.silent_s > self.dead_after.as_secs_f64());
+            let silent = |s: &Seen| !over(s) && s.silent_s > self.dead_after.as_secs_f64();
+            let settled = seen.iter().all(|s| over(s) || silent(s));
+            if stop_sent.is_none() && told_done && last_look.elapsed() >= STUCK_EVERY {
+                last_look = Instant::now();
+                if self.stuck_now(client, &seen.iter().filter(|s| silent(s)).collect::<Vec<_>>()).await
+                    && control::stop(client).await.is_ok()
+                {
+                    stop_sent = Some(Instant::now());
+                }
+            }
             let late = stop_sent.is_some_and(|t| t.elapsed() > UPLOAD_WAIT);
             *self.seen.lock().unwrap() = seen;
             if settled || late {
@@ -241,6 +263,18 @@ impl Watch {
                 return;
             }
         }
+    }
+}
+
+impl Watch {
+    /// Whether the run cannot progress any more (`stuck::why`); says why once, and keeps it
+    /// for the missing agents' notes.
+    async fn stuck_now(&self, client: &tokio_postgres::Client, missing: &[&Seen]) -> bool {
+        let Some(plan) = &self.stick else { return false };
+        let Some(why) = super::stuck::why(client, plan, self.wanted, missing).await else { return false };
+        tracing::warn!("{why}");
+        *self.stuck.lock().unwrap() = Some(why);
+        true
     }
 }
 

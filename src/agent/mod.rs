@@ -20,6 +20,7 @@ pub mod netfault;
 pub mod netns;
 pub mod problem;
 pub mod spawn;
+pub mod stuck;
 
 use crate::scenario::Plan;
 use crate::scenario::faults::Kind;
