@@ -138,6 +138,83 @@ fn repro_hands_the_naive_claims_job_out_twice_every_time_and_skip_locked_never()
     }
 }
 
+/// The windows of `repro`'s by-hand script, in order: (window, its lines up to the next one).
+fn windows(out: &str) -> Vec<(String, String)> {
+    let start = out.find("-- The same by hand").expect("the by-hand script is printed");
+    let mut chunks: Vec<(String, String)> = Vec::new();
+    for line in out[start..].lines().skip(1) {
+        if let Some(w) = line.strip_prefix("-- window ") {
+            chunks.push((w.trim().to_string(), String::new()));
+        } else if line.trim().is_empty() || line.starts_with('→') {
+            break;
+        } else if let Some((_, text)) = chunks.last_mut() {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    chunks
+}
+
+/// Replays `repro`'s printed script by hand, as its last lines say: `queuebench prepare` makes
+/// the schema with one job, two psql processes are the two windows, and each window's lines
+/// go to its psql in the printed order. Returns the ids each window's claim returned.
+fn replay(scenario: &str) -> (Vec<String>, Vec<String>) {
+    let db = common::pg::ScratchDb::new("replay");
+    let f = repo(scenario);
+    let (code, out, err) = command(&["repro", f.to_str().unwrap()]);
+    assert!(code <= 1, "{out}\n{err}");
+    let script = windows(&out);
+    assert!(script.len() >= 3, "A, B, A at least: {script:?}\n{out}");
+    let prepare = bin()
+        .args(["prepare", f.to_str().unwrap(), "--set", "jobs.preload=1", "--set", "workers.batch=1"])
+        .args(["--database-url", &db.url, "--schema", "qb_repro"])
+        .output()
+        .unwrap();
+    assert!(prepare.status.success(), "{}", String::from_utf8_lossy(&prepare.stderr));
+    let psql = || {
+        let mut c = std::process::Command::new("psql")
+            .args(["-X", "-q", "-A", "-t", &db.url])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        writeln!(c.stdin.as_mut().unwrap(), "SET search_path = qb_repro;").unwrap();
+        c
+    };
+    let (mut a, mut b) = (psql(), psql());
+    for (window, text) in &script {
+        use std::io::Write;
+        let to = if window == "A" { &mut a } else { &mut b };
+        to.stdin.as_mut().unwrap().write_all(text.as_bytes()).unwrap();
+        to.stdin.as_mut().unwrap().flush().unwrap();
+        // Let this window's statements reach the server (a claim that waits on a lock waits).
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let ids = |c: std::process::Child| -> Vec<String> {
+        let o = c.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        // A claim's RETURNING rows (id first); nothing else prints with -q -A -t.
+        text.lines().filter(|l| l.contains('|')).map(|l| l.split('|').next().unwrap().to_string()).collect()
+    };
+    drop(a.stdin.take());
+    let got_a = ids(a);
+    drop(b.stdin.take());
+    let got_b = ids(b);
+    (got_a, got_b)
+}
+
+#[test]
+fn repros_printed_script_replayed_through_psql_hands_the_naive_job_out_twice_and_skip_locked_never() {
+    let (a, b) = replay("scenarios/naive-duplicates.toml");
+    assert_eq!(a.len(), 1, "A claims the one job: {a:?}");
+    assert_eq!(a, b, "B's claim, replayed by hand, returns the job A holds");
+    let (a, b) = replay("scenarios/skip-locked.toml");
+    assert_eq!(a.len(), 1, "A claims the one job: {a:?}");
+    assert!(b.is_empty(), "SKIP LOCKED hands B nothing: {b:?}");
+}
+
 #[test]
 fn repro_fencing_lands_a_stale_completion_only_where_the_fence_lets_it() {
     for (scenario, code, landed) in

@@ -152,8 +152,8 @@ async fn select_then_claim(
     let ids_a: Vec<i64> = rows_a.iter().map(|r| r.get(0)).collect();
     let ids_b: Vec<i64> = rows_b.iter().map(|r| r.get(0)).collect();
     say(verbose, format!("A selects: {ids_a:?}\nB selects: {ids_b:?}"));
-    script.push(("A", literal(&sa.step.statements[0], plan, "A", &[])));
-    script.push(("B", literal(&sb.step.statements[0], plan, "B", &[])));
+    script.extend(lines("A", &sa.step.statements, plan, &[], Tx::Own));
+    script.extend(lines("B", &sb.step.statements, plan, &[], Tx::Own));
     va.ids = &ids_a;
     vb.ids = &ids_b;
     let rows = steps::rows(&a.client, &a.claim, &va, false).await.map_err(|e| sql_err("A's claim", e))?;
@@ -162,8 +162,8 @@ async fn select_then_claim(
     let rows = steps::rows(&b.client, &b.claim, &vb, false).await.map_err(|e| sql_err("B's claim", e))?;
     let kb = keys(&rows, plan, b);
     say(verbose, format!("B claims the ids it selected: {}", shown(&kb)));
-    script.push(("A", literal(&a.claim.step.statements[0], plan, "A", &ids_a)));
-    script.push(("B", literal(&b.claim.step.statements[0], plan, "B", &ids_b)));
+    script.extend(lines("A", &a.claim.step.statements, plan, &ids_a, Tx::Own));
+    script.extend(lines("B", &b.claim.step.statements, plan, &ids_b, Tx::Own));
     Ok((ka, kb))
 }
 
@@ -180,21 +180,29 @@ async fn one_statement(
     let rows = steps::rows(&a.client, &a.claim, &va, true).await.map_err(|e| sql_err("A's claim", e))?;
     let ka = keys(&rows, plan, a);
     say(verbose, format!("A (in an open transaction) claims: {}", shown(&ka)));
-    script.push(("A", "BEGIN".into()));
-    script.extend(a.claim.step.statements.iter().map(|s| ("A", literal(s, plan, "A", &[]))));
+    let a_lines = lines("A", &a.claim.step.statements, plan, &[], Tx::Opened);
+    script.extend_from_slice(&a_lines[..a_lines.len() - 1]);
     let b_claim = steps::rows(&b.client, &b.claim, &vb, false);
     tokio::pin!(b_claim);
     let waited = tokio::select! {
         r = &mut b_claim => Some(r),
         _ = tokio::time::sleep(Duration::from_millis(300)) => None,
     };
-    script.extend(b.claim.step.statements.iter().map(|s| ("B", literal(s, plan, "B", &[]))));
+    // B's claim of several statements is one transaction, as the run sends it; its COMMIT
+    // comes once its last statement returns, after A's.
+    let b_commit = b.claim.step.statements.len() > 1;
+    let b_lines = lines("B", &b.claim.step.statements, plan, &[], Tx::Opened);
+    let begun = &b_lines[..b_lines.len() - 1];
+    script.extend_from_slice(if b_commit { begun } else { &begun[1..] });
     if waited.is_none() {
         say(verbose, "B claims: it waits (A's row lock is in its way)".into());
     }
     a.client.batch_execute("COMMIT").await.map_err(|e| sql_err("A's COMMIT", e))?;
     say(verbose, "A commits".into());
     script.push(("A", "COMMIT".into()));
+    if b_commit {
+        script.push(("B", "COMMIT".into()));
+    }
     let rows_b = match waited {
         Some(r) => r,
         None => b_claim.await,
@@ -203,6 +211,29 @@ async fn one_statement(
     let kb = keys(&rows_b, plan, b);
     say(verbose, format!("B's claim returns: {}", shown(&kb)));
     Ok((ka, kb))
+}
+
+/// How a step's statements go into the by-hand script.
+#[derive(Clone, Copy)]
+enum Tx {
+    /// In a transaction of their own when there are several (one statement: autocommit), as
+    /// the run sends a step: a claim that hands a value from one statement to the next (a
+    /// transaction-local `set_config`, a lock) needs it.
+    Own,
+    /// Always between BEGIN and COMMIT: the caller places the COMMIT (A's open transaction).
+    Opened,
+}
+
+/// A step's statements for one window, with their values written in, in its transaction.
+fn lines(who: &'static str, statements: &[Statement], plan: &Plan, ids: &[i64], tx: Tx) -> Script {
+    let body = statements.iter().map(|s| (who, literal(s, plan, who, ids)));
+    match tx {
+        Tx::Own if statements.len() == 1 => body.collect(),
+        Tx::Own | Tx::Opened => std::iter::once((who, "BEGIN".to_string()))
+            .chain(body)
+            .chain(std::iter::once((who, "COMMIT".to_string())))
+            .collect(),
+    }
 }
 
 fn print_script(script: &[(&str, String)], end: &str) {
@@ -372,4 +403,27 @@ async fn stale_completion(plan: &Plan, db: &Database, verbose: bool) -> Result<L
         );
     }
     Ok(if landed { Late::Landed } else { Late::Rejected })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> Plan {
+        let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/skip-locked.toml");
+        scenario::plan_from_file(&f, &[], Some(0)).unwrap()
+    }
+
+    #[test]
+    fn a_step_of_several_statements_is_one_transaction_in_the_script_and_one_statement_is_not() {
+        let plan = plan();
+        let one = plan.adapter.claim.statements.clone();
+        let shown: Vec<String> = lines("B", &one, &plan, &[], Tx::Own).into_iter().map(|l| l.1).collect();
+        assert_eq!(shown.len(), 1, "autocommit, as the run sends it: {shown:?}");
+        let two: Vec<Statement> = one.iter().chain(one.iter()).cloned().collect();
+        let shown: Vec<String> = lines("B", &two, &plan, &[], Tx::Own).into_iter().map(|l| l.1).collect();
+        assert_eq!(shown.len(), 4, "{shown:?}");
+        assert_eq!((shown[0].as_str(), shown[3].as_str()), ("BEGIN", "COMMIT"));
+        assert!(shown[1].contains("'B'"), "the worker's name is written in: {}", shown[1]);
+    }
 }
