@@ -163,3 +163,29 @@ fn default_fail_and_heartbeat_never_need_a_column_the_claim_lacks() {
     assert_eq!(r.num("executions.duplicate_race"), 0.0, "a retry after an accepted failure is no race");
     r.assert_clean();
 }
+
+/// The live progress line's depth comes from the adapter's `observe.depth`: an adapter without
+/// one gets no depth on the line, never "queued 0 running 0" while its jobs run; with one, the
+/// line shows it.
+#[test]
+fn the_progress_line_shows_a_depth_only_from_the_adapters_own_depth_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let complete = "complete = \"UPDATE q SET state = 'done' WHERE id = :id AND state = 'taken'\"";
+    write(dir.path(), "nodepth.toml", &QUEUE.replace("COMPLETE", complete));
+    let depth = "depth = \"\"\"SELECT 'default' AS class, CASE state WHEN 'ready' THEN 'queued' WHEN 'taken' THEN 'running' \
+                 ELSE 'done' END AS status, count(*), 0.0::float8 FROM q GROUP BY 1, 2\"\"\"";
+    write(
+        dir.path(),
+        "depth.toml",
+        &QUEUE.replace("COMPLETE", complete).replace("[observe]", &format!("[observe]\n{depth}")),
+    );
+    for (adapter, shows) in [("nodepth.toml", false), ("depth.toml", true)] {
+        let s = write(dir.path(), "s.toml", &scenario(adapter));
+        let sets = ["--set", "run.sample_interval=200ms", "--set", "workers.work=40ms"];
+        let r = queuebench(&[&["run", &s][..], &sets].concat());
+        assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+        let lines: Vec<&str> = r.stderr.lines().filter(|l| l.contains("jobs/s")).collect();
+        assert!(!lines.is_empty(), "the progress line is printed: {}", r.stderr);
+        assert_eq!(lines.iter().any(|l| l.contains("queued")), shows, "{adapter}: {lines:?}");
+    }
+}

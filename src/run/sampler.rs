@@ -100,7 +100,12 @@ pub async fn run(
             let rate = (done - last_done) as f64 / last_at.elapsed().as_secs_f64().max(0.001);
             (last_done, last_at) = (done, Instant::now());
             let phase = plan.load.phase_name(start.elapsed());
-            let depth = s.as_ref().map_or(String::new(), |s| format!(" · queued {} running {}", s.queued, s.running));
+            // The depth comes from the adapter's `observe.depth`: without one, nothing is said
+            // (not "queued 0 running 0" while jobs run).
+            let depth = match (&s, &plan.adapter.observe.depth) {
+                (Some(s), Some(_)) => format!(" · queued {} running {}", s.queued, s.running),
+                _ => String::new(),
+            };
             bar.show(&format!(
                 "{phase} · {:.0} s · {} · {rate:.0} jobs/s{depth} · {}",
                 t_ms as f64 / 1000.0,
