@@ -58,8 +58,14 @@ pub fn all_clients(runs: &[(RunSummary, String)]) -> bool {
     !runs.is_empty() && runs.iter().all(|(s, _)| client_of(s).is_some())
 }
 
+/// The slowest recovery, unless a fault's job never came back: then how many did not (a run
+/// that recovered from one kill and lost a job to another shows the loss, not a time).
 fn recovery(s: &RunSummary) -> std::result::Result<f64, u64> {
-    if s.faults.recovered > 0 { Ok(s.faults.recovery_ms_max) } else { Err(s.faults.unrecovered) }
+    if s.faults.unrecovered == 0 && s.faults.recovered > 0 {
+        Ok(s.faults.recovery_ms_max)
+    } else {
+        Err(s.faults.unrecovered)
+    }
 }
 
 /// One row per client, in name order.
@@ -284,6 +290,9 @@ mod tests {
         let mut crash = run("pg-boss-crash", "pg-boss");
         crash.0.faults.by_kind.insert("crash".into(), 1);
         crash.0.faults.unrecovered = 1;
+        // It recovered from another fault in 2 ms: the loss shows, not the time.
+        crash.0.faults.recovered = 1;
+        crash.0.faults.recovery_ms_max = 2.0;
         let mut pause = run("pgqueuer-pause", "pgqueuer");
         pause.0.faults.recovered = 1;
         pause.0.faults.recovery_ms_max = 3050.0;

@@ -222,12 +222,12 @@ pub fn runs_table(runs: &[(RunSummary, String)]) -> String {
     for (s, link) in runs {
         let _ = write!(
             o,
-            "<tr><td>{}</td><td>{} · {}</td><td class=n>{:.1}</td><td class=n>{:.2}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td><td><a href=\"{}\">report</a></td></tr>",
+            "<tr><td>{}</td><td>{} · {}</td><td class=n>{:.1}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td><td><a href=\"{}\">report</a></td></tr>",
             escape(&s.scenario),
             escape(&s.strategy),
             escape(&s.mode),
             s.throughput.jobs_per_sec,
-            s.latency_ms.claim.p99,
+            if s.latency_ms.claim.count > 0 { format!("{:.2}", s.latency_ms.claim.p99) } else { "—".into() },
             s.executions.duplicate,
             s.executions.distinct_jobs,
             s.jobs.lost,
@@ -242,6 +242,16 @@ pub fn runs_table(runs: &[(RunSummary, String)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_claim_latency_nobody_measured_is_a_dash_in_the_runs_table() {
+        let mut measured = RunSummary { scenario: "m".into(), ..Default::default() };
+        measured.latency_ms.claim = Percentiles { count: 10, p99: 1.5, ..Default::default() };
+        let client = RunSummary { scenario: "c".into(), ..Default::default() };
+        let t = runs_table(&[(measured, "m.html".into()), (client, "c.html".into())]);
+        assert!(t.contains("<td class=n>1.50</td>"), "{t}");
+        assert!(t.contains("<td class=n>—</td>") && !t.contains("<td class=n>0.00</td>"), "{t}");
+    }
 
     #[test]
     fn report_escapes_and_embeds() {

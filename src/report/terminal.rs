@@ -266,10 +266,10 @@ fn phases(s: &RunSummary) -> Vec<Row> {
                 .map(|(class, w)| format!("{class} {:.1}", w.p95))
                 .collect();
             let text = format!(
-                "{name}{}: {:.0} jobs/s · claim p99 {:.2} ms · queue wait p95 {} ms",
+                "{name}{}: {:.0} jobs/s · claim p99 {} ms · queue wait p95 {} ms",
                 if p.warmup { " (warm-up)" } else { "" },
                 p.throughput.jobs_per_sec,
-                p.latency_ms.claim.p99,
+                if p.latency_ms.claim.count > 0 { format!("{:.2}", p.latency_ms.claim.p99) } else { "–".into() },
                 if waits.is_empty() { "–".to_string() } else { waits.join(", ") }
             );
             ("phase", text)
