@@ -45,6 +45,9 @@ fn each_client_runs_each_job_of_its_contention_run_once() {
             assert_eq!(r.check("no_lost_jobs"), 0, "{client}");
             assert_eq!(r.num("executions.distinct_jobs"), 80.0, "{client}: every job ran, by the effect rows");
             assert_eq!(r.num("jobs.completed"), 80.0, "{client}: the library's own table says done (observe.state)");
+            // The Postgres sampler ran beside the library's workers: the depth and table series.
+            let samples = std::fs::read_to_string(r.out.join("samples.csv")).unwrap_or_default();
+            assert!(samples.lines().count() > 1, "{client}: samples.csv has rows: {samples:?}");
             r.assert_clean();
         }
     });

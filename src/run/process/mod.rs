@@ -69,7 +69,18 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, ids:
     let env = Env { url: &url, schema: &db.schema, queue: QUEUE };
     let (start, start_ms) = (Instant::now(), now_ms());
     let mut fleet = Fleet::start(c, env, plan.workers.count)?;
-    let outcome = drive(plan, &mut fleet, &side, interrupt, &ids).await;
+    // The Postgres sampler runs beside the library's workers as beside queuebench's own: the
+    // depth (the paired adapter's `observe.depth`), dead tuples, the horizon, the waits.
+    let (sampler_stop, progress) = (CancellationToken::new(), super::worker::Progress::default());
+    let config = db.worker_config();
+    let opts = super::sampler::SamplerOptions { progress: false };
+    let sampling = super::sampler::run(plan, &config, start, &progress, opts, &sampler_stop);
+    let driving = async {
+        let outcome = drive(plan, &mut fleet, &side, interrupt, &ids).await;
+        sampler_stop.cancel();
+        outcome
+    };
+    let (outcome, samples) = tokio::join!(driving, sampling);
     fleet.stop().await;
     let timed_out = outcome?;
     let duration = start.elapsed();
@@ -86,7 +97,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, ids:
         arrivals: Vec::new(),
         unsent: 0,
         producer_errors: 0,
-        samples: Vec::new(),
+        samples,
         horizon: Default::default(),
         duration,
         stopped_us: (timed_out || interrupt.is_cancelled()).then_some(duration.as_micros() as u64),
