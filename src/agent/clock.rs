@@ -19,9 +19,10 @@ fn now_us() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64)
 }
 
+const SERVER_CLOCK: &str = include_str!("sql/server_clock.sql");
 /// `rounds` round trips (at least one), the tightest kept.
 pub async fn measure(client: &Client, rounds: u32) -> Result<Clock, tokio_postgres::Error> {
-    let query = client.prepare("SELECT (extract(epoch FROM clock_timestamp()) * 1e6)::int8").await?;
+    let query = client.prepare(SERVER_CLOCK).await?;
     let mut best: Option<Clock> = None;
     for _ in 0..rounds.max(1) {
         let sent = now_us();

@@ -7,6 +7,22 @@ use crate::error::{Error, Result};
 use tokio_postgres::Client;
 
 const TABLES: &str = include_str!("sql/control.sql");
+const RUN_INSERT: &str = include_str!("sql/run_insert.sql");
+const AGENTS: &str = include_str!("sql/agents.sql");
+const START: &str = include_str!("sql/start.sql");
+const STOP: &str = include_str!("sql/stop.sql");
+const PRODUCERS_DONE: &str = include_str!("sql/producers_done.sql");
+const DONE: &str = include_str!("sql/done.sql");
+const DOWNLOAD: &str = include_str!("sql/download.sql");
+const JOIN_ROOM: &str = include_str!("sql/join_room.sql");
+const JOINED: &str = include_str!("sql/joined.sql");
+const JOIN: &str = include_str!("sql/join.sql");
+const BUNDLE: &str = include_str!("sql/bundle.sql");
+const REPORT: &str = include_str!("sql/report.sql");
+const FAIL: &str = include_str!("sql/fail.sql");
+const EVIDENCE_CHUNK: &str = include_str!("sql/evidence_chunk.sql");
+const EVIDENCE_CLEAR: &str = include_str!("sql/evidence_clear.sql");
+const RUN_SCHEMAS: &str = include_str!("sql/run_schemas.sql");
 
 /// The table that marks a schema as a run across agents.
 pub const MARK: &str = "qb_agent_run";
@@ -21,10 +37,7 @@ pub async fn create(client: &Client, run_id: &str, agents: u32, bundle: &Bundle)
     client.batch_execute(TABLES).await.map_err(|e| failed("creating the agents' control tables", &e))?;
     let json = serde_json::to_value(bundle).expect("the bundle serialises");
     client
-        .execute(
-            "INSERT INTO qb_agent_run (run_id, agents, bundle) VALUES ($1, $2, $3)",
-            &[&run_id, &(agents as i32), &json],
-        )
+        .execute(RUN_INSERT, &[&run_id, &(agents as i32), &json])
         .await
         .map_err(|e| failed("writing the plan for the agents", &e))?;
     Ok(())
@@ -46,13 +59,7 @@ pub struct Seen {
 
 /// Coordinator: every agent that joined, by number.
 pub async fn agents(client: &Client) -> std::result::Result<Vec<Seen>, tokio_postgres::Error> {
-    let rows = client
-        .query(
-            "SELECT agent, name, state, extract(epoch FROM clock_timestamp() - seen_at)::float8, report, error, \
-             (extract(epoch FROM seen_at) * 1e6)::int8 FROM qb_agent ORDER BY agent",
-            &[],
-        )
-        .await?;
+    let rows = client.query(AGENTS, &[]).await?;
     Ok(rows
         .iter()
         .map(|r| Seen {
@@ -70,39 +77,28 @@ pub async fn agents(client: &Client) -> std::result::Result<Vec<Seen>, tokio_pos
 /// Coordinator: the barrier. The clock starts `after` from now on the server's clock; returns
 /// that time as µs since the epoch (server clock).
 pub async fn start(client: &Client, after: std::time::Duration) -> std::result::Result<i64, tokio_postgres::Error> {
-    let row = client
-        .query_one(
-            "UPDATE qb_agent_run SET state = 'running', start_at = clock_timestamp() + make_interval(secs => $1) \
-             RETURNING (extract(epoch FROM start_at) * 1e6)::int8",
-            &[&after.as_secs_f64()],
-        )
-        .await?;
+    let row = client.query_one(START, &[&after.as_secs_f64()]).await?;
     Ok(row.get(0))
 }
 
 /// Coordinator: tells the agents to stop (their workers stop, they upload their evidence).
 pub async fn stop(client: &Client) -> std::result::Result<(), tokio_postgres::Error> {
-    client.execute("UPDATE qb_agent_run SET state = 'stopping' WHERE state <> 'done'", &[]).await.map(|_| ())
+    client.execute(STOP, &[]).await.map(|_| ())
 }
 
 /// Coordinator: the producers are done (agents' workers may then stop on an empty queue).
 pub async fn producers_done(client: &Client) -> std::result::Result<(), tokio_postgres::Error> {
-    client.execute("UPDATE qb_agent_run SET producers_done = true", &[]).await.map(|_| ())
+    client.execute(PRODUCERS_DONE, &[]).await.map(|_| ())
 }
 
 /// Coordinator: the run is over; late agents are told so.
 pub async fn done(client: &Client) -> std::result::Result<(), tokio_postgres::Error> {
-    client.execute("UPDATE qb_agent_run SET state = 'done'", &[]).await.map(|_| ())
+    client.execute(DONE, &[]).await.map(|_| ())
 }
 
 /// Coordinator: one agent's uploaded part, its chunks in order, concatenated.
 pub async fn download(client: &Client, agent: u32, part: &str) -> std::result::Result<Vec<u8>, tokio_postgres::Error> {
-    let rows = client
-        .query(
-            "SELECT data FROM qb_agent_evidence WHERE agent = $1 AND part = $2 ORDER BY seq",
-            &[&(agent as i32), &part],
-        )
-        .await?;
+    let rows = client.query(DOWNLOAD, &[&(agent as i32), &part]).await?;
     let mut out = Vec::new();
     for r in rows {
         out.extend_from_slice(r.get::<_, &[u8]>(0));
@@ -128,13 +124,12 @@ pub async fn join(
 ) -> std::result::Result<std::result::Result<u32, NoJoin>, tokio_postgres::Error> {
     let tx = client.transaction().await?;
     tx.batch_execute("LOCK TABLE qb_agent IN EXCLUSIVE MODE").await?;
-    let row = tx.query_one("SELECT agents, state, (SELECT count(*) FROM qb_agent) FROM qb_agent_run", &[]).await?;
+    let row = tx.query_one(JOIN_ROOM, &[]).await?;
     let (wanted, state, joined): (i32, String, i64) = (row.get(0), row.get(1), row.get(2));
     if state != "waiting" || joined >= i64::from(wanted) {
         return Ok(Err(NoJoin::Full));
     }
-    let taken: Vec<(i32, String)> =
-        tx.query("SELECT agent, name FROM qb_agent", &[]).await?.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let taken: Vec<(i32, String)> = tx.query(JOINED, &[]).await?.iter().map(|r| (r.get(0), r.get(1))).collect();
     let k = match index.map(|k| k as i32) {
         Some(k) if k < 1 || k > wanted => return Ok(Err(NoJoin::OutOfRange { k, wanted })),
         Some(k) => match taken.iter().find(|(t, _)| *t == k) {
@@ -143,14 +138,14 @@ pub async fn join(
         },
         None => (1..=wanted).find(|k| !taken.iter().any(|(t, _)| t == k)).unwrap_or(wanted),
     };
-    tx.execute("INSERT INTO qb_agent (agent, name) VALUES ($1, $2)", &[&k, &name]).await?;
+    tx.execute(JOIN, &[&k, &name]).await?;
     tx.commit().await?;
     Ok(Ok(k as u32))
 }
 
 /// Agent: the plan it joined.
 pub async fn bundle(client: &Client) -> std::result::Result<serde_json::Value, tokio_postgres::Error> {
-    Ok(client.query_one("SELECT bundle FROM qb_agent_run", &[]).await?.get(0))
+    Ok(client.query_one(BUNDLE, &[]).await?.get(0))
 }
 
 /// Agent: a sign of life with its state (and, at the end, its report); returns the run's state.
@@ -160,26 +155,13 @@ pub async fn report(
     state: &str,
     report: Option<&serde_json::Value>,
 ) -> std::result::Result<RunState, tokio_postgres::Error> {
-    let row = client
-        .query_one(
-            "WITH me AS (UPDATE qb_agent SET seen_at = clock_timestamp(), state = $2, \
-                 report = coalesce($3, report) WHERE agent = $1) \
-             SELECT state, (extract(epoch FROM start_at) * 1e6)::int8, producers_done FROM qb_agent_run",
-            &[&(agent as i32), &state, &report],
-        )
-        .await?;
+    let row = client.query_one(REPORT, &[&(agent as i32), &state, &report]).await?;
     Ok(RunState { state: row.get(0), start_at_us: row.get(1), producers_done: row.get(2) })
 }
 
 /// Agent: why it gave up, for the coordinator's verdict.
 pub async fn fail(client: &Client, agent: u32, error: &str) -> std::result::Result<(), tokio_postgres::Error> {
-    client
-        .execute(
-            "UPDATE qb_agent SET state = 'failed', error = $2, seen_at = clock_timestamp() WHERE agent = $1",
-            &[&(agent as i32), &error],
-        )
-        .await
-        .map(|_| ())
+    client.execute(FAIL, &[&(agent as i32), &error]).await.map(|_| ())
 }
 
 /// Agent: one evidence part, in chunks of at most 8 MiB (a bytea value is read whole).
@@ -190,9 +172,8 @@ pub async fn upload(
     data: &[u8],
 ) -> std::result::Result<(), tokio_postgres::Error> {
     const CHUNK: usize = 8 << 20;
-    let insert =
-        client.prepare("INSERT INTO qb_agent_evidence (agent, part, seq, data) VALUES ($1, $2, $3, $4)").await?;
-    client.execute("DELETE FROM qb_agent_evidence WHERE agent = $1 AND part = $2", &[&(agent as i32), &part]).await?;
+    let insert = client.prepare(EVIDENCE_CHUNK).await?;
+    client.execute(EVIDENCE_CLEAR, &[&(agent as i32), &part]).await?;
     for (seq, chunk) in data.chunks(CHUNK).enumerate() {
         client.execute(&insert, &[&(agent as i32), &part, &(seq as i32), &chunk]).await?;
     }
@@ -205,16 +186,7 @@ pub async fn find_run(
     client: &Client,
     wanted: Option<&str>,
 ) -> std::result::Result<std::result::Result<(String, String), NoRun>, tokio_postgres::Error> {
-    let schemas: Vec<String> = client
-        .query(
-            "SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
-             WHERE c.relname = $1 AND c.relkind = 'r' AND has_schema_privilege(n.oid, 'USAGE')",
-            &[&MARK],
-        )
-        .await?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let schemas: Vec<String> = client.query(RUN_SCHEMAS, &[&MARK]).await?.iter().map(|r| r.get(0)).collect();
     let mut waiting = Vec::new();
     for schema in &schemas {
         let q = format!("SELECT run_id, state, created_at::text FROM \"{schema}\".{MARK}");

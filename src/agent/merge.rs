@@ -15,6 +15,8 @@ use crate::scenario::Plan;
 use std::time::Instant;
 use tokio_postgres::Client;
 
+const RECOVERED_LEDGER: &str = include_str!("sql/recovered_ledger.sql");
+const RECOVERED_DONE: &str = include_str!("sql/recovered_done.sql");
 /// What the coordinator knows of the run's agents when their workers are done.
 pub struct Roll {
     /// The agents the run waited for.
@@ -142,18 +144,10 @@ async fn recover(plan: &Plan, client: &Client, roll: &Roll, f: &AgentFigures, ou
     }
     let (first, last, base) = (f.first_worker as i32, f.last_worker as i32, f.identity_base as i32);
     let span = base + super::IDENTITY_SPAN as i32 - 1;
-    let mine = "(w BETWEEN $1 AND $2 OR w BETWEEN $3 AND $4)";
-    let ledger = format!(
-        "SELECT job_id, worker, attempt, (extract(epoch FROM at) * 1e6)::int8 FROM effects, LATERAL (SELECT worker AS w) x \
-         WHERE {mine}"
-    );
-    let done = format!(
-        "SELECT id, w, attempts FROM jobs, LATERAL (SELECT substr(locked_by, 2)::int AS w) x \
-         WHERE status = 'done' AND locked_by ~ '^w[0-9]{{1,9}}$' AND {mine} \
-         AND NOT EXISTS (SELECT 1 FROM effects e WHERE e.job_id = jobs.id AND e.worker = x.w)"
-    );
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [&first, &last, &base, &span];
-    let (Ok(rows), Ok(done)) = (client.query(&ledger, &params).await, client.query(&done, &params).await) else {
+    let (Ok(rows), Ok(done)) =
+        (client.query(RECOVERED_LEDGER, &params).await, client.query(RECOVERED_DONE, &params).await)
+    else {
         return 0;
     };
     let last_seen_us = roll.seen.iter().find(|s| s.agent == f.agent).map_or(0, |s| s.last_seen_us - roll.start_at_us);

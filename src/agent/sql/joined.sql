@@ -1,0 +1,2 @@
+-- Joining: the numbers and names taken.
+SELECT agent, name FROM qb_agent
