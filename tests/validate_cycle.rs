@@ -195,4 +195,16 @@ fn a_complete_that_fails_when_run_names_the_step_and_the_server_message() {
     assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("the complete step ran on the job its claim had just handed out"), "{}", r.stderr);
     assert_nothing_left(&db);
+
+    // A step that commits would commit the setup's writes too (here a table outside the
+    // scratch schema): refused before the cycle runs anything.
+    let leaky = tiny("FOR UPDATE SKIP LOCKED", "COMPLETE")
+        .replace("setup = \"\"\"", "setup = \"\"\"\nCREATE TABLE public.qb_leak (x int);")
+        .replace("complete = \"COMPLETE\"", &format!("complete = [\"{DONE}\", \"COMMIT\"]"));
+    assert!(leaky.contains("qb_leak") && leaky.contains("\"COMMIT\"]"), "{leaky}");
+    write(dir.path(), "broken.toml", &leaky);
+    let r = queuebench(&["validate", &s, "--database-url", &db.url]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("the complete step holds `COMMIT`"), "{}", r.stderr);
+    assert_nothing_left(&db);
 }

@@ -77,6 +77,7 @@ impl Cx<'_> {
 pub async fn run(plan: &Plan, client: &Client, steps: &Steps) -> Result<Cycle> {
     let pool = plan.workers.groups.first().map_or("", |(name, _)| name.as_str());
     let cx = Cx { plan, client, steps, pool };
+    no_transaction_control(plan)?;
     let mut cycle = Cycle::default();
     let keys = enqueue(&cx, &mut cycle).await?;
     let first = claim(&cx, None).await?;
@@ -101,6 +102,37 @@ pub async fn run(plan: &Plan, client: &Client, steps: &Steps) -> Result<Cycle> {
     observe(&cx).await?;
     cycle.ran.push("observers");
     Ok(cycle)
+}
+
+/// A statement that ends or starts a transaction would end the one the cycle runs in, and
+/// commit what the setup wrote: refused before anything runs. (The harness runs a step's list
+/// in a transaction of its own; a procedure cannot commit inside one.)
+fn no_transaction_control(plan: &Plan) -> Result<()> {
+    let a = &plan.adapter;
+    let steps = a.worker_steps().chain(&a.reclaim).chain(&a.cancel).chain([&a.enqueue]).chain(&a.preload);
+    for step in steps {
+        for s in &step.statements {
+            let words: Vec<String> = first_words(&s.text).split_whitespace().take(2).map(str::to_uppercase).collect();
+            let control = match words.first().map(String::as_str) {
+                Some("BEGIN" | "START" | "COMMIT" | "END" | "ABORT") => true,
+                Some("ROLLBACK") => words.get(1).is_none_or(|w| w != "TO"),
+                Some("PREPARE") => words.get(1).is_some_and(|w| w == "TRANSACTION"),
+                _ => false,
+            };
+            if control {
+                return Err(refused(
+                    plan,
+                    &format!(
+                        "the {} step holds `{}`, which ends or starts a transaction:\n  \
+                         queuebench runs each step in a transaction of its own; take transaction control out of it",
+                        step.role.name(),
+                        first_words(&s.text)
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The steps on claimed jobs: heartbeat and complete the first; claim and fail a second;
