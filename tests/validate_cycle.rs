@@ -4,7 +4,7 @@
 //!
 //! - every shipped adapter passes it, and nothing is left in the database after;
 //! - an observer that gives a status no checker knows is exit 2, naming the status, the observer
-//!   and the accepted ones;
+//!   and the accepted ones, and so is one that reads a completed job as anything but `done`;
 //! - a claim that takes no row lock and no advisory lock is warned about (exit 0), one with
 //!   `FOR UPDATE SKIP LOCKED` is not;
 //! - a complete that prepares but fails when run is exit 2 naming the adapter, the step, its SQL
@@ -90,6 +90,16 @@ fn an_observer_status_no_checker_knows_is_refused() {
         assert!(r.stderr.contains(part), "{part}: {}", r.stderr);
     }
     assert_nothing_left(&db);
+    // A known status, but the wrong one for a job whose completion landed.
+    let wrong = river.replacen("WHEN 'completed' THEN 'done'", "WHEN 'completed' THEN 'queued'", 1);
+    write(dir.path(), "finished.toml", &wrong);
+    let r = queuebench(&["validate", &s, "--database-url", &db.url]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("the status `queued` for job") && r.stderr.contains("after its complete landed"),
+        "{}",
+        r.stderr
+    );
     // The same file with the status it should give passes.
     write(dir.path(), "finished.toml", &river);
     let r = queuebench(&["validate", &s, "--database-url", &db.url]);

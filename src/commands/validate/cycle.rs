@@ -54,6 +54,9 @@ pub struct Steps {
 pub struct Cycle {
     pub ran: Vec<&'static str>,
     pub warnings: Vec<String>,
+    /// What observe.state must say of a job a write landed on (or leave it out: a queue that
+    /// deletes finished jobs): (the job, the status, the step).
+    ended: Vec<(Key, Status, &'static str)>,
 }
 
 struct Cx<'a> {
@@ -98,8 +101,9 @@ pub async fn run(plan: &Plan, client: &Client, steps: &Steps) -> Result<Cycle> {
         let job = Claimed { id: 0, key, attempt: -1, attempt_key: Key::Int(-1), token: None, tag: 0, seq: 0, class: 0 };
         landed(&cx, cancel, &job, 0.0).await?;
         cycle.ran.push("cancel");
+        cycle.ended.push((job.key, Status::Cancelled, "cancel"));
     }
-    observe(&cx).await?;
+    observe(&cx, &cycle.ended).await?;
     cycle.ran.push("observers");
     Ok(cycle)
 }
@@ -145,6 +149,7 @@ async fn claimed(cx: &Cx<'_>, first: Claimed, cycle: &mut Cycle) -> Result<Vec<K
     }
     landed(cx, &cx.steps.complete, &first, 0.0).await?;
     cycle.ran.push("complete");
+    cycle.ended.push((first.key.clone(), Status::Done, "complete"));
     let mut taken = vec![first.key];
     if let Some(fail) = &cx.steps.fail
         && let Some(job) = claim(cx, None).await?
@@ -290,14 +295,15 @@ async fn holds_a_claim_lock(client: &Client) -> std::result::Result<bool, tokio_
     Ok(client.query_one(sql, &[]).await?.get(0))
 }
 
-/// The observer queries over what the cycle left: every status one the checkers know.
-async fn observe(cx: &Cx<'_>) -> Result<()> {
+/// The observer queries over what the cycle left: every status one the checkers know, and the
+/// jobs the cycle completed and cancelled read so (or left out).
+async fn observe(cx: &Cx<'_>, ended: &[(Key, Status, &'static str)]) -> Result<()> {
     let a = &cx.plan.adapter;
     let v = cx.values();
     let rows = |st: &'static str| move |e: tokio_postgres::Error| failed_observer(cx.plan, st, &e);
     let prepared = cx.client.prepare(&a.observe.state.sql).await.map_err(rows("state"))?;
     let column = |name: &str| prepared.columns().iter().position(|c| c.name() == name);
-    let (Some(_), Some(status)) = (column("id"), column("status")) else {
+    let (Some(id), Some(status)) = (column("id"), column("status")) else {
         return Err(refused(cx.plan, "observe.state must return the columns `id` and `status`"));
     };
     let state: Vec<Row> =
@@ -306,6 +312,7 @@ async fn observe(cx: &Cx<'_>) -> Result<()> {
             .map_err(rows("state"))?;
     for r in &state {
         known(cx.plan, "state", r, status)?;
+        as_ended(cx.plan, r, (id, status), ended)?;
     }
     let left = query(cx.client, &a.observe.remaining, &v).await.map_err(rows("remaining"))?;
     let counts = left.first().and_then(|r| r.columns().first()).map(|c| c.type_().clone());
@@ -349,6 +356,27 @@ fn known(plan: &Plan, observer: &str, row: &Row, at: usize) -> Result<()> {
             "observe.{observer} gave the status `{text}`, which no checker knows (accepted: {}):\n  \
              map every state of the queue onto one of these in the query (a CASE with no ELSE gives NULL)",
             accepted.join(", ")
+        ),
+    ))
+}
+
+/// A job a complete or cancel landed on reads `done` or `cancelled` (a row whose id the cycle
+/// cannot read as the claim's key is let be).
+fn as_ended(plan: &Plan, row: &Row, (id, status): (usize, usize), ended: &[(Key, Status, &str)]) -> Result<()> {
+    let Ok(key) = row.try_get::<_, Key>(id) else { return Ok(()) };
+    let Some((_, want, step)) = ended.iter().find(|(k, _, _)| *k == key) else { return Ok(()) };
+    let got: String = row.get(status);
+    if got == want.name() {
+        return Ok(());
+    }
+    Err(refused(
+        plan,
+        &format!(
+            "observe.state gave the status `{got}` for job {} after its {step} landed:\n  \
+             the checkers would read it as not {}; map the state the {step} writes onto `{}`",
+            key.show(),
+            want.name(),
+            want.name()
         ),
     ))
 }
@@ -408,8 +436,9 @@ fn statements(step: &Step) -> String {
 fn no_lock(plan: &Plan) -> String {
     format!(
         "{}: the claim took no row lock and no advisory lock (pg_locks after it shows neither a RowShareLock \
-         nor an advisory lock): two workers can then claim the same job. Lock the rows it picks \
-         (FOR UPDATE SKIP LOCKED) unless the scenario exists to show that race",
+         nor an advisory lock): two workers can then claim the same job, unless its UPDATE or DELETE checks \
+         the job's state again in its own WHERE. Lock the rows it picks (FOR UPDATE SKIP LOCKED) unless the \
+         scenario exists to show that race",
         whose(plan)
     )
 }
