@@ -44,4 +44,5 @@ mod scripts;
 mod secrets;
 mod sweep;
 mod tls;
+mod validate_cycle;
 mod wording;

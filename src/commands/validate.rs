@@ -4,7 +4,12 @@
 //! statement is prepared there, so a syntax error, an unknown column or a claim that lacks a
 //! column the other statements bind is exit 2 before any run. The setup and the statements run
 //! in one transaction that is rolled back, so what the setup writes, in the scratch schema or
-//! outside it, does not stay; the schema is dropped after.
+//! outside it, does not stay; the schema is dropped after. Inside that transaction the
+//! statements then run once with real values (`cycle`: enqueue, claim, heartbeat, complete,
+//! fail, reclaim, cancel, the observer queries), which refuses an observer status no checker
+//! knows and warns about a claim that takes no lock.
+
+mod cycle;
 
 use crate::db::schema;
 use crate::error::{Error, ExitCode, Result};
@@ -22,14 +27,20 @@ pub async fn validate(files: &[PathBuf], sets: &[String], target: &Target) -> Re
             Err(e) => Err(e),
         };
         let checked = match checked {
-            Ok(p) if p.adapter.builtin() => Ok(p),
-            Ok(p) => prove(&p, target).await.map(|()| p),
+            Ok(p) if p.adapter.builtin() => Ok((p, None)),
+            Ok(p) => prove(&p, target).await.map(|c| (p, Some(c))),
             Err(e) => Err(e),
         };
         match checked {
-            Ok(p) => {
+            Ok((p, cycle)) => {
+                for w in cycle.iter().flat_map(|c| &c.warnings) {
+                    eprintln!("warning: {}: {w}", f.display());
+                }
                 let what = if p.adapter.own_table() { "strategy" } else { "adapter" };
-                let proved = if p.adapter.builtin() { "" } else { ", its SQL prepared" };
+                let proved = match cycle {
+                    Some(c) => format!(", its SQL prepared and run once: {}", c.ran.join(", ")),
+                    None => String::new(),
+                };
                 println!(
                     "{}: ok ({} · {} · {what} {}{proved})",
                     f.display(),
@@ -55,25 +66,29 @@ async fn fits(plan: &Plan, target: &Target) -> Result<()> {
     pipeline::check_free_connections(plan, target).await
 }
 
-/// Runs the plan's setup in a scratch schema and prepares every statement there.
-async fn prove(plan: &Plan, target: &Target) -> Result<()> {
+/// Runs the plan's setup in a scratch schema, prepares every statement there and runs the
+/// smoke cycle.
+async fn prove(plan: &Plan, target: &Target) -> Result<cycle::Cycle> {
     let schema = format!("queuebench_validate_{:08x}", rand::random::<u32>());
     let opts = DatabaseOptions::new(target.clone(), Some(schema), false, false)?;
     let db = pipeline::open_database(plan, &opts, "").await?;
     let result = prove_in(plan, &db).await;
     let teardown = db.teardown().await;
-    result?;
-    teardown
+    let cycle = result?;
+    teardown.map(|()| cycle)
 }
 
 /// The setup and every statement inside one transaction that is rolled back: what an adapter's
 /// setup writes, in the scratch schema or outside it (a `public` table), is undone.
-async fn prove_in(plan: &Plan, db: &crate::db::Database) -> Result<()> {
+async fn prove_in(plan: &Plan, db: &crate::db::Database) -> Result<cycle::Cycle> {
     let setup = pipeline::setup_of(plan);
     let client = schema::create(db).await?;
     let begin = "BEGIN; SET LOCAL queuebench.validating = 'yes'";
     client.batch_execute(begin).await.map_err(|e| db_error(begin, &e))?;
-    let proved = prove_statements(plan, db, &client, setup.as_setup()).await;
+    let proved = match prove_statements(plan, db, &client, setup.as_setup()).await {
+        Ok(steps) => cycle::run(plan, &client, &steps).await,
+        Err(e) => Err(e),
+    };
     let open = client.query_one("SELECT current_setting('queuebench.validating', true)", &[]).await;
     let still_open = matches!(&open, Ok(row) if row.get::<_, Option<String>>(0).as_deref() == Some("yes"));
     let _ = client.batch_execute("ROLLBACK").await;
@@ -90,12 +105,13 @@ async fn prove_in(plan: &Plan, db: &crate::db::Database) -> Result<()> {
     proved
 }
 
+/// The setup, then every statement prepared: the steps the cycle runs.
 async fn prove_statements(
     plan: &Plan,
     db: &crate::db::Database,
     client: &tokio_postgres::Client,
     setup: schema::Setup<'_>,
-) -> Result<()> {
+) -> Result<cycle::Steps> {
     // A setup command (the library's own migrations) runs on connections of its own, outside
     // this transaction: it is given the scratch schema, which is dropped after.
     schema::run_setup(db, client, setup, &plan.adapter.table, &[]).await.map_err(|e| wrong(plan, e))?;
@@ -108,29 +124,29 @@ async fn prove_statements(
         sets: plan.source.overrides.clone(),
         reason: s.to_string(),
     };
-    let mut claim = None;
-    let mut select = None;
-    let steps = a.worker_steps().chain(&a.reclaim).chain(&a.cancel).chain([&a.enqueue]).chain(&a.preload);
-    for step in steps {
-        let prepared = prepare_step(client, step).await.map_err(worker)?;
-        match step.role {
-            crate::adapter::Role::Claim => claim = Some(prepared),
-            crate::adapter::Role::Select => select = Some(prepared),
-            _ => {}
-        }
-    }
+    let prepare = async |step: &crate::adapter::Step| prepare_step(client, step).await.map_err(worker);
+    let optional = async |step: &Option<crate::adapter::Step>| match step {
+        Some(s) => prepare(s).await.map(Some),
+        None => Ok(None),
+    };
+    let select = optional(&a.select).await?;
+    let claim = prepare(&a.claim).await?;
+    let heartbeat = optional(&a.heartbeat).await?;
+    let complete = prepare(&a.complete).await?;
+    let fail = optional(&a.fail).await?;
+    let reclaim = optional(&a.reclaim).await?;
+    let cancel = optional(&a.cancel).await?;
+    let enqueue = prepare(&a.enqueue).await?;
+    let preload = optional(&a.preload).await?;
     for st in [&a.observe.state, &a.observe.remaining].into_iter().chain(&a.observe.depth) {
         client.prepare(&st.sql).await.map_err(|e| {
-            wrong(
-                plan,
-                db_error(&format!("preparing the observer query ({})\n  SQL: {}", first_words(&st.text), st.sql), &e),
-            )
+            let what = format!("preparing the observer query ({})\n  SQL: {}", cycle::first_words(&st.text), st.sql);
+            wrong(plan, db_error(&what, &e))
         })?;
     }
-    let claim = claim.expect("every adapter has a claim");
-    claim_columns(claim.last(), select.as_ref().map(run::conn::Prepared::last), a)
+    let columns = claim_columns(claim.last(), select.as_ref().map(run::conn::Prepared::last), a)
         .map_err(|e| worker(crate::error::SessionFailure::Statements(e)))?;
-    Ok(())
+    Ok(cycle::Steps { select, claim, complete, fail, heartbeat, reclaim, cancel, enqueue, preload, columns })
 }
 
 /// The scenario's own SQL is wrong: exit 2, naming the scenario.
@@ -147,8 +163,4 @@ fn wrong(plan: &Plan, e: Error) -> Error {
 
 fn db_error(action: &str, e: &tokio_postgres::Error) -> Error {
     Error::Database { action: action.to_string(), target: None, sql: crate::db::sql(e), hint: None }
-}
-
-fn first_words(text: &str) -> String {
-    text.lines().find(|l| !l.trim().starts_with("--")).unwrap_or("").chars().take(60).collect()
 }

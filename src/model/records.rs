@@ -27,6 +27,10 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in the order messages list them.
+    pub const ALL: [Status; 6] =
+        [Status::Queued, Status::Running, Status::Done, Status::Failed, Status::Dead, Status::Cancelled];
+
     /// The name an observer query gives it (and the history's final state).
     pub fn name(self) -> &'static str {
         match self {

@@ -104,6 +104,14 @@ impl<'a> Values<'a> {
         }
     }
 
+    /// The same values with another `:batch` and `:lease_secs` (validate's smoke cycle claims one
+    /// job at a time, and one with a lease that has already run out).
+    pub fn with_claim(mut self, batch: i64, lease_secs: f64) -> Values<'a> {
+        self.batch = batch;
+        self.lease_secs = lease_secs;
+        self
+    }
+
     /// The value of one parameter, resolved: what a transport that does not take
     /// tokio-postgres's `ToSql` (the sqlx pool, a printed psql script) encodes. The direct
     /// path binds [`Values::bind`] instead, without this step.
