@@ -375,12 +375,13 @@ fn leases(events: &[Event]) -> Vec<Lease> {
                 l.released = Some(e.t_us);
             }
         }
-        if let Some(f) = first_give_back {
-            let returned = f.t_us + u64::from(f.dur_us);
-            if returned < l.end {
-                l.end = returned;
-                l.cut = true;
-            }
+        // Given back when the accepted write was sent: a claim sent during its round trip may
+        // follow its commit, so only one sent before it overlaps for certain.
+        if let Some(f) = first_give_back
+            && f.t_us < l.end
+        {
+            l.end = f.t_us;
+            l.cut = true;
         }
         out.push(l);
     }
@@ -843,11 +844,14 @@ fn a_duplicate_after_the_lease_expired() {
 }
 
 #[test]
-fn a_retry_after_an_accepted_failure_is_no_race_but_a_claim_sent_while_the_failure_was_in_flight_is() {
+fn a_retry_after_an_accepted_failure_is_no_race_even_while_the_failure_is_in_flight_but_a_claim_before_it_is() {
     // Job 1: w1's failure (sent 20 ms, returned 25 ms) gives the job back; w2 claims at 30 ms.
-    // Job 2: the same, but w2's claim is sent at 22 ms, before the failure returned.
+    // Job 2: the same, but w2's claim is sent at 22 ms, while the failure was in flight: it may
+    // follow the failure's commit (the answer reached w1 later), so no race.
+    // Job 3: w2's claim is sent at 15 ms and returns at 16 ms, before w1 even sent its failure.
     let (a1, a2) = (c(1, 1, 1, 1), c(1, 2, 1, 2));
     let (b1, b2) = (c(2, 1, 2, 1), c(2, 2, 2, 2));
+    let (d1, d2) = (c(3, 1, 3, 1), c(3, 2, 3, 2));
     let journal = vec![
         a1.claimed(0, ms(1)),
         a1.executed(ms(10)),
@@ -861,23 +865,36 @@ fn a_retry_after_an_accepted_failure_is_no_race_but_a_claim_sent_while_the_failu
         b2.claimed(ms(22), ms(23)),
         b2.executed(ms(40)),
         b2.write(Accepted, ms(50), ms(51)),
+        d1.claimed(0, ms(1)),
+        d1.executed(ms(10)),
+        d1.write(FailAccepted, ms(20), ms(25)),
+        d2.claimed(ms(15), ms(16)),
+        d2.executed(ms(40)),
+        d2.write(Accepted, ms(50), ms(51)),
     ];
-    let h = History::new(journal, vec![row(1, Status::Done), row(2, Status::Done)], 2);
+    let h = History::new(journal, vec![row(1, Status::Done), row(2, Status::Done), row(3, Status::Done)], 3);
     assert_known(
         &h,
         Numbers {
-            total: 4,
-            duplicate: 2,
+            total: 6,
+            duplicate: 3,
             duplicate_race: 1,
-            duplicate_lease_expired: 1,
-            distinct_jobs: 2,
-            jobs_duplicated: 2,
+            duplicate_lease_expired: 2,
+            distinct_jobs: 3,
+            jobs_duplicated: 3,
             max_per_job: 2,
-            accepted: 2,
-            fails_accepted: 2,
-            // b2 was sent (22 ms) after b1 came back and before b1's lease ended (25 ms).
+            accepted: 3,
+            fails_accepted: 3,
+            // d1's failure (20 ms) came after d2 had claimed the job again: a stale write landed.
+            fail_stale_accepted: 1,
+            // d2 was sent (15 ms) after d1 came back and before d1 gave the job back (20 ms).
             claims_during_lease: 1,
+            // d2 believed it held the job from 16 ms while d1 did until its failure at 20 ms;
+            // b2's belief starts at 23 ms, after b1 let go.
+            overlapping_jobs: 1,
             exactly_once: false,
+            stale_completions_accepted: false,
+            ownership_overlap: false,
             ..CLEAN
         },
     );
@@ -978,7 +995,7 @@ fn a_zero_work_race_has_no_ownership_overlap() {
 fn the_lease_end_tolerance_and_heartbeats() {
     // w1 never lets go of jobs 1, 2 and 4. Job 1: w2 is sent 30 ms before w1's computed lease end
     // (1.01 s): within the clock tolerance, after the lease. Job 2: 70 ms before: a race.
-    // Job 3: w1's completion returned at 40 ms; w2 was sent at 39 ms: a race (no tolerance at a
+    // Job 3: w1's completion was sent at 20 ms; w2 was sent at 19 ms: a race (no tolerance at a
     // hand-back). Job 4: w1's heartbeat at 0.8 s moved its lease end to 1.8 s; w2 sent at 1.5 s races.
     let mut journal = Vec::new();
     for (job, sent) in [(1, 980), (2, 940)] {
@@ -996,7 +1013,7 @@ fn the_lease_end_tolerance_and_heartbeats() {
         w1.claimed(0, ms(1)),
         w1.executed(ms(10)),
         w1.write(Accepted, ms(20), ms(40)),
-        w2.claimed(ms(39), ms(41)),
+        w2.claimed(ms(19), ms(41)),
         w2.executed(ms(50)),
         w2.write(Accepted, ms(60), ms(61)),
     ]);

@@ -21,7 +21,7 @@ pub struct ClaimSpan {
     /// When it was sent (its round trip before `start_us`; the same when not measured).
     pub sent_us: u64,
     /// Claim time (or last accepted heartbeat) plus the lease, or the accepted completion or
-    /// failure that gave the job back (when it returned), whichever came first.
+    /// failure that gave the job back (when it was sent), whichever came first.
     pub lease_end_us: u64,
     /// The end is an acknowledged hand-back, measured on the harness's own clock (no
     /// allowance for the server's clock is needed, as at a computed lease end).
@@ -66,8 +66,11 @@ pub fn spans(events: &[Event], lease: Duration, hold_transaction: bool) -> Vec<C
             if e.kind.ends_ownership() && s.released_us.is_none() {
                 s.released_us = Some(e.t_us);
             }
+            // Handed back when the accepted completion or failure was sent: from then on a claim
+            // may get the job without any race (the write commits somewhere in its round trip,
+            // and a claim sent during that round trip can follow it).
             if matches!(e.kind, EventKind::Accepted | EventKind::FailAccepted) && handed_back.is_none() {
-                handed_back = Some(e.t_us + u64::from(e.dur_us));
+                handed_back = Some(e.t_us);
             }
         }
         if let Some(t) = handed_back.filter(|t| *t < s.lease_end_us) {
