@@ -71,6 +71,7 @@ impl History {
             blockers: &[],
             restarts: &self.restarts,
             restarts_up: &self.restarts_up,
+            failovers: &[],
             durability_untestable: None,
             clock_us: 0,
             stopped_us: self.stopped,

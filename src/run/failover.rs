@@ -1,0 +1,131 @@
+//! The `failover` fault: the primary of the ephemeral cluster dies hard and its streaming
+//! standby is promoted, while workers, reaper and producers carry on through the run's
+//! multi-host connection settings (`target_session_attrs=read-write`), as applications of an
+//! HA cluster do.
+//!
+//! To make an asynchronous failover lose something on purpose rather than by luck, the
+//! primary's walsender (the process that streams WAL to the standby) can be frozen with
+//! SIGSTOP for `hold` first: with asynchronous replication the primary goes on acknowledging
+//! commits the standby never receives; with synchronous replication those commits wait for
+//! the standby, so nothing is acknowledged that the standby lacks. The walsender is frozen
+//! rather than the standby's WAL receiver so that nothing is left in flight: a frozen
+//! receiver would find the socket's buffered WAL on waking and keep a part of what the
+//! primary wrote during the hold, by an amount set by the kernel's buffer sizes.
+//!
+//! Steps: freeze the walsender, wait `hold`, read the primary's WAL position and how far
+//! behind the standby is (`lag_bytes`), SIGKILL the primary's whole process group, wait for
+//! the standby's WAL receiver to see it go, read what the standby has (`wal_lost_bytes`:
+//! what it will never have), promote it, and wait until a read-write connection through the
+//! run's settings succeeds. The kill is a `restart` too (down at the kill, up at that
+//! connection), so the checks that judge connections cut by a restart judge these the same way.
+
+use super::faults::{FaultState, Restart};
+use crate::collect::FaultEvent;
+use crate::db::Endpoint;
+use crate::db::ephemeral::{Servers, Standby};
+use crate::db::standby;
+use crate::model::records::FailoverRecord;
+use std::time::{Duration, Instant};
+use tokio_postgres::Client;
+use tokio_util::sync::CancellationToken;
+
+/// Runs one failover; one `failover` event when the primary was killed.
+pub async fn run(
+    state: &FaultState,
+    servers: Option<&Servers>,
+    config: &Endpoint,
+    hold: Duration,
+    stop: &CancellationToken,
+) -> Vec<FaultEvent> {
+    let Some((servers, standby)) = servers.and_then(|s| Some((s, s.standby.clone()?))) else {
+        eprintln!("warning: failover needs the ephemeral cluster's standby ([postgres] standby); skipped");
+        return Vec::new();
+    };
+    let (Some(primary), Some(replica)) =
+        (direct(&servers.primary.direct_config()).await, direct(&standby.server.direct_config()).await)
+    else {
+        eprintln!("warning: failover: could not reach the primary and the standby directly; skipped");
+        return Vec::new();
+    };
+    let frozen = match hold.is_zero() {
+        true => None,
+        false => freeze(&primary).await,
+    };
+    if frozen.is_some() {
+        tokio::select! {
+            _ = tokio::time::sleep(hold) => {}
+            _ = stop.cancelled() => {}
+        }
+    }
+    let mut record =
+        FailoverRecord { replication: standby.replication, hold_us: hold.as_micros() as u64, ..Default::default() };
+    let last_lsn = standby::current_lsn(&primary).await;
+    if let Some(lsn) = &last_lsn {
+        record.lag_bytes = standby::behind(&replica, lsn).await.unwrap_or(0);
+    }
+    record.down_us = state.now_us();
+    let killed = servers.primary.kill_hard().await;
+    if let Some(pid) = frozen {
+        // SAFETY: kill(2); the walsender is gone with its process group, this only makes sure.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+    }
+    if let Err(e) = killed {
+        eprintln!("warning: failover: could not kill the primary: {e}");
+        return Vec::new();
+    }
+    let event = vec![FaultEvent { t_us: record.down_us, kind: "failover", worker: None, job: None }];
+    let slot = {
+        let mut r = state.restarts.lock().unwrap();
+        r.push(Restart { down_us: record.down_us, up_us: None });
+        r.len() - 1
+    };
+    standby::receiver_quiet(&replica, Duration::from_secs(5)).await;
+    if let Some(lsn) = &last_lsn {
+        record.wal_lost_bytes = standby::behind(&replica, lsn).await.unwrap_or(0);
+    }
+    promote_and_wait(state, &standby, &replica, config, slot, stop).await;
+    record.up_us = state.restarts.lock().unwrap()[slot].up_us.unwrap_or(u64::MAX);
+    tracing::info!(?record, "failover");
+    state.failovers.lock().unwrap().push(record);
+    event
+}
+
+/// A connection to one server alone (no read-write check).
+async fn direct(config: &tokio_postgres::Config) -> Option<Client> {
+    crate::db::connect::open(&Endpoint::plain(config.clone()), |_| {}).await.ok().map(|(c, _)| c)
+}
+
+/// Freezes the primary's walsender (SIGSTOP); its pid, if there was one to freeze.
+async fn freeze(primary: &Client) -> Option<i32> {
+    let Some(pid) = standby::walsender_pid(primary).await else {
+        eprintln!("warning: failover: the primary has no walsender to hold; failing over without a hold");
+        return None;
+    };
+    // SAFETY: kill(2) on a process of the cluster this run started (it runs as its user or ours).
+    let sent = unsafe { libc::kill(pid, libc::SIGSTOP) } == 0;
+    sent.then_some(pid)
+}
+
+/// Promotes the standby and waits (up to 60 s) until the run's settings reach a read-write
+/// server; the time it did goes to the restart in `slot`.
+async fn promote_and_wait(
+    state: &FaultState,
+    standby: &Standby,
+    replica: &Client,
+    config: &Endpoint,
+    slot: usize,
+    stop: &CancellationToken,
+) {
+    if let Err(e) = standby::promote(replica).await {
+        eprintln!("warning: failover: promoting the standby failed: {e}\n{}", standby.server.log_tail());
+        return;
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !stop.is_cancelled() && Instant::now() < deadline {
+        if crate::db::connect::open(config, |_| {}).await.is_ok() {
+            state.restarts.lock().unwrap()[slot].up_us = Some(state.now_us());
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
