@@ -148,7 +148,10 @@ impl Cluster {
             (PORT, None)
         };
         // The standby runs with the scenario's settings; only the primary waits for it.
-        let standby_settings = settings.clone();
+        let mut standby_settings = settings.clone();
+        // A standby whose primary died retries its WAL sources every wal_retrieve_retry_interval
+        // (5 s by default), and a promotion that lands in that wait was seen to take the whole 5 s.
+        standby_settings.push(("wal_retrieve_retry_interval".into(), "100ms".into()));
         if standby == Some(Replication::Sync) {
             settings.push(("synchronous_standby_names".into(), "*".into()));
             settings.push(("synchronous_commit".into(), "on".into()));
