@@ -14,6 +14,15 @@
 //! had committed) the job is counted in `unacknowledged_done`, not as a
 //! duplicate and not as lost.
 //!
+//! A failover (`failover`: the primary killed, the standby promoted) can forget what the old
+//! primary acknowledged and the standby never received, and the new primary then goes on
+//! from there: a job whose completion was forgotten is handed out again and usually ends
+//! `done` after all, so "not done at the end" does not see it. Across a failover a completion
+//! acknowledged before it is also lost when a claim of the job sent after it came back, and
+//! the executions after the failover are the re-executions the loss caused. An enqueue is also
+//! lost when its id came back from a later INSERT after the failover: the id sequence went back
+//! with the lost WAL and the new primary gave the id to another job.
+//!
 //! With `fsync = off` or `synchronous_commit = off` a commit can be
 //! acknowledged before it is on disk, so a restart cannot test durability: the
 //! summary says so and no check is reported (rather than a pass).
