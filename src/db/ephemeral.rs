@@ -363,20 +363,29 @@ impl Postmaster {
         self.spawn()
     }
 
-    /// Kills the server the hard way, as a machine that dies would: SIGKILL to its process
-    /// group (the postmaster and every backend, walsender and helper it started: no backend
-    /// answers another statement), and waits for the postmaster to exit. Returns its pid.
+    /// Kills the server the hard way, as a machine that dies would: the postmaster is frozen
+    /// (SIGSTOP: it forks nothing more), then it and every process it started (backends,
+    /// walsenders, helpers: each runs in a session of its own, so a signal to the postmaster's
+    /// process group would miss them) get SIGKILL, and no backend answers another statement.
+    /// Waits for them all to exit. Returns the postmaster's pid.
     pub async fn kill_hard(&self) -> std::result::Result<i32, StopError> {
         let pid = match self.child.lock().unwrap().as_ref() {
             Some(c) => c.id() as i32,
             None => return Err(StopError::NotRunning),
         };
-        // SAFETY: kill(2) on the process group of our own child (spawned with process_group(0)).
-        unsafe { libc::kill(-pid, libc::SIGKILL) };
+        // SAFETY: kill(2) on our own child and on the processes it started.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        let children = children_of(pid);
+        for &c in &children {
+            // SAFETY: as above.
+            unsafe { libc::kill(c, libc::SIGKILL) };
+        }
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
         let until = Instant::now() + Duration::from_secs(30);
         loop {
             let exited = self.child.lock().unwrap().as_mut().is_none_or(|c| matches!(c.try_wait(), Ok(Some(_))));
-            if exited {
+            if exited && children.iter().all(|&c| gone(c)) {
                 self.child.lock().unwrap().take();
                 LIVE.lock().unwrap().retain(|(p, _)| *p != pid);
                 return Ok(pid);
@@ -407,6 +416,26 @@ impl Postmaster {
 
     pub fn log_tail(&self) -> String {
         log_tail(&self.log)
+    }
+}
+
+/// The processes whose parent is `pid` (from /proc).
+fn children_of(pid: i32) -> Vec<i32> {
+    let parent = |stat: &str| stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1)?.parse::<i32>().ok());
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok().as_deref().and_then(parent) == Some(pid))
+        .collect()
+}
+
+/// Has the process exited (gone, or a zombie waiting for its new parent)?
+fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
+        Err(_) => true,
     }
 }
 

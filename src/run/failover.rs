@@ -13,7 +13,8 @@
 //! primary wrote during the hold, by an amount set by the kernel's buffer sizes.
 //!
 //! Steps: freeze the walsender, wait `hold`, read the primary's WAL position and how far
-//! behind the standby is (`lag_bytes`), SIGKILL the primary's whole process group, wait for
+//! behind the standby is (`lag_bytes`), SIGKILL the primary's postmaster and every process it
+//! started (the frozen walsender among them, never woken), wait for
 //! the standby's WAL receiver to see it go, read what the standby has (`wal_lost_bytes`:
 //! what it will never have), promote it, and wait until a read-write connection through the
 //! run's settings succeeds. The kill is a `restart` too (down at the kill, up at that
@@ -51,10 +52,11 @@ pub async fn run(
         true => None,
         false => freeze(&primary).await,
     };
-    if frozen.is_some() {
+    if let Some(pid) = frozen {
         tokio::select! {
             _ = tokio::time::sleep(hold) => {}
-            _ = stop.cancelled() => {}
+            // The run is over before the failover: no failover, the walsender goes on.
+            _ = stop.cancelled() => return thaw(pid),
         }
     }
     let mut record =
@@ -64,14 +66,9 @@ pub async fn run(
         record.lag_bytes = standby::behind(&replica, lsn).await.unwrap_or(0);
     }
     record.down_us = state.now_us();
-    let killed = servers.primary.kill_hard().await;
-    if let Some(pid) = frozen {
-        // SAFETY: kill(2); the walsender is gone with its process group, this only makes sure.
-        unsafe { libc::kill(pid, libc::SIGCONT) };
-    }
-    if let Err(e) = killed {
+    if let Err(e) = servers.primary.kill_hard().await {
         eprintln!("warning: failover: could not kill the primary: {e}");
-        return Vec::new();
+        return frozen.map(thaw).unwrap_or_default();
     }
     let event = vec![FaultEvent { t_us: record.down_us, kind: "failover", worker: None, job: None }];
     let slot = {
@@ -104,6 +101,13 @@ async fn freeze(primary: &Client) -> Option<i32> {
     // SAFETY: kill(2) on a process of the cluster this run started (it runs as its user or ours).
     let sent = unsafe { libc::kill(pid, libc::SIGSTOP) } == 0;
     sent.then_some(pid)
+}
+
+/// Wakes the frozen walsender (SIGCONT) when no failover follows; no event.
+fn thaw(pid: i32) -> Vec<FaultEvent> {
+    // SAFETY: kill(2) on the walsender of the cluster this run started, frozen by `freeze`.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    Vec::new()
 }
 
 /// Promotes the standby and waits (up to 60 s) until the run's settings reach a read-write
