@@ -48,7 +48,7 @@ hostssl all all 127.0.0.1/32 cert\n\
 hostssl all all ::1/128 cert\n";
 
 /// Clusters alive in this process, for the second-Ctrl-C emergency exit.
-static LIVE: Mutex<Vec<(i32, PathBuf)>> = Mutex::new(Vec::new());
+pub(super) static LIVE: Mutex<Vec<(i32, PathBuf)>> = Mutex::new(Vec::new());
 
 pub struct Cluster {
     pub dir: PathBuf,
@@ -89,7 +89,7 @@ pub struct Postmaster {
     settings: Vec<(String, String)>,
     pub(super) owner: Option<(u32, u32)>,
     port: u16,
-    child: Mutex<Option<Child>>,
+    pub(super) child: Mutex<Option<Child>>,
 }
 
 /// Why `Postmaster::stop` did not stop the server.
@@ -124,7 +124,8 @@ impl Cluster {
     /// initdb + start. Readiness is checked by the caller with a real connection. `tls`: the
     /// cluster also listens on localhost (a free port) with ssl=on and a certificate of a CA made
     /// for it (see [`TlsFiles`]).
-    /// `standby`: a streaming standby is made from it (`pg_basebackup`) and started beside it.
+    /// `standby`: the cluster has a streaming standby, made from it and started by
+    /// `db::standby::start` once the primary is up.
     pub fn start(
         settings: &[(String, String)],
         keep: bool,
@@ -179,11 +180,8 @@ impl Cluster {
             std::fs::write(&hba, TLS_HBA).map_err(|e| Error::io(Access::Write, &hba, e))?;
         }
         cluster.postmaster.spawn()?;
-        if let Some(standby) = standby {
-            super::standby::base_backup(&cluster.postmaster, &standby.server)?;
-            cluster.standby = Some(standby.clone());
-            standby.server.spawn()?;
-        }
+        // Made and started once the primary accepts connections (`db::standby::start`).
+        cluster.standby = standby;
         Ok(cluster)
     }
 
@@ -363,40 +361,6 @@ impl Postmaster {
         self.spawn()
     }
 
-    /// Kills the server the hard way, as a machine that dies would: the postmaster is frozen
-    /// (SIGSTOP: it forks nothing more), then it and every process it started (backends,
-    /// walsenders, helpers: each runs in a session of its own, so a signal to the postmaster's
-    /// process group would miss them) get SIGKILL, and no backend answers another statement.
-    /// Waits for them all to exit. Returns the postmaster's pid.
-    pub async fn kill_hard(&self) -> std::result::Result<i32, StopError> {
-        let pid = match self.child.lock().unwrap().as_ref() {
-            Some(c) => c.id() as i32,
-            None => return Err(StopError::NotRunning),
-        };
-        // SAFETY: kill(2) on our own child and on the processes it started.
-        unsafe { libc::kill(pid, libc::SIGSTOP) };
-        let children = children_of(pid);
-        for &c in &children {
-            // SAFETY: as above.
-            unsafe { libc::kill(c, libc::SIGKILL) };
-        }
-        // SAFETY: as above.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-        let until = Instant::now() + Duration::from_secs(30);
-        loop {
-            let exited = self.child.lock().unwrap().as_mut().is_none_or(|c| matches!(c.try_wait(), Ok(Some(_))));
-            if exited && children.iter().all(|&c| gone(c)) {
-                self.child.lock().unwrap().take();
-                LIVE.lock().unwrap().retain(|(p, _)| *p != pid);
-                return Ok(pid);
-            }
-            if Instant::now() > until {
-                return Err(StopError::StillRunning { pid, signal: libc::SIGKILL });
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    }
-
     /// Connection settings that reach this server alone (its socket and port), as the
     /// cluster's superuser: for the failover's own look at the primary and the standby.
     pub fn direct_config(&self) -> tokio_postgres::Config {
@@ -416,26 +380,6 @@ impl Postmaster {
 
     pub fn log_tail(&self) -> String {
         log_tail(&self.log)
-    }
-}
-
-/// The processes whose parent is `pid` (from /proc).
-fn children_of(pid: i32) -> Vec<i32> {
-    let parent = |stat: &str| stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1)?.parse::<i32>().ok());
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok().as_deref().and_then(parent) == Some(pid))
-        .collect()
-}
-
-/// Has the process exited (gone, or a zombie waiting for its new parent)?
-fn gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
-        Err(_) => true,
     }
 }
 

@@ -217,6 +217,7 @@ impl Database {
         let mut db = Database { cluster: Some(cluster), tls, ..Database::new(config, target, schema, keep) };
         db.wait_ready().await?;
         if let Some(s) = db.cluster.as_ref().and_then(|c| c.standby()).cloned() {
+            standby::start(&db.servers().expect("an ephemeral cluster").primary, &s)?;
             let primary = db.connect_admin().await?;
             standby::wait_streaming(&primary, s.replication, &s.server).await?;
             db.config.host_path(db.cluster.as_ref().map(Cluster::socket_dir).unwrap_or(Path::new("/")));

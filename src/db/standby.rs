@@ -10,16 +10,24 @@
 //! Also the statements the `failover` fault needs: the walsender to freeze, the WAL positions
 //! on both sides, the standby's WAL receiver going quiet, and the promotion.
 
-use super::ephemeral::Postmaster;
+use super::ephemeral::StopError;
+use super::ephemeral::{LIVE, Postmaster, Standby};
 use crate::error::{Access, Error, Result};
 use crate::model::records::Replication;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tokio_postgres::Client;
 
+/// Makes the standby from the running primary and starts it (waiting for it to stream is
+/// [`wait_streaming`]'s).
+pub fn start(primary: &Postmaster, standby: &Standby) -> Result<()> {
+    base_backup(primary, &standby.server)?;
+    standby.server.spawn()
+}
+
 /// Copies the primary into the standby's data directory (`pg_basebackup -R -X stream`), as the
 /// cluster's user, so the standby starts as a standby of it.
-pub(super) fn base_backup(primary: &Postmaster, standby: &Postmaster) -> Result<()> {
+fn base_backup(primary: &Postmaster, standby: &Postmaster) -> Result<()> {
     let program = primary.bindir.join("pg_basebackup");
     let mut cmd = Command::new(&program);
     cmd.arg("-D").arg(&standby.data).arg("-h").arg(&primary.dir);
@@ -113,10 +121,67 @@ pub async fn receiver_quiet(standby: &Client, limit: Duration) {
 }
 
 /// Promotes the standby and waits (up to 60 s) until it has left recovery.
-pub async fn promote(standby: &Client) -> std::result::Result<(), String> {
-    let row = standby.query_one("SELECT pg_promote(true, 60)", &[]).await.map_err(|e| super::error_text(&e))?;
+pub async fn promote(standby: &Client) -> Result<()> {
+    let failed = |cause: String| Error::machine("promoting the ephemeral cluster's standby", cause);
+    let row = standby.query_one("SELECT pg_promote(true, 60)", &[]).await.map_err(|e| failed(super::error_text(&e)))?;
     match row.get::<_, bool>(0) {
         true => Ok(()),
-        false => Err("pg_promote did not finish within 60 s".into()),
+        false => Err(failed("pg_promote did not finish within 60 s".into())),
+    }
+}
+
+impl Postmaster {
+    /// Kills the server the hard way, as a machine that dies would: the postmaster is frozen
+    /// (SIGSTOP: it forks nothing more), then it and every process it started (backends,
+    /// walsenders, helpers: each runs in a session of its own, so a signal to the postmaster's
+    /// process group would miss them) get SIGKILL, and no backend answers another statement.
+    /// Waits for them all to exit. Returns the postmaster's pid.
+    pub async fn kill_hard(&self) -> std::result::Result<i32, StopError> {
+        let pid = match self.child.lock().unwrap().as_ref() {
+            Some(c) => c.id() as i32,
+            None => return Err(StopError::NotRunning),
+        };
+        // SAFETY: kill(2) on our own child and on the processes it started.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        let children = children_of(pid);
+        for &c in &children {
+            // SAFETY: as above.
+            unsafe { libc::kill(c, libc::SIGKILL) };
+        }
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let until = Instant::now() + Duration::from_secs(30);
+        loop {
+            let exited = self.child.lock().unwrap().as_mut().is_none_or(|c| matches!(c.try_wait(), Ok(Some(_))));
+            if exited && children.iter().all(|&c| gone(c)) {
+                self.child.lock().unwrap().take();
+                LIVE.lock().unwrap().retain(|(p, _)| *p != pid);
+                return Ok(pid);
+            }
+            if Instant::now() > until {
+                return Err(StopError::StillRunning { pid, signal: libc::SIGKILL });
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+/// The processes whose parent is `pid` (from /proc).
+fn children_of(pid: i32) -> Vec<i32> {
+    let parent = |stat: &str| stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1)?.parse::<i32>().ok());
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok().as_deref().and_then(parent) == Some(pid))
+        .collect()
+}
+
+/// Has the process exited (gone, or a zombie waiting for its new parent)?
+fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
+        Err(_) => true,
     }
 }

@@ -20,8 +20,6 @@
 //! run's settings succeeds. The kill is a `restart` too (down at the kill, up at that
 //! connection), so the checks that judge connections cut by a restart judge these the same way.
 
-use super::faults::{FaultState, Restart};
-use crate::collect::FaultEvent;
 use crate::db::Endpoint;
 use crate::db::ephemeral::{Servers, Standby};
 use crate::db::standby;
@@ -30,23 +28,25 @@ use std::time::{Duration, Instant};
 use tokio_postgres::Client;
 use tokio_util::sync::CancellationToken;
 
-/// Runs one failover; one `failover` event when the primary was killed.
+/// Runs one failover; what happened, if the primary was killed (times in µs after `start`;
+/// `up_us` is `u64::MAX` if no read-write connection succeeded).
 pub async fn run(
-    state: &FaultState,
+    start: Instant,
     servers: Option<&Servers>,
     config: &Endpoint,
     hold: Duration,
     stop: &CancellationToken,
-) -> Vec<FaultEvent> {
+) -> Option<FailoverRecord> {
+    let now_us = || start.elapsed().as_micros() as u64;
     let Some((servers, standby)) = servers.and_then(|s| Some((s, s.standby.clone()?))) else {
         eprintln!("warning: failover needs the ephemeral cluster's standby ([postgres] standby); skipped");
-        return Vec::new();
+        return None;
     };
     let (Some(primary), Some(replica)) =
         (direct(&servers.primary.direct_config()).await, direct(&standby.server.direct_config()).await)
     else {
         eprintln!("warning: failover: could not reach the primary and the standby directly; skipped");
-        return Vec::new();
+        return None;
     };
     let frozen = match hold.is_zero() {
         true => None,
@@ -65,26 +65,21 @@ pub async fn run(
     if let Some(lsn) = &last_lsn {
         record.lag_bytes = standby::behind(&replica, lsn).await.unwrap_or(0);
     }
-    record.down_us = state.now_us();
+    record.down_us = now_us();
     if let Err(e) = servers.primary.kill_hard().await {
         eprintln!("warning: failover: could not kill the primary: {e}");
         return frozen.map(thaw).unwrap_or_default();
     }
-    let event = vec![FaultEvent { t_us: record.down_us, kind: "failover", worker: None, job: None }];
-    let slot = {
-        let mut r = state.restarts.lock().unwrap();
-        r.push(Restart { down_us: record.down_us, up_us: None });
-        r.len() - 1
-    };
     standby::receiver_quiet(&replica, Duration::from_secs(5)).await;
     if let Some(lsn) = &last_lsn {
         record.wal_lost_bytes = standby::behind(&replica, lsn).await.unwrap_or(0);
     }
-    promote_and_wait(state, &standby, &replica, config, slot, stop).await;
-    record.up_us = state.restarts.lock().unwrap()[slot].up_us.unwrap_or(u64::MAX);
+    record.up_us = match promote_and_wait(&standby, &replica, config, stop).await {
+        true => now_us(),
+        false => u64::MAX,
+    };
     tracing::info!(?record, "failover");
-    state.failovers.lock().unwrap().push(record);
-    event
+    Some(record)
 }
 
 /// A connection to one server alone (no read-write check).
@@ -103,33 +98,26 @@ async fn freeze(primary: &Client) -> Option<i32> {
     sent.then_some(pid)
 }
 
-/// Wakes the frozen walsender (SIGCONT) when no failover follows; no event.
-fn thaw(pid: i32) -> Vec<FaultEvent> {
+/// Wakes the frozen walsender (SIGCONT) when no failover follows.
+fn thaw(pid: i32) -> Option<FailoverRecord> {
     // SAFETY: kill(2) on the walsender of the cluster this run started, frozen by `freeze`.
     unsafe { libc::kill(pid, libc::SIGCONT) };
-    Vec::new()
+    None
 }
 
 /// Promotes the standby and waits (up to 60 s) until the run's settings reach a read-write
-/// server; the time it did goes to the restart in `slot`.
-async fn promote_and_wait(
-    state: &FaultState,
-    standby: &Standby,
-    replica: &Client,
-    config: &Endpoint,
-    slot: usize,
-    stop: &CancellationToken,
-) {
+/// server: did they?
+async fn promote_and_wait(standby: &Standby, replica: &Client, config: &Endpoint, stop: &CancellationToken) -> bool {
     if let Err(e) = standby::promote(replica).await {
-        eprintln!("warning: failover: promoting the standby failed: {e}\n{}", standby.server.log_tail());
-        return;
+        eprintln!("warning: failover: {e}\n{}", standby.server.log_tail());
+        return false;
     }
     let deadline = Instant::now() + Duration::from_secs(60);
     while !stop.is_cancelled() && Instant::now() < deadline {
         if crate::db::connect::open(config, |_| {}).await.is_ok() {
-            state.restarts.lock().unwrap()[slot].up_us = Some(state.now_us());
-            return;
+            return true;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    false
 }

@@ -60,7 +60,7 @@ impl FaultState {
         }
     }
 
-    pub(super) fn now_us(&self) -> u64 {
+    fn now_us(&self) -> u64 {
         self.start.elapsed().as_micros() as u64
     }
 
@@ -173,7 +173,12 @@ async fn one(
                 return events;
             }
             Kind::Failover { hold } => {
-                events.extend(super::failover::run(state, servers, config, *hold, stop).await);
+                if let Some(f) = super::failover::run(state.start, servers, config, *hold, stop).await {
+                    let up_us = (f.up_us != u64::MAX).then_some(f.up_us);
+                    state.restarts.lock().unwrap().push(Restart { down_us: f.down_us, up_us });
+                    state.failovers.lock().unwrap().push(f);
+                    events.push(FaultEvent { t_us: f.down_us, kind: "failover", worker: None, job: None });
+                }
                 return events;
             }
             Kind::Pause { duration, .. } => {
