@@ -149,7 +149,7 @@ fn note(e: &Evidence, d: &Durability) -> String {
     let failed_over = match d.failovers {
         0 => String::new(),
         n => format!(
-            " ({} to a {} standby, {} bytes of WAL behind when the primary died, {} never received; \
+            " ({}, {} replication: the standby {} bytes of WAL behind when the primary died, {} never received; \
              {} re-executions of lost completions)",
             crate::model::words::count(n, "failover"),
             d.replication,
