@@ -167,6 +167,8 @@ pub enum Unfit {
     TooFewConnections { workers: u32, need: i64, slots: i64, own_server: bool },
     /// A `postgres_restart` fault on a server queuebench did not start.
     RestartNeedsEphemeral { file: PathBuf },
+    /// `[postgres] standby` (and a `failover`) on a server queuebench did not start.
+    StandbyNeedsEphemeral { file: PathBuf },
     /// `[postgres.settings] max_connections` below what the run needs (ephemeral cluster).
     MaxConnectionsTooLow { file: PathBuf, setting: i64, workers: u32, need: i64 },
 }

@@ -8,7 +8,7 @@
 
 use queuebench::collect::EventKind::{self, *};
 use queuebench::collect::{Arrival, Event, FaultEvent};
-use queuebench::model::records::{JobRow, Status};
+use queuebench::model::records::{FailoverRecord, JobRow, Status};
 use queuebench::verify::{Evidence, Verification, starvation, verify};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -42,6 +42,8 @@ struct History {
     restarts: Vec<u64>,
     /// When the server was back after each restart (empty: not recorded, as in old evidence).
     restarts_up: Vec<u64>,
+    /// The failovers among the restarts (evidence.json's `failovers`).
+    failovers: Vec<FailoverRecord>,
     arrivals: Vec<Arrival>,
     /// When the workers were told to stop (None: they stopped on their own).
     stopped: Option<u64>,
@@ -72,6 +74,7 @@ impl History {
             blockers: &[],
             restarts: &self.restarts,
             restarts_up: &self.restarts_up,
+            failovers: &self.failovers,
             durability_untestable: None,
             clock_us: 0,
             stopped_us: self.stopped,
@@ -672,6 +675,8 @@ struct Lasting {
     unacknowledged_done: u64,
     acknowledged_enqueues: u64,
     lost_enqueues: u64,
+    reexecutions: u64,
+    ids_reissued: u64,
     passed: Option<bool>,
 }
 
@@ -691,6 +696,8 @@ fn reference_durability(h: &History) -> Lasting {
             unacknowledged_done: 0,
             acknowledged_enqueues: 0,
             lost_enqueues: 0,
+            reexecutions: 0,
+            ids_reissued: 0,
             passed: None,
         };
         return none;
@@ -706,6 +713,8 @@ fn reference_durability(h: &History) -> Lasting {
         unacknowledged_done: 0,
         acknowledged_enqueues: h.arrivals.len() as u64,
         lost_enqueues: 0,
+        reexecutions: 0,
+        ids_reissued: 0,
         passed: None,
     };
     let jobs: BTreeSet<i64> = h.journal.iter().map(|e| e.job).collect();
@@ -725,7 +734,19 @@ fn reference_durability(h: &History) -> Lasting {
         if let Some(a) = ack {
             d.acknowledged_completions += 1;
             d.acknowledged_before_restart += u64::from(a.t_us < first_restart);
-            d.lost_completions += u64::from(!done);
+            // A failover after the acknowledgement forgot it if the job was handed out again:
+            // a claim sent after the failover came back with it.
+            let forgot = h
+                .failovers
+                .iter()
+                .map(|f| f.down_us)
+                .filter(|&down| down > a.t_us)
+                .filter(|&down| events.iter().any(|e| e.kind == Claimed && e.t_us - u64::from(e.dur_us) >= down))
+                .min();
+            d.lost_completions += u64::from(!done || forgot.is_some());
+            if let Some(down) = forgot {
+                d.reexecutions += events.iter().filter(|e| e.kind == Executed && e.t_us > down).count() as u64;
+            }
         } else if done && !has(Accepted) {
             let last_let_go = events.iter().rev().find(|e| {
                 matches!(e.kind, Accepted | Rejected | FailAccepted | FailRejected | Abandoned | HeartbeatRejected)
@@ -736,6 +757,13 @@ fn reference_durability(h: &History) -> Lasting {
     for a in &h.arrivals {
         let explained = h.journal.iter().any(|e| e.job == a.job && matches!(e.kind, Accepted | FailAccepted));
         d.lost_enqueues += u64::from(status(a.job).is_none() && !explained && !cancelled(a.job));
+        // Acknowledged before a failover, and the same id enqueued again after it.
+        for f in &h.failovers {
+            let again = h.arrivals.iter().any(|b| b.job == a.job && b.sent_us >= f.down_us);
+            let reissued = a.sent_us + u64::from(a.enqueue_us) < f.down_us && again;
+            d.lost_enqueues += u64::from(reissued);
+            d.ids_reissued += u64::from(reissued);
+        }
     }
     d.passed = Some(d.lost_completions + d.lost_enqueues == 0);
     d
@@ -752,6 +780,8 @@ fn observed_durability(h: &History) -> Lasting {
         unacknowledged_done: d.unacknowledged_done,
         acknowledged_enqueues: d.acknowledged_enqueues,
         lost_enqueues: d.lost_enqueues,
+        reexecutions: d.reexecutions,
+        ids_reissued: d.ids_reissued,
         passed: v.checks.iter().find(|c| c.name == "durability").map(|c| c.passed),
     }
 }
@@ -1212,6 +1242,8 @@ fn a_durability_breach() {
         unacknowledged_done: 1,
         acknowledged_enqueues: 2,
         lost_enqueues: 1,
+        reexecutions: 0,
+        ids_reissued: 0,
         passed: Some(false),
     };
     assert_eq!(reference_durability(&h), want, "reference\n{}", h.show());
@@ -1244,6 +1276,55 @@ fn a_durability_breach() {
 }
 
 #[test]
+fn a_failover_that_forgot_a_completion_and_an_enqueue() {
+    // The primary dies at 500 ms and the standby, which never had what came after 300 ms, is
+    // promoted. Job 1 was completed at 400 ms: claimed again at 600 ms and run again, lost. Job 2
+    // was completed at 100 ms, before what the standby lacked, and never handed out again. Job 3
+    // was enqueued at 350 ms (acknowledged) and its id given to another enqueue at 700 ms.
+    let (w1, w2) = (c(1, 1, 1, 1), c(1, 2, 2, 2));
+    let journal = vec![
+        w1.claimed(ms(380), ms(381)),
+        w1.executed(ms(390)),
+        w1.write(Accepted, ms(400), ms(401)),
+        w2.claimed(ms(600), ms(601)),
+        w2.executed(ms(610)),
+        w2.write(Accepted, ms(620), ms(621)),
+        c(2, 3, 1, 1).claimed(ms(50), ms(51)),
+        c(2, 3, 1, 1).executed(ms(60)),
+        c(2, 3, 1, 1).write(Accepted, ms(100), ms(101)),
+    ];
+    let rows = vec![row(1, Status::Done), row(2, Status::Done), row(3, Status::Queued)];
+    let mut h = History::new(journal, rows, 3);
+    h.restarts = vec![ms(500)];
+    h.restarts_up = vec![ms(550)];
+    h.failovers = vec![FailoverRecord { down_us: ms(500), up_us: ms(550), ..Default::default() }];
+    let arrival = |job, sent_us| Arrival { job, class: 1, intended_us: 0, sent_us, enqueue_us: 1 };
+    h.arrivals = vec![arrival(3, ms(350)), arrival(3, ms(700))];
+    let want = Lasting {
+        tested: true,
+        acknowledged_completions: 2,
+        acknowledged_before_restart: 2,
+        lost_completions: 1,
+        unacknowledged_done: 0,
+        acknowledged_enqueues: 2,
+        lost_enqueues: 1,
+        reexecutions: 1,
+        ids_reissued: 1,
+        passed: Some(false),
+    };
+    assert_eq!(reference_durability(&h), want, "reference\n{}", h.show());
+    assert_eq!(observed_durability(&h), want, "verify\n{}", h.show());
+    // The same history as a plain restart: job 1 is done at the end and job 3 is in the table,
+    // so nothing is lost (a restart that keeps its WAL never hands a completed job out again).
+    let mut restart = h.clone();
+    restart.failovers.clear();
+    let kept =
+        Lasting { lost_completions: 0, lost_enqueues: 0, reexecutions: 0, ids_reissued: 0, passed: Some(true), ..want };
+    assert_eq!(reference_durability(&restart), kept, "reference\n{}", restart.show());
+    assert_eq!(observed_durability(&restart), kept, "verify\n{}", restart.show());
+}
+
+#[test]
 fn a_deleting_queue_keeps_what_it_acknowledged_across_a_restart() {
     let w = c(1, 1, 1, 1);
     let journal = vec![w.claimed(0, ms(1)), w.executed(ms(10)), w.write(Accepted, ms(20), ms(21))];
@@ -1259,6 +1340,8 @@ fn a_deleting_queue_keeps_what_it_acknowledged_across_a_restart() {
         unacknowledged_done: 0,
         acknowledged_enqueues: 1,
         lost_enqueues: 0,
+        reexecutions: 0,
+        ids_reissued: 0,
         passed: Some(true),
     };
     assert_eq!(reference_durability(&h), want, "reference\n{}", h.show());

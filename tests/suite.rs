@@ -19,6 +19,7 @@ mod diagnostics;
 mod docker;
 mod docs;
 mod errors;
+mod failover;
 mod faults;
 mod flags;
 mod gate;

@@ -53,10 +53,15 @@ pub fn plan_for_agent(plan: &Plan, mine: &RangeInclusive<u32>) -> Plan {
 }
 
 /// The plan as the coordinator runs it: only the faults on the server (lock holds, cancels,
-/// restarts); the agents run those on workers.
+/// restarts, failovers); the agents run those on workers.
 pub fn plan_for_coordinator(plan: &Plan) -> Plan {
     let mut p = plan.clone();
-    p.faults.retain(|f| matches!(f.kind, Kind::LockHold { .. } | Kind::Cancel { .. } | Kind::PostgresRestart { .. }));
+    p.faults.retain(|f| {
+        matches!(
+            f.kind,
+            Kind::LockHold { .. } | Kind::Cancel { .. } | Kind::PostgresRestart { .. } | Kind::Failover { .. }
+        )
+    });
     p
 }
 

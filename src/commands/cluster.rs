@@ -15,7 +15,7 @@ pub async fn cluster(scenario_file: Option<&Path>, tls: bool, command: &[String]
         }
         None => (Vec::new(), tls),
     };
-    let db = Database::open_ephemeral(&settings, "public".into(), false, tls).await?;
+    let db = Database::open_ephemeral(&settings, "public".into(), false, tls, None).await?;
     let url = db.url_for_tools().expect("an ephemeral cluster has a socket");
     let status = tokio::process::Command::new(&command[0]).args(&command[1..]).env("DATABASE_URL", &url).status().await;
     db.teardown().await?;

@@ -11,6 +11,7 @@
 //! 107 bytes, hence a short dir directly under /tmp.
 
 use crate::error::{Access, Error, Missing, Result};
+use crate::model::records::Replication;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -47,25 +48,48 @@ hostssl all all 127.0.0.1/32 cert\n\
 hostssl all all ::1/128 cert\n";
 
 /// Clusters alive in this process, for the second-Ctrl-C emergency exit.
-static LIVE: Mutex<Vec<(i32, PathBuf)>> = Mutex::new(Vec::new());
+pub(super) static LIVE: Mutex<Vec<(i32, PathBuf)>> = Mutex::new(Vec::new());
 
 pub struct Cluster {
     pub dir: PathBuf,
     pub bindir: PathBuf,
     postmaster: Arc<Postmaster>,
+    /// The streaming standby (`[postgres] standby`), in `standby/` beside `data/`, on port
+    /// [`PORT`] + 1 in the same socket folder.
+    standby: Option<Standby>,
     keep: bool,
     tls: Option<TlsFiles>,
+}
+
+/// The ephemeral cluster's standby and how it replicates.
+#[derive(Clone)]
+pub struct Standby {
+    pub server: Arc<Postmaster>,
+    pub replication: Replication,
+}
+
+/// The servers a run's faults act on: the primary (`postgres_restart`, `failover`) and the
+/// standby a `failover` promotes.
+#[derive(Clone)]
+pub struct Servers {
+    pub primary: Arc<Postmaster>,
+    pub standby: Option<Standby>,
 }
 
 /// The running server process and what it takes to start it again: shared
 /// with the `postgres_restart` fault, which stops it and starts it mid-run.
 pub struct Postmaster {
-    dir: PathBuf,
-    bindir: PathBuf,
+    /// The socket folder (the cluster's directory).
+    pub(super) dir: PathBuf,
+    /// The data directory (`data/`, or `standby/` for the standby).
+    pub(super) data: PathBuf,
+    /// Its log file, appended to across restarts.
+    log: PathBuf,
+    pub(super) bindir: PathBuf,
     settings: Vec<(String, String)>,
-    owner: Option<(u32, u32)>,
+    pub(super) owner: Option<(u32, u32)>,
     port: u16,
-    child: Mutex<Option<Child>>,
+    pub(super) child: Mutex<Option<Child>>,
 }
 
 /// Why `Postmaster::stop` did not stop the server.
@@ -100,7 +124,14 @@ impl Cluster {
     /// initdb + start. Readiness is checked by the caller with a real connection. `tls`: the
     /// cluster also listens on localhost (a free port) with ssl=on and a certificate of a CA made
     /// for it (see [`TlsFiles`]).
-    pub fn start(settings: &[(String, String)], keep: bool, tls: bool) -> Result<Cluster> {
+    /// `standby`: the cluster has a streaming standby, made from it and started by
+    /// `db::standby::start` once the primary is up.
+    pub fn start(
+        settings: &[(String, String)],
+        keep: bool,
+        tls: bool,
+        standby: Option<Replication>,
+    ) -> Result<Cluster> {
         note_leftover_clusters();
         let bindir = find_bindir()?;
         let owner = cluster_owner()?;
@@ -117,22 +148,51 @@ impl Cluster {
         } else {
             (PORT, None)
         };
-        let postmaster = Arc::new(Postmaster {
+        // The standby runs with the scenario's settings; only the primary waits for it.
+        let mut standby_settings = settings.clone();
+        // A standby whose primary died retries its WAL sources every wal_retrieve_retry_interval
+        // (5 s by default), and a promotion that lands in that wait was seen to take the whole 5 s.
+        standby_settings.push(("wal_retrieve_retry_interval".into(), "100ms".into()));
+        if standby == Some(Replication::Sync) {
+            settings.push(("synchronous_standby_names".into(), "*".into()));
+            settings.push(("synchronous_commit".into(), "on".into()));
+        }
+        let server = |name: &str, settings: Vec<(String, String)>, port: u16| Postmaster {
             dir: dir.clone(),
+            data: dir.join(name),
+            log: dir.join(if name == "data" { "postgres.log".into() } else { format!("{name}.log") }),
             bindir: bindir.clone(),
             settings,
             owner,
             port,
             child: Mutex::new(None),
+        };
+        let postmaster = Arc::new(server("data", settings, port));
+        let standby = standby.map(|replication| Standby {
+            server: Arc::new(server("standby", standby_settings, PORT + 1)),
+            replication,
         });
-        let cluster = Cluster { dir, bindir, postmaster, keep, tls: files };
+        let mut cluster =
+            Cluster { dir: dir.clone(), bindir: bindir.clone(), postmaster, standby: None, keep, tls: files };
         cluster.initdb(owner)?;
         if cluster.tls.is_some() {
             let hba = cluster.data_dir().join("pg_hba.conf");
             std::fs::write(&hba, TLS_HBA).map_err(|e| Error::io(Access::Write, &hba, e))?;
         }
         cluster.postmaster.spawn()?;
+        // Made and started once the primary accepts connections (`db::standby::start`).
+        cluster.standby = standby;
         Ok(cluster)
+    }
+
+    /// The standby, when the cluster has one.
+    pub fn standby(&self) -> Option<&Standby> {
+        self.standby.as_ref()
+    }
+
+    /// The servers, for the faults that stop, kill or promote them.
+    pub fn servers(&self) -> Servers {
+        Servers { primary: self.postmaster.clone(), standby: self.standby.clone() }
     }
 
     /// The server process, for the `postgres_restart` fault.
@@ -168,30 +228,19 @@ impl Cluster {
     }
 
     pub fn log_tail(&self) -> String {
-        log_tail(&self.dir)
+        log_tail(&self.dir.join("postgres.log"))
     }
 
-    /// Fast shutdown, escalating to immediate, then SIGKILL; then the dir goes.
+    /// Fast shutdown, escalating to immediate, then SIGKILL (the standby first); then the dir goes.
     pub fn stop(&mut self) {
-        let child = self.postmaster.child.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(mut child) = child {
-            let pid = child.id() as i32;
-            for (signal, wait) in [(libc::SIGINT, 10), (libc::SIGQUIT, 5), (libc::SIGKILL, 5)] {
-                // SAFETY: plain kill(2) on our own child.
-                unsafe { libc::kill(pid, signal) };
-                let until = Instant::now() + Duration::from_secs(wait);
-                while Instant::now() < until {
-                    if let Ok(Some(_)) = child.try_wait() {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                if let Ok(Some(_)) = child.try_wait() {
-                    break;
-                }
-            }
-            LIVE.lock().unwrap().retain(|(p, _)| *p != pid);
+        if let Some(standby) = &self.standby {
+            halt(&standby.server);
         }
+        halt(&self.postmaster);
+        self.remove_or_keep();
+    }
+
+    fn remove_or_keep(&self) {
         if self.keep {
             eprintln!(
                 "kept the cluster's data in {} (start it with: {} -D {} -k {})",
@@ -206,9 +255,33 @@ impl Cluster {
     }
 }
 
+/// Fast shutdown of one server, escalating to immediate, then SIGKILL.
+fn halt(server: &Postmaster) {
+    let child = server.child.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(mut child) = child {
+        let pid = child.id() as i32;
+        for (signal, wait) in [(libc::SIGINT, 10), (libc::SIGQUIT, 5), (libc::SIGKILL, 5)] {
+            // SAFETY: plain kill(2) on our own child.
+            unsafe { libc::kill(pid, signal) };
+            let until = Instant::now() + Duration::from_secs(wait);
+            while Instant::now() < until {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if let Ok(Some(_)) = child.try_wait() {
+                break;
+            }
+        }
+        LIVE.lock().unwrap().retain(|(p, _)| *p != pid);
+    }
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
-        let running = self.postmaster.child.lock().is_ok_and(|c| c.is_some());
+        let standby = self.standby.as_ref().is_some_and(|s| s.server.child.lock().is_ok_and(|c| c.is_some()));
+        let running = standby || self.postmaster.child.lock().is_ok_and(|c| c.is_some());
         if running || (!self.keep && self.dir.exists()) {
             self.stop();
         }
@@ -216,11 +289,11 @@ impl Drop for Cluster {
 }
 
 impl Postmaster {
-    fn spawn(&self) -> Result<()> {
+    pub(super) fn spawn(&self) -> Result<()> {
         let owner = self.owner;
         // Appended to, so the log of a restarted server keeps what came before. One handle for
         // stdout, one for stderr.
-        let log_path = self.dir.join("postgres.log");
+        let log_path = self.log.clone();
         let (log, log_too) = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -228,10 +301,10 @@ impl Postmaster {
             .and_then(|log| Ok((log.try_clone()?, log)))
             .map_err(|e| Error::io(Access::Create, &log_path, e))?;
         if let Some((uid, gid)) = owner {
-            let _ = std::os::unix::fs::chown(self.dir.join("postgres.log"), Some(uid), Some(gid));
+            let _ = std::os::unix::fs::chown(&log_path, Some(uid), Some(gid));
         }
         let mut cmd = Command::new(self.bindir.join("postgres"));
-        cmd.arg("-D").arg(self.dir.join("data")).arg("-k").arg(&self.dir);
+        cmd.arg("-D").arg(&self.data).arg("-k").arg(&self.dir);
         cmd.args(["-p", &self.port.to_string(), "-c", "listen_addresses="]);
         for (k, v) in &self.settings {
             cmd.arg("-c").arg(format!("{k}={v}"));
@@ -288,18 +361,30 @@ impl Postmaster {
         self.spawn()
     }
 
+    /// Connection settings that reach this server alone (its socket and port), as the
+    /// cluster's superuser: for the failover's own look at the primary and the standby.
+    pub fn direct_config(&self) -> tokio_postgres::Config {
+        let mut config = tokio_postgres::Config::new();
+        config.host_path(&self.dir).port(self.port).user("postgres").dbname("postgres");
+        config
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// Is the server process running (started and not yet exited)?
     pub fn running(&self) -> bool {
         self.child.lock().unwrap().as_mut().is_some_and(|c| matches!(c.try_wait(), Ok(None)))
     }
 
     pub fn log_tail(&self) -> String {
-        log_tail(&self.dir)
+        log_tail(&self.log)
     }
 }
 
-fn log_tail(dir: &Path) -> String {
-    let text = std::fs::read_to_string(dir.join("postgres.log")).unwrap_or_default();
+fn log_tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(15)..].join("\n")
 }
@@ -383,7 +468,7 @@ fn write_tls_files(dir: &Path, owner: Option<(u32, u32)>) -> Result<TlsFiles> {
     Ok(files)
 }
 
-fn as_owner(cmd: &mut Command, owner: Option<(u32, u32)>) {
+pub(super) fn as_owner(cmd: &mut Command, owner: Option<(u32, u32)>) {
     if let Some((uid, gid)) = owner {
         cmd.uid(uid).gid(gid);
     }
@@ -482,10 +567,15 @@ fn is_gone(path: &Path, harness_pid: i32) -> bool {
         let found = unsafe { libc::kill(pid, 0) } == 0;
         found || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
     };
-    let postmaster = std::fs::read_to_string(path.join("data/postmaster.pid"))
-        .ok()
-        .and_then(|s| s.lines().next().and_then(|l| l.trim().parse::<i32>().ok()));
-    harness_pid != std::process::id() as i32 && !alive(harness_pid) && !postmaster.is_some_and(alive)
+    let postmaster = |data: &str| {
+        std::fs::read_to_string(path.join(data).join("postmaster.pid"))
+            .ok()
+            .and_then(|s| s.lines().next().and_then(|l| l.trim().parse::<i32>().ok()))
+    };
+    harness_pid != std::process::id() as i32
+        && !alive(harness_pid)
+        && !postmaster("data").is_some_and(alive)
+        && !postmaster("standby").is_some_and(alive)
 }
 
 /// The bytes of the files under `path` (symlinks not followed).

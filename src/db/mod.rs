@@ -16,11 +16,13 @@ pub mod docker;
 pub mod ephemeral;
 pub mod password;
 pub mod schema;
+pub mod standby;
 pub mod statements;
 pub mod tls;
 
 use crate::error::{Error, Result, Sql, Unfit};
 use ephemeral::Cluster;
+use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -176,23 +178,27 @@ impl Database {
                 let config = Endpoint::new(config, tls.clone()).config;
                 Ok(Database { kind: Kind::Url, url, password_from, tls, ..Database::new(config, target, schema, keep) })
             }
-            None => Database::open_ephemeral(settings, schema, keep, false).await,
+            None => Database::open_ephemeral(settings, schema, keep, false, None).await,
         }
     }
 
     /// Starts an ephemeral cluster with `settings`; `tls`: it also listens on localhost with a
     /// certificate of its own CA, and every connection uses TLS with sslmode=verify-full.
+    /// `standby`: a streaming standby beside it; every connection then names both servers
+    /// with `target_session_attrs=read-write`, as an application of an HA cluster does, and
+    /// so finds the standby once a failover has promoted it.
     pub async fn open_ephemeral(
         settings: &[(String, String)],
         schema: String,
         keep: bool,
         tls: bool,
+        standby: Option<crate::model::records::Replication>,
     ) -> Result<Database> {
         let mut settings = settings.to_vec();
         if !settings.iter().any(|(k, _)| k == "max_connections") {
             settings.push(("max_connections".into(), "200".into()));
         }
-        let cluster = Cluster::start(&settings, keep, tls)?;
+        let cluster = Cluster::start(&settings, keep, tls, standby)?;
         let mut config = Config::new();
         let tls = match cluster.tls_files() {
             Some(files) => {
@@ -210,6 +216,14 @@ impl Database {
         let config = Endpoint::new(config, tls.clone()).config;
         let mut db = Database { cluster: Some(cluster), tls, ..Database::new(config, target, schema, keep) };
         db.wait_ready().await?;
+        if let Some(s) = db.cluster.as_ref().and_then(|c| c.standby()).cloned() {
+            standby::start(&db.servers().expect("an ephemeral cluster").primary, &s)?;
+            let primary = db.connect_admin().await?;
+            standby::wait_streaming(&primary, s.replication, &s.server).await?;
+            db.config.host_path(db.cluster.as_ref().map(Cluster::socket_dir).unwrap_or(Path::new("/")));
+            db.config.port(s.server.port());
+            db.config.target_session_attrs(tokio_postgres::config::TargetSessionAttrs::ReadWrite);
+        }
         Ok(db)
     }
 
@@ -264,9 +278,10 @@ impl Database {
         }
     }
 
-    /// The ephemeral server process (None for other targets): the `postgres_restart` fault stops and starts it.
-    pub fn postmaster(&self) -> Option<std::sync::Arc<ephemeral::Postmaster>> {
-        self.cluster.as_ref().map(Cluster::postmaster)
+    /// The ephemeral servers (None for other targets): the `postgres_restart` fault stops and
+    /// starts the primary, the `failover` fault kills it and promotes the standby.
+    pub fn servers(&self) -> Option<ephemeral::Servers> {
+        self.cluster.as_ref().map(Cluster::servers)
     }
 
     /// A URL for other tools (pgbench, psql) to reach the same server.
@@ -299,7 +314,17 @@ impl Database {
         let c = self.cluster.as_ref()?;
         Some(match c.tls_files() {
             Some(_) => self.tls.add_to(format!("postgresql://postgres@localhost:{}/postgres", c.port())),
-            None => format!("postgresql:///postgres?host={}&port={}&user=postgres", c.socket_dir().display(), c.port()),
+            None => match c.standby() {
+                Some(s) => format!(
+                    "postgresql:///postgres?host={d},{d}&port={},{}&user=postgres&target_session_attrs=read-write",
+                    c.port(),
+                    s.server.port(),
+                    d = c.socket_dir().display()
+                ),
+                None => {
+                    format!("postgresql:///postgres?host={}&port={}&user=postgres", c.socket_dir().display(), c.port())
+                }
+            },
         })
     }
 

@@ -121,6 +121,15 @@ pub(super) fn unfit(target: &str, problem: &Unfit) -> String {
              (the default without --database-url), or remove the fault",
             file.display()
         ),
+        Unfit::StandbyNeedsEphemeral { file } => format!(
+            "{}: [postgres] standby asks queuebench to start a streaming standby beside its own ephemeral \
+             cluster (and a `failover` fault promotes it), which it cannot do for a server given by {target}. \
+             Run it with --postgres ephemeral (the default without --database-url); for a cluster of your own \
+             (Patroni, a managed service), remove `standby` and the failover fault, give every host in the URL \
+             with target_session_attrs=read-write (postgres://USER@HOST1:PORT1,HOST2:PORT2/DB?\
+             target_session_attrs=read-write) and fail it over with its own tools (docs/production-postgres.md)",
+            file.display()
+        ),
         Unfit::MaxConnectionsTooLow { file, setting, workers, need } => format!(
             "{}: [postgres.settings] max_connections = {setting} but {workers} workers need {need} connections \
              with the side connections and reserved slots; raise it to at least {need}, leave it out (queuebench \

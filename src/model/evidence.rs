@@ -3,7 +3,7 @@
 //! what the run saw: the counts, the lease, the classes, the Postgres time series, the
 //! blockers' spans, the restarts.
 
-use super::records::{BlockerSpan, PgSample};
+use super::records::{BlockerSpan, FailoverRecord, PgSample};
 use serde::{Deserialize, Serialize};
 
 /// `evidence.json`'s `schema_version` (renaming or removing a field bumps it).
@@ -35,6 +35,9 @@ pub struct SavedEvidence {
     /// between the two may have been cut.
     #[serde(default)]
     pub restarts_up: Vec<u64>,
+    /// The `failover` faults (the primary killed, the standby promoted); each is also in
+    /// `restarts`/`restarts_up` (the server the run reaches went away and came back).
+    pub failovers: Vec<FailoverRecord>,
     /// Why those restarts cannot test durability (`fsync = off`), if so.
     pub durability_untestable: Option<String>,
     pub starvation_threshold_us: u64,

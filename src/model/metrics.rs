@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 /// The checks every run reports; `checks.<name>` is its violation count.
 /// The fault kinds a run records (FaultEvent's `kind`, a history's fault rows, the keys of
 /// `faults.by_kind`).
-pub const FAULT_KINDS: [&str; 11] = [
+pub const FAULT_KINDS: [&str; 12] = [
     "crash",
     "pause",
     "kill_backend",
@@ -16,6 +16,7 @@ pub const FAULT_KINDS: [&str; 11] = [
     "poison",
     "cancel",
     "postgres_restart",
+    "failover",
     "exit",
     "partition",
     "latency",

@@ -111,3 +111,45 @@ pub struct ProbeSample {
     /// The probe's own round trips (BEGIN, EXPLAIN ANALYZE, ROLLBACK): its cost to the run.
     pub took_ms: f64,
 }
+
+/// How the ephemeral cluster's streaming standby follows the primary (`[postgres] standby`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Replication {
+    /// The primary acknowledges a commit once it is on its own disk; the standby may lag.
+    #[default]
+    Async,
+    /// `synchronous_standby_names = '*'`, `synchronous_commit = on`: a commit is acknowledged
+    /// only once the standby has flushed its WAL.
+    Sync,
+}
+
+impl Replication {
+    pub fn name(self) -> &'static str {
+        match self {
+            Replication::Async => "async",
+            Replication::Sync => "sync",
+        }
+    }
+}
+
+/// One `failover` fault as it happened: the primary killed, the standby promoted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(default)]
+pub struct FailoverRecord {
+    /// µs after the start: when the primary was SIGKILLed.
+    pub down_us: u64,
+    /// µs after the start: when the promoted standby accepted a read-write connection
+    /// (`u64::MAX`: never).
+    pub up_us: u64,
+    pub replication: Replication,
+    /// How long the standby's WAL receiver was held (SIGSTOP) before the primary died, µs.
+    pub hold_us: u64,
+    /// WAL the primary had written that the standby had not received, at the moment the
+    /// primary was killed (primary's `pg_current_wal_lsn()` − standby's `pg_last_wal_receive_lsn()`).
+    pub lag_bytes: u64,
+    /// WAL the primary had written that the promoted standby never had: the primary's last
+    /// LSN − the standby's receive LSN once its WAL receiver had read everything left in
+    /// its socket. Commits in this span that were acknowledged are lost.
+    pub wal_lost_bytes: u64,
+}

@@ -253,7 +253,8 @@ pub struct Faults {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Outage {
-    /// Times a `postgres_restart` fault stopped the server.
+    /// Times the server the run reaches went away: a `postgres_restart` stopped it or a
+    /// `failover` killed the primary.
     pub server_restarts: u64,
     /// Time the server was down, from the stop signal to accepting connections again (to the end
     /// of the run if never), ms.
@@ -291,6 +292,21 @@ pub struct Durability {
     pub acknowledged_enqueues: u64,
     /// Of those, jobs missing from the table at the end.
     pub lost_enqueues: u64,
+    /// Of the lost enqueues, those whose id the promoted standby handed out again to a later
+    /// enqueue (the id sequence went back with the lost WAL).
+    pub ids_reissued: u64,
+    /// Executions of jobs after their acknowledged completion, which the server then lost:
+    /// the work the loss made run again.
+    pub reexecutions: u64,
+    /// `failover` faults: the primary killed, the standby promoted.
+    pub failovers: u64,
+    /// How the standby replicated: "async", "sync" ("" without a failover).
+    pub replication: String,
+    /// WAL the primary had written that the standby had not received when the primary was
+    /// killed, bytes (the sum over the failovers).
+    pub lag_bytes_at_failure: u64,
+    /// WAL the promoted standby never received, bytes (the sum over the failovers).
+    pub wal_lost_bytes: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

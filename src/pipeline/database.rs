@@ -29,7 +29,7 @@ pub async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> Result<D
         }
         Target::Ephemeral => {
             let tls = opts.tls || plan.postgres.tls;
-            Database::open_ephemeral(&ephemeral_settings(plan)?, schema, opts.keep, tls).await
+            Database::open_ephemeral(&ephemeral_settings(plan)?, schema, opts.keep, tls, plan.postgres.standby).await
         }
         Target::Docker { image } => Database::open_docker(image, settings, schema, opts.keep).await,
     }?;
@@ -37,8 +37,15 @@ pub async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> Result<D
 }
 
 /// Faults the chosen database cannot take: a `postgres_restart` stops and starts the server,
-/// which queuebench does only to its own ephemeral cluster.
+/// which queuebench does only to its own ephemeral cluster; a standby (and the `failover` that
+/// promotes it) is one queuebench starts beside that cluster.
 pub fn check_target(plan: &Plan, target: &Target) -> Result<()> {
+    if plan.postgres.standby.is_some() && *target != Target::Ephemeral {
+        return Err(Error::Unfit {
+            target: target.given_by().to_string(),
+            problem: Unfit::StandbyNeedsEphemeral { file: plan.source.path.clone() },
+        });
+    }
     if plan.restarts_server() && *target != Target::Ephemeral {
         return Err(Error::Unfit {
             target: target.given_by().to_string(),

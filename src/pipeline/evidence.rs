@@ -62,6 +62,7 @@ pub fn saved_evidence(plan: &Plan, output: &RunOutput, table: &FinalTable) -> Sa
         blockers: output.horizon.blockers.clone(),
         restarts: output.restarts.iter().map(|r| r.down_us).collect(),
         restarts_up: output.restarts.iter().map(|r| r.up_us.unwrap_or(u64::MAX)).collect(),
+        failovers: output.failovers.clone(),
         durability_untestable: plan.durability_untestable(),
         starvation_threshold_us: plan.run.starvation_threshold.as_micros() as u64,
         load_end_us: plan.load.duration().as_micros() as u64,

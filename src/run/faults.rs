@@ -7,8 +7,8 @@ use super::values::{Claimed, Values};
 use crate::adapter::keys::{Interner, Key};
 use crate::collect::FaultEvent;
 use crate::db::Endpoint;
-use crate::db::ephemeral::Postmaster;
-use crate::model::records::Status;
+use crate::db::ephemeral::{Postmaster, Servers};
+use crate::model::records::{FailoverRecord, Status};
 use crate::scenario::Plan;
 use crate::scenario::faults::{Fault, Kind, Point, Trigger};
 use rand::rngs::StdRng;
@@ -30,6 +30,8 @@ pub struct FaultState {
     pub pids: Vec<AtomicI32>,
     /// Server restarts (`postgres_restart`), as they happened.
     pub restarts: Mutex<Vec<Restart>>,
+    /// Failovers (`failover`), as they happened; each is also a restart above.
+    pub failovers: Mutex<Vec<FailoverRecord>>,
     /// The queue's job ids by their journal numbers (a cancel binds the queue's own id).
     pub ids: Arc<Interner>,
 }
@@ -53,6 +55,7 @@ impl FaultState {
             paused_until: (0..n).map(|_| AtomicU64::new(0)).collect(),
             pids: (0..n).map(|_| AtomicI32::new(0)).collect(),
             restarts: Mutex::new(Vec::new()),
+            failovers: Mutex::new(Vec::new()),
             ids,
         }
     }
@@ -124,15 +127,15 @@ impl FaultState {
 }
 
 /// Runs the faults that fire at a time or a rate until `stop`; returns what fired.
-/// `server` is the ephemeral server process (`postgres_restart` needs it).
+/// `servers` are the ephemeral cluster's (`postgres_restart` and `failover` need them).
 pub async fn inject(
     plan: &Plan,
     state: &FaultState,
     config: &Endpoint,
-    server: Option<&Postmaster>,
+    servers: Option<&Servers>,
     stop: &CancellationToken,
 ) -> Vec<FaultEvent> {
-    let tasks = state.faults.iter().filter(|f| !f.per_job()).map(|f| one(plan, state, f, config, server, stop));
+    let tasks = state.faults.iter().filter(|f| !f.per_job()).map(|f| one(plan, state, f, config, servers, stop));
     futures_util::future::join_all(tasks).await.into_iter().flatten().collect()
 }
 
@@ -141,7 +144,7 @@ async fn one(
     state: &FaultState,
     f: &Fault,
     config: &Endpoint,
-    server: Option<&Postmaster>,
+    servers: Option<&Servers>,
     stop: &CancellationToken,
 ) -> Vec<FaultEvent> {
     let mut rng = StdRng::seed_from_u64(plan.seed ^ (0xFA17 + f.index as u64));
@@ -165,7 +168,17 @@ async fn one(
         }
         match &f.kind {
             Kind::PostgresRestart { immediate, down } => {
+                let server = servers.map(|s| &*s.primary);
                 events.extend(restart(state, server, config, *immediate, *down, stop).await);
+                return events;
+            }
+            Kind::Failover { hold } => {
+                if let Some(f) = super::failover::run(state.start, servers, config, *hold, stop).await {
+                    let up_us = (f.up_us != u64::MAX).then_some(f.up_us);
+                    state.restarts.lock().unwrap().push(Restart { down_us: f.down_us, up_us });
+                    state.failovers.lock().unwrap().push(f);
+                    events.push(FaultEvent { t_us: f.down_us, kind: "failover", worker: None, job: None });
+                }
                 return events;
             }
             Kind::Pause { duration, .. } => {
@@ -220,7 +233,11 @@ async fn on_database(
                 }
             }
         }
-        Kind::Crash { .. } | Kind::Pause { .. } | Kind::PostgresRestart { .. } | Kind::Network { .. } => {}
+        Kind::Crash { .. }
+        | Kind::Pause { .. }
+        | Kind::PostgresRestart { .. }
+        | Kind::Failover { .. }
+        | Kind::Network { .. } => {}
     }
     events
 }

@@ -5,6 +5,7 @@
 
 pub mod budget;
 pub mod conn;
+pub mod failover;
 pub mod faults;
 pub mod horizon;
 pub mod idle;
@@ -148,6 +149,8 @@ pub struct RunOutput {
     pub ids: Arc<Interner>,
     /// Server restarts by the `postgres_restart` fault.
     pub restarts: Vec<faults::Restart>,
+    /// Failovers by the `failover` fault (each is also in `restarts`).
+    pub failovers: Vec<crate::model::records::FailoverRecord>,
     /// A run across agents: one line per agent (empty for a local run).
     pub agents: Vec<crate::model::summary::AgentFigures>,
     /// Seconds spent merging the agents' evidence, and the peak resident memory (MiB) after it.
@@ -268,7 +271,7 @@ pub async fn run_part(
     let (_lanes, tasks) = spawn_workers(clients, &shared, part.slots.clone());
     // The reaper, the injector, the sampler and the probe stop when the workers are done.
     let side_stop = stop.child_token();
-    let side = spawn_side_tasks(&shared, db.postmaster(), (start, show_progress, part.side), &side_stop);
+    let side = spawn_side_tasks(&shared, db.servers(), (start, show_progress, part.side), &side_stop);
     let remote = part.remote.map(|follow| follow(stop.clone()));
     let remote = async {
         if let Some(remote) = remote {
@@ -321,6 +324,7 @@ pub async fn run_part(
         database_lost: shared.lost.get().cloned(),
         ids: shared.ids.clone(),
         restarts: shared.faults.restarts.lock().unwrap().clone(),
+        failovers: shared.faults.failovers.lock().unwrap().clone(),
         agents: Vec::new(),
         merge_s: 0.0,
         merge_peak_rss_mib: 0.0,
@@ -442,14 +446,14 @@ type SideOutput = (ReaperStats, Vec<FaultEvent>, Vec<PgSample>, producer::Produc
 /// `side` false (an agent): only the injector runs, for the faults on this part's workers.
 fn spawn_side_tasks(
     shared: &Arc<Shared>,
-    server: Option<Arc<crate::db::ephemeral::Postmaster>>,
+    servers: Option<crate::db::ephemeral::Servers>,
     (start, show_progress, side): (Instant, bool, bool),
     side_stop: &CancellationToken,
 ) -> tokio::task::JoinHandle<SideOutput> {
     let (sh, side_stop) = (shared.clone(), side_stop.clone());
     tokio::spawn(async move {
         let config = &sh.config;
-        let inject = faults::inject(&sh.plan, &sh.faults, config, server.as_deref(), &side_stop);
+        let inject = faults::inject(&sh.plan, &sh.faults, config, servers.as_ref(), &side_stop);
         if !side {
             return (ReaperStats::default(), inject.await, Vec::new(), Default::default(), Vec::new());
         }

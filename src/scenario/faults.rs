@@ -48,6 +48,10 @@ pub enum Kind {
     /// The ephemeral server is stopped (`immediate`: a crash, no checkpoint; `fast`: a clean
     /// shutdown), stays down for `down`, and is started again (crash recovery from the WAL).
     PostgresRestart { immediate: bool, down: Duration },
+    /// The standby's WAL receiver is frozen for `hold` (SIGSTOP), the primary is SIGKILLed with
+    /// its backends, and the standby is promoted; connections find it through the run's
+    /// multi-host URL with `target_session_attrs=read-write`.
+    Failover { hold: Duration },
     /// The network between agents and the server (docs/agents.md), for `duration`: run by the
     /// coordinator on the agents' network namespaces (`--spawn-agents N --netns`).
     Network { effect: NetEffect, duration: Duration },
@@ -74,6 +78,7 @@ impl Kind {
             Kind::LockHold { .. } => "lock_hold",
             Kind::Cancel { .. } => "cancel",
             Kind::PostgresRestart { .. } => "postgres_restart",
+            Kind::Failover { .. } => "failover",
             Kind::Network { effect: NetEffect::Partition, .. } => "partition",
             Kind::Network { effect: NetEffect::Latency { .. }, .. } => "latency",
             Kind::Network { effect: NetEffect::Loss { .. }, .. } => "loss",
@@ -190,6 +195,9 @@ pub fn fault(i: usize, f: &RawFault, groups: &[(String, Vec<u32>)], workers: u32
     let kind = kind(f, trigger)?;
     if f.mode.is_some() && !matches!(kind, Kind::PostgresRestart { .. }) {
         return Err(Invalid::new("mode applies only to kind = \"postgres_restart\""));
+    }
+    if f.hold.is_some() && !matches!(kind, Kind::Failover { .. }) {
+        return Err(Invalid::new("hold applies only to kind = \"failover\""));
     }
     let limit = match f.limit {
         Some(n) if n <= 0 => return Err(Invalid::new("limit must be at least 1")),
@@ -315,6 +323,11 @@ fn kind(f: &RawFault, trigger: Trigger) -> Result<Kind, Invalid> {
             },
             down: length.unwrap_or(Duration::ZERO),
         },
+        "failover" if !once => return refuse("failover fires once at a time (at)"),
+        "failover" if f.workers.is_some() || length.is_some() => {
+            return refuse("failover takes at and hold (how long the standby's WAL receiver is frozen first)");
+        }
+        "failover" => Kind::Failover { hold: duration(&f.hold, "hold")?.unwrap_or(Duration::ZERO) },
         "partition" | "latency" | "loss" if !once => {
             return refuse("a network fault fires once at a time (at), for a duration");
         }
@@ -322,7 +335,7 @@ fn kind(f: &RawFault, trigger: Trigger) -> Result<Kind, Invalid> {
         other => {
             return Err(Invalid::new(format!(
                 "unknown kind `{other}`; accepted: crash, pause, kill_backend, lock_hold, cancel, postgres_restart, \
-                 partition, latency, loss"
+                 failover, partition, latency, loss"
             )));
         }
     })
@@ -368,6 +381,7 @@ mod tests {
             identity: None,
             rows: None,
             mode: None,
+            hold: None,
             interval: None,
             agents: None,
             delay: None,
@@ -432,6 +446,26 @@ mod tests {
         k.at = Some("1s".into());
         k.mode = Some("fast".into());
         assert!(fault(0, &k, &g, 1).unwrap_err().to_string().contains("only to kind"));
+    }
+
+    #[test]
+    fn failover_fires_once_at_a_time_with_a_hold() {
+        let g = groups(&[], 2).unwrap();
+        let mut f = raw("failover");
+        f.rate = Some(1.0);
+        assert!(fault(0, &f, &g, 2).unwrap_err().to_string().contains("at a time"));
+        f.rate = None;
+        f.at = Some("2s".into());
+        assert_eq!(fault(0, &f, &g, 2).unwrap().kind, Kind::Failover { hold: Duration::ZERO });
+        f.hold = Some("1500ms".into());
+        assert_eq!(fault(0, &f, &g, 2).unwrap().kind, Kind::Failover { hold: Duration::from_millis(1500) });
+        f.duration = Some("1s".into());
+        assert!(fault(0, &f, &g, 2).unwrap_err().to_string().contains("takes at and hold"));
+        let mut p = raw("pause");
+        p.at = Some("1s".into());
+        p.duration = Some("1s".into());
+        p.hold = Some("1s".into());
+        assert!(fault(0, &p, &g, 2).unwrap_err().to_string().contains("hold applies only"));
     }
 
     #[test]

@@ -119,6 +119,8 @@ pub struct PostgresSettings {
     /// `[postgres] tls`: the ephemeral cluster serves TLS (as `--tls`; a URL's sslmode decides
     /// for a server of one's own).
     pub tls: bool,
+    /// `[postgres] standby`: the ephemeral cluster has a streaming standby, replicating this way.
+    pub standby: Option<crate::model::records::Replication>,
 }
 
 /// Backoff before a failed or reclaimed job runs again: min(cap, base × 2^(attempt-1)),
@@ -145,6 +147,11 @@ pub struct ClaimOrder {
 impl Plan {
     pub fn job_type(&self, id: i64) -> Option<&JobType> {
         self.jobs.type_of.get(&id).map(|&i| &self.jobs.types[i as usize])
+    }
+
+    /// Does a `failover` fault kill the primary and promote the standby mid-run?
+    pub fn fails_over(&self) -> bool {
+        self.faults.iter().any(|f| matches!(f.kind, super::faults::Kind::Failover { .. }))
     }
 
     /// Does a `postgres_restart` fault stop the server mid-run?

@@ -196,7 +196,7 @@ fn default_retry_cap() -> String {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawFault {
-    /// crash | pause | kill_backend | lock_hold | cancel | postgres_restart | partition | latency | loss
+    /// crash | pause | kill_backend | lock_hold | cancel | postgres_restart | failover | partition | latency | loss
     pub kind: String,
     /// crash / pause: after_claim | mid_work | after_effect | before_complete
     pub point: Option<String>,
@@ -223,6 +223,8 @@ pub struct RawFault {
     pub rows: Option<i64>,
     /// postgres_restart: "immediate" (default, a crash: SIGQUIT) or "fast" (SIGINT, a clean shutdown).
     pub mode: Option<String>,
+    /// failover: freeze the standby's WAL receiver (SIGSTOP) this long before the primary dies.
+    pub hold: Option<String>,
     /// Process clients: fire again this often (crash, pause, kill_backend).
     pub interval: Option<String>,
     /// Network faults (partition, latency, loss): the agents they hit, by number (default: all).
@@ -515,6 +517,9 @@ pub struct RawPostgres {
     /// The ephemeral cluster serves TLS and the run connects with verify-full (as `--tls`).
     #[serde(default)]
     pub tls: bool,
+    /// A streaming standby beside the ephemeral cluster: "async" or "sync"
+    /// (`synchronous_standby_names`); a `failover` fault promotes it.
+    pub standby: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -57,6 +57,7 @@ pub fn apply(plan: &mut Plan) -> Result<(), Invalid> {
             Kind::Crash { respawn_after, .. } => *respawn_after = s(*respawn_after),
             Kind::Pause { duration, .. } | Kind::LockHold { duration, .. } => *duration = s(*duration),
             Kind::PostgresRestart { down, .. } => *down = s(*down),
+            Kind::Failover { hold } => *hold = s(*hold),
             Kind::Network { duration, .. } => *duration = s(*duration),
             Kind::KillBackend | Kind::Cancel { .. } => {}
         }

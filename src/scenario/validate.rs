@@ -18,6 +18,7 @@ use super::values::{idle, pools, quotas, setting_value, work_model};
 use crate::adapter::{self, Adapter};
 use crate::error::{Error, Invalid, Result};
 use crate::model::expect::{self, Expectation};
+use crate::model::records::Replication;
 use crate::model::summary::RunSummary;
 use crate::model::tolerance::Tolerances;
 use std::fmt::Display;
@@ -117,6 +118,7 @@ pub fn validate(mut raw: RawScenario, source: Source, seed: Option<u64>) -> Resu
         source,
     };
     adapter_fits(&plan, &At(&plan.source))?;
+    failover_fits(&plan, &At(&plan.source))?;
     super::pool::fits(&plan).map_err(|e| At(&plan.source).invalid("workers.pool", e))?;
     if let Err(e) = super::scale::apply(&mut plan) {
         return Err(plan.source.error("run.time_scale", e));
@@ -267,6 +269,22 @@ fn setup_command(raw: &RawScenario, at: &At, adapter: &Adapter) -> Result<Option
     Ok(Some(std::iter::once(resolved.display().to_string()).chain(command[1..].iter().cloned()).collect()))
 }
 
+/// A `failover` fault promotes the standby: there must be one, and only one failover.
+fn failover_fits(plan: &Plan, at: &At) -> Result<()> {
+    let n = plan.faults.iter().filter(|f| matches!(f.kind, super::faults::Kind::Failover { .. })).count();
+    if n > 0 && plan.postgres.standby.is_none() {
+        return Err(at.err(
+            "faults",
+            "kind = \"failover\" promotes the ephemeral cluster's standby: add [postgres] standby = \"async\" \
+             (or \"sync\")",
+        ));
+    }
+    if n > 1 {
+        return Err(at.err("faults", "one failover per run: after it the cluster has no standby left to promote"));
+    }
+    Ok(())
+}
+
 /// What an adapter file must have for the scenario's features, and the features that need
 /// queuebench's own table. Each error names the scenario key that asks for it.
 fn adapter_fits(plan: &Plan, at: &At) -> Result<()> {
@@ -387,7 +405,37 @@ fn postgres(raw: &RawScenario, at: &At) -> Result<PostgresSettings> {
             Ok((k.clone(), value))
         })
         .collect::<Result<Vec<_>>>()?;
-    Ok(PostgresSettings { settings, table_settings, tls: raw.postgres.tls })
+    let standby = standby(raw, at, &settings)?;
+    Ok(PostgresSettings { settings, table_settings, tls: raw.postgres.tls, standby })
+}
+
+/// `[postgres] standby`: "async" or "sync"; queuebench then owns the replication settings, and
+/// the standby serves the cluster's socket only (no TLS listener).
+fn standby(raw: &RawScenario, at: &At, settings: &[(String, String)]) -> Result<Option<Replication>> {
+    let replication = match raw.postgres.standby.as_deref() {
+        None => return Ok(None),
+        Some("async") => Replication::Async,
+        Some("sync") => Replication::Sync,
+        Some(other) => {
+            return Err(at.err("postgres.standby", format!("`{other}`; accepted: \"async\", \"sync\"")));
+        }
+    };
+    if raw.postgres.tls {
+        return Err(at.err(
+            "postgres.standby",
+            "a standby is started on the cluster's own socket only, not beside its TLS listener: remove \
+             `tls = true` (or the standby)",
+        ));
+    }
+    let owned = ["synchronous_standby_names", "primary_conninfo", "hot_standby", "wal_level"];
+    if let Some((k, _)) = settings.iter().find(|(k, _)| owned.contains(&k.to_ascii_lowercase().as_str())) {
+        return Err(at.err(
+            &format!("postgres.settings.{k}"),
+            "queuebench sets the replication settings of a cluster with a standby (standby = \"sync\" sets \
+             synchronous_standby_names): remove this setting",
+        ));
+    }
+    Ok(Some(replication))
 }
 
 /// `[expect]` and `[baseline.tolerance]`, checked against the metric names this scenario's

@@ -63,7 +63,7 @@ pub fn recovery_grace(lease: Duration) -> u64 {
 }
 
 /// Fault kinds that cut a connection (an answer may be lost and the statement sent again).
-const CONNECTION_LOSS: [&str; 5] = ["kill_backend", "postgres_restart", "partition", "latency", "loss"];
+const CONNECTION_LOSS: [&str; 6] = ["kill_backend", "postgres_restart", "failover", "partition", "latency", "loss"];
 
 /// The five liveness checks (the last two only when a fault hit a job).
 pub fn check(e: &Evidence, per_job: &[&[Event]]) -> Vec<CheckResult> {
@@ -115,6 +115,7 @@ fn explained(e: &Evidence, events: &[Event], claims: &[ClaimSpan], w: &Event, to
     let cut_off = e.faults.iter().any(|f| {
         CONNECTION_LOSS.contains(&f.kind)
             && f.kind != "postgres_restart"
+            && f.kind != "failover"
             && (f.kind != "kill_backend" || f.worker.is_none_or(|x| x == w.worker))
             && f.t_us >= own.sent_us
             && f.t_us <= answer

@@ -19,8 +19,8 @@ pub mod story;
 use crate::collect::history::History;
 use crate::collect::{Arrival, Event, EventKind, FaultEvent};
 use crate::model::evidence::SavedEvidence;
-use crate::model::records::BlockerSpan;
 use crate::model::records::PgSample;
+use crate::model::records::{BlockerSpan, FailoverRecord};
 use crate::model::records::{JobRow, Status};
 use crate::model::summary::{
     CheckResult, Completions, Durability, Executions, Faults, Fifo, Horizon, Jobs, Ownership, Stale, Starvation,
@@ -55,6 +55,8 @@ pub struct Evidence<'a> {
     pub restarts: &'a [u64],
     /// When the server was back after each restart (`model::evidence::SavedEvidence::restarts_up`).
     pub restarts_up: &'a [u64],
+    /// The `failover` faults (each also in `restarts`): the replication and the WAL lag.
+    pub failovers: &'a [FailoverRecord],
     /// Why those restarts cannot test durability (`fsync = off`), if so.
     pub durability_untestable: Option<String>,
     /// A run across agents: the largest clock error bound among them, µs (0: one clock).
@@ -121,6 +123,7 @@ impl<'a> Evidence<'a> {
             blockers: &saved.blockers,
             restarts: &saved.restarts,
             restarts_up: &saved.restarts_up,
+            failovers: &saved.failovers,
             durability_untestable: saved.durability_untestable.clone(),
             clock_us: saved.clock_bound_us,
             stopped_us: saved.stopped_us,
@@ -278,6 +281,7 @@ mod tests {
             starvation: starvation::Rule { threshold: Duration::from_secs(10), load_end: Duration::ZERO },
             restarts: &[],
             restarts_up: &[],
+            failovers: &[],
             durability_untestable: None,
             clock_us: 0,
             stopped_us: None,

@@ -109,6 +109,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, ids:
         database_lost: None,
         ids,
         restarts: Vec::new(),
+        failovers: Vec::new(),
         agents: Vec::new(),
         merge_s: 0.0,
         merge_peak_rss_mib: 0.0,

@@ -77,6 +77,7 @@ impl<T: Transport> Worker<T> {
             | Kind::LockHold { .. }
             | Kind::Cancel { .. }
             | Kind::PostgresRestart { .. }
+            | Kind::Failover { .. }
             | Kind::Network { .. } => Ok(()),
         }
     }
