@@ -19,6 +19,8 @@
 #                  machine's apt sources)
 #   --jobs N       jobs to burn down (default 3000)
 #   --clean        at the end, remove the images too (queuebench:local and the base)
+#   QUEUEBENCH_RUNTIMES="crun runc"  the OCI runtimes to try, in order (the first that runs
+#                  a container wins; QUEUEBENCH_RUNTIMES=crun shows the exit 3 on this machine)
 #
 # Exit: 0 the run passed; 1 a step or check failed; 2 usage; 3 containers cannot run here
 # (the reason is printed). Everything it starts is removed on any exit (a trap): containers,
@@ -36,7 +38,7 @@ while [ $# -gt 0 ]; do
     --mirror) mirror=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --clean) clean=1; shift ;;
-    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "usage: $0 [--binary PATH] [--mirror URL] [--jobs N] [--clean]" >&2; exit 2 ;;
   esac
 done
@@ -105,6 +107,8 @@ echo "   binary: $binary ($("$binary" --version))"
 echo "   podman $(podman --version | awk '{print $3}'), kernel $(uname -r), cgroup $(stat -fc %T /sys/fs/cgroup)"
 tmp=$(mktemp -d /var/tmp/queuebench-ctr.XXXXXX)
 chmod 755 "$tmp"
+podman "${pflags[@]}" info >/dev/null 2>"$tmp/info.log" ||
+  { cat "$tmp/info.log" >&2; cannot "podman info failed: $(tail -1 "$tmp/info.log")"; }
 done_step
 
 # --- 1. the base image ---------------------------------------------------------------------
@@ -127,7 +131,7 @@ else
     { tail -20 "$tmp/debootstrap.log" >&2; fail "debootstrap failed"; }
   rm -rf "$tmp/rootfs/var/cache/apt/archives/"*.deb "$tmp/rootfs/var/lib/apt/lists/"*
   echo "   rootfs $(du -sh "$tmp/rootfs" | cut -f1); importing"
-  tar -C "$tmp/rootfs" -c . | podman "${pflags[@]}" import - "$base_image" >/dev/null ||
+  tar -C "$tmp/rootfs" -c . | podman "${pflags[@]}" import -q - "$base_image" >/dev/null ||
     fail "podman import failed"
   rm -rf "$tmp/rootfs"
 fi
@@ -143,7 +147,7 @@ nofile=$(ulimit -Hn)
 [ "$nofile" -gt 65536 ] && nofile=65536
 ulimits=(--ulimit "nofile=$nofile:$nofile" --ulimit nproc=4096:4096)
 runtime=
-for rt in crun runc; do
+for rt in ${QUEUEBENCH_RUNTIMES:-crun runc}; do
   command -v "$rt" >/dev/null || { echo "   $rt: not installed" >>"$tmp/probe.log"; continue; }
   step "probe: podman --runtime $rt run --network host ${ulimits[*]} $base_image true"
   if podman "${pflags[@]}" --runtime "$rt" run --rm --network host "${ulimits[@]}" "$base_image" /bin/true \
