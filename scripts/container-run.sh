@@ -13,8 +13,8 @@
 #
 #   scripts/container-run.sh [--binary PATH] [--mirror URL] [--jobs N] [--clean]
 #
-#   --binary PATH  the queuebench binary to put in the image (default: $QUEUEBENCH, else
-#                  target/debug/queuebench, else target/release/queuebench)
+#   --binary PATH  the queuebench binary to put in the image (default: $QUEUEBENCH, else the
+#                  debug build in cargo's target folder, else the release build; none is built)
 #   --mirror URL   the Debian mirror for debootstrap (default: the first bookworm URI in this
 #                  machine's apt sources)
 #   --jobs N       jobs to burn down (default 3000)
@@ -94,7 +94,9 @@ for tool in podman debootstrap initdb pg_ctl runuser python3; do
   }
 done
 if [ -z "$binary" ]; then
-  for b in "$root/target/debug/queuebench" "$root/target/release/queuebench"; do
+  # cargo's target folder, wherever it is (CARGO_TARGET_DIR, .cargo/config.toml, target/)
+  tdir=$("$root/scripts/queuebench-bin.sh" --dir 2>/dev/null || echo "$root/target")
+  for b in "$tdir/debug/queuebench" "$tdir/release/queuebench"; do
     [ -x "$b" ] && { binary=$b; break; }
   done
 fi
