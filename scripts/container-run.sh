@@ -172,10 +172,15 @@ step "image $image (deploy/Containerfile.local)"
 mkdir -p "$tmp/context/scenarios"
 cp "$binary" "$tmp/context/queuebench"
 cp "$root"/scenarios/*.toml "$tmp/context/scenarios/"
+previous=$(podman "${pflags[@]}" image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
 podman "${pflags[@]}" build --runtime "$runtime" "${ulimits[@]}" --network host --build-arg "BASE=$base_image" -q \
   -f "$root/deploy/Containerfile.local" -t "$image" "$tmp/context" >"$tmp/build.log" 2>&1 ||
   { cat "$tmp/build.log" >&2; fail "podman build failed"; }
 rm -rf "$tmp/context"
+# The tag moved to the new build: remove the one it left untagged (this script's own, by id).
+if [ -n "$previous" ] && [ "$previous" != "$(podman "${pflags[@]}" image inspect --format '{{.Id}}' "$image")" ]; then
+  podman "${pflags[@]}" rmi "$previous" >/dev/null 2>&1 || true
+fi
 user=$(podman "${pflags[@]}" image inspect --format '{{.Config.User}} {{.Config.Entrypoint}}' "$image")
 echo "   $(podman "${pflags[@]}" image inspect --format '{{.Size}}' "$image" | awk '{printf "%.0f MB", $1/1e6}'), user and entrypoint: $user"
 podman "${pflags[@]}" run --rm --network host "${ulimits[@]}" "$image" --version
