@@ -51,6 +51,9 @@ pub struct Fleet<'a> {
     pub events: Vec<Arc<Mutex<Vec<ClientEvent>>>>,
     /// Processes that exited on their own during the run.
     pub exits: u64,
+    /// When the first job's execution was seen: the clock of the faults' `at` starts here, not
+    /// at the spawn (a library's worker can take seconds to start on a loaded machine).
+    pub ready: Option<Instant>,
 }
 
 impl<'a> Fleet<'a> {
@@ -67,6 +70,7 @@ impl<'a> Fleet<'a> {
             faults: Vec::new(),
             events: Vec::new(),
             exits: 0,
+            ready: None,
         };
         for i in 0..count as usize {
             fleet.spawn(i, i as u32 + 1)?;
@@ -89,6 +93,9 @@ impl<'a> Fleet<'a> {
     /// while nothing has run yet: the client is broken, not faulted).
     pub fn tend(&mut self, anything_ran: bool, job_of: impl Fn(&str) -> i64) -> Result<()> {
         let now = Instant::now();
+        if anything_ran && self.ready.is_none() {
+            self.ready = Some(now);
+        }
         for i in 0..self.slots.len() {
             if self.slots[i].resume_at.is_some_and(|t| t <= now)
                 && let Some(p) = self.slots[i].proc.as_mut()
@@ -127,7 +134,8 @@ impl<'a> Fleet<'a> {
 
     /// Fires the faults that are due.
     pub async fn inject(&mut self, side: &Client, job_of: impl Fn(&str) -> i64) {
-        let elapsed = self.start.elapsed();
+        let Some(ready) = self.ready else { return };
+        let elapsed = ready.elapsed();
         for k in 0..self.scheduled.len() {
             let s = &self.scheduled[k];
             if s.next > elapsed || s.fault.limit.is_some_and(|l| s.fired >= l) {
@@ -135,6 +143,12 @@ impl<'a> Fleet<'a> {
             }
             let slot = (s.fault.workers[s.fired as usize % s.fault.workers.len()] - 1) as usize;
             let kind = s.fault.kind;
+            // A process that has not started a job yet has nothing a fault could hit (no
+            // connection to terminate, no job to crash): the fault waits for it.
+            let started = self.slots[slot].proc.as_ref().is_some_and(|p| !p.events.lock().unwrap().is_empty());
+            if !started {
+                continue;
+            }
             let idle = self.slots[slot].proc.as_ref().is_some_and(|p| first_in_flight(&p.events).is_none());
             if idle && elapsed < s.next + WAIT_FOR_WORK {
                 continue;

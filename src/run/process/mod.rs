@@ -154,8 +154,9 @@ async fn drive(
                 ),
             });
         }
+        // `run.stop` counts from the first execution, as the faults' times do (Fleet::ready).
         if let Stop::After(d) = plan.run.stop
-            && start.elapsed() >= d
+            && fleet.ready.is_some_and(|r| r.elapsed() >= d)
         {
             return Ok(false);
         }
