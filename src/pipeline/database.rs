@@ -29,7 +29,12 @@ pub async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> Result<D
         }
         Target::Ephemeral => {
             let tls = opts.tls || plan.postgres.tls;
-            Database::open_ephemeral(&ephemeral_settings(plan)?, schema, opts.keep, tls).await
+            let mut db = Database::open_ephemeral(&ephemeral_settings(plan)?, schema, opts.keep, tls).await?;
+            if let Some(bouncer) = plan.postgres.pgbouncer {
+                // Dropping `db` on an error stops the cluster (and a half-started pooler).
+                db.start_pooler(bouncer, connections_needed(plan) as u32).await?;
+            }
+            Ok(db)
         }
         Target::Docker { image } => Database::open_docker(image, settings, schema, opts.keep).await,
     }?;
@@ -37,8 +42,15 @@ pub async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> Result<D
 }
 
 /// Faults the chosen database cannot take: a `postgres_restart` stops and starts the server,
-/// which queuebench does only to its own ephemeral cluster.
+/// which queuebench does only to its own ephemeral cluster; nor does it start PgBouncer in
+/// front of any other server.
 pub fn check_target(plan: &Plan, target: &Target) -> Result<()> {
+    if plan.postgres.pgbouncer.is_some() && *target != Target::Ephemeral {
+        return Err(Error::Unfit {
+            target: target.given_by().to_string(),
+            problem: Unfit::PoolerNeedsEphemeral { file: plan.source.path.clone() },
+        });
+    }
     if plan.restarts_server() && *target != Target::Ephemeral {
         return Err(Error::Unfit {
             target: target.given_by().to_string(),

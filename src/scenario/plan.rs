@@ -119,6 +119,8 @@ pub struct PostgresSettings {
     /// `[postgres] tls`: the ephemeral cluster serves TLS (as `--tls`; a URL's sslmode decides
     /// for a server of one's own).
     pub tls: bool,
+    /// `[postgres.pgbouncer]`: PgBouncer in front of the ephemeral cluster.
+    pub pgbouncer: Option<crate::model::pooler::PgBouncer>,
 }
 
 /// Backoff before a failed or reclaimed job runs again: min(cap, base × 2^(attempt-1)),

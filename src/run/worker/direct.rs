@@ -43,7 +43,7 @@ impl Direct {
                 return Err(WorkerFailure::StoppedReconnecting { worker: cx.name.to_string() });
             }
             cx.stats.reconnect_attempts += 1;
-            let last = match Conn::open(&sh.config, &sh.plan.adapter, sh.channel.as_deref()).await {
+            let last = match Conn::open(&sh.pooled, &sh.plan.adapter, sh.channel.as_deref()).await {
                 Ok(c) => {
                     let after_ms = began.elapsed().as_millis() as u64;
                     tracing::info!(worker = %cx.name, pid = c.pid, after_ms, "reconnected");
@@ -163,7 +163,8 @@ impl Transport for Direct {
     async fn anything_left(&mut self, _cx: &mut Ctx<'_>, v: &Values<'_>) -> Result<bool, Halt<Self::Error>> {
         let conn = self.conn();
         let params = &v.plan.adapter.observe.remaining.params;
-        let row = steps::first_row(&conn.client, &conn.remaining, v.bind(params)).await?;
+        let remaining = (&conn.remaining, v.plan.adapter.observe.remaining.sql.as_str(), conn.unnamed);
+        let row = steps::first_row(&conn.client, remaining, v.bind(params)).await?;
         Ok(steps::truthy(row.as_ref()))
     }
 
@@ -172,13 +173,19 @@ impl Transport for Direct {
             return Ok(());
         }
         let conn = self.conn();
+        let effects = (&conn.effects, conn.effects_sql, conn.unnamed);
         // The ids and attempts are the journal's numbers: one array each.
         tracing::trace!(worker = %cx.name, ids = ?e.ids, attempts = ?e.attempts, "statement: the effects insert");
         if cx.sh.plan.adapter.own_table() {
             let worker = cx.id as i32;
-            conn.client.execute(&conn.effects, &[&e.ids, &worker, &e.attempts]).await?;
+            steps::execute(&conn.client, effects, [&e.ids as _, &worker as _, &e.attempts as _].into_iter()).await?;
         } else {
-            conn.client.execute(&conn.effects, &[&e.keys, &e.ids, &cx.name, &e.attempts]).await?;
+            steps::execute(
+                &conn.client,
+                effects,
+                [&e.keys as _, &e.ids as _, &cx.name as _, &e.attempts as _].into_iter(),
+            )
+            .await?;
         }
         e.clear();
         Ok(())
