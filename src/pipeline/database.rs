@@ -7,7 +7,7 @@ use crate::db::schema::{self, Setup};
 use crate::db::{Database, Kind};
 use crate::error::{Error, Result, Unfit};
 use crate::model::protocol::Reclaim;
-use crate::model::summary::{DatabaseInfo, Environment, TlsInfo};
+use crate::model::summary::{DatabaseInfo, Environment, PoolerInfo, TlsInfo};
 use crate::options::{DatabaseOptions, Target};
 use crate::scenario::Plan;
 use crate::scenario::plan::Wakeup;
@@ -96,6 +96,12 @@ pub async fn prepare(plan: &Plan, db: &Database) -> Result<Prepared> {
             Kind::Ephemeral | Kind::Docker => Default::default(),
         },
         tls: tls_info(db, &setup).await,
+        pooler: db.pooler().map(|p| PoolerInfo {
+            kind: "pgbouncer".into(),
+            pool_mode: p.mode.name().into(),
+            pool_size: p.size,
+            unnamed_statements: !p.mode.keeps_session(),
+        }),
     };
     let environment = schema::environment(&setup).await;
     let settings = schema::comparable_settings(&setup).await;

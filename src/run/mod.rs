@@ -377,7 +377,11 @@ fn spawn_workers(
         }
         Clients::Pool(p) => {
             let tasks = slots
-                .map(|slot| tokio::spawn(Worker::new(slot, pool::Pooled::new(p.clone()), shared.clone()).run()))
+                .map(|slot| {
+                    tokio::spawn(
+                        Worker::new(slot, pool::Pooled::new(p.clone(), !shared.pooled.unnamed()), shared.clone()).run(),
+                    )
+                })
                 .collect();
             (None, tasks)
         }
@@ -461,7 +465,7 @@ fn spawn_side_tasks(
         let opts = sampler::SamplerOptions { progress: show_progress };
         let sample = sampler::run(&sh.plan, config, start, &sh.progress, opts, &side_stop);
         let produce = async {
-            let out = producer::run(&sh.plan, config, start, &sh.stop, &sh.ids).await;
+            let out = producer::run(&sh.plan, &sh.pooled, start, &sh.stop, &sh.ids).await;
             sh.producers_done.store(true, Ordering::Relaxed);
             out
         };

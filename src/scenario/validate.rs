@@ -399,8 +399,8 @@ fn postgres(raw: &RawScenario, at: &At) -> Result<PostgresSettings> {
     Ok(PostgresSettings { settings, table_settings, tls: raw.postgres.tls, pgbouncer })
 }
 
-/// `[postgres.pgbouncer]`: a pool mode, a pool size (one server connection per worker unless
-/// given), and nothing that needs a session a pooler does not keep.
+/// `[postgres.pgbouncer]`: a pool mode, a pool size (one server connection per worker and
+/// producer unless given), and nothing that needs a session a pooler does not keep.
 fn pgbouncer(raw: &RawScenario, b: &RawPgBouncer, at: &At) -> Result<PgBouncer> {
     let key = "postgres.pgbouncer";
     let mode = PoolMode::parse(&b.pool_mode).ok_or_else(|| {
@@ -414,7 +414,9 @@ fn pgbouncer(raw: &RawScenario, b: &RawPgBouncer, at: &At) -> Result<PgBouncer> 
             return Err(at.err(&format!("{key}.pool_size"), format!("must be between 1 and 10000, got {n}")));
         }
         Some(n) => n as u32,
-        None => raw.workers.count.clamp(1, 10_000) as u32,
+        // One server connection for every client that goes through the pooler: the workers and
+        // one producer per class (in session mode a client past the pool waits for a whole session).
+        None => (raw.workers.count + raw.jobs.classes.len() as i64).clamp(1, 10_000) as u32,
     };
     if raw.postgres.tls {
         return Err(at.err(

@@ -28,11 +28,14 @@ pub struct Cut {
 /// A worker's view of the shared pool.
 pub struct Pooled {
     pool: PgPool,
+    /// sqlx's `persistent`: false through a transaction or statement pooler (the unnamed
+    /// statement; sqlx still parses it in a round trip of its own before binding it).
+    persistent: bool,
 }
 
 impl Pooled {
-    pub fn new(pool: PgPool) -> Pooled {
-        Pooled { pool }
+    pub fn new(pool: PgPool, persistent: bool) -> Pooled {
+        Pooled { pool, persistent }
     }
 
     /// Counts a failed acquire or statement under its code.
@@ -73,7 +76,10 @@ impl Pooled {
     ) -> Result<(Vec<PgRow>, u64, u64), Halt<Cut>> {
         let mut conn = self.acquire(cx).await?;
         let t = Instant::now();
-        let rows = sqlx::query_with(AssertSqlSafe(st.sql.as_str()), args(st, v)).fetch_all(&mut *conn).await;
+        let rows = sqlx::query_with(AssertSqlSafe(st.sql.as_str()), args(st, v))
+            .persistent(self.persistent)
+            .fetch_all(&mut *conn)
+            .await;
         let took = t.elapsed().as_micros() as u64;
         drop(conn);
         rows.map(|r| (r, cx.since_start(t), took)).map_err(|e| Self::note(cx, &e))
@@ -175,7 +181,10 @@ impl Transport for Pooled {
         let st = step.first();
         let mut conn = self.acquire(cx).await?;
         let t = Instant::now();
-        let done = sqlx::query_with(AssertSqlSafe(st.sql.as_str()), args(st, v)).execute(&mut *conn).await;
+        let done = sqlx::query_with(AssertSqlSafe(st.sql.as_str()), args(st, v))
+            .persistent(self.persistent)
+            .execute(&mut *conn)
+            .await;
         let took_us = t.elapsed().as_micros() as u64;
         drop(conn);
         let done = done.map_err(|e| Self::note(cx, &e))?;
@@ -208,7 +217,8 @@ impl Transport for Pooled {
         };
         // A failed flush is counted and kept for the next one: the round goes on.
         let Ok(mut conn) = got.map_err(|err| Self::note(cx, &err)) else { return Ok(()) };
-        let q = sqlx::query(EFFECTS_INSERT).bind(&e.ids).bind(cx.id as i32).bind(&e.attempts);
+        let q =
+            sqlx::query(EFFECTS_INSERT).bind(&e.ids).bind(cx.id as i32).bind(&e.attempts).persistent(self.persistent);
         match q.execute(&mut *conn).await {
             Ok(_) => e.clear(),
             Err(err) => {
