@@ -29,6 +29,10 @@ pub async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> Result<D
         }
         Target::Ephemeral => {
             let tls = opts.tls || plan.postgres.tls;
+            if plan.postgres.pgbouncer.is_some() {
+                // Before the cluster starts: a missing pgbouncer changes nothing.
+                crate::db::pgbouncer::find_program()?;
+            }
             let mut db = Database::open_ephemeral(&ephemeral_settings(plan)?, schema, opts.keep, tls).await?;
             if let Some(bouncer) = plan.postgres.pgbouncer {
                 // Dropping `db` on an error stops the cluster (and a half-started pooler).
