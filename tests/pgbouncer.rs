@@ -120,6 +120,7 @@ fn a_pooler_with_a_database_url_is_refused_with_the_fix() {
     assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("[postgres.pgbouncer] starts PgBouncer in front of queuebench's own"), "{}", r.stderr);
     assert!(r.stderr.contains("--postgres ephemeral"), "{}", r.stderr);
+    assert!(r.stderr.contains("as --pooler-url"), "{}", r.stderr);
     assert!(!r.out.join("summary.json").exists());
 }
 
@@ -152,4 +153,119 @@ fn bad_pooler_settings_name_the_key() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("use pool_mode = \"session\""), "{}", r.stderr);
     r.assert_clean();
+}
+
+/// The machine's PostgreSQL at 127.0.0.1:5432 (trust for root), as tests/tls.rs uses it.
+const MACHINE: &str = "postgres://root@127.0.0.1:5432/postgres";
+
+fn machine_sql(sql: &str) -> String {
+    let o = std::process::Command::new("psql").args(["-X", "-q", "-A", "-t", MACHINE, "-c", sql]).output().unwrap();
+    assert!(
+        o.status.success(),
+        "this test needs the machine's PostgreSQL at 127.0.0.1:5432 (trust for root): {sql}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// A PgBouncer of "the user's own" in transaction pooling on 127.0.0.1, in front of the
+/// machine's server, logging in there as `role`; stopped when dropped.
+struct OwnPooler {
+    child: std::process::Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl OwnPooler {
+    fn start(role: &str) -> OwnPooler {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let ini = format!(
+            "[databases]\nqb = host=127.0.0.1 port=5432 dbname=postgres user={role}\n[pgbouncer]\n\
+             listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\nauth_type = trust\n\
+             auth_file = {d}/userlist.txt\npool_mode = transaction\ndefault_pool_size = 4\n\
+             ignore_startup_parameters = extra_float_digits\n",
+            d = dir.path().display()
+        );
+        std::fs::write(dir.path().join("pgbouncer.ini"), ini).unwrap();
+        std::fs::write(dir.path().join("userlist.txt"), "\"root\" \"\"\n").unwrap();
+        let ini = dir.path().join("pgbouncer.ini");
+        // PgBouncer refuses root, as queuebench's own does: as root it runs as postgres.
+        let mut cmd = if unsafe { libc::geteuid() } == 0 {
+            let mut c = std::process::Command::new("runuser");
+            c.args(["-u", "postgres", "--", "/usr/sbin/pgbouncer"]);
+            c
+        } else {
+            std::process::Command::new("pgbouncer")
+        };
+        let child =
+            cmd.arg(&ini).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        let until = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < until, "the test's own PgBouncer did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        OwnPooler { child, port, _dir: dir }
+    }
+}
+
+impl Drop for OwnPooler {
+    fn drop(&mut self) {
+        // runuser passes SIGTERM on to pgbouncer.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_pooler_of_your_own_carries_the_workers_once_its_role_starts_in_the_run_schema() {
+    let name = format!("qb_pool_{}", common::pg::rand_u32());
+    machine_sql(&format!("CREATE ROLE {name} LOGIN SUPERUSER; ALTER ROLE {name} SET search_path = {name}"));
+    let pooler = OwnPooler::start(&name);
+    let via = format!("postgres://root@127.0.0.1:{}/qb?pool_mode=transaction", pooler.port);
+    let s = repo("scenarios/skip-locked.toml");
+    let base = ["run", s.to_str().unwrap(), "--database-url", MACHINE, "--pooler-url", &via];
+    let ok = queuebench(&[&base[..], &["--schema", &name][..], &SMALL[..]].concat());
+    // Without --schema the run's schema is not the role's: refused with the fix, nothing left.
+    let refused = queuebench(&[&base[..], &SMALL[..]].concat());
+    drop(pooler);
+    let left = machine_sql(&format!("SELECT count(*) FROM pg_namespace WHERE nspname = '{name}'"));
+    machine_sql(&format!("DROP ROLE {name}"));
+    assert_eq!(ok.code, 0, "{}\n{}", ok.stdout, ok.stderr);
+    let pooler = &ok.summary()["database"]["pooler"];
+    assert_eq!(pooler["kind"], "external", "{pooler}");
+    assert_eq!(pooler["unnamed_statements"], true, "{pooler}");
+    assert_eq!(ok.num("errors.total"), 0.0);
+    assert_eq!(left, "0", "the run's schema was dropped at the end");
+    assert_eq!(refused.code, 3, "{}\n{}", refused.stdout, refused.stderr);
+    assert!(
+        refused.stderr.contains("ALTER ROLE <the pooler's server user> SET search_path = NAME"),
+        "{}",
+        refused.stderr
+    );
+}
+
+#[test]
+fn a_pooler_url_needs_a_database_url_and_a_pool_mode() {
+    let s = repo("scenarios/skip-locked.toml");
+    let r = queuebench(&[
+        "run",
+        s.to_str().unwrap(),
+        "--pooler-url",
+        "postgres://u@127.0.0.1:6432/db?pool_mode=transaction",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("add [postgres.pgbouncer] to the scenario"), "{}", r.stderr);
+    let r = queuebench(&[
+        "run",
+        s.to_str().unwrap(),
+        "--database-url",
+        MACHINE,
+        "--pooler-url",
+        "postgres://u@127.0.0.1:6432/db",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("?pool_mode=transaction"), "{}", r.stderr);
 }

@@ -116,6 +116,8 @@ pub struct Database {
     /// PgBouncer in front of the cluster (`[postgres.pgbouncer]`); declared before the
     /// cluster so it is dropped (stopped) first.
     pooler: Option<pgbouncer::Pooler>,
+    /// `--pooler-url`: a pooler of the user's own and its pool mode.
+    external_pooler: Option<(Endpoint, crate::model::pooler::PoolMode)>,
     cluster: Option<Cluster>,
     container: Option<docker::Container>,
     keep: bool,
@@ -238,6 +240,7 @@ impl Database {
             url: String::new(),
             schema,
             pooler: None,
+            external_pooler: None,
             cluster: None,
             container: None,
             keep,
@@ -361,6 +364,12 @@ impl Database {
     /// one (its server role's search_path is the run's schema; no `options`, which a pooler
     /// refuses), else [`Database::worker_config`].
     pub fn pooled_config(&self) -> Endpoint {
+        if let Some((endpoint, mode)) = &self.external_pooler {
+            let mut endpoint = endpoint.clone();
+            endpoint.config = self.named(endpoint.config);
+            endpoint.direct = (!mode.keeps_session()).then(|| Box::new(self.worker_config()));
+            return endpoint;
+        }
         let Some(pooler) = &self.pooler else { return self.worker_config() };
         let mut endpoint = self.endpoint(self.named(pooler.config()));
         endpoint.tls = tls::Tls::disabled();

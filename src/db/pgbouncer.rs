@@ -242,3 +242,64 @@ impl super::Database {
         }
     }
 }
+
+impl super::Database {
+    /// `--pooler-url`: the workers and producers go through a pooler of the user's own (its URL
+    /// without `pool_mode`, with its own sslmode and password as a URL would have them).
+    pub fn use_pooler(&mut self, url: &str, mode: crate::model::pooler::PoolMode) -> Result<()> {
+        let split = super::tls::split(url);
+        let tls = super::tls::Tls::resolve(&split.params).map_err(|setting| Error::TlsSetting { setting })?;
+        let mut config: Config = split.rest.parse().map_err(|e: tokio_postgres::Error| Error::Flag {
+            flag: "--pooler-url".into(),
+            reason: format!(
+                "is not a valid PostgreSQL URL ({e}); example: postgres://app@127.0.0.1:6432/app?pool_mode=transaction"
+            ),
+        })?;
+        super::password::fill(&mut config);
+        self.external_pooler = Some((super::Endpoint::new(config, tls), mode));
+        Ok(())
+    }
+
+    /// The pool mode of `--pooler-url`, if one was given.
+    pub fn external_pool_mode(&self) -> Option<crate::model::pooler::PoolMode> {
+        self.external_pooler.as_ref().map(|(_, mode)| *mode)
+    }
+
+    /// Through a pooler of the user's own, a connection starts with the search_path of the
+    /// pooler's server role: queuebench cannot set it there (no `options` through a pooler, and a
+    /// `SET` stays on the server connection). It must already be the run's schema, or exit 3 with
+    /// the fix. Call it once the schema exists (`current_schema()` skips a missing one).
+    pub async fn check_pooler_search_path(&self) -> Result<()> {
+        if self.external_pooler.is_none() {
+            return Ok(());
+        }
+        let endpoint = self.pooled_config();
+        let failed = |e: tokio_postgres::Error| Error::Database {
+            action: "connecting through --pooler-url".into(),
+            target: Some(super::password::display_url(&endpoint)),
+            sql: super::sql(&e),
+            hint: None,
+        };
+        let (client, _task) = super::connect::open(&endpoint, |_| {}).await.map_err(failed)?;
+        let rows = client.simple_query("SELECT current_schema()").await.map_err(failed)?;
+        let current = rows.iter().find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => Some(r.get(0).unwrap_or("").to_string()),
+            _ => None,
+        });
+        match current {
+            Some(s) if s == self.schema => Ok(()),
+            other => Err(Error::machine(
+                "checking the search_path through --pooler-url",
+                format!(
+                    "a connection through the pooler starts in schema `{}`, not the run's `{s}`. A pooler passes no \
+                     `options` and keeps no SET for the next transaction, so the run's schema must be the default \
+                     search_path of the role the pooler logs in as: pick a schema name, give it to that role \
+                     (ALTER ROLE <the pooler's server user> SET search_path = NAME) and run with --schema NAME \
+                     (docs/production-postgres.md, \"A pooler of your own\"). Nothing was left behind",
+                    other.unwrap_or_default(),
+                    s = self.schema
+                ),
+            )),
+        }
+    }
+}

@@ -129,9 +129,10 @@ pub(super) fn unfit(target: &str, problem: &Unfit) -> String {
         ),
         Unfit::PoolerNeedsEphemeral { file } => format!(
             "{}: [postgres.pgbouncer] starts PgBouncer in front of queuebench's own ephemeral cluster, and {target} \
-             is not one. Run it with --postgres ephemeral (the default without --database-url), or drop \
-             [postgres.pgbouncer] to run against that server directly. Driving the workers through a pooler of \
-             your own is not supported yet (docs/production-postgres.md, \"Connection poolers\"). Nothing was started",
+             is not one. Run it with --postgres ephemeral (the default without --database-url); to test a pooler \
+             of your own, drop [postgres.pgbouncer] and give the pooler's URL with its pool mode as --pooler-url \
+             'postgres://app@127.0.0.1:6432/app?pool_mode=transaction' beside --database-url, which stays the \
+             direct connection for setup (docs/production-postgres.md, \"A pooler of your own\"). Nothing was started",
             file.display()
         ),
     }

@@ -130,6 +130,7 @@ impl PoolerInfo {
     /// `, through pgbouncer (transaction pooling, 8 server connections)`, for the database line.
     pub fn shown(pooler: &Option<PoolerInfo>) -> String {
         match pooler {
+            Some(p) if p.pool_size == 0 => format!(", through a pooler of your own ({} pooling)", p.pool_mode),
             Some(p) => format!(", through {} ({} pooling, {} server connections)", p.kind, p.pool_mode, p.pool_size),
             None => String::new(),
         }

@@ -25,7 +25,11 @@ pub async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> Result<D
     let settings = &plan.postgres.settings;
     let db = match &opts.target {
         Target::Url { url, allow_remote } => {
-            Database::open(Some(url), settings, schema, opts.keep, *allow_remote).await
+            let mut db = Database::open(Some(url), settings, schema, opts.keep, *allow_remote).await?;
+            if let Some((pooler, mode)) = &opts.pooler {
+                db.use_pooler(pooler, *mode)?;
+            }
+            Ok(db)
         }
         Target::Ephemeral => {
             let tls = opts.tls || plan.postgres.tls;
@@ -100,18 +104,14 @@ pub async fn prepare(plan: &Plan, db: &Database) -> Result<Prepared> {
             Kind::Ephemeral | Kind::Docker => Default::default(),
         },
         tls: tls_info(db, &setup).await,
-        pooler: db.pooler().map(|p| PoolerInfo {
-            kind: "pgbouncer".into(),
-            pool_mode: p.mode.name().into(),
-            pool_size: p.size,
-            unnamed_statements: !p.mode.keeps_session(),
-        }),
+        pooler: pooler_info(db),
     };
     let environment = schema::environment(&setup).await;
     let settings = schema::comparable_settings(&setup).await;
     drop(setup);
     let client =
         schema::install(db, setup_of(plan).as_setup(), &plan.adapter.table, &plan.postgres.table_settings).await?;
+    db.check_pooler_search_path().await?;
     let ids = Arc::new(Interner::default());
     let (client, preload) = match &plan.client {
         Some(c) => {
@@ -121,6 +121,21 @@ pub async fn prepare(plan: &Plan, db: &Database) -> Result<Prepared> {
         None => crate::run::preload::preload_resuming(db, client, plan, &ids).await?,
     };
     Ok(Prepared { client, facts: ServerFacts { database, environment, settings, preload }, ids })
+}
+
+/// The pooler summary.json records: queuebench's PgBouncer, or `--pooler-url`'s (size unknown: 0).
+fn pooler_info(db: &Database) -> Option<PoolerInfo> {
+    let info = |kind: &str, mode: crate::model::pooler::PoolMode, size| PoolerInfo {
+        kind: kind.into(),
+        pool_mode: mode.name().into(),
+        pool_size: size,
+        unnamed_statements: !mode.keeps_session(),
+    };
+    match (db.pooler(), db.external_pool_mode()) {
+        (Some(p), _) => Some(info("pgbouncer", p.mode, p.size)),
+        (None, Some(mode)) => Some(info("external", mode, 0)),
+        (None, None) => None,
+    }
 }
 
 /// The run's TLS as summary.json records it: the settings and what the server says of the
