@@ -61,6 +61,12 @@ fn transaction_pooling_runs_every_job_once_with_unnamed_statements_only() {
     assert_eq!(pooler["unnamed_statements"], true, "{pooler}");
     assert_eq!(r.num("errors.total"), 0.0);
     assert_eq!(r.num("executions.duplicate"), 0.0);
+    assert_eq!(summary["fingerprint"]["pooler"], "pgbouncer transaction");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo("schema/summary.schema.json")).unwrap()).unwrap();
+    let mut errors = Vec::new();
+    common::schema::validate(&schema, &schema, &summary, "summary", &mut errors);
+    assert!(errors.is_empty(), "summary.json against schema/summary.schema.json: {errors:?}");
     assert!(r.stdout.contains("through pgbouncer (transaction pooling, 4 server connections)"), "{}", r.stdout);
     assert_no_pgbouncer(r.tmp.path(), "the run");
     let dirs: Vec<_> = std::fs::read_dir(r.tmp.path()).unwrap().flatten().map(|e| e.path()).collect();
