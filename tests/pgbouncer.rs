@@ -158,6 +158,10 @@ fn bad_pooler_settings_name_the_key() {
     let r = queuebench(&["run", file.to_str().unwrap()]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("use pool_mode = \"session\""), "{}", r.stderr);
+    let hold = repo("scenarios/skip-locked-hold.toml");
+    let r = queuebench(&["run", hold.to_str().unwrap(), "--set", "postgres.pgbouncer.pool_mode=\"statement\""]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("statement pooling refuses every multi-statement transaction"), "{}", r.stderr);
     r.assert_clean();
 }
 

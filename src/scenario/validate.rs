@@ -435,6 +435,13 @@ fn pgbouncer(raw: &RawScenario, b: &RawPgBouncer, at: &At) -> Result<PgBouncer> 
             ),
         ));
     }
+    if mode == PoolMode::Statement && raw.workers.mode == crate::model::protocol::Mode::HoldTransaction {
+        return Err(at.err(
+            key,
+            "statement pooling refuses every multi-statement transaction, and workers.mode = \"hold-transaction\" \
+             claims, works and completes in one: use pool_mode = \"transaction\" or workers.mode = \"lease\"",
+        ));
+    }
     Ok(PgBouncer { mode, size })
 }
 
