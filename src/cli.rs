@@ -354,6 +354,9 @@ impl RunArgs {
         };
         let flag = if spawn { "--spawn-agents" } else { "--agents" };
         let refuse = |reason: &str| Err(Error::Flag { flag: flag.into(), reason: reason.into() });
+        if self.pooler_url.is_some() {
+            return refuse("agents connect to --database-url directly, not through --pooler-url: run one or the other");
+        }
         if count == 0 {
             return refuse("needs at least 1 agent");
         }
