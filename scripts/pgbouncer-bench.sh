@@ -72,7 +72,8 @@ echo
 echo "| workers | pool size (transaction) | jobs/s | claim p50 (ms) | claim p99 (ms) |"
 echo "|---:|---:|---:|---:|---:|"
 for w in $workers; do
-  for pool in $pools $w; do
+  # shellcheck disable=SC2086 # the lists are words on purpose
+  for pool in $(printf '%s\n' $pools "$w" | sort -un); do
     : > "$work/sat"
     for r in $(seq "$rounds"); do
       # shellcheck disable=SC2046
