@@ -225,6 +225,11 @@ pub struct RunArgs {
     /// every connection uses it with sslmode=verify-full.
     #[arg(long)]
     pub tls: bool,
+    /// A pooler of your own in front of the --database-url server, with its pool mode in the
+    /// query (?pool_mode=transaction, session or statement): the workers and producers go
+    /// through it, setup goes to --database-url (docs/production-postgres.md).
+    #[arg(long, value_name = "URL")]
+    pub pooler_url: Option<String>,
     /// Print only the verdict line.
     #[arg(long, short)]
     pub quiet: bool,
@@ -332,7 +337,8 @@ impl RunArgs {
             github: self.github,
             run: RunOptions {
                 database: DatabaseOptions::new(target.clone(), self.schema.clone(), self.reuse, self.keep)?
-                    .with_tls(self.tls)?,
+                    .with_tls(self.tls)?
+                    .with_pooler(self.pooler_url.clone())?,
                 progress: !self.quiet,
                 agents: self.agents_options(&target)?,
             },
@@ -348,6 +354,9 @@ impl RunArgs {
         };
         let flag = if spawn { "--spawn-agents" } else { "--agents" };
         let refuse = |reason: &str| Err(Error::Flag { flag: flag.into(), reason: reason.into() });
+        if self.pooler_url.is_some() {
+            return refuse("agents connect to --database-url directly, not through --pooler-url: run one or the other");
+        }
         if count == 0 {
             return refuse("needs at least 1 agent");
         }

@@ -171,6 +171,8 @@ pub enum Unfit {
     StandbyNeedsEphemeral { file: PathBuf },
     /// `[postgres.settings] max_connections` below what the run needs (ephemeral cluster).
     MaxConnectionsTooLow { file: PathBuf, setting: i64, workers: u32, need: i64 },
+    /// `[postgres.pgbouncer]` on a server queuebench did not start.
+    PoolerNeedsEphemeral { file: PathBuf },
 }
 
 /// A baseline that `--baseline`, `--save-baseline` or `compare` cannot use (exit 2).
@@ -197,6 +199,8 @@ pub enum Missing {
     BinDir(PathBuf),
     /// No server binaries anywhere queuebench looks.
     ServerBinaries,
+    /// `[postgres.pgbouncer]` and no `pgbouncer` program (`QUEUEBENCH_PGBOUNCER`, PATH, /usr/sbin).
+    PgBouncer { given: Option<PathBuf> },
 }
 
 /// A TLS setting that cannot be used (exit 2).

@@ -64,18 +64,21 @@ pub struct DatabaseOptions {
     pub keep: bool,
     /// `--tls`: the ephemeral cluster serves TLS and the run connects with verify-full.
     pub tls: bool,
+    /// `--pooler-url`: a pooler of the user's own in front of the `--database-url` server, and
+    /// its pool mode (the URL's `pool_mode`, taken out of it).
+    pub pooler: Option<(String, crate::model::pooler::PoolMode)>,
 }
 
 impl DatabaseOptions {
     pub fn ephemeral() -> DatabaseOptions {
-        DatabaseOptions { target: Target::Ephemeral, schema: None, reuse: false, keep: false, tls: false }
+        DatabaseOptions { target: Target::Ephemeral, schema: None, reuse: false, keep: false, tls: false, pooler: None }
     }
 
     pub fn new(target: Target, schema: Option<String>, reuse: bool, keep: bool) -> Result<DatabaseOptions> {
         if let Some(name) = &schema {
             check_schema_name(name)?;
         }
-        Ok(DatabaseOptions { target, schema, reuse, keep, tls: false })
+        Ok(DatabaseOptions { target, schema, reuse, keep, tls: false, pooler: None })
     }
 
     /// `--tls`: only for the ephemeral cluster (a server of one's own takes sslmode in its URL).
@@ -93,6 +96,53 @@ impl DatabaseOptions {
         self.tls = tls;
         Ok(self)
     }
+
+    /// `--pooler-url URL?pool_mode=MODE`: only beside `--database-url` (queuebench starts its own
+    /// PgBouncer for the ephemeral cluster: `[postgres.pgbouncer]`), and the mode is required.
+    pub fn with_pooler(mut self, url: Option<String>) -> Result<DatabaseOptions> {
+        use crate::model::pooler::PoolMode;
+        let Some(url) = url else { return Ok(self) };
+        let refuse = |reason: String| Error::Flag { flag: "--pooler-url".into(), reason };
+        if !matches!(self.target, Target::Url { .. }) {
+            return Err(refuse(format!(
+                "drives the workers through a pooler of your own in front of --database-url, and {} is not one; \
+                 for PgBouncer in front of the ephemeral cluster, add [postgres.pgbouncer] to the scenario \
+                 (or --set postgres.pgbouncer.pool_mode=transaction)",
+                self.target.given_by()
+            )));
+        }
+        let (rest, mode) = take_query_param(&url, "pool_mode");
+        let mode = match mode {
+            None => {
+                return Err(refuse(
+                    "needs the pooler's pool mode in its query: ?pool_mode=transaction (or session, statement)".into(),
+                ));
+            }
+            Some(m) => PoolMode::parse(&m)
+                .ok_or_else(|| refuse(format!("pool_mode `{m}` is not one of {}", PoolMode::NAMES.join(", "))))?,
+        };
+        self.pooler = Some((rest, mode));
+        Ok(self)
+    }
+}
+
+/// `url` without the query parameter `name`, and its value (URLs only; key=value strings are
+/// returned as they are).
+fn take_query_param(url: &str, name: &str) -> (String, Option<String>) {
+    let Some((base, query)) = url.split_once('?') else { return (url.to_string(), None) };
+    let mut value = None;
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| match pair.split_once('=') {
+            Some((k, v)) if k == name => {
+                value = Some(v.to_string());
+                false
+            }
+            _ => true,
+        })
+        .collect();
+    let rest = if kept.is_empty() { base.to_string() } else { format!("{base}?{}", kept.join("&")) };
+    (rest, value)
 }
 
 /// A schema name queuebench accepts from the command line: lower-case letters, digits and _.

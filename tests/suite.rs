@@ -33,6 +33,7 @@ mod liveness;
 mod netns;
 mod outputs;
 mod perf;
+mod pgbouncer;
 mod pool;
 mod preload;
 mod priorities;

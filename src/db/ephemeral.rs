@@ -413,7 +413,7 @@ pub fn emergency_cleanup() {
 }
 
 /// A TCP port nothing listens on now, on localhost (the kernel's choice).
-fn free_port(dir: &Path) -> Result<u16> {
+pub(super) fn free_port(dir: &Path) -> Result<u16> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| Error::io(Access::Prepare, dir, e))?;
     Ok(listener.local_addr().map_err(|e| Error::io(Access::Prepare, dir, e))?.port())
 }
@@ -475,7 +475,7 @@ pub(super) fn as_owner(cmd: &mut Command, owner: Option<(u32, u32)>) {
 }
 
 /// As root, the `postgres` system user runs the cluster; otherwise we do.
-fn cluster_owner() -> Result<Option<(u32, u32)>> {
+pub(super) fn cluster_owner() -> Result<Option<(u32, u32)>> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Ok(None);

@@ -15,6 +15,7 @@ pub mod connect;
 pub mod docker;
 pub mod ephemeral;
 pub mod password;
+pub mod pgbouncer;
 pub mod schema;
 pub mod standby;
 pub mod statements;
@@ -35,12 +36,18 @@ use tokio_postgres::{Client, Config};
 pub struct Endpoint {
     pub config: Config,
     pub tls: tls::Tls,
+    /// Set when the endpoint is a transaction or statement pooler: a connection there keeps no
+    /// named prepared statement (the next transaction may run on another server connection).
+    /// Statements are described on a direct connection opened from this endpoint, and run
+    /// through the pooler as unnamed ones (`Client::query_typed_raw`: Parse, Bind, Execute and
+    /// Sync in one round trip, so they never cross a transaction boundary).
+    pub direct: Option<Box<Endpoint>>,
 }
 
 impl Endpoint {
     /// A plain connection (no TLS), as a Unix socket always is.
     pub fn plain(config: Config) -> Endpoint {
-        Endpoint { config, tls: tls::Tls::disabled() }
+        Endpoint { config, tls: tls::Tls::disabled(), direct: None }
     }
 
     /// The settings and TLS, the driver's own sslmode set to match (a Unix socket never uses TLS,
@@ -53,7 +60,12 @@ impl Endpoint {
             tls::SslMode::Prefer => DriverSslMode::Prefer,
             _ => DriverSslMode::Require,
         });
-        Endpoint { config, tls }
+        Endpoint { config, tls, direct: None }
+    }
+
+    /// Does a connection here keep no named statements (a transaction or statement pooler)?
+    pub fn unnamed(&self) -> bool {
+        self.direct.is_some()
     }
 }
 
@@ -103,6 +115,11 @@ pub struct Database {
     /// URL mode: the URL with the password replaced by `***` (empty for an ephemeral cluster).
     pub url: String,
     pub schema: String,
+    /// PgBouncer in front of the cluster (`[postgres.pgbouncer]`); declared before the
+    /// cluster so it is dropped (stopped) first.
+    pooler: Option<pgbouncer::Pooler>,
+    /// `--pooler-url`: a pooler of the user's own and its pool mode.
+    external_pooler: Option<(Endpoint, crate::model::pooler::PoolMode)>,
     cluster: Option<Cluster>,
     container: Option<docker::Container>,
     keep: bool,
@@ -131,6 +148,7 @@ pub fn tearing_down() -> bool {
 /// Second Ctrl-C: stop the ephemeral clusters at once and say which URL-mode schemas stay behind.
 pub fn emergency_cleanup() {
     TEARING_DOWN.store(true, std::sync::atomic::Ordering::SeqCst);
+    pgbouncer::emergency_cleanup();
     ephemeral::emergency_cleanup();
     for note in LIVE_SCHEMAS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
         eprintln!("left behind: {note}");
@@ -235,6 +253,8 @@ impl Database {
             target,
             url: String::new(),
             schema,
+            pooler: None,
+            external_pooler: None,
             cluster: None,
             container: None,
             keep,
@@ -362,7 +382,31 @@ impl Database {
 
     /// `config` with the run's TLS: the one place a connection's TLS comes from.
     pub fn endpoint(&self, config: Config) -> Endpoint {
-        Endpoint { config, tls: self.tls.clone() }
+        Endpoint { config, tls: self.tls.clone(), direct: None }
+    }
+
+    /// The settings workers and producers connect with: through the run's pooler when there is
+    /// one (its server role's search_path is the run's schema; no `options`, which a pooler
+    /// refuses), else [`Database::worker_config`].
+    pub fn pooled_config(&self) -> Endpoint {
+        if let Some((endpoint, mode)) = &self.external_pooler {
+            let mut endpoint = endpoint.clone();
+            endpoint.config = self.named(endpoint.config);
+            endpoint.direct = (!mode.keeps_session()).then(|| Box::new(self.worker_config()));
+            return endpoint;
+        }
+        let Some(pooler) = &self.pooler else { return self.worker_config() };
+        let mut endpoint = self.endpoint(self.named(pooler.config()));
+        endpoint.tls = tls::Tls::disabled();
+        if !pooler.settings.mode.keeps_session() {
+            endpoint.direct = Some(Box::new(self.worker_config()));
+        }
+        endpoint
+    }
+
+    /// The pooler's mode and size, when the run's workers go through one.
+    pub fn pooler(&self) -> Option<crate::model::pooler::PgBouncer> {
+        self.pooler.as_ref().map(|p| p.settings)
     }
 
     /// A live run's connections name its schema in application_name (unless the URL sets
@@ -453,6 +497,9 @@ impl Database {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .retain(|n| !n.contains(&format!(" {} ", self.schema)));
+        }
+        if let Some(mut p) = self.pooler.take() {
+            p.stop();
         }
         if let Some(mut c) = self.cluster.take() {
             c.stop();

@@ -136,6 +136,14 @@ pub(super) fn unfit(target: &str, problem: &Unfit) -> String {
              sizes it), or lower workers.count. Nothing was started",
             file.display()
         ),
+        Unfit::PoolerNeedsEphemeral { file } => format!(
+            "{}: [postgres.pgbouncer] starts PgBouncer in front of queuebench's own ephemeral cluster, and {target} \
+             is not one. Run it with --postgres ephemeral (the default without --database-url); to test a pooler \
+             of your own, drop [postgres.pgbouncer] and give the pooler's URL with its pool mode as --pooler-url \
+             'postgres://app@127.0.0.1:6432/app?pool_mode=transaction' beside --database-url, which stays the \
+             direct connection for setup (docs/production-postgres.md, \"A pooler of your own\"). Nothing was started",
+            file.display()
+        ),
     }
 }
 
@@ -156,6 +164,17 @@ pub(super) fn missing(what: &Missing) -> String {
                                     own cluster. Install the server (Debian/Ubuntu: apt-get install postgresql), \
                                     set QUEUEBENCH_PG_BINDIR to the directory holding initdb, or point queuebench at \
                                     a running server with --database-url postgres://user@host/db"
+            .to_string(),
+        Missing::PgBouncer { given: Some(path) } => format!(
+            "QUEUEBENCH_PGBOUNCER={} is not a program queuebench can run: point it at the pgbouncer binary, or \
+             unset it to search PATH and /usr/sbin. Nothing was started",
+            path.display()
+        ),
+        Missing::PgBouncer { given: None } => "the scenario asks for PgBouncer ([postgres.pgbouncer]) and no \
+                                                `pgbouncer` program is on PATH or in /usr/sbin. Install it \
+                                                (Debian/Ubuntu: apt-get install pgbouncer; queuebench starts its \
+                                                own and needs no service), set QUEUEBENCH_PGBOUNCER to the binary, \
+                                                or drop [postgres.pgbouncer]. Nothing was started"
             .to_string(),
     }
 }

@@ -29,6 +29,10 @@ pub struct Fingerprint {
     /// and a plain one are not compared (each handshake and record costs; docs/production-postgres.md).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub tls: String,
+    /// The pooler the workers went through (`pgbouncer transaction`, `external session`), empty
+    /// (and left out) without one: a pooled run and a direct one are not compared.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub pooler: String,
     pub server_version: String,
     pub cores: u64,
     /// Rounded to whole GiB.
@@ -93,6 +97,7 @@ impl Fingerprint {
             ("work", self.work.clone(), false),
             ("target", self.target.clone(), true),
             ("tls", self.tls.clone(), true),
+            ("pooler", self.pooler.clone(), true),
             ("server_version", self.server_version.clone(), true),
             ("cores", self.cores.to_string(), true),
             ("memory_gib", self.memory_gib.to_string(), true),

@@ -9,6 +9,7 @@
 //! - `records`: what the run produces for later stages (final job rows, samples, spans);
 //! - `evidence`: what the checkers read besides the history, saved as `evidence.json`;
 //! - `protocol`: the lease protocol's choices (mode, fencing, reclaim);
+//! - `pooler`: a connection pooler's mode and size (`[postgres.pgbouncer]`);
 //! - `words`: counted nouns (`1 job`, `2 jobs`).
 //! - `fingerprint`: what makes two runs comparable (scenario, run shape, machine, server).
 
@@ -16,6 +17,7 @@ pub mod evidence;
 pub mod expect;
 pub mod fingerprint;
 pub mod metrics;
+pub mod pooler;
 pub mod protocol;
 pub mod records;
 pub mod summary;

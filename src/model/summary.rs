@@ -107,6 +107,34 @@ pub struct DatabaseInfo {
     pub settings_reported: BTreeMap<String, SettingReport>,
     /// Whether the run's connections used TLS, and with which sslmode (docs/production-postgres.md).
     pub tls: TlsInfo,
+    /// The pooler the workers and producers went through (`[postgres.pgbouncer]`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pooler: Option<PoolerInfo>,
+}
+
+/// A pooler between the workers and the server (docs/production-postgres.md).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct PoolerInfo {
+    /// `pgbouncer`.
+    pub kind: String,
+    /// `session`, `transaction` or `statement`.
+    pub pool_mode: String,
+    /// Server connections in the pool.
+    pub pool_size: u32,
+    /// The workers keep no named prepared statements (transaction and statement pooling).
+    pub unnamed_statements: bool,
+}
+
+impl PoolerInfo {
+    /// `, through pgbouncer (transaction pooling, 8 server connections)`, for the database line.
+    pub fn shown(pooler: &Option<PoolerInfo>) -> String {
+        match pooler {
+            Some(p) if p.pool_size == 0 => format!(", through a pooler of your own ({} pooling)", p.pool_mode),
+            Some(p) => format!(", through {} ({} pooling, {} server connections)", p.kind, p.pool_mode, p.pool_size),
+            None => String::new(),
+        }
+    }
 }
 
 /// The TLS of the run's connections: the settings, and what the server reports for the setup

@@ -81,6 +81,16 @@ fn plans(cmd: &RunCommand) -> Result<Vec<Plan>> {
             plan.tolerances.set_cli(text, &names)?;
         }
         check_target(&plan, &cmd.run.database.target)?;
+        if cmd.run.agents.is_some() && plan.postgres.pgbouncer.is_some() {
+            return Err(crate::error::Error::Flag {
+                flag: "--agents/--spawn-agents".into(),
+                reason: format!(
+                    "{}: agents connect to the server directly, not through the PgBouncer of \
+                     [postgres.pgbouncer]; run without agents, or drop [postgres.pgbouncer]",
+                    plan.source.path.display()
+                ),
+            });
+        }
         super::check_limits(&plan)?;
         plans.push(plan);
     }

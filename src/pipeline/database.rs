@@ -7,7 +7,7 @@ use crate::db::schema::{self, Setup};
 use crate::db::{Database, Kind};
 use crate::error::{Error, Result, Unfit};
 use crate::model::protocol::Reclaim;
-use crate::model::summary::{DatabaseInfo, Environment, TlsInfo};
+use crate::model::summary::{DatabaseInfo, Environment, PoolerInfo, TlsInfo};
 use crate::options::{DatabaseOptions, Target};
 use crate::scenario::Plan;
 use crate::scenario::plan::Wakeup;
@@ -25,11 +25,25 @@ pub async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> Result<D
     let settings = &plan.postgres.settings;
     let db = match &opts.target {
         Target::Url { url, allow_remote } => {
-            Database::open(Some(url), settings, schema, opts.keep, *allow_remote).await
+            let mut db = Database::open(Some(url), settings, schema, opts.keep, *allow_remote).await?;
+            if let Some((pooler, mode)) = &opts.pooler {
+                db.use_pooler(pooler, *mode)?;
+            }
+            Ok(db)
         }
         Target::Ephemeral => {
             let tls = opts.tls || plan.postgres.tls;
-            Database::open_ephemeral(&ephemeral_settings(plan)?, schema, opts.keep, tls, plan.postgres.standby).await
+            if plan.postgres.pgbouncer.is_some() {
+                // Before the cluster starts: a missing pgbouncer changes nothing.
+                crate::db::pgbouncer::find_program()?;
+            }
+            let standby = plan.postgres.standby;
+            let mut db = Database::open_ephemeral(&ephemeral_settings(plan)?, schema, opts.keep, tls, standby).await?;
+            if let Some(bouncer) = plan.postgres.pgbouncer {
+                // Dropping `db` on an error stops the cluster (and a half-started pooler).
+                db.start_pooler(bouncer, connections_needed(plan) as u32).await?;
+            }
+            Ok(db)
         }
         Target::Docker { image } => Database::open_docker(image, settings, schema, opts.keep).await,
     }?;
@@ -38,12 +52,19 @@ pub async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> Result<D
 
 /// Faults the chosen database cannot take: a `postgres_restart` stops and starts the server,
 /// which queuebench does only to its own ephemeral cluster; a standby (and the `failover` that
-/// promotes it) is one queuebench starts beside that cluster.
+/// promotes it) is one queuebench starts beside that cluster; nor does it start PgBouncer in
+/// front of any other server.
 pub fn check_target(plan: &Plan, target: &Target) -> Result<()> {
     if plan.postgres.standby.is_some() && *target != Target::Ephemeral {
         return Err(Error::Unfit {
             target: target.given_by().to_string(),
             problem: Unfit::StandbyNeedsEphemeral { file: plan.source.path.clone() },
+        });
+    }
+    if plan.postgres.pgbouncer.is_some() && *target != Target::Ephemeral {
+        return Err(Error::Unfit {
+            target: target.given_by().to_string(),
+            problem: Unfit::PoolerNeedsEphemeral { file: plan.source.path.clone() },
         });
     }
     if plan.restarts_server() && *target != Target::Ephemeral {
@@ -91,12 +112,14 @@ pub async fn prepare(plan: &Plan, db: &Database) -> Result<Prepared> {
             Kind::Ephemeral | Kind::Docker => Default::default(),
         },
         tls: tls_info(db, &setup).await,
+        pooler: pooler_info(db),
     };
     let environment = schema::environment(&setup).await;
     let settings = schema::comparable_settings(&setup).await;
     drop(setup);
     let client =
         schema::install(db, setup_of(plan).as_setup(), &plan.adapter.table, &plan.postgres.table_settings).await?;
+    db.check_pooler_search_path().await?;
     let ids = Arc::new(Interner::default());
     let (client, preload) = match &plan.client {
         Some(c) => {
@@ -106,6 +129,21 @@ pub async fn prepare(plan: &Plan, db: &Database) -> Result<Prepared> {
         None => crate::run::preload::preload_resuming(db, client, plan, &ids).await?,
     };
     Ok(Prepared { client, facts: ServerFacts { database, environment, settings, preload }, ids })
+}
+
+/// The pooler summary.json records: queuebench's PgBouncer, or `--pooler-url`'s (size unknown: 0).
+fn pooler_info(db: &Database) -> Option<PoolerInfo> {
+    let info = |kind: &str, mode: crate::model::pooler::PoolMode, size| PoolerInfo {
+        kind: kind.into(),
+        pool_mode: mode.name().into(),
+        pool_size: size,
+        unnamed_statements: !mode.keeps_session(),
+    };
+    match (db.pooler(), db.external_pool_mode()) {
+        (Some(p), _) => Some(info("pgbouncer", p.mode, p.size)),
+        (None, Some(mode)) => Some(info("external", mode, 0)),
+        (None, None) => None,
+    }
 }
 
 /// The run's TLS as summary.json records it: the settings and what the server says of the

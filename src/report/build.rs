@@ -118,6 +118,7 @@ fn fingerprint(plan: &Plan, s: &RunSummary, settings: std::collections::BTreeMap
         work: s.work.clone(),
         target: s.database.kind.clone(),
         tls: if s.database.tls.used { "TLS".into() } else { String::new() },
+        pooler: s.database.pooler.as_ref().map(|p| format!("{} {}", p.kind, p.pool_mode)).unwrap_or_default(),
         server_version: s.database.server_version.clone(),
         cores: s.environment.cores,
         memory_gib: s.environment.memory_gib.round() as u64,

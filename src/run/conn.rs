@@ -23,6 +23,8 @@ use tokio_postgres::{Client, Notification, Statement};
 pub struct Prepared {
     pub step: Step,
     pub statements: Vec<Statement>,
+    /// Run as unnamed statements (`steps::query`): the connection is a transaction pooler's.
+    pub unnamed: bool,
 }
 
 impl Prepared {
@@ -54,19 +56,20 @@ pub struct Conn {
     pub fail: Option<Prepared>,
     pub heartbeat: Option<Prepared>,
     pub effects: Statement,
+    pub effects_sql: &'static str,
     pub remaining: Statement,
     pub columns: ClaimColumns,
+    /// Statements run unnamed: the connection is a transaction or statement pooler's.
+    pub unnamed: bool,
 }
 
 impl Conn {
     /// Connects and prepares every statement; an error names the statement and the SQLSTATE.
     /// With `listen`, the connection LISTENs on that channel (again after every reconnect).
+    /// Through a transaction or statement pooler (`config.direct`) the statements are described
+    /// on a short direct connection and run unnamed here, and there is no backend pid of its own
+    /// (`pid` 0).
     pub async fn open(config: &Endpoint, adapter: &Adapter, listen: Option<&str>) -> Result<Conn, SessionFailure> {
-        let failed = |step: &str, e: &tokio_postgres::Error| SessionFailure::Sql {
-            step: step.to_string(),
-            sql: sql(e),
-            statement: None,
-        };
         let (forward, notifications) = connect::notifications();
         let (client, task) = connect::open(config, forward).await.map_err(|e| failed("connecting", &e))?;
         if let Some(init) = &adapter.on_connect {
@@ -76,45 +79,32 @@ impl Conn {
             let listen = format!("LISTEN {}", quote_ident(channel));
             client.batch_execute(&listen).await.map_err(|e| failed(&listen, &e))?;
         }
-        let select = match &adapter.select {
-            Some(s) => Some(prepare_step(&client, s).await?),
-            None => None,
+        let s = match &config.direct {
+            None => Statements::prepare(&client, adapter, false).await?,
+            Some(direct) => {
+                let (describer, _task) = connect::open(direct, |_| {})
+                    .await
+                    .map_err(|e| failed("connecting directly to describe the statements", &e))?;
+                Statements::prepare(&describer, adapter, true).await?
+            }
         };
-        let claim = prepare_step(&client, &adapter.claim).await?;
-        let complete = prepare_step(&client, &adapter.complete).await?;
-        let fail = match &adapter.fail {
-            Some(s) => Some(prepare_step(&client, s).await?),
-            None => None,
-        };
-        let heartbeat = match &adapter.heartbeat {
-            Some(s) => Some(prepare_step(&client, s).await?),
-            None => None,
-        };
-        let effects_sql = if adapter.own_table() { EFFECTS_INSERT } else { ADAPTER_EFFECTS_INSERT };
-        let effects = prepare(&client, "the effects insert", effects_sql).await?;
-        let remaining =
-            prepare(&client, "the drained check (observe.remaining)", &adapter.observe.remaining.sql).await?;
-        let columns = claim_columns(claim.last(), select.as_ref().map(Prepared::last), adapter)
-            .map_err(SessionFailure::Statements)?;
-        let pid = client
-            .query_one("SELECT pg_backend_pid()", &[])
-            .await
-            .map_err(|e| failed("reading the backend pid", &e))?
-            .get(0);
+        let pid = if config.unnamed() { 0 } else { backend_pid(&client).await? };
         tracing::debug!(pid, server = %crate::db::password::display_url(config), "connected; statements prepared");
         Ok(Conn {
             client,
             task,
             notifications,
             pid,
-            select,
-            claim,
-            complete,
-            fail,
-            heartbeat,
-            effects,
-            remaining,
-            columns,
+            select: s.select,
+            claim: s.claim,
+            complete: s.complete,
+            fail: s.fail,
+            heartbeat: s.heartbeat,
+            effects: s.effects,
+            effects_sql: s.effects_sql,
+            remaining: s.remaining,
+            columns: s.columns,
+            unnamed: config.unnamed(),
         })
     }
 
@@ -122,6 +112,66 @@ impl Conn {
     pub fn abort(self) {
         self.task.abort();
     }
+}
+
+/// Every statement a worker runs, prepared (on the worker's connection, or on a direct one
+/// that only describes them: `unnamed`).
+struct Statements {
+    select: Option<Prepared>,
+    claim: Prepared,
+    complete: Prepared,
+    fail: Option<Prepared>,
+    heartbeat: Option<Prepared>,
+    effects: Statement,
+    effects_sql: &'static str,
+    remaining: Statement,
+    columns: ClaimColumns,
+}
+
+impl Statements {
+    async fn prepare(client: &Client, adapter: &Adapter, unnamed: bool) -> Result<Statements, SessionFailure> {
+        let step = |s| async move {
+            let mut p = prepare_step(client, s).await?;
+            p.unnamed = unnamed;
+            Ok::<_, SessionFailure>(p)
+        };
+        let select = match &adapter.select {
+            Some(s) => Some(step(s).await?),
+            None => None,
+        };
+        let claim = step(&adapter.claim).await?;
+        let complete = step(&adapter.complete).await?;
+        let fail = match &adapter.fail {
+            Some(s) => Some(step(s).await?),
+            None => None,
+        };
+        let heartbeat = match &adapter.heartbeat {
+            Some(s) => Some(step(s).await?),
+            None => None,
+        };
+        let effects_sql = if adapter.own_table() { EFFECTS_INSERT } else { ADAPTER_EFFECTS_INSERT };
+        let effects = prepare(client, "the effects insert", effects_sql).await?;
+        let remaining =
+            prepare(client, "the drained check (observe.remaining)", &adapter.observe.remaining.sql).await?;
+        let columns = claim_columns(claim.last(), select.as_ref().map(Prepared::last), adapter)
+            .map_err(SessionFailure::Statements)?;
+        Ok(Statements { select, claim, complete, fail, heartbeat, effects, effects_sql, remaining, columns })
+    }
+}
+
+fn failed(step: &str, e: &tokio_postgres::Error) -> SessionFailure {
+    SessionFailure::Sql { step: step.to_string(), sql: sql(e), statement: None }
+}
+
+/// The connection's server process, by the simple protocol (no statement is left behind).
+async fn backend_pid(client: &Client) -> Result<i32, SessionFailure> {
+    let messages =
+        client.simple_query("SELECT pg_backend_pid()").await.map_err(|e| failed("reading the backend pid", &e))?;
+    let pid = messages.iter().find_map(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).and_then(|t| t.parse().ok()),
+        _ => None,
+    });
+    Ok(pid.unwrap_or(0))
 }
 
 async fn prepare(client: &Client, what: &str, text: &str) -> Result<Statement, SessionFailure> {
@@ -139,7 +189,7 @@ pub async fn prepare_step(client: &Client, step: &Step) -> Result<Prepared, Sess
         let which = if step.is_single() { String::new() } else { format!(" #{}", i + 1) };
         statements.push(prepare(client, &format!("the {} statement{which}", step.role.name()), &s.sql).await?);
     }
-    Ok(Prepared { step: step.clone(), statements })
+    Ok(Prepared { step: step.clone(), statements, unnamed: false })
 }
 
 /// `"name"`, for LISTEN (channel names are identifiers; the schema name is lower case already).

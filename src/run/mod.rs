@@ -216,17 +216,18 @@ pub async fn run_part(
     part: Part,
 ) -> Result<RunOutput> {
     let config = db.worker_config();
+    let pooled = db.pooled_config();
     let channel = (plan.workers.idle.wakeup == Wakeup::Listen).then(|| db.schema.clone());
     let probe = match &channel {
         Some(ch) => Some(
-            idle::probe_rollback(&config, &format!("{ch}_probe"), Duration::from_millis(200))
+            idle::probe_rollback(&pooled, &format!("{ch}_probe"), Duration::from_millis(200))
                 .await
                 .map_err(|failure| Error::Probe { target: db.target.clone(), failure: Box::new(failure) })?,
         ),
         None => None,
     };
     let shared_plan = Arc::new(plan.clone());
-    let clients = open_clients(&shared_plan, db, &config, channel.as_deref(), &part.slots).await?;
+    let clients = open_clients(&shared_plan, db, &pooled, channel.as_deref(), &part.slots).await?;
     let stop = interrupt.child_token();
     let start = match part.barrier {
         Some(barrier) => barrier.await?,
@@ -245,6 +246,7 @@ pub async fn run_part(
     let shared = Arc::new(Shared {
         plan: shared_plan,
         config: config.clone(),
+        pooled,
         faults: Arc::new(FaultState::new(plan, start, ids.clone())),
         next_identity: Arc::new(AtomicU32::new(part.next_identity)),
         stop: stop.clone(),
@@ -382,7 +384,11 @@ fn spawn_workers(
         }
         Clients::Pool(p) => {
             let tasks = slots
-                .map(|slot| tokio::spawn(Worker::new(slot, pool::Pooled::new(p.clone()), shared.clone()).run()))
+                .map(|slot| {
+                    tokio::spawn(
+                        Worker::new(slot, pool::Pooled::new(p.clone(), !shared.pooled.unnamed()), shared.clone()).run(),
+                    )
+                })
                 .collect();
             (None, tasks)
         }
@@ -466,7 +472,7 @@ fn spawn_side_tasks(
         let opts = sampler::SamplerOptions { progress: show_progress };
         let sample = sampler::run(&sh.plan, config, start, &sh.progress, opts, &side_stop);
         let produce = async {
-            let out = producer::run(&sh.plan, config, start, &sh.stop, &sh.ids).await;
+            let out = producer::run(&sh.plan, &sh.pooled, start, &sh.stop, &sh.ids).await;
             sh.producers_done.store(true, Ordering::Relaxed);
             out
         };

@@ -87,7 +87,16 @@ fn connect_options(config: &crate::db::Endpoint) -> PgConnectOptions {
         .filter(|t| *t != "-c")
         .filter_map(|t| t.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
         .collect();
-    tls_options(o.options(pairs), config).disable_statement_logging()
+    // An empty `options` is still a startup parameter, which PgBouncer refuses.
+    if !pairs.is_empty() {
+        o = o.options(pairs);
+    }
+    // Through a transaction pooler no statement is cached by name (sqlx then parses the
+    // unnamed statement: see docs/production-postgres.md for what that does behind PgBouncer).
+    if config.unnamed() {
+        o = o.statement_cache_capacity(0);
+    }
+    tls_options(o, config).disable_statement_logging()
 }
 
 /// The run's TLS in sqlx's terms (sqlx has the same six modes; libpq's `require` with a root

@@ -107,7 +107,15 @@ async fn one(
     let times = schedule(plan, index);
     let mut out = ClassOutput { arrivals: Spill::new(), unsent: times.len() as u64, errors: 0 };
     let Some(side) = super::Side::connect(config, &format!("producer {}", class.name)).await else { return out };
-    let mut enq = Enqueuer { side, prepared: None, pad: "x".repeat(class.payload_bytes), plan, class, feed };
+    let mut enq = Enqueuer {
+        endpoint: config.clone(),
+        side,
+        prepared: None,
+        pad: "x".repeat(class.payload_bytes),
+        plan,
+        class,
+        feed,
+    };
     for (n, t) in times.iter().enumerate() {
         let now = start.elapsed();
         if *t > now {
@@ -147,6 +155,8 @@ enum Delivery {
 
 /// A producer's connection and statements, prepared again after a reconnect.
 struct Enqueuer<'a> {
+    /// Where `side` connects: a transaction pooler's has a direct endpoint to describe on.
+    endpoint: Endpoint,
     side: super::Side,
     /// (connection generation, enqueue, business row)
     prepared: Option<(u64, Prepared, Statement)>,
@@ -170,8 +180,8 @@ impl Enqueuer<'_> {
                 continue;
             };
             if self.prepared.as_ref().is_none_or(|(g, ..)| *g != generation) {
-                match (prepare_step(client, &self.plan.adapter.enqueue).await, client.prepare(BUSINESS_ROW).await) {
-                    (Ok(e), Ok(b)) => self.prepared = Some((generation, e, b)),
+                match prepare_enqueue(&self.endpoint, client, self.plan).await {
+                    Some((e, b)) => self.prepared = Some((generation, e, b)),
                     _ if client.is_closed() => continue,
                     _ => {
                         eprintln!("warning: producer {} could not prepare its statements", self.class.name);
@@ -194,6 +204,23 @@ impl Enqueuer<'_> {
     }
 }
 
+/// The enqueue step and the business row's insert, prepared on the producer's connection, or
+/// (through a transaction pooler) described on a short direct one and run unnamed.
+async fn prepare_enqueue(
+    endpoint: &Endpoint,
+    client: &tokio_postgres::Client,
+    plan: &Plan,
+) -> Option<(Prepared, Statement)> {
+    let describer = match &endpoint.direct {
+        Some(direct) => Some(crate::db::connect::open(direct, |_| {}).await.ok()?.0),
+        None => None,
+    };
+    let on = describer.as_ref().unwrap_or(client);
+    let mut enqueue = prepare_step(on, &plan.adapter.enqueue).await.ok()?;
+    enqueue.unnamed = endpoint.unnamed();
+    Some((enqueue, on.prepare(BUSINESS_ROW).await.ok()?))
+}
+
 /// One enqueue (with its business row, in one transaction, if the scenario says so): the new
 /// job's id as the queue returned it.
 async fn send(
@@ -211,7 +238,7 @@ async fn send(
     let business_row = plan.load.business_row;
     if business_row {
         client.batch_execute("BEGIN").await?;
-        client.execute(business, &[pad]).await?;
+        steps::execute(client, (business, BUSINESS_ROW, enqueue.unnamed), [pad as _].into_iter()).await?;
     }
     let rows = steps::rows(client, enqueue, &v, business_row).await?;
     if business_row {

@@ -25,16 +25,16 @@ pub async fn rows(
 ) -> Result<Vec<Row>, tokio_postgres::Error> {
     if p.statements.len() == 1 {
         traced(&p.step.statements[0], v);
-        return client.query_raw(&p.statements[0], v.bind(&p.step.statements[0].params)).await?.try_collect().await;
+        return step_rows(client, p, 0, v).await;
     }
     in_transaction(client, in_tx, async {
         let n = p.statements.len();
-        for (st, s) in p.statements[..n - 1].iter().zip(&p.step.statements) {
+        for (i, s) in p.step.statements[..n - 1].iter().enumerate() {
             traced(s, v);
-            client.execute_raw(st, v.bind(&s.params)).await?;
+            step_execute(client, p, i, v).await?;
         }
         traced(p.step.last(), v);
-        client.query_raw(p.last(), v.bind(&p.step.last().params)).await?.try_collect().await
+        step_rows(client, p, n - 1, v).await
     })
     .await
 }
@@ -44,20 +44,16 @@ pub async fn write(client: &Client, p: &Prepared, v: &Values<'_>, in_tx: bool) -
     let first = &p.step.statements[0];
     traced(first, v);
     if p.statements.len() == 1 && p.step.accepted == Accepted::Rows {
-        return Ok(client.execute_raw(&p.statements[0], v.bind(&first.params)).await? > 0);
+        return Ok(step_execute(client, p, 0, v).await? > 0);
     }
     in_transaction(client, in_tx || p.statements.len() == 1, async {
         let accepted = match p.step.accepted {
-            Accepted::Rows => client.execute_raw(&p.statements[0], v.bind(&first.params)).await? > 0,
-            rule => {
-                let rows: Vec<Row> =
-                    client.query_raw(&p.statements[0], v.bind(&first.params)).await?.try_collect().await?;
-                judge(rows.first(), rule)
-            }
+            Accepted::Rows => step_execute(client, p, 0, v).await? > 0,
+            rule => judge(step_rows(client, p, 0, v).await?.first(), rule),
         };
-        for (st, s) in p.statements[1..].iter().zip(&p.step.statements[1..]) {
+        for (i, s) in p.step.statements.iter().enumerate().skip(1) {
             traced(s, v);
-            client.execute_raw(st, v.bind(&s.params)).await?;
+            step_execute(client, p, i, v).await?;
         }
         Ok(accepted)
     })
@@ -69,9 +65,9 @@ pub async fn write(client: &Client, p: &Prepared, v: &Values<'_>, in_tx: bool) -
 pub async fn affected(client: &Client, p: &Prepared, v: &Values<'_>) -> Result<u64, tokio_postgres::Error> {
     in_transaction(client, p.statements.len() == 1, async {
         let mut first = None;
-        for (st, s) in p.statements.iter().zip(&p.step.statements) {
+        for (i, s) in p.step.statements.iter().enumerate() {
             traced(s, v);
-            let n = client.execute_raw(st, v.bind(&s.params)).await?;
+            let n = step_execute(client, p, i, v).await?;
             first.get_or_insert(n);
         }
         Ok(first.unwrap_or(0))
@@ -79,14 +75,55 @@ pub async fn affected(client: &Client, p: &Prepared, v: &Values<'_>) -> Result<u
     .await
 }
 
-/// The first row of a statement (an observer query), if any.
+/// The first row of a statement (an observer query), if any; `unnamed`: see [`query`].
 pub async fn first_row<'a>(
     client: &Client,
-    st: &Statement,
+    (st, sql, unnamed): (&Statement, &str, bool),
     params: impl ExactSizeIterator<Item = &'a (dyn ToSql + Sync)>,
 ) -> Result<Option<Row>, tokio_postgres::Error> {
-    let rows: Vec<Row> = client.query_raw(st, params).await?.try_collect().await?;
-    Ok(rows.into_iter().next())
+    Ok(query(client, (st, sql, unnamed), params).await?.into_iter().next())
+}
+
+/// Statement `i` of a prepared step: its rows.
+async fn step_rows(client: &Client, p: &Prepared, i: usize, v: &Values<'_>) -> Result<Vec<Row>, tokio_postgres::Error> {
+    let s = &p.step.statements[i];
+    query(client, (&p.statements[i], &s.sql, p.unnamed), v.bind(&s.params)).await
+}
+
+/// Statement `i` of a prepared step: the rows it changed.
+async fn step_execute(client: &Client, p: &Prepared, i: usize, v: &Values<'_>) -> Result<u64, tokio_postgres::Error> {
+    let s = &p.step.statements[i];
+    execute(client, (&p.statements[i], &s.sql, p.unnamed), v.bind(&s.params)).await
+}
+
+/// A statement's rows: the prepared (named) statement, or with `unnamed` (a transaction or
+/// statement pooler, `Endpoint::direct`) its text as the unnamed statement, bound with the
+/// parameter types learned when it was prepared: Parse, Bind, Execute and Sync in one round
+/// trip, so nothing is left on the server connection for the next transaction to miss.
+pub async fn query<'a>(
+    client: &Client,
+    (st, sql, unnamed): (&Statement, &str, bool),
+    params: impl ExactSizeIterator<Item = &'a (dyn ToSql + Sync)>,
+) -> Result<Vec<Row>, tokio_postgres::Error> {
+    if unnamed {
+        return client.query_typed_raw(sql, params.zip(st.params().iter().cloned())).await?.try_collect().await;
+    }
+    client.query_raw(st, params).await?.try_collect().await
+}
+
+/// The rows a statement changed (as [`query`], for a write).
+pub async fn execute<'a>(
+    client: &Client,
+    (st, sql, unnamed): (&Statement, &str, bool),
+    params: impl ExactSizeIterator<Item = &'a (dyn ToSql + Sync)>,
+) -> Result<u64, tokio_postgres::Error> {
+    if !unnamed {
+        return client.execute_raw(st, params).await;
+    }
+    let stream = client.query_typed_raw(sql, params.zip(st.params().iter().cloned())).await?;
+    let mut stream = std::pin::pin!(stream);
+    while stream.try_next().await?.is_some() {}
+    Ok(stream.rows_affected().unwrap_or(0))
 }
 
 /// `BEGIN` … `COMMIT` around `body` unless already inside a transaction; `ROLLBACK` on an error.

@@ -121,6 +121,8 @@ pub struct PostgresSettings {
     pub tls: bool,
     /// `[postgres] standby`: the ephemeral cluster has a streaming standby, replicating this way.
     pub standby: Option<crate::model::records::Replication>,
+    /// `[postgres.pgbouncer]`: PgBouncer in front of the ephemeral cluster.
+    pub pgbouncer: Option<crate::model::pooler::PgBouncer>,
 }
 
 /// Backoff before a failed or reclaimed job runs again: min(cap, base × 2^(attempt-1)),

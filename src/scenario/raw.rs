@@ -520,6 +520,20 @@ pub struct RawPostgres {
     /// A streaming standby beside the ephemeral cluster: "async" or "sync"
     /// (`synchronous_standby_names`); a `failover` fault promotes it.
     pub standby: Option<String>,
+    /// queuebench starts PgBouncer in front of its ephemeral cluster; workers and producers
+    /// connect through it.
+    #[serde(default)]
+    pub pgbouncer: Option<RawPgBouncer>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPgBouncer {
+    /// session | transaction | statement
+    pub pool_mode: String,
+    /// Server connections in the pool (default: one per worker).
+    #[serde(default)]
+    pub pool_size: Option<i64>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -12,12 +12,13 @@ use super::name::check_name;
 use super::plan::{
     ClaimOrder, JobSettings, LeaseSettings, Plan, PostgresSettings, Retry, RunSettings, Stop, Wakeup, WorkerSettings,
 };
-use super::raw::{RawExpect, RawScenario, Reclaim};
+use super::raw::{RawExpect, RawPgBouncer, RawScenario, Reclaim};
 use super::units::{format_duration, parse_duration};
 use super::values::{idle, pools, quotas, setting_value, work_model};
 use crate::adapter::{self, Adapter};
 use crate::error::{Error, Invalid, Result};
 use crate::model::expect::{self, Expectation};
+use crate::model::pooler::{PgBouncer, PoolMode};
 use crate::model::records::Replication;
 use crate::model::summary::RunSummary;
 use crate::model::tolerance::Tolerances;
@@ -94,6 +95,13 @@ pub fn validate(mut raw: RawScenario, source: Source, seed: Option<u64>) -> Resu
     let setup_command = setup_command(&raw, &at, &adapter)?;
     if raw.jobs.preload == 0 && !load.is_open() && run.stop == Stop::Drained {
         return Err(at.err("jobs.preload", "nothing to do: preload jobs, or add [[jobs.classes]] producers"));
+    }
+    if client.is_some() && raw.postgres.pgbouncer.is_some() {
+        return Err(at.err(
+            "postgres.pgbouncer",
+            "a process client (workers.client) reaches the server by its own DATABASE_URL, not through the \
+             pooler queuebench starts; run the built-in workers (leave out workers.client) or drop [postgres.pgbouncer]",
+        ));
     }
     let mut plan = Plan {
         blockers: horizon::blockers(&raw.blockers).map_err(|e| at.invalid("blockers", e))?,
@@ -406,7 +414,15 @@ fn postgres(raw: &RawScenario, at: &At) -> Result<PostgresSettings> {
         })
         .collect::<Result<Vec<_>>>()?;
     let standby = standby(raw, at, &settings)?;
-    Ok(PostgresSettings { settings, table_settings, tls: raw.postgres.tls, standby })
+    let pgbouncer = raw.postgres.pgbouncer.as_ref().map(|b| pgbouncer(raw, b, at)).transpose()?;
+    if standby.is_some() && pgbouncer.is_some() {
+        return Err(at.err(
+            "postgres.pgbouncer",
+            "PgBouncer in front of a cluster with a standby is not supported yet (after a failover the pooler \
+             would still point at the old primary): leave out the pooler or the standby",
+        ));
+    }
+    Ok(PostgresSettings { settings, table_settings, tls: raw.postgres.tls, standby, pgbouncer })
 }
 
 /// `[postgres] standby`: "async" or "sync"; queuebench then owns the replication settings, and
@@ -436,6 +452,52 @@ fn standby(raw: &RawScenario, at: &At, settings: &[(String, String)]) -> Result<
         ));
     }
     Ok(Some(replication))
+}
+
+/// `[postgres.pgbouncer]`: a pool mode, a pool size (one server connection per worker and
+/// producer unless given), and nothing that needs a session a pooler does not keep.
+fn pgbouncer(raw: &RawScenario, b: &RawPgBouncer, at: &At) -> Result<PgBouncer> {
+    let key = "postgres.pgbouncer";
+    let mode = PoolMode::parse(&b.pool_mode).ok_or_else(|| {
+        at.err(
+            &format!("{key}.pool_mode"),
+            format!("unknown pool mode `{}`; accepted: {}", b.pool_mode, PoolMode::NAMES.join(", ")),
+        )
+    })?;
+    let size = match b.pool_size {
+        Some(n) if !(1..=10_000).contains(&n) => {
+            return Err(at.err(&format!("{key}.pool_size"), format!("must be between 1 and 10000, got {n}")));
+        }
+        Some(n) => n as u32,
+        // One server connection for every client that goes through the pooler: the workers and
+        // one producer per class (in session mode a client past the pool waits for a whole session).
+        None => (raw.workers.count + raw.jobs.classes.len() as i64).clamp(1, 10_000) as u32,
+    };
+    if raw.postgres.tls {
+        return Err(at.err(
+            key,
+            "PgBouncer in front of a TLS cluster is not supported: the pooler listens on the cluster's private \
+             Unix socket directory; leave out postgres.tls (or --tls) for this scenario",
+        ));
+    }
+    if !mode.keeps_session() && raw.faults.iter().any(|f| f.kind == "kill_backend") {
+        return Err(at.err(
+            key,
+            format!(
+                "kill_backend terminates a worker's server process, and in {} pooling a worker has none of its \
+                 own (each transaction may run on another): use pool_mode = \"session\", or drop the fault",
+                mode.name()
+            ),
+        ));
+    }
+    if mode == PoolMode::Statement && raw.workers.mode == crate::model::protocol::Mode::HoldTransaction {
+        return Err(at.err(
+            key,
+            "statement pooling refuses every multi-statement transaction, and workers.mode = \"hold-transaction\" \
+             claims, works and completes in one: use pool_mode = \"transaction\" or workers.mode = \"lease\"",
+        ));
+    }
+    Ok(PgBouncer { mode, size })
 }
 
 /// `[expect]` and `[baseline.tolerance]`, checked against the metric names this scenario's

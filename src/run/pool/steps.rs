@@ -31,11 +31,14 @@ pub struct Cut {
 /// A worker's view of the shared pool.
 pub struct Pooled {
     pool: PgPool,
+    /// sqlx's `persistent`: false through a transaction or statement pooler (the unnamed
+    /// statement; sqlx still parses it in a round trip of its own before binding it).
+    persistent: bool,
 }
 
 impl Pooled {
-    pub fn new(pool: PgPool) -> Pooled {
-        Pooled { pool }
+    pub fn new(pool: PgPool, persistent: bool) -> Pooled {
+        Pooled { pool, persistent }
     }
 
     /// Counts a failed acquire or statement under its code.
@@ -76,7 +79,10 @@ impl Pooled {
     ) -> Result<(Vec<PgRow>, u64, u64), Halt<Cut>> {
         let mut conn = self.acquire(cx).await?;
         let t = Instant::now();
-        let rows = sqlx::query_with(AssertSqlSafe(st.sql.as_str()), args(st, v)).fetch_all(&mut *conn).await;
+        let rows = sqlx::query_with(AssertSqlSafe(st.sql.as_str()), args(st, v))
+            .persistent(self.persistent)
+            .fetch_all(&mut *conn)
+            .await;
         let took = t.elapsed().as_micros() as u64;
         drop(conn);
         rows.map(|r| (r, cx.since_start(t), took)).map_err(|e| Self::note(cx, &e))
@@ -178,7 +184,10 @@ impl Transport for Pooled {
         let st = step.first();
         let mut conn = self.acquire(cx).await?;
         let t = Instant::now();
-        let done = sqlx::query_with(AssertSqlSafe(st.sql.as_str()), args(st, v)).execute(&mut *conn).await;
+        let done = sqlx::query_with(AssertSqlSafe(st.sql.as_str()), args(st, v))
+            .persistent(self.persistent)
+            .execute(&mut *conn)
+            .await;
         let took_us = t.elapsed().as_micros() as u64;
         drop(conn);
         let done = done.map_err(|e| Self::note(cx, &e))?;
@@ -214,6 +223,7 @@ impl Transport for Pooled {
         let batch = e.name_batch(cx.id);
         let sql = if e.again { EFFECTS_AGAIN.as_str() } else { EFFECTS_INSERT };
         let q = sqlx::query(sql).bind(&e.ids).bind(cx.id as i32).bind(&e.attempts).bind(batch);
+        let q = q.persistent(self.persistent && !e.again);
         match q.execute(&mut *conn).await {
             Ok(_) => e.clear(),
             Err(err) => {

@@ -14,7 +14,6 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_postgres::Notification;
-use tokio_postgres::types::ToSql;
 
 pub(crate) struct Direct {
     conn: Option<Conn>,
@@ -45,7 +44,7 @@ impl Direct {
                 return Err(WorkerFailure::StoppedReconnecting { worker: cx.name.to_string() });
             }
             cx.stats.reconnect_attempts += 1;
-            let last = match Conn::open(&sh.config, &sh.plan.adapter, sh.channel.as_deref()).await {
+            let last = match Conn::open(&sh.pooled, &sh.plan.adapter, sh.channel.as_deref()).await {
                 Ok(c) => {
                     let after_ms = began.elapsed().as_millis() as u64;
                     tracing::info!(worker = %cx.name, pid = c.pid, after_ms, "reconnected");
@@ -165,7 +164,8 @@ impl Transport for Direct {
     async fn anything_left(&mut self, _cx: &mut Ctx<'_>, v: &Values<'_>) -> Result<bool, Halt<Self::Error>> {
         let conn = self.conn();
         let params = &v.plan.adapter.observe.remaining.params;
-        let row = steps::first_row(&conn.client, &conn.remaining, v.bind(params)).await?;
+        let remaining = (&conn.remaining, v.plan.adapter.observe.remaining.sql.as_str(), conn.unnamed);
+        let row = steps::first_row(&conn.client, remaining, v.bind(params)).await?;
         Ok(steps::truthy(row.as_ref()))
     }
 
@@ -177,17 +177,23 @@ impl Transport for Direct {
         // The ids and attempts are the journal's numbers: one array each.
         tracing::trace!(worker = %cx.name, ids = ?e.ids, attempts = ?e.attempts, "statement: the effects insert");
         let own = cx.sh.plan.adapter.own_table();
-        let batch = e.name_batch(cx.id);
+        let (batch, worker) = (e.name_batch(cx.id), cx.id as i32);
+        // Written again after a failed try: the same parameters, sent unnamed (it is rare).
         let again = e.again.then(|| statements::effects_again(own));
-        let worker = cx.id as i32;
-        let params: &[&(dyn ToSql + Sync)] = if own {
-            &[&e.ids, &worker, &e.attempts, &batch]
-        } else {
-            &[&e.keys, &e.ids, &cx.name, &e.attempts, &batch]
+        let effects = match &again {
+            Some(sql) => (&conn.effects, sql.as_str(), true),
+            None => (&conn.effects, conn.effects_sql, conn.unnamed),
         };
-        let written = match &again {
-            Some(sql) => conn.client.execute(sql.as_str(), params).await,
-            None => conn.client.execute(&conn.effects, params).await,
+        let written = if own {
+            steps::execute(
+                &conn.client,
+                effects,
+                [&e.ids as _, &worker as _, &e.attempts as _, &batch as _].into_iter(),
+            )
+            .await
+        } else {
+            let params = [&e.keys as _, &e.ids as _, &cx.name as _, &e.attempts as _, &batch as _];
+            steps::execute(&conn.client, effects, params.into_iter()).await
         };
         if written.is_err() {
             e.again = true;

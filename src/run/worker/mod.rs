@@ -46,7 +46,11 @@ pub struct Progress {
 /// What the runner hands every worker.
 pub struct Shared {
     pub plan: Arc<Plan>,
+    /// Direct to the server, with the run's search_path: the reaper, sampler, faults, probes.
     pub config: Endpoint,
+    /// What workers and producers connect with: through the run's pooler when there is one
+    /// (`Database::pooled_config`), else the same as `config`.
+    pub pooled: Endpoint,
     pub faults: Arc<FaultState>,
     pub next_identity: Arc<AtomicU32>,
     pub stop: CancellationToken,
