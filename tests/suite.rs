@@ -32,6 +32,7 @@ mod lifecycle;
 mod liveness;
 mod netns;
 mod outputs;
+mod patroni;
 mod perf;
 mod pgbouncer;
 mod pool;
