@@ -2,6 +2,7 @@
 //! overrides (`load`), durations (`units`), the typed `Plan` that every later
 //! stage reads (`plan`), and the validation that builds it (`validate`).
 
+mod at;
 mod boundary;
 pub mod client;
 pub mod faults;
@@ -11,6 +12,7 @@ pub mod load_model;
 pub mod name;
 pub mod plan;
 pub mod pool;
+mod postgres;
 pub mod raw;
 pub mod scale;
 pub mod units;

@@ -3,56 +3,22 @@
 //! the line and the key (or the `--set` that supplied it) and what is accepted.
 //! One function per section of the scenario file.
 
-use super::boundary::boundary_setting;
+use super::at::At;
 use super::faults;
 use super::horizon;
 use super::load::Source;
 use super::load_model;
 use super::name::check_name;
-use super::plan::{
-    ClaimOrder, JobSettings, LeaseSettings, Plan, PostgresSettings, Retry, RunSettings, Stop, Wakeup, WorkerSettings,
-};
-use super::raw::{RawExpect, RawPgBouncer, RawScenario, Reclaim};
+use super::plan::{ClaimOrder, JobSettings, LeaseSettings, Plan, Retry, RunSettings, Stop, Wakeup, WorkerSettings};
+use super::raw::{RawExpect, RawScenario, Reclaim};
 use super::units::{format_duration, parse_duration};
-use super::values::{idle, pools, quotas, setting_value, work_model};
+use super::values::{idle, pools, quotas, work_model};
 use crate::adapter::{self, Adapter};
-use crate::error::{Error, Invalid, Result};
+use crate::error::{Invalid, Result};
 use crate::model::expect::{self, Expectation};
-use crate::model::pooler::{PgBouncer, PoolMode};
-use crate::model::records::Replication;
 use crate::model::summary::RunSummary;
 use crate::model::tolerance::Tolerances;
-use std::fmt::Display;
 use std::time::Duration;
-
-/// Turns a rule broken at `key` into an error naming the file and line (or the `--set`).
-struct At<'a>(&'a Source);
-
-impl At<'_> {
-    fn err(&self, key: &str, reason: impl Display) -> Error {
-        self.0.error(key, reason)
-    }
-
-    /// A lower layer's verdict on the value under `key` (or under its own key below that).
-    fn invalid(&self, key: &str, e: Invalid) -> Error {
-        match &e.key {
-            Some(below) => self.0.error(&format!("{key}.{below}"), e.reason),
-            None => self.0.error(key, e.reason),
-        }
-    }
-
-    fn duration(&self, key: &str, text: &str) -> Result<Duration> {
-        parse_duration(text).map_err(|e| self.err(key, e))
-    }
-
-    /// A count between 1 and 100,000.
-    fn count(&self, key: &str, v: i64) -> Result<u32> {
-        if v <= 0 || v > 100_000 {
-            return Err(self.err(key, format!("must be between 1 and 100000, got {v}")));
-        }
-        Ok(v as u32)
-    }
-}
 
 /// Checks `raw` and resolves every default. `seed` (from `--seed`) wins over the file's.
 pub fn validate(mut raw: RawScenario, source: Source, seed: Option<u64>) -> Result<Plan> {
@@ -106,7 +72,7 @@ pub fn validate(mut raw: RawScenario, source: Source, seed: Option<u64>) -> Resu
     let mut plan = Plan {
         blockers: horizon::blockers(&raw.blockers).map_err(|e| at.invalid("blockers", e))?,
         vacuum: horizon::vacuum_steps(&raw.vacuum).map_err(|e| at.invalid("vacuum", e))?,
-        postgres: postgres(&raw, &at)?,
+        postgres: super::postgres::postgres(&raw, &at)?,
         seed: seed.or(raw.seed).unwrap_or_else(rand::random),
         name: raw.name,
         description: raw.description,
@@ -383,123 +349,6 @@ fn run_settings(raw: &RawScenario, at: &At) -> Result<RunSettings> {
     })
 }
 
-/// `[postgres]`: server settings, and the jobs table's storage parameters (plain words only:
-/// they are written into an ALTER TABLE).
-fn postgres(raw: &RawScenario, at: &At) -> Result<PostgresSettings> {
-    let settings = raw
-        .postgres
-        .settings
-        .iter()
-        .map(|(k, v)| {
-            let key = format!("postgres.settings.{k}");
-            if let Some(why) = boundary_setting(k) {
-                return Err(at.err(&key, why));
-            }
-            setting_value(v).map(|v| (k.clone(), v)).map_err(|e| at.invalid(&key, e))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let table_settings = raw
-        .postgres
-        .table_settings
-        .iter()
-        .map(|(k, v)| {
-            let key = format!("postgres.table_settings.{k}");
-            let key_ok = !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
-            let value = setting_value(v).map_err(|e| at.invalid(&key, e))?;
-            let value_ok = value.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-');
-            if !key_ok || !value_ok {
-                return Err(at.err(&key, "names and values are plain words or numbers"));
-            }
-            Ok((k.clone(), value))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let standby = standby(raw, at, &settings)?;
-    let pgbouncer = raw.postgres.pgbouncer.as_ref().map(|b| pgbouncer(raw, b, at)).transpose()?;
-    if standby.is_some() && pgbouncer.is_some() {
-        return Err(at.err(
-            "postgres.pgbouncer",
-            "PgBouncer in front of a cluster with a standby is not supported yet (after a failover the pooler \
-             would still point at the old primary): leave out the pooler or the standby",
-        ));
-    }
-    Ok(PostgresSettings { settings, table_settings, tls: raw.postgres.tls, standby, pgbouncer })
-}
-
-/// `[postgres] standby`: "async" or "sync"; queuebench then owns the replication settings, and
-/// the standby serves the cluster's socket only (no TLS listener).
-fn standby(raw: &RawScenario, at: &At, settings: &[(String, String)]) -> Result<Option<Replication>> {
-    let replication = match raw.postgres.standby.as_deref() {
-        None => return Ok(None),
-        Some("async") => Replication::Async,
-        Some("sync") => Replication::Sync,
-        Some(other) => {
-            return Err(at.err("postgres.standby", format!("`{other}`; accepted: \"async\", \"sync\"")));
-        }
-    };
-    if raw.postgres.tls {
-        return Err(at.err(
-            "postgres.standby",
-            "a standby is started on the cluster's own socket only, not beside its TLS listener: remove \
-             `tls = true` (or the standby)",
-        ));
-    }
-    let owned = ["synchronous_standby_names", "primary_conninfo", "hot_standby", "wal_level"];
-    if let Some((k, _)) = settings.iter().find(|(k, _)| owned.contains(&k.to_ascii_lowercase().as_str())) {
-        return Err(at.err(
-            &format!("postgres.settings.{k}"),
-            "queuebench sets the replication settings of a cluster with a standby (standby = \"sync\" sets \
-             synchronous_standby_names): remove this setting",
-        ));
-    }
-    Ok(Some(replication))
-}
-
-/// `[postgres.pgbouncer]`: a pool mode, a pool size (one server connection per worker and
-/// producer unless given), and nothing that needs a session a pooler does not keep.
-fn pgbouncer(raw: &RawScenario, b: &RawPgBouncer, at: &At) -> Result<PgBouncer> {
-    let key = "postgres.pgbouncer";
-    let mode = PoolMode::parse(&b.pool_mode).ok_or_else(|| {
-        at.err(
-            &format!("{key}.pool_mode"),
-            format!("unknown pool mode `{}`; accepted: {}", b.pool_mode, PoolMode::NAMES.join(", ")),
-        )
-    })?;
-    let size = match b.pool_size {
-        Some(n) if !(1..=10_000).contains(&n) => {
-            return Err(at.err(&format!("{key}.pool_size"), format!("must be between 1 and 10000, got {n}")));
-        }
-        Some(n) => n as u32,
-        // One server connection for every client that goes through the pooler: the workers and
-        // one producer per class (in session mode a client past the pool waits for a whole session).
-        None => (raw.workers.count + raw.jobs.classes.len() as i64).clamp(1, 10_000) as u32,
-    };
-    if raw.postgres.tls {
-        return Err(at.err(
-            key,
-            "PgBouncer in front of a TLS cluster is not supported: the pooler listens on the cluster's private \
-             Unix socket directory; leave out postgres.tls (or --tls) for this scenario",
-        ));
-    }
-    if !mode.keeps_session() && raw.faults.iter().any(|f| f.kind == "kill_backend") {
-        return Err(at.err(
-            key,
-            format!(
-                "kill_backend terminates a worker's server process, and in {} pooling a worker has none of its \
-                 own (each transaction may run on another): use pool_mode = \"session\", or drop the fault",
-                mode.name()
-            ),
-        ));
-    }
-    if mode == PoolMode::Statement && raw.workers.mode == crate::model::protocol::Mode::HoldTransaction {
-        return Err(at.err(
-            key,
-            "statement pooling refuses every multi-statement transaction, and workers.mode = \"hold-transaction\" \
-             claims, works and completes in one: use pool_mode = \"transaction\" or workers.mode = \"lease\"",
-        ));
-    }
-    Ok(PgBouncer { mode, size })
-}
-
 /// `[expect]` and `[baseline.tolerance]`, checked against the metric names this scenario's
 /// summary will have (its classes, phases and vacuum steps).
 fn gate(raw: &RawScenario, at: &At) -> Result<(Vec<Expectation>, Tolerances)> {
@@ -534,6 +383,7 @@ mod tests {
     use super::super::load::{Source, parse_text};
     use super::super::plan::{Idle, WorkModel};
     use super::*;
+    use crate::error::Error;
 
     fn plan(text: &str) -> Result<Plan> {
         // Every scenario needs work; tests that do not say otherwise get one preloaded job.
@@ -552,6 +402,17 @@ mod tests {
         let raw = parse_text("name = \"x\"\n").unwrap();
         let source = Source { path: "t.toml".into(), text: "name = \"x\"\n".into(), overrides: vec![] };
         assert!(validate(raw, source, Some(1)).unwrap_err().to_string().contains("nothing to do"));
+    }
+
+    #[test]
+    fn a_standby_and_a_pooler_together_are_refused_and_each_alone_is_planned() {
+        let both = "name = \"x\"\n[postgres]\nstandby = \"sync\"\n[postgres.pgbouncer]\npool_mode = \"session\"\n";
+        let e = plan(both).unwrap_err().to_string();
+        assert!(e.contains("postgres.pgbouncer") && e.contains("standby"), "{e}");
+        let standby = plan("name = \"x\"\n[postgres]\nstandby = \"async\"\n").unwrap();
+        assert!(standby.postgres.standby.is_some() && standby.postgres.pgbouncer.is_none());
+        let pooled = plan("name = \"x\"\n[postgres.pgbouncer]\npool_mode = \"transaction\"\n").unwrap();
+        assert!(pooled.postgres.pgbouncer.is_some() && pooled.postgres.standby.is_none());
     }
 
     #[test]
