@@ -5,7 +5,7 @@
 use crate::common;
 
 use common::pg::ScratchDb;
-use common::{bin, queuebench};
+use common::{bin, processes_with, queuebench};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Child, Stdio};
@@ -28,23 +28,6 @@ fn scenario(dir: &Path, workers: u32, jobs: u32, work: &str, lease: &str) -> Str
 
 fn agents(summary: &Value) -> Vec<Value> {
     summary["agents"].as_array().cloned().unwrap_or_default()
-}
-
-/// Processes whose command line holds every one of `words`.
-fn processes_with(words: &[&str]) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|c| {
-                    let line = String::from_utf8_lossy(&c).replace('\0', " ");
-                    words.iter().all(|w| line.contains(w))
-                })
-                .unwrap_or(false)
-        })
-        .collect()
 }
 
 #[test]
@@ -145,21 +128,21 @@ fn agents_join_through_the_database_and_the_schema_is_gone_afterwards() {
     assert_eq!(db.harness_schemas(""), "", "the run's schema (with its control tables) was dropped");
 }
 
-/// Three agents, one SIGKILLed mid-run, and the reaper: the run still passes (exit 0), nothing
-/// is lost, the effects ledger agrees with the journal (the dead agent's executions come back
-/// from the ledger), and the per-agent counts add up to the run's.
-#[test]
-fn an_agent_killed_mid_run_is_marked_missing_and_its_jobs_are_reclaimed() {
-    let db = ScratchDb::new("agentkill");
+/// A burn-down (6 workers, 1500 jobs of 20 ms, a 2 s lease, `reclaim` as given) across three
+/// `queuebench agent` processes; the one named `doomed` is SIGKILLed once 200 executions are in
+/// the effects table. Returns the scratch database, the run folder and the coordinator's exit
+/// code and stderr, every process waited for.
+fn run_and_kill_one_agent(tag: &str, reclaim: &str) -> KilledRun {
+    let db = ScratchDb::new(tag);
     let dir = tempfile::tempdir().unwrap();
-    // 6 workers × 20 ms jobs: 1500 jobs take ~5 s; a 2 s lease lets the reaper hand the dead
-    // agent's jobs to the others.
     let file = scenario(dir.path(), 6, 1500, "20ms", "2s");
+    let text =
+        std::fs::read_to_string(&file).unwrap().replace("reclaim = \"reaper\"", &format!("reclaim = \"{reclaim}\""));
+    std::fs::write(&file, text).unwrap();
     let out = dir.path().join("run");
     let coord = coordinator(&db.url, &file, &out, &["--agents", "3", "--agent-wait", "60s"]);
     let doomed = agent_process(&db.url, "doomed");
     let survivors = vec![agent_process(&db.url, "left"), agent_process(&db.url, "right")];
-    // Kill the doomed agent once the run has been going for a while.
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(60) {
         let schema = db.sql("SELECT schemaname FROM pg_tables WHERE tablename = 'qb_agent_run'");
@@ -171,14 +154,33 @@ fn an_agent_killed_mid_run_is_marked_missing_and_its_jobs_are_reclaimed() {
         std::thread::sleep(Duration::from_millis(100));
     }
     common::pg::signal(&doomed, libc::SIGKILL);
-    let mut done = wait_all(vec![coord]);
-    done.extend(wait_all(survivors));
-    done.extend(wait_all(vec![doomed]));
-    let (code, err) = &done[0];
+    let coordinator = wait_all(vec![coord]).remove(0);
+    wait_all(survivors);
+    wait_all(vec![doomed]);
+    let (code, err) = coordinator;
+    KilledRun { db, _dir: dir, out, code, err }
+}
+
+struct KilledRun {
+    db: ScratchDb,
+    _dir: tempfile::TempDir,
+    out: std::path::PathBuf,
+    code: i32,
+    err: String,
+}
+
+/// Three agents, one SIGKILLed mid-run, and the reaper: the run still passes (exit 0), nothing
+/// is lost, the effects ledger agrees with the journal (the dead agent's executions come back
+/// from the ledger), and the per-agent counts add up to the run's.
+#[test]
+fn an_agent_killed_mid_run_is_marked_missing_and_its_jobs_are_reclaimed() {
+    // 6 workers × 20 ms jobs: 1500 jobs take ~5 s; a 2 s lease lets the reaper hand the dead
+    // agent's jobs to the others.
+    let KilledRun { db, _dir, out, code, err } = run_and_kill_one_agent("agentkill", "reaper");
     let s = read_summary(&out);
     let checks = s["checks"].as_array().unwrap();
     let failing: Vec<&Value> = checks.iter().filter(|c| c["passed"] == false).collect();
-    assert_eq!(*code, 0, "the run passes: failing checks {failing:?}\n{err}");
+    assert_eq!(code, 0, "the run passes: failing checks {failing:?}\n{err}");
     let list = s["agents"].as_array().unwrap();
     let dead = list.iter().find(|a| a["name"] == "doomed").expect("the doomed agent is listed");
     assert_eq!(dead["state"], "missing", "{dead}");
@@ -204,31 +206,8 @@ fn an_agent_killed_mid_run_is_marked_missing_and_its_jobs_are_reclaimed() {
 /// 120 s timeout, and the checks fail the run (exit 1): the queue lost those jobs.
 #[test]
 fn with_nothing_to_reclaim_a_dead_agents_jobs_the_run_says_it_cannot_progress_and_ends() {
-    let db = ScratchDb::new("agentstuck");
-    let dir = tempfile::tempdir().unwrap();
-    let file = scenario(dir.path(), 6, 1500, "20ms", "2s");
-    std::fs::write(&file, std::fs::read_to_string(&file).unwrap().replace("reclaim = \"reaper\"", "reclaim = \"off\""))
-        .unwrap();
-    let out = dir.path().join("run");
-    let coord = coordinator(&db.url, &file, &out, &["--agents", "3", "--agent-wait", "60s"]);
-    let doomed = agent_process(&db.url, "doomed");
-    let survivors = vec![agent_process(&db.url, "left"), agent_process(&db.url, "right")];
-    let started = Instant::now();
-    while started.elapsed() < Duration::from_secs(60) {
-        let schema = db.sql("SELECT schemaname FROM pg_tables WHERE tablename = 'qb_agent_run'");
-        let schema = schema.trim();
-        let effects = |s: &str| db.sql(&format!("SELECT count(*) FROM {s}.effects")).trim().parse::<u64>().unwrap_or(0);
-        if !schema.is_empty() && effects(schema) >= 200 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    common::pg::signal(&doomed, libc::SIGKILL);
-    let mut done = wait_all(vec![coord]);
-    done.extend(wait_all(survivors));
-    done.extend(wait_all(vec![doomed]));
-    let (code, err) = &done[0];
-    assert_eq!(*code, 1, "the jobs the dead agent held are lost: a failed verdict\n{err}");
+    let KilledRun { db, _dir, out, code, err } = run_and_kill_one_agent("agentstuck", "off");
+    assert_eq!(code, 1, "the jobs the dead agent held are lost: a failed verdict\n{err}");
     let s = read_summary(&out);
     assert_eq!(s["timed_out"], false, "it stopped before run.timeout");
     let dead = s["agents"].as_array().unwrap().iter().find(|a| a["name"] == "doomed").unwrap().clone();

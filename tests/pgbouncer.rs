@@ -14,18 +14,7 @@ const SMALL: [&str; 4] = ["--set", "jobs.preload=400", "--set", "expect={ \"jobs
 
 /// PIDs of pgbouncer processes whose command line mentions `dir` (their ini file is there).
 fn pgbouncers_under(dir: &Path) -> Vec<u32> {
-    let needle = dir.to_string_lossy().to_string();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
-                let c = String::from_utf8_lossy(&c);
-                c.contains("pgbouncer") && c.contains(&needle)
-            })
-        })
-        .collect()
+    common::processes_with(&["pgbouncer", &dir.to_string_lossy()])
 }
 
 /// Polls until no pgbouncer of `dir` is left (the kernel needs a moment after a kill).

@@ -88,20 +88,22 @@ pub fn queuebench_env(args: &[&str], env: &[(&str, &str)]) -> Run {
     }
 }
 
-/// PIDs of processes named postgres whose command line mentions `dir`.
-pub fn postgres_processes_under(dir: &Path) -> Vec<u32> {
-    let needle = dir.to_string_lossy().to_string();
+/// Processes whose command line holds every one of `words`.
+pub fn processes_with(words: &[&str]) -> Vec<u32> {
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|c| {
-                    let c = String::from_utf8_lossy(&c);
-                    c.contains("postgres") && c.contains(&needle)
-                })
-                .unwrap_or(false)
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                let line = String::from_utf8_lossy(&c);
+                words.iter().all(|w| line.contains(w))
+            })
         })
         .collect()
+}
+
+/// PIDs of processes named postgres whose command line mentions `dir`.
+pub fn postgres_processes_under(dir: &Path) -> Vec<u32> {
+    processes_with(&["postgres", &dir.to_string_lossy()])
 }
