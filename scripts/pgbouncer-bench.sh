@@ -41,10 +41,11 @@ once() { # out-name, workers, args...
   jq -r '"\(.throughput.jobs_per_sec) \(.latency_ms.claim.p50) \(.latency_ms.claim.p99)"' "$work/$name/summary.json"
 }
 
-median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
+# shellcheck source=bench/lib.sh
+. "$root/scripts/bench/lib.sh"
 
 # Median of column COL of a results file.
-col() { awk -v c="$2" '{ print $c }' "$1" | median; }
+col() { awk -v c="$2" '{ print $c }' "$1" | median_lines; }
 
 sides="direct session transaction"
 args_of() { # side, pool-size

@@ -45,7 +45,8 @@ once() { # out-name, workers, args...
   jq -r '.throughput.jobs_per_sec' "$work/$name/summary.json"
 }
 
-median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
+# shellcheck source=bench/lib.sh
+. "$root/scripts/bench/lib.sh"
 
 echo "| target | workers | without TLS (jobs/s) | with TLS (jobs/s) | with ÷ without |"
 echo "|---|---:|---:|---:|---:|"
@@ -66,8 +67,8 @@ for target in $targets; do
         esac
       done
     done
-    plain=$(median < "$work/plain")
-    tls=$(median < "$work/tls")
+    plain=$(median_lines < "$work/plain")
+    tls=$(median_lines < "$work/tls")
     label=$([ "$target" = machine ] && echo "localhost:5432, disable vs require" || echo "ephemeral, Unix socket vs --tls")
     awk -v l="$label" -v w="$w" -v p="$plain" -v t="$tls" 'BEGIN { printf "| %s | %d | %.0f | %.0f | %.2f |\n", l, w, p, t, (p > 0 ? t / p : 0) }'
   done

@@ -1,4 +1,4 @@
-# Helpers shared by scripts/vs-pgbench.sh and scripts/bench.sh (sourced, not run).
+# Helpers shared by the benchmark scripts (sourced, not run).
 
 # num FILE KEY: the first number after "KEY": in a JSON file (summary.json is pretty-printed).
 num() { grep -o "\"$2\": [0-9.e+-]*" "$1" | head -1 | awk '{print $2}'; }
@@ -13,6 +13,10 @@ rss_mib() { awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2 / 1024}' 
 
 # median X...: the median of the arguments (the lower middle one for an even count).
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# median_lines < FILE: the median of the numbers on standard input, one per line (the mean of
+# the middle two for an even count).
+median_lines() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
 
 # per10k CPU JOBS: CPU seconds per 10,000 jobs.
 per10k() { awk -v c="$1" -v j="$2" 'BEGIN { if (j > 0) printf "%.3f", c * 10000 / j; else print "n/a" }'; }
