@@ -166,11 +166,11 @@ kind = "kill_backend"
 rate = 0.5
 "#;
 
-    /// The plan at `scale`, or its error's message.
-    fn plan(scale: &str) -> Result<Plan, String> {
+    /// The plan at `scale`, or the error validate gives (the shared text parses).
+    fn plan(scale: &str) -> crate::error::Result<Plan> {
         let text = SCENARIO.replace("[run]\n", &format!("[run]\ntime_scale = {scale}\n"));
-        let raw = parse_text(&text).map_err(|e| e.reason)?;
-        validate(raw, Source { path: "t.toml".into(), text, overrides: vec![] }, Some(1)).map_err(|e| e.to_string())
+        let raw = parse_text(&text).expect("the test's scenario parses");
+        validate(raw, Source { path: "t.toml".into(), text, overrides: vec![] }, Some(1))
     }
 
     #[test]
@@ -206,7 +206,7 @@ rate = 0.5
 
     #[test]
     fn a_lease_scaled_below_1ms_or_a_bad_scale_is_an_error_naming_the_key() {
-        let e = plan("0.00001").unwrap_err();
+        let e = plan("0.00001").unwrap_err().to_string();
         assert!(e.contains("run.time_scale"), "{e}");
         let e = SCENARIO.replace("duration = \"90s\"", "duration = \"50ms\"").replace("heartbeat = \"30s\"", "");
         let text = e.replace("[run]\n", "[run]\ntime_scale = 0.01\n");
@@ -215,7 +215,7 @@ rate = 0.5
             .to_string();
         assert!(err.contains("t.toml") && err.contains("lease.duration 50ms") && err.contains("at least 1ms"), "{err}");
         for bad in ["0", "-1", "2000", "nan"] {
-            assert!(plan(bad).is_err_and(|e| e.contains("run.time_scale")), "{bad}");
+            assert!(plan(bad).is_err_and(|e| e.to_string().contains("run.time_scale")), "{bad}");
         }
     }
 }
