@@ -100,9 +100,16 @@ fn the_changelog_has_a_section_for_the_crates_version() {
     let changelog = std::fs::read_to_string(repo().join("CHANGELOG.md")).unwrap();
     let heads: Vec<&str> = changelog.lines().filter(|l| l.starts_with("## ")).collect();
     assert!(heads.first() == Some(&"## Unreleased"), "the first section is Unreleased: {heads:?}");
+    // Released by scripts/release.sh: the section is dated, so the pinned tag was made with it.
+    let dated = |h: &&str| {
+        h.strip_prefix(&format!("## {version} — ")).is_some_and(|d| {
+            d.len() == 10
+                && d.bytes().enumerate().all(|(i, b)| if i == 4 || i == 7 { b == b'-' } else { b.is_ascii_digit() })
+        })
+    };
     assert!(
-        heads.iter().any(|h| *h == format!("## {version}") || h.starts_with(&format!("## {version} "))),
-        "no `## {version}` section in CHANGELOG.md: {heads:?}"
+        heads.iter().any(dated),
+        "no dated `## {version} — YYYY-MM-DD` section in CHANGELOG.md (cut a release with scripts/release.sh): {heads:?}"
     );
 }
 
