@@ -22,6 +22,7 @@ mod errors;
 mod failover;
 mod faults;
 mod flags;
+mod full_speed;
 mod gate;
 mod history;
 mod horizon;

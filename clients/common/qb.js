@@ -38,6 +38,9 @@ function readEnv () {
   const workMs = workMsRaw === undefined || workMsRaw === '' ? 0 : Number(workMsRaw)
   if (!Number.isFinite(workMs) || workMs < 0) fail('QUEUEBENCH_WORK_MS must be a number >= 0')
   const bug = process.env.QUEUEBENCH_CLIENT_BUG || ''
+  const recordRaw = process.env.QUEUEBENCH_RECORD || '1'
+  if (!['0', '1'].includes(recordRaw)) fail('QUEUEBENCH_RECORD must be 0 or 1')
+  const record = recordRaw === '1'
   if (!['', 'twice', 'ack-first'].includes(bug)) fail(`unknown QUEUEBENCH_CLIENT_BUG=${bug}`)
   return {
     url,
@@ -48,7 +51,11 @@ function readEnv () {
     concurrency: intEnv('QUEUEBENCH_CONCURRENCY', 1, 1),
     queue: process.env.QUEUEBENCH_QUEUE || 'queuebench',
     pollMs: pollRaw === undefined || pollRaw === '' ? null : intEnv('QUEUEBENCH_POLL_MS', null, 1),
-    events: process.env.QUEUEBENCH_EVENTS === '1',
+    events: process.env.QUEUEBENCH_EVENTS === '1' && record,
+    // QUEUEBENCH_RECORD=0: no effect rows, no events (scripts/clients-overhead.sh only)
+    record,
+    // QUEUEBENCH_BATCH: jobs per fetch where the library fetches in batches (null: as configured)
+    batch: intEnv('QUEUEBENCH_BATCH', null, 1),
     workMs,
     bug
   }
@@ -131,7 +138,7 @@ async function runHandler (env, effects, jobId, data, attempt, opts = {}) {
     n = p.n
     emit(env, 'start', jobId, n)
     await sleep(p.workMs, opts.signal)
-    if (!opts.skipEffect) await effects.record(jobId, p.n, attempt)
+    if (!opts.skipEffect && env.record) await effects.record(jobId, p.n, attempt)
     if (p.fail) throw new Error(`job ${jobId} (n=${p.n}) failed on purpose (payload fail=true)`)
   } catch (err) {
     emit(env, 'error', jobId, n)

@@ -57,6 +57,10 @@ class Env:
     events: bool
     work_ms: float
     bug: str
+    # QUEUEBENCH_BATCH: jobs per fetch where the library fetches in batches (None: as configured)
+    batch: int | None = None
+    # QUEUEBENCH_RECORD=0: no effect rows, no events (scripts/clients-overhead.sh only)
+    record: bool = True
 
 
 def read_env() -> Env:
@@ -89,10 +93,19 @@ def read_env() -> Env:
         concurrency=_int_env("QUEUEBENCH_CONCURRENCY", 1, 1) or 1,
         queue=os.environ.get("QUEUEBENCH_QUEUE") or "queuebench",
         poll_ms=_int_env("QUEUEBENCH_POLL_MS", None, 1),
-        events=os.environ.get("QUEUEBENCH_EVENTS") == "1",
+        events=os.environ.get("QUEUEBENCH_EVENTS") == "1" and os.environ.get("QUEUEBENCH_RECORD", "1") == "1",
         work_ms=work_ms,
         bug=bug,
+        batch=_int_env("QUEUEBENCH_BATCH", None, 1),
+        record=_record(),
     )
+
+
+def _record() -> bool:
+    raw = os.environ.get("QUEUEBENCH_RECORD", "1")
+    if raw not in ("0", "1"):
+        fail("QUEUEBENCH_RECORD must be 0 or 1")
+    return raw == "1"
 
 
 def conninfo(env: Env, app_name: str, search_path: str | None = None) -> str:
@@ -202,7 +215,7 @@ async def run_handler(
         emit(env, "start", job_id, n)
         if p.work_ms > 0:
             await asyncio.sleep(p.work_ms / 1000.0)
-        if not skip_effect:
+        if not skip_effect and env.record:
             await effects.record(job_id, p.n, attempt)
         if p.fail:
             raise RuntimeError(f"job {job_id} (n={p.n}) failed on purpose (payload fail=true)")

@@ -55,6 +55,11 @@ async function work (env) {
     }
   }
   if (env.pollMs !== null) options.pollInterval = env.pollMs // library default 2000 ms
+  // QUEUEBENCH_BATCH = B: graphile-worker's batching as its performance page configures it:
+  // a local queue fetching up to B jobs at once, completions and failures written in batches.
+  if (env.batch !== null) {
+    options.preset = { worker: { localQueue: { size: env.batch }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } }
+  }
   // Third argument: no cron items (and no crontab file is read).
   const runner = await run(options, undefined, [])
 

@@ -87,9 +87,16 @@ async function work (env) {
   } else {
     // pg-boss v10 has no teamSize: each work() call is one polling worker that
     // runs one batch at a time, so concurrency N means N work() calls.
+    // QUEUEBENCH_BATCH = B: each work() call fetches up to B jobs per poll (pg-boss's
+    // batchSize) and runs them side by side; a job that throws is failed on its own and
+    // the rest of the batch completes (pg-boss completes a batch whose handler resolves).
+    const batchSize = env.batch || 1
     for (let i = 0; i < env.concurrency; i++) {
-      await boss.work(env.queue, { batchSize: 1, includeMetadata: true, ...polling }, async ([job]) => {
-        await qb.runHandler(env, effects, job.id, job.data, job.retryCount)
+      await boss.work(env.queue, { batchSize, includeMetadata: true, ...polling }, async (jobs) => {
+        if (jobs.length === 1) return qb.runHandler(env, effects, jobs[0].id, jobs[0].data, jobs[0].retryCount)
+        const settled = await Promise.allSettled(jobs.map((job) => qb.runHandler(env, effects, job.id, job.data, job.retryCount)))
+        const failed = jobs.filter((_, k) => settled[k].status === 'rejected').map((job) => job.id)
+        if (failed.length) await boss.fail(env.queue, failed, { message: 'handler threw' })
       })
     }
   }

@@ -92,6 +92,14 @@ async def work(env: qb.Env, args: list[str]) -> int:
     conn = await connect(env)
     qm = QueueManager(Queries.from_asyncpg_connection(conn))
 
+    # QUEUEBENCH_BATCH: jobs per dequeue (PgQueuer's batch_size); by default half the handlers.
+    batch_size = env.batch or max(1, env.concurrency // 2)
+    if env.concurrency < 2 * batch_size:
+        qb.fail(
+            f"pgqueuer: QUEUEBENCH_BATCH={batch_size} needs QUEUEBENCH_CONCURRENCY >= {2 * batch_size} "
+            "(PgQueuer requires max_concurrent_tasks >= 2 * batch_size)"
+        )
+
     @qm.entrypoint(env.queue)
     async def queuebench_job(job: Job) -> None:
         await qb.run_handler(env, effects, job.id, job.payload, job.attempts)
@@ -101,7 +109,7 @@ async def work(env: qb.Env, args: list[str]) -> int:
     async def run() -> None:
         await qm.run(
             dequeue_timeout=dequeue_timeout,
-            batch_size=max(1, env.concurrency // 2),
+            batch_size=batch_size,
             max_concurrent_tasks=env.concurrency,
             heartbeat_timeout=HEARTBEAT_TIMEOUT,
         )

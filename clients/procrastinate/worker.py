@@ -102,6 +102,8 @@ async def rescue_loop(app: procrastinate.App, env: qb.Env) -> None:
 async def work(env: qb.Env, args: list[str]) -> int:
     if env.bug == "ack-first":
         qb.fail("procrastinate: QUEUEBENCH_CLIENT_BUG=ack-first is not supported")
+    if env.batch is not None:
+        qb.fail("procrastinate: QUEUEBENCH_BATCH is not supported (procrastinate 3.10 fetches one job per handler)")
     effects = qb.Effects(env)
     await effects.open()
     # Pool: one connection per concurrent job's status update, plus fetching,

@@ -436,6 +436,13 @@ pub struct Throughput {
     /// Claim round trips per second (pgbench's tps for the same script).
     pub claims_per_sec: f64,
     pub duration_s: f64,
+    /// A process client's most jobs/s its configuration allows (docs/clients.md, "Ceilings");
+    /// absent when the configuration sets none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ceiling_jobs_per_sec: Option<f64>,
+    /// How the ceiling follows from the configuration, in words; empty without one.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub ceiling: String,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -71,10 +71,18 @@ pub fn build(
         partial: out.database_lost.is_some(),
         partial_reason: out.database_lost.as_ref().map(|w| format!("database lost: {w}")).unwrap_or_default(),
         outage: outage(plan, out),
-        throughput: Throughput {
-            jobs_per_sec: v.executions.total as f64 / secs,
-            claims_per_sec: st.claims as f64 / secs,
-            duration_s: out.duration.as_secs_f64(),
+        throughput: {
+            let ceiling = plan
+                .client
+                .as_ref()
+                .and_then(|c| crate::scenario::ceiling::of_client(c, plan.workers.count, &plan.workers.work));
+            Throughput {
+                jobs_per_sec: v.executions.total as f64 / secs,
+                claims_per_sec: st.claims as f64 / secs,
+                duration_s: out.duration.as_secs_f64(),
+                ceiling_jobs_per_sec: ceiling.as_ref().map(|c| c.jobs_per_sec),
+                ceiling: ceiling.map(|c| c.words).unwrap_or_default(),
+            }
         },
         reaper: Reaper { runs: out.reaper.runs, reclaimed: out.reaper.reclaimed, marked_dead: out.reaper.marked_dead },
         claims: Claims {

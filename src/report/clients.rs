@@ -21,7 +21,9 @@ pub fn client_of(s: &RunSummary) -> Option<&str> {
 pub fn kind_of(s: &RunSummary) -> &'static str {
     let fired = |k: &str| s.faults.by_kind.get(k).copied().unwrap_or(0) > 0;
     let named = |k: &str| s.scenario.ends_with(&format!("-{k}"));
-    if fired("crash") || named("crash") {
+    if named("throughput") {
+        "throughput"
+    } else if fired("crash") || named("crash") {
         "crash"
     } else if fired("kill_backend") || named("kill-backend") {
         "kill-backend"
@@ -40,6 +42,9 @@ pub struct ClientRow {
     /// Each scenario's kind, in the same order.
     pub kinds: Vec<&'static str>,
     pub jobs_per_sec: Option<f64>,
+    /// The throughput run (the library's high-throughput settings) and its configured ceiling.
+    pub full_speed_jobs_per_sec: Option<f64>,
+    pub full_speed_ceiling: Option<String>,
     pub queue_wait_p50: Option<f64>,
     pub queue_wait_p99: Option<f64>,
     pub pickup_p50: Option<f64>,
@@ -100,6 +105,10 @@ pub fn rows(runs: &[(RunSummary, String)]) -> Vec<ClientRow> {
                 r.pause_dup_race = Some(s.executions.duplicate_race);
                 r.pause_dup_lease_expired = Some(s.executions.duplicate_lease_expired);
             }
+            "throughput" => {
+                r.full_speed_jobs_per_sec = Some(s.throughput.jobs_per_sec);
+                r.full_speed_ceiling = Some(s.throughput.ceiling.clone()).filter(|c| !c.is_empty());
+            }
             "crash" => r.crash_recovery = Some(recovery(s)),
             _ => r.kill_backend_recovery = Some(recovery(s)),
         }
@@ -108,6 +117,15 @@ pub fn rows(runs: &[(RunSummary, String)]) -> Vec<ClientRow> {
 }
 
 const DASH: &str = "—";
+
+/// "584.0" with the ceiling under it, or "—".
+fn full_speed(r: &ClientRow) -> String {
+    match (&r.full_speed_jobs_per_sec, &r.full_speed_ceiling) {
+        (None, _) => DASH.to_string(),
+        (Some(v), None) => format!("{v:.1}<br><span class=muted>no ceiling set by configuration</span>"),
+        (Some(v), Some(c)) => format!("{v:.1}<br><span class=muted>ceiling: {}</span>", escape(c)),
+    }
+}
 
 fn num(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| DASH.to_string(), |x| format!("{x:.digits$}"))
@@ -126,10 +144,12 @@ fn recovered(v: Option<std::result::Result<f64, u64>>) -> String {
 }
 
 /// The CSV's columns, in order.
-pub const CSV_HEADER: [&str; 13] = [
+pub const CSV_HEADER: [&str; 15] = [
     "client",
     "scenarios",
     "contention_jobs_per_sec",
+    "full_speed_jobs_per_sec",
+    "full_speed_ceiling",
     "queue_wait_p50_ms",
     "queue_wait_p99_ms",
     "pickup_p50_ms",
@@ -157,6 +177,8 @@ pub fn csv(rows: &[ClientRow]) -> String {
             row.client.clone(),
             row.scenarios.join(" "),
             f(row.jobs_per_sec),
+            f(row.full_speed_jobs_per_sec),
+            row.full_speed_ceiling.clone().unwrap_or_default(),
             f(row.queue_wait_p50),
             f(row.queue_wait_p99),
             f(row.pickup_p50),
@@ -185,6 +207,13 @@ pub fn charts(rows: &[ClientRow]) -> Result<Vec<Chart>> {
             "Throughput (contention)",
             "jobs/s",
             bars(&|r| r.jobs_per_sec),
+        ),
+        (
+            "Throughput run, at the library's high-throughput settings: jobs executed per second.",
+            "clients-full-speed",
+            "Throughput (full speed)",
+            "jobs/s",
+            bars(&|r| r.full_speed_jobs_per_sec),
         ),
         (
             "Contention run: enqueue to the handler's start, 99th percentile.",
@@ -221,6 +250,7 @@ pub fn html(rows: &[ClientRow], charts: &[Chart], runs_table: &str) -> String {
     let mut o = String::from("<h1>queuebench comparison: clients</h1>");
     o.push_str(
         "<table><tr><th>client</th><th>jobs/s<br><span class=muted>contention</span></th>\
+         <th>jobs/s at full speed<br><span class=muted>throughput · the ceiling its configuration sets</span></th>\
          <th>queue wait p50 / p99 ms<br><span class=muted>contention</span></th>\
          <th>pickup p50 / p99 ms</th>\
          <th>duplicates under pause<br><span class=muted>race / after lease expiry</span></th>\
@@ -238,10 +268,11 @@ pub fn html(rows: &[ClientRow], charts: &[Chart], runs_table: &str) -> String {
         };
         let _ = write!(
             o,
-            "<tr><td>{}<br><span class=muted>runs: {}</span></td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td></tr>",
+            "<tr><td>{}<br><span class=muted>runs: {}</span></td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td></tr>",
             escape(&r.client),
             escape(&r.kinds.join(", ")),
             num(r.jobs_per_sec, 1),
+            full_speed(r),
             pair(r.queue_wait_p50, r.queue_wait_p99),
             pair(r.pickup_p50, r.pickup_p99),
             dups,

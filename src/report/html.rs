@@ -110,8 +110,11 @@ fn header(o: &mut String, s: &RunSummary) {
             (
                 "throughput",
                 format!(
-                    "{:.1} jobs/s · {:.1} claims/s over {:.2} s",
-                    s.throughput.jobs_per_sec, s.throughput.claims_per_sec, s.throughput.duration_s
+                    "{:.1} jobs/s · {:.1} claims/s over {:.2} s{}",
+                    s.throughput.jobs_per_sec,
+                    s.throughput.claims_per_sec,
+                    s.throughput.duration_s,
+                    super::terminal::ceiling_note(&s.throughput)
                 ),
             ),
         ],

@@ -5,6 +5,7 @@
 //! (`<client>/run setup`), the `[workers]` keys only a client reads, and the process faults
 //! taken out of `[[faults]]` (the SQL workers' fault kinds do not apply to a process).
 
+use super::ceiling::Pacing;
 use super::load::Source;
 use super::raw::{RawFault, RawScenario};
 use super::units::parse_duration;
@@ -28,6 +29,10 @@ pub struct ClientPlan {
     pub bug: Option<String>,
     /// `workers.poll`: `QUEUEBENCH_POLL_MS`.
     pub poll_ms: Option<u64>,
+    /// `workers.batch` above 1: `QUEUEBENCH_BATCH`, the library's jobs per fetch.
+    pub batch: Option<u32>,
+    /// `<dir>/client.toml`'s `[throughput]`: how the configuration paces the library.
+    pub pacing: Option<Pacing>,
     pub faults: Vec<ClientFault>,
 }
 
@@ -124,13 +129,50 @@ pub fn take(raw: &mut RawScenario, source: &Source) -> Result<Option<ClientPlan>
         None => None,
     };
     let bug = w.client_bug.clone();
+    let batch = match w.batch {
+        1 => None,
+        n @ 2..=100_000 => Some(n as u32),
+        n => return Err(source.error("workers.batch", format!("must be between 1 and 100000, got {n}"))),
+    };
+    let pacing = read_pacing(&dir).map_err(|e| source.error("client", e))?;
+    if batch.is_some() && pacing.as_ref().is_some_and(|p| !p.batch_fetch) {
+        return Err(source.error(
+            "workers.batch",
+            format!(
+                "{name} fetches one job per handler (batch_fetch = false in {}); leave out workers.batch",
+                dir.join("client.toml").display()
+            ),
+        ));
+    }
     let count = raw.workers.count.clamp(1, 100_000) as u32;
     let faults = std::mem::take(&mut raw.faults)
         .iter()
         .enumerate()
         .map(|(i, f)| fault(f, count).map_err(|e| source.error("faults", format!("[[faults]] #{}: {e}", i + 1))))
         .collect::<Result<Vec<_>>>()?;
-    Ok(Some(ClientPlan { name, dir, program, enqueue, concurrency, bug, poll_ms, faults }))
+    Ok(Some(ClientPlan { name, dir, program, enqueue, concurrency, bug, poll_ms, batch, pacing, faults }))
+}
+
+/// `<dir>/client.toml`, optional: `[throughput]` (clients/CONTRACT.md, "client.toml").
+fn read_pacing(dir: &Path) -> std::result::Result<Option<Pacing>, Invalid> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct File {
+        throughput: Option<Pacing>,
+    }
+    let path = dir.join("client.toml");
+    if !path.exists() {
+        return Ok(None);
+    }
+    let text = crate::files::read_text(&path, crate::files::Kind::Scenario).map_err(|e| Invalid::new(e.to_string()))?;
+    let file: File = toml::from_str(&text).map_err(|e| {
+        Invalid::new(format!(
+            "{}: {} (accepted: [throughput] paced_by_poll, poll_default, batch_side_by_side, batch_fetch)",
+            path.display(),
+            e.message()
+        ))
+    })?;
+    Ok(file.throughput)
 }
 
 /// What a client run does not do yet, refused rather than ignored.

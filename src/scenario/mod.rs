@@ -4,6 +4,7 @@
 
 mod at;
 mod boundary;
+pub mod ceiling;
 pub mod client;
 pub mod faults;
 pub mod horizon;

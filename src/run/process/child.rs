@@ -102,6 +102,8 @@ impl Proc {
             .env_remove("QUEUEBENCH_APPLICATION_NAME")
             .env_remove("QUEUEBENCH_CLIENT_BUG")
             .env_remove("QUEUEBENCH_POLL_MS")
+            .env_remove("QUEUEBENCH_BATCH")
+            .env_remove("QUEUEBENCH_RECORD")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -111,6 +113,9 @@ impl Proc {
         }
         if let Some(ms) = client.poll_ms {
             cmd.env("QUEUEBENCH_POLL_MS", ms.to_string());
+        }
+        if let Some(b) = client.batch {
+            cmd.env("QUEUEBENCH_BATCH", b.to_string());
         }
         let mut child = cmd.spawn().map_err(|e| Error::Machine {
             action: format!("starting the client's worker `{}`", shown(client)),
