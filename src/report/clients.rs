@@ -250,7 +250,7 @@ pub fn html(rows: &[ClientRow], charts: &[Chart], runs_table: &str) -> String {
     let mut o = String::from("<h1>queuebench comparison: clients</h1>");
     o.push_str(
         "<table><tr><th>client</th><th>jobs/s<br><span class=muted>contention</span></th>\
-         <th>jobs/s at full speed<br><span class=muted>throughput · the ceiling its configuration sets</span></th>\
+         <th>jobs/s at full speed<br><span class=muted>throughput run · its ceiling</span></th>\
          <th>queue wait p50 / p99 ms<br><span class=muted>contention</span></th>\
          <th>pickup p50 / p99 ms</th>\
          <th>duplicates under pause<br><span class=muted>race / after lease expiry</span></th>\
