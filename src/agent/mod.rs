@@ -22,8 +22,8 @@ pub mod problem;
 pub mod spawn;
 pub mod stuck;
 
+use crate::model::fault::Actor;
 use crate::scenario::Plan;
-use crate::scenario::faults::Kind;
 use std::ops::RangeInclusive;
 
 /// Respawned workers of agent k take identities from `workers + 1 + (k - 1) × IDENTITY_SPAN`.
@@ -45,7 +45,7 @@ pub fn identity_base(workers: u32, k: u32) -> u32 {
 pub fn plan_for_agent(plan: &Plan, mine: &RangeInclusive<u32>) -> Plan {
     let mut p = plan.clone();
     p.faults.retain_mut(|f| {
-        let on_workers = matches!(f.kind, Kind::Crash { .. } | Kind::Pause { .. } | Kind::KillBackend);
+        let on_workers = matches!(f.kind.kind().actor(), Actor::Worker | Actor::Injector);
         f.workers.retain(|w| mine.contains(w));
         on_workers && !f.workers.is_empty()
     });
@@ -56,12 +56,7 @@ pub fn plan_for_agent(plan: &Plan, mine: &RangeInclusive<u32>) -> Plan {
 /// restarts, failovers); the agents run those on workers.
 pub fn plan_for_coordinator(plan: &Plan) -> Plan {
     let mut p = plan.clone();
-    p.faults.retain(|f| {
-        matches!(
-            f.kind,
-            Kind::LockHold { .. } | Kind::Cancel { .. } | Kind::PostgresRestart { .. } | Kind::Failover { .. }
-        )
-    });
+    p.faults.retain(|f| matches!(f.kind.kind().actor(), Actor::Operator | Actor::Supervisor));
     p
 }
 

@@ -2,27 +2,11 @@
 //! `checks.<name>` (a checker's violation count). Expectations, baselines and CSV columns
 //! all name metrics this way.
 
+use super::fault::FaultKind;
 use super::summary::*;
 use std::collections::BTreeMap;
 
 /// The checks every run reports; `checks.<name>` is its violation count.
-/// The fault kinds a run records (FaultEvent's `kind`, a history's fault rows, the keys of
-/// `faults.by_kind`).
-pub const FAULT_KINDS: [&str; 12] = [
-    "crash",
-    "pause",
-    "kill_backend",
-    "lock_hold",
-    "poison",
-    "cancel",
-    "postgres_restart",
-    "failover",
-    "exit",
-    "partition",
-    "latency",
-    "loss",
-];
-
 pub const CHECK_NAMES: [&str; 15] = [
     "vacuum_caught_up",
     "exactly_once",
@@ -87,8 +71,8 @@ impl RunSummary {
         s.effects.table_rows = Some(0);
         s.wakeup.rolled_back_notify_delivered = Some(0);
         s.wakeup.committed_notify_delivered = Some(0);
-        for k in FAULT_KINDS {
-            s.faults.by_kind.insert(k.into(), 0);
+        for k in FaultKind::ALL {
+            s.faults.by_kind.insert(k, 0);
         }
         s.checks = CHECK_NAMES.iter().map(|n| CheckResult { name: n.to_string(), ..Default::default() }).collect();
         s.metric_paths()

@@ -265,8 +265,8 @@ pub struct Ownership {
 #[serde(default)]
 pub struct Faults {
     pub injected: u64,
-    /// crash, pause, kill_backend, lock_hold, poison, cancel
-    pub by_kind: BTreeMap<String, u64>,
+    /// Faults fired, by kind (every kind, 0 for those that did not fire).
+    pub by_kind: BTreeMap<super::fault::FaultKind, u64>,
     /// Faults that hit a job whose next accepted completion came later.
     pub recovered: u64,
     /// Faults that hit a job never completed afterwards (it may be dead).

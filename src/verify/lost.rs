@@ -9,7 +9,7 @@
 
 use super::exactly_once::Executed;
 use super::{Evidence, examples};
-use crate::collect::{Event, EventKind};
+use crate::collect::{Event, EventKind, FaultKind};
 use crate::model::records::Status;
 use crate::model::summary::{CheckResult, Jobs};
 
@@ -49,7 +49,7 @@ fn gone(e: &Evidence, per_job: &[&[Event]], ran: &impl Fn(i64) -> bool) -> Gone 
     let mut cancelled: Vec<i64> = e
         .faults
         .iter()
-        .filter(|f| f.kind == "cancel")
+        .filter(|f| f.kind == FaultKind::Cancel)
         .filter_map(|f| f.job)
         .filter(|id| !present(*id) && g.ids.binary_search(id).is_err())
         .collect();

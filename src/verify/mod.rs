@@ -255,6 +255,7 @@ fn examples(ids: impl IntoIterator<Item = i64>) -> Vec<i64> {
 mod tests {
     use super::*;
     use crate::collect::EventKind::{self, *};
+    use crate::collect::FaultKind;
 
     pub fn ev(t_us: u64, job: i64, attempt: i32, worker: u32, kind: EventKind) -> Event {
         Event { t_us, job, attempt, worker, claim: attempt as u32, kind, dur_us: 0, token: 0 }
@@ -451,13 +452,13 @@ mod tests {
     #[test]
     fn a_cancelled_job_that_runs_afterwards_is_caught() {
         let journal = [ev(10, 1, 1, 1, Claimed), ev(11, 1, 1, 1, Executed), ev(12, 1, 1, 1, Accepted)];
-        let cancel = [FaultEvent { t_us: 5, kind: "cancel", worker: None, job: Some(1) }];
+        let cancel = [FaultEvent { t_us: 5, kind: FaultKind::Cancel, worker: None, job: Some(1) }];
         let jobs = [row(1, Status::Done)];
         let mut e = evidence(&journal, &jobs, 1, None);
         e.faults = &cancel;
         let v = verify(&e);
         assert_eq!(failed(&v), ["cancelled_jobs_not_run"]);
-        assert_eq!(v.faults.by_kind["cancel"], 1);
+        assert_eq!(v.faults.by_kind[&FaultKind::Cancel], 1);
         assert_eq!((v.faults.recovered, v.faults.unrecovered), (0, 0), "a cancel is not a fault to recover from");
     }
 
@@ -477,7 +478,7 @@ mod tests {
             ev(7, 4, 1, 3, Executed),
             ev(8, 4, 1, 3, FailAccepted),
         ];
-        let cancel = [FaultEvent { t_us: 1, kind: "cancel", worker: None, job: Some(3) }];
+        let cancel = [FaultEvent { t_us: 1, kind: FaultKind::Cancel, worker: None, job: Some(3) }];
         let jobs = [row(6, Status::Queued)];
         let mut e = evidence(&journal, &jobs, 6, None);
         e.faults = &cancel;
