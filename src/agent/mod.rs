@@ -14,6 +14,7 @@ pub mod control;
 pub mod coordinator;
 pub mod evidence;
 pub mod forward;
+pub mod kill;
 pub mod member;
 pub mod merge;
 pub mod netfault;

@@ -25,6 +25,7 @@ pub enum FaultKind {
     Partition,
     Latency,
     Loss,
+    KillAgent,
 }
 
 /// Who carries a fault out.
@@ -51,7 +52,7 @@ pub enum Actor {
 
 impl FaultKind {
     /// Every kind, in the order the docs list them.
-    pub const ALL: [FaultKind; 12] = [
+    pub const ALL: [FaultKind; 13] = [
         FaultKind::Crash,
         FaultKind::Pause,
         FaultKind::KillBackend,
@@ -64,6 +65,7 @@ impl FaultKind {
         FaultKind::Partition,
         FaultKind::Latency,
         FaultKind::Loss,
+        FaultKind::KillAgent,
     ];
 
     pub fn name(self) -> &'static str {
@@ -80,6 +82,7 @@ impl FaultKind {
             FaultKind::Partition => "partition",
             FaultKind::Latency => "latency",
             FaultKind::Loss => "loss",
+            FaultKind::KillAgent => "kill_agent",
         }
     }
 
@@ -94,6 +97,7 @@ impl FaultKind {
             FaultKind::KillBackend => Actor::Injector,
             FaultKind::LockHold | FaultKind::Cancel => Actor::Operator,
             FaultKind::PostgresRestart | FaultKind::Failover => Actor::Supervisor,
+            FaultKind::KillAgent => Actor::Coordinator,
             FaultKind::Partition | FaultKind::Latency | FaultKind::Loss => Actor::Network,
             FaultKind::Poison | FaultKind::Exit => Actor::Nobody,
         }
@@ -168,8 +172,8 @@ mod tests {
     fn the_accepted_kinds_leave_out_what_nobody_injects() {
         let accepted = FaultKind::accepted();
         assert!(accepted.starts_with("crash, pause, kill_backend"), "{accepted}");
-        assert!(!accepted.contains("poison") && !accepted.contains("exit"));
-        assert_eq!(FaultKind::on_agents_list(), "partition, latency, loss");
+        assert!(accepted.contains("kill_agent") && !accepted.contains("poison") && !accepted.contains("exit"));
+        assert_eq!(FaultKind::on_agents_list(), "partition, latency, loss, kill_agent");
     }
 
     #[test]

@@ -238,7 +238,8 @@ async fn on_database(
         | Kind::Pause { .. }
         | Kind::PostgresRestart { .. }
         | Kind::Failover { .. }
-        | Kind::Network { .. } => {}
+        | Kind::Network { .. }
+        | Kind::KillAgent => {}
     }
     events
 }

@@ -235,7 +235,8 @@ fn fault(f: &RawFault, workers: u32) -> std::result::Result<ClientFault, Invalid
             | FaultKind::Exit
             | FaultKind::Partition
             | FaultKind::Latency
-            | FaultKind::Loss,
+            | FaultKind::Loss
+            | FaultKind::KillAgent,
         ) => return refused("does not apply to a process"),
         None => return refused("is not a fault kind"),
     };

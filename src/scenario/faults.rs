@@ -56,6 +56,9 @@ pub enum Kind {
     /// The network between agents and the server (docs/agents.md), for `duration`: run by the
     /// coordinator on the agents' network namespaces (`--spawn-agents N --netns`).
     Network { effect: NetEffect, duration: Duration },
+    /// The coordinator SIGKILLs the agents named (`agents`), processes it spawned
+    /// (`--spawn-agents N`): a host dying mid-run, with no goodbye and no upload.
+    KillAgent,
 }
 
 /// What a network fault does to the path between an agent and the server.
@@ -83,6 +86,7 @@ impl Kind {
             Kind::Network { effect: NetEffect::Partition, .. } => FaultKind::Partition,
             Kind::Network { effect: NetEffect::Latency { .. }, .. } => FaultKind::Latency,
             Kind::Network { effect: NetEffect::Loss { .. }, .. } => FaultKind::Loss,
+            Kind::KillAgent => FaultKind::KillAgent,
         }
     }
 
@@ -220,6 +224,12 @@ pub fn fault(i: usize, f: &RawFault, groups: &[(String, Vec<u32>)], workers: u32
             "a network fault hits agents, not workers: give agents = [1, 2] (default: every agent)",
         ));
     }
+    if kind == Kind::KillAgent && f.agents.is_none() {
+        return Err(Invalid::new("kind = \"kill_agent\" needs agents: the agents to kill, e.g. agents = [2]"));
+    }
+    if kind == Kind::KillAgent && f.workers.is_some() {
+        return Err(Invalid::new("kill_agent kills agents, not workers: give agents = [2]"));
+    }
     let agents = match &f.agents {
         Some(list) if list.is_empty() || list.iter().any(|&k| k < 1) => {
             return Err(Invalid::new("agents: a list of agent numbers from 1, e.g. agents = [2]"));
@@ -343,6 +353,11 @@ fn kind(f: &RawFault, trigger: Trigger) -> Result<Kind, Invalid> {
             return refuse("a network fault fires once at a time (at), for a duration");
         }
         FaultKind::Partition | FaultKind::Latency | FaultKind::Loss => network(f, named, length)?,
+        FaultKind::KillAgent if !once => return refuse("kill_agent fires once at a time (at)"),
+        FaultKind::KillAgent if length.is_some() => {
+            return refuse("kill_agent takes at and agents (a killed agent does not come back: no duration)");
+        }
+        FaultKind::KillAgent => Kind::KillAgent,
         FaultKind::Poison | FaultKind::Exit => {
             return Err(Invalid::new(format!(
                 "kind `{named}` is recorded, never injected ({}); accepted: {}",
@@ -524,6 +539,38 @@ mod tests {
         k.at = Some("1s".into());
         k.agents = Some(vec![1]);
         assert!(fault(0, &k, &g, 2).unwrap_err().to_string().contains("only to the kinds that act on agents"));
+    }
+
+    #[test]
+    fn kill_agent_fires_once_at_a_time_on_named_agents() {
+        let g = groups(&[], 4).unwrap();
+        let mut f = raw("kill_agent");
+        f.at = Some("2s".into());
+        assert!(fault(0, &f, &g, 4).unwrap_err().to_string().contains("needs agents"));
+        f.agents = Some(vec![2]);
+        let k = fault(0, &f, &g, 4).unwrap();
+        assert_eq!((k.kind.kind(), k.agents.as_slice()), (FaultKind::KillAgent, &[2][..]));
+        f.workers = Some("w1".into());
+        assert!(fault(0, &f, &g, 4).unwrap_err().to_string().contains("kills agents, not workers"));
+        f.workers = None;
+        f.duration = Some("1s".into());
+        assert!(fault(0, &f, &g, 4).unwrap_err().to_string().contains("no duration"));
+        f.duration = None;
+        f.at = None;
+        f.rate = Some(1.0);
+        assert!(fault(0, &f, &g, 4).unwrap_err().to_string().contains("once at a time"));
+    }
+
+    #[test]
+    fn an_unknown_or_recorded_only_kind_lists_the_accepted_ones_from_all() {
+        let g = groups(&[], 1).unwrap();
+        for name in ["meteor", "poison", "exit"] {
+            let mut f = raw(name);
+            f.at = Some("1s".into());
+            let e = fault(0, &f, &g, 1).unwrap_err().to_string();
+            assert!(e.contains(&format!("accepted: {}", FaultKind::accepted())), "{e}");
+            assert!(e.contains("kill_agent") && !e.contains("accepted: crash, pause, kill_backend, lock_hold, poison"));
+        }
     }
 
     #[test]

@@ -70,7 +70,7 @@ fn cuts_connection(kind: FaultKind) -> bool {
         FaultKind::KillBackend | FaultKind::Partition | FaultKind::Latency | FaultKind::Loss => true,
         FaultKind::PostgresRestart | FaultKind::Failover => false,
         FaultKind::Crash | FaultKind::Pause | FaultKind::LockHold | FaultKind::Poison => false,
-        FaultKind::Cancel | FaultKind::Exit => false,
+        FaultKind::Cancel | FaultKind::Exit | FaultKind::KillAgent => false,
     }
 }
 

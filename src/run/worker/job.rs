@@ -83,7 +83,8 @@ impl<T: Transport> Worker<T> {
             | Kind::Cancel { .. }
             | Kind::PostgresRestart { .. }
             | Kind::Failover { .. }
-            | Kind::Network { .. } => Ok(()),
+            | Kind::Network { .. }
+            | Kind::KillAgent => Ok(()),
         }
     }
 
