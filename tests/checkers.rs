@@ -276,7 +276,7 @@ impl Numbers {
 }
 
 fn check<'a>(v: &'a Verification, name: &str) -> &'a queuebench::model::summary::CheckResult {
-    v.checks.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no check {name}: {:?}", v.checks))
+    v.checks.iter().find(|c| c.name.name() == name).unwrap_or_else(|| panic!("no check {name}: {:?}", v.checks))
 }
 
 /// What `verify` says, in the same shape.
@@ -315,8 +315,8 @@ fn observed(h: &History) -> Numbers {
         refused_unexplained: check(&v, "completions_refused_unexplained").violations,
         left_abandoned: check(&v, "jobs_left_abandoned").violations,
         stalls: check(&v, "progress").violations,
-        unrecovered_faults: v.checks.iter().find(|c| c.name == "faults_recovered").map(|c| c.violations),
-        dead_after_one_fault: v.checks.iter().find(|c| c.name == "dead_after_one_fault").map(|c| c.violations),
+        unrecovered_faults: v.checks.iter().find(|c| c.name.name() == "faults_recovered").map(|c| c.violations),
+        dead_after_one_fault: v.checks.iter().find(|c| c.name.name() == "dead_after_one_fault").map(|c| c.violations),
     }
 }
 
@@ -784,7 +784,7 @@ fn observed_durability(h: &History) -> Lasting {
         lost_enqueues: d.lost_enqueues,
         reexecutions: d.reexecutions,
         ids_reissued: d.ids_reissued,
-        passed: v.checks.iter().find(|c| c.name == "durability").map(|c| c.passed),
+        passed: v.checks.iter().find(|c| c.name.name() == "durability").map(|c| c.passed),
     }
 }
 
@@ -1158,7 +1158,7 @@ fn a_clean_history() {
         Numbers { total: 3, distinct_jobs: 3, max_per_job: 1, accepted: 3, heartbeats_accepted: 1, ..CLEAN },
     );
     let v = verify(&h.evidence());
-    let failed: Vec<&str> = v.checks.iter().filter(|c| !c.passed).map(|c| c.name.as_str()).collect();
+    let failed: Vec<&str> = v.checks.iter().filter(|c| !c.passed).map(|c| c.name.name()).collect();
     assert!(failed.is_empty(), "{failed:?}");
 }
 

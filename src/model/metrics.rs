@@ -2,28 +2,10 @@
 //! `checks.<name>` (a checker's violation count). Expectations, baselines and CSV columns
 //! all name metrics this way.
 
+use super::check::Check;
 use super::fault::FaultKind;
 use super::summary::*;
 use std::collections::BTreeMap;
-
-/// The checks every run reports; `checks.<name>` is its violation count.
-pub const CHECK_NAMES: [&str; 15] = [
-    "vacuum_caught_up",
-    "exactly_once",
-    "no_lost_jobs",
-    "stale_completions_accepted",
-    "ownership_overlap",
-    "attempts_within_budget",
-    "completions_refused_unexplained",
-    "jobs_left_abandoned",
-    "progress",
-    "faults_recovered",
-    "dead_after_one_fault",
-    "cancelled_jobs_not_run",
-    "effects_ledger_agrees",
-    "starvation",
-    "durability",
-];
 
 impl RunSummary {
     /// Every numeric field by dotted path, plus `checks.<name>` (violations). The percentiles of a
@@ -74,7 +56,7 @@ impl RunSummary {
         for k in FaultKind::ALL {
             s.faults.by_kind.insert(k, 0);
         }
-        s.checks = CHECK_NAMES.iter().map(|n| CheckResult { name: n.to_string(), ..Default::default() }).collect();
+        s.checks = Check::ALL.iter().map(|&name| CheckResult { name, ..Default::default() }).collect();
         s.metric_paths()
     }
 }

@@ -3,6 +3,7 @@
 //!
 //! - `summary`: `RunSummary`, the one model every exporter reads;
 //! - `metrics`: its metric names (dotted paths, `checks.<name>`);
+//! - `check`: the checks (`Check`: every checker's name, `ALL`);
 //! - `expect`: expectations (`[expect]`, `--expect`), their selectors, and the live values
 //!   abort-on-fail judges while the run goes;
 //! - `tolerance`: how much worse than a baseline a metric may get;
@@ -14,6 +15,7 @@
 //! - `words`: counted nouns (`1 job`, `2 jobs`).
 //! - `fingerprint`: what makes two runs comparable (scenario, run shape, machine, server).
 
+pub mod check;
 pub mod evidence;
 pub mod expect;
 pub mod fault;

@@ -29,6 +29,7 @@
 
 use super::{Evidence, examples};
 use crate::collect::{Event, EventKind, FaultKind};
+use crate::model::check::Check;
 use crate::model::records::Status;
 use crate::model::summary::{CheckResult, Durability};
 use std::collections::HashMap;
@@ -60,7 +61,7 @@ pub fn check(e: &Evidence, per_job: &[&[Event]]) -> (Durability, Option<CheckRes
     d.lost_enqueues = missing.len() as u64;
     d.note = note(e, &d);
     let check = CheckResult {
-        name: "durability".into(),
+        name: Check::Durability,
         passed: lost.is_empty() && missing.is_empty(),
         violations: d.lost_completions + d.lost_enqueues,
         detail: d.note.clone(),

@@ -36,6 +36,7 @@
 use super::claims::{ClaimSpan, race_tolerance, spans};
 use super::{Evidence, examples, recovery};
 use crate::collect::{Event, EventKind, FaultEvent, FaultKind};
+use crate::model::check::Check;
 use crate::model::records::Status;
 use crate::model::summary::CheckResult;
 use crate::model::words::{count, count_as};
@@ -160,7 +161,7 @@ fn refused(e: &Evidence, per_job: &[&[Event]]) -> CheckResult {
     }
     let n = completions + failures;
     CheckResult {
-        name: "completions_refused_unexplained".into(),
+        name: Check::CompletionsRefusedUnexplained,
         passed: n == 0,
         violations: n,
         detail: format!(
@@ -235,7 +236,7 @@ fn abandoned(e: &Evidence, per_job: &[&[Event]]) -> CheckResult {
             ));
         }
     }
-    CheckResult { name: "jobs_left_abandoned".into(), passed: n == 0, violations: n, detail, examples: examples(jobs) }
+    CheckResult { name: Check::JobsLeftAbandoned, passed: n == 0, violations: n, detail, examples: examples(jobs) }
 }
 
 /// One job's wait for its first claim: (ready, taken), µs.
@@ -292,7 +293,7 @@ fn progress(e: &Evidence, per_job: &[&[Event]]) -> CheckResult {
     let threshold = stall_threshold(e.lease, u64::from(longest_work.unwrap_or(0)));
     let mut waits = waits(e, per_job, end);
     waits.sort_unstable();
-    let name = "progress".to_string();
+    let name = Check::Progress;
     if runs.is_empty() {
         let waited: Vec<i64> = waits.iter().map(|w| w.2).collect();
         let n = u64::from(e.enqueued > 0 || !waited.is_empty());
@@ -405,7 +406,7 @@ fn faults_recovered(e: &Evidence, per_job: &[&[Event]]) -> Option<CheckResult> {
     jobs.sort_unstable();
     jobs.dedup();
     Some(CheckResult {
-        name: "faults_recovered".into(),
+        name: Check::FaultsRecovered,
         passed: n == 0,
         violations: n,
         detail: format!(
@@ -448,7 +449,7 @@ fn dead_after_one_fault(e: &Evidence, per_job: &[&[Event]]) -> Option<CheckResul
     dead.sort_unstable();
     let n = dead.len() as u64;
     Some(CheckResult {
-        name: "dead_after_one_fault".into(),
+        name: Check::DeadAfterOneFault,
         passed: n == 0,
         violations: n,
         detail: format!(
@@ -481,7 +482,7 @@ mod tests {
     }
 
     fn get<'a>(checks: &'a [CheckResult], name: &str) -> &'a CheckResult {
-        checks.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no {name}: {checks:?}"))
+        checks.iter().find(|c| c.name.name() == name).unwrap_or_else(|| panic!("no {name}: {checks:?}"))
     }
 
     fn crash(t_us: u64, worker: u32, job: i64) -> FaultEvent {
@@ -502,7 +503,7 @@ mod tests {
         assert!(a.detail.contains("1 after a refused completion or failure"), "{}", a.detail);
         assert!(a.detail.contains("leases run out 1.0–1.0 s after the run's end"), "{}", a.detail);
         assert!(get(&checks, "progress").passed, "it was executed");
-        assert!(checks.iter().all(|c| c.name != "faults_recovered"), "no fault hit a job");
+        assert!(checks.iter().all(|c| c.name.name() != "faults_recovered"), "no fault hit a job");
     }
 
     #[test]
@@ -541,7 +542,7 @@ mod tests {
         let mut e = evidence(&journal, &jobs, 3, None);
         e.end_us = 6 * S;
         // Job 1: crashed, lease run out; job 2: still held at the end; job 3: no claim in the journal.
-        let a = run(&e).into_iter().find(|c| c.name == "jobs_left_abandoned").unwrap();
+        let a = run(&e).into_iter().find(|c| c.name.name() == "jobs_left_abandoned").unwrap();
         assert_eq!((a.violations, a.examples.as_slice()), (2, &[1, 3][..]), "{}", a.detail);
         assert!(a.detail.contains("1 abandoned: a crash") && a.detail.contains("1 with no claim"), "{}", a.detail);
         assert!(a.detail.contains("1 with a lease already run out"), "{}", a.detail);
@@ -646,7 +647,7 @@ mod tests {
         assert_eq!((d.violations, d.examples.as_slice()), (1, &[2][..]), "{}", d.detail);
         // Stopped by the clock at 10 s: job 4's crash came too late to judge (grace 3 s).
         e.stopped_us = Some(10 * S);
-        let f = run(&e).into_iter().find(|c| c.name == "faults_recovered").unwrap();
+        let f = run(&e).into_iter().find(|c| c.name.name() == "faults_recovered").unwrap();
         assert_eq!(f.violations, 4, "{}", f.detail);
         assert!(f.detail.contains("1 too close to the run's stop"), "{}", f.detail);
     }

@@ -10,6 +10,7 @@
 use super::exactly_once::Executed;
 use super::{Evidence, examples};
 use crate::collect::{Event, EventKind, FaultKind};
+use crate::model::check::Check;
 use crate::model::records::Status;
 use crate::model::summary::{CheckResult, Jobs};
 
@@ -106,7 +107,7 @@ pub fn check(e: &Evidence, per_job: &[&[Event]], executed: &Executed) -> (Jobs, 
         completed_by_class: Default::default(),
     };
     let lost = CheckResult {
-        name: "no_lost_jobs".into(),
+        name: Check::NoLostJobs,
         passed: jobs.lost == 0,
         violations: jobs.lost,
         detail: format!(
@@ -118,7 +119,7 @@ pub fn check(e: &Evidence, per_job: &[&[Event]], executed: &Executed) -> (Jobs, 
         examples: examples(done_unexecuted.into_iter().chain(orphaned).chain(vanished_ids)),
     };
     let budget = CheckResult {
-        name: "attempts_within_budget".into(),
+        name: Check::AttemptsWithinBudget,
         passed: over.is_empty(),
         violations: jobs.attempts_exceeded,
         detail: format!(

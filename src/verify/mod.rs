@@ -137,22 +137,11 @@ impl<'a> Evidence<'a> {
 pub fn verify_all(e: &Evidence, partial: bool) -> Verification {
     let mut v = verify(e);
     if partial {
-        v.checks.retain(|c| !NEEDS_FINAL_TABLE.contains(&c.name.as_str()));
+        v.checks.retain(|c| !c.name.needs_final_table());
         v.jobs = Jobs { enqueued: e.enqueued, ..Default::default() };
     }
     v
 }
-
-/// Checks that read the final job table: left out of a partial report (the database was lost).
-pub const NEEDS_FINAL_TABLE: [&str; 7] = [
-    "no_lost_jobs",
-    "attempts_within_budget",
-    "effects_ledger_agrees",
-    "durability",
-    "jobs_left_abandoned",
-    "faults_recovered",
-    "dead_after_one_fault",
-];
 
 /// How many example job ids a check keeps.
 const EXAMPLES: usize = 10;
@@ -291,7 +280,7 @@ mod tests {
     }
 
     fn failed(v: &Verification) -> Vec<&str> {
-        v.checks.iter().filter(|c| !c.passed).map(|c| c.name.as_str()).collect()
+        v.checks.iter().filter(|c| !c.passed).map(|c| c.name.name()).collect()
     }
 
     #[test]
@@ -359,7 +348,7 @@ mod tests {
         let v = verify(&evidence(&race, &[row(8, Status::Done)], 1, None));
         assert_eq!(v.executions.duplicate_race, 1, "sent while the other claim was in flight");
         assert_eq!(v.ownership.overlapping_jobs, 0, "w1 let go (52) before w2's claim came back (90)");
-        let overlap = v.checks.iter().find(|c| c.name == "ownership_overlap").unwrap();
+        let overlap = v.checks.iter().find(|c| c.name.name() == "ownership_overlap").unwrap();
         assert!(
             overlap.detail.contains("0 jobs had two workers")
                 && overlap.detail.contains("1 claim handed a job out over another holder's lease"),
@@ -487,7 +476,7 @@ mod tests {
         // Done as the queue counts it (as a `done` row never executed is): jobs 1 and 2.
         assert_eq!((j.completed, j.dead, j.cancelled, j.queued), (2, 1, 1, 1));
         assert_eq!(j.lost, 2, "the unexecuted completion and the job gone without a trace");
-        let lost = v.checks.iter().find(|c| c.name == "no_lost_jobs").unwrap();
+        let lost = v.checks.iter().find(|c| c.name.name() == "no_lost_jobs").unwrap();
         assert!(!lost.passed && lost.detail.contains("1 done without an execution"), "{}", lost.detail);
         assert!(lost.detail.contains("1 missing from the table"), "{}", lost.detail);
         assert_eq!(lost.examples, [2, 5], "the unexecuted completion, then the job gone without a trace");

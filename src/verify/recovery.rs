@@ -5,6 +5,7 @@
 
 use super::examples;
 use crate::collect::{Event, EventKind, FaultEvent, FaultKind};
+use crate::model::check::Check;
 use crate::model::summary::{CheckResult, Faults};
 
 fn events_of<'a>(per_job: &[&'a [Event]], job: i64) -> &'a [Event] {
@@ -25,7 +26,7 @@ pub fn cancel_check(faults: &[FaultEvent], per_job: &[&[Event]]) -> Option<Check
         return None;
     }
     Some(CheckResult {
-        name: "cancelled_jobs_not_run".into(),
+        name: Check::CancelledJobsNotRun,
         passed: bad.is_empty(),
         violations: bad.len() as u64,
         detail: format!(
