@@ -2,6 +2,7 @@
 //! (`[expect]`, `--expect`; parsed in `model::expect`). The baseline
 //! comparison is in `crate::compare`.
 
+use crate::model::check::Check;
 use crate::model::expect::Expectation;
 
 use crate::error::ExitCode;
@@ -29,7 +30,7 @@ pub fn evaluate(expectations: &[Expectation], summary: &RunSummary) -> Vec<Expec
 pub struct Judgement {
     pub passed: bool,
     /// Violated checks that no expectation names, in the summary's order.
-    pub failed_checks: Vec<String>,
+    pub failed_checks: Vec<Check>,
 }
 
 /// The rule, and its only home. A run passes when it finished (not interrupted, timed out,
@@ -45,17 +46,13 @@ pub fn judge(s: &RunSummary) -> Judgement {
 }
 
 /// The checks that fail the run: violated, and named by no expectation.
-fn failed_checks(checks: &[CheckResult], expectations: &[ExpectationResult]) -> Vec<String> {
-    checks
-        .iter()
-        .filter(|c| !c.passed && gating(&c.name, expectations).next().is_none())
-        .map(|c| c.name.clone())
-        .collect()
+fn failed_checks(checks: &[CheckResult], expectations: &[ExpectationResult]) -> Vec<Check> {
+    checks.iter().filter(|c| !c.passed && gating(c.name, expectations).next().is_none()).map(|c| c.name).collect()
 }
 
-/// The expectations that name check `name` (`checks.<name>`), which judge it instead of its default.
-pub fn gating<'a>(name: &str, expectations: &'a [ExpectationResult]) -> impl Iterator<Item = &'a ExpectationResult> {
-    expectations.iter().filter(move |e| e.name.strip_prefix("checks.") == Some(name))
+/// The expectations that name check `check` (`checks.<name>`), which judge it instead of its default.
+pub fn gating(check: Check, expectations: &[ExpectationResult]) -> impl Iterator<Item = &ExpectationResult> {
+    expectations.iter().filter(move |e| e.name.strip_prefix("checks.") == Some(check.name()))
 }
 
 /// The exit code a finished run earns.
@@ -90,8 +87,8 @@ mod tests {
         assert_eq!(r[0].actual, Some(3.0));
     }
 
-    fn check(name: &str, violations: u64) -> CheckResult {
-        CheckResult { name: name.into(), passed: violations == 0, violations, ..Default::default() }
+    fn check(name: Check, violations: u64) -> CheckResult {
+        CheckResult { name, passed: violations == 0, violations, ..Default::default() }
     }
 
     fn result(name: &str, expression: &str, passed: bool) -> ExpectationResult {
@@ -101,13 +98,13 @@ mod tests {
     #[test]
     fn a_violated_check_fails_the_run_unless_an_expectation_names_it() {
         let mut s = RunSummary {
-            checks: vec![check("exactly_once", 12), check("no_lost_jobs", 0), check("ownership_overlap", 3)],
+            checks: vec![check(Check::ExactlyOnce, 12), check(Check::NoLostJobs, 0), check(Check::OwnershipOverlap, 3)],
             expectations: vec![result("executions.duplicate", "> 0", true)],
             ..Default::default()
         };
         let j = judge(&s);
         assert!(!j.passed);
-        assert_eq!(j.failed_checks, ["exactly_once", "ownership_overlap"]);
+        assert_eq!(j.failed_checks, [Check::ExactlyOnce, Check::OwnershipOverlap]);
 
         // Named checks are judged by their expectations: the run expects the duplicates.
         s.expectations.push(result("checks.exactly_once", "> 0", true));
@@ -120,16 +117,16 @@ mod tests {
 
         // Only `checks.<name>` names a check; a metric with the check's name elsewhere does not.
         let s = RunSummary {
-            checks: vec![check("starvation", 1)],
+            checks: vec![check(Check::Starvation, 1)],
             expectations: vec![result("starvation.worst_age_s", "> 0", true)],
             ..Default::default()
         };
-        assert_eq!(judge(&s).failed_checks, ["starvation"]);
+        assert_eq!(judge(&s).failed_checks, [Check::Starvation]);
     }
 
     #[test]
     fn a_run_that_did_not_finish_fails_whatever_its_checks_say() {
-        let clean = RunSummary { checks: vec![check("exactly_once", 0)], ..Default::default() };
+        let clean = RunSummary { checks: vec![check(Check::ExactlyOnce, 0)], ..Default::default() };
         assert!(judge(&clean).passed, "no expectations and every check held");
         for s in [
             RunSummary { interrupted: true, ..clean.clone() },

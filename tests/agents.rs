@@ -222,6 +222,75 @@ fn with_nothing_to_reclaim_a_dead_agents_jobs_the_run_says_it_cannot_progress_an
     assert_eq!(db.harness_schemas(""), "");
 }
 
+/// The shipped `scenarios/agents/kill-agent.toml`: the coordinator SIGKILLs agent 2 of 3 at 2 s
+/// (`kind = "kill_agent"`). With its reaper the run passes (exit 0): agent 2 is missing, with
+/// the fault in its note, its executions recovered, the jobs it held reclaimed, nothing lost and
+/// the ledger agreeing. Its process really is gone: no agent of the run is left running.
+#[test]
+fn the_shipped_kill_agent_scenario_kills_agent_2_and_the_reaper_brings_its_jobs_back() {
+    let file = common::repo("scenarios/agents/kill-agent.toml").to_string_lossy().into_owned();
+    let run = queuebench(&["run", &file, "--spawn-agents", "3", "--quiet"]);
+    let s = run.summary();
+    assert_eq!(run.code, 0, "failed checks {:?}\n{}", s["failed_checks"], run.stderr);
+    let list = agents(&s);
+    let states: Vec<&str> = list.iter().map(|a| a["state"].as_str().unwrap()).collect();
+    assert_eq!(states, ["finished", "missing", "finished"], "{list:?}");
+    let note = list[1]["note"].as_str().unwrap();
+    assert!(note.contains("killed (SIGKILL) by faults[0] (kind = \"kill_agent\") at 2.0 s"), "{note}");
+    assert!(list[1]["recovered_executions"].as_u64().unwrap() > 0, "{}", list[1]);
+    assert_eq!(s["faults"]["by_kind"]["kill_agent"], 1);
+    assert!(s["reaper"]["reclaimed"].as_u64().unwrap() >= 1, "the jobs agent 2 held came back: {}", s["reaper"]);
+    assert_eq!(s["jobs"]["lost"], 0, "{}", s["jobs"]);
+    assert_eq!(s["jobs"]["completed"], 300);
+    assert_eq!(run.check("no_lost_jobs"), 0);
+    assert_eq!(run.check("effects_ledger_agrees"), 0);
+    assert!(!run.stderr.contains("warning: agent 2"), "a planned kill is no agent failure: {}", run.stderr);
+    let id = s["run_id"].as_str().unwrap();
+    assert!(processes_with(&["agent", "--run", id]).is_empty(), "an agent of run {id} is still running");
+    run.assert_clean();
+}
+
+/// The same file with nothing to reclaim the killed agent's jobs (`lease.reclaim = "off"`):
+/// the coordinator stops the run that cannot progress (long before its 2 min timeout) and the
+/// verdict fails (exit 1): the jobs agent 2 held are lost.
+#[test]
+fn the_kill_agent_scenario_without_a_reaper_stops_early_and_fails() {
+    let file = common::repo("scenarios/agents/kill-agent.toml").to_string_lossy().into_owned();
+    let started = Instant::now();
+    let run = queuebench(&["run", &file, "--spawn-agents", "3", "--set", "lease.reclaim=off", "--quiet"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(started.elapsed() < Duration::from_secs(90), "it stopped early: {:?}", started.elapsed());
+    let s = run.summary();
+    assert_eq!(s["timed_out"], false);
+    let note = agents(&s)[1]["note"].as_str().unwrap().to_string();
+    assert!(note.contains("kill_agent") && note.contains("the run cannot progress"), "{note}");
+    assert!(s["jobs"]["lost"].as_u64().unwrap() > 0, "{}", s["jobs"]);
+    assert!(run.check("no_lost_jobs") > 0);
+    run.assert_clean();
+}
+
+/// kill_agent signals agents this run spawned: refused (exit 2) for a local run and for agents
+/// that join with `--agents`, naming the fix; and an agent the run does not have.
+#[test]
+fn kill_agent_is_refused_without_spawned_agents() {
+    let file = common::repo("scenarios/agents/kill-agent.toml").to_string_lossy().into_owned();
+    let run = queuebench(&["run", &file]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("kill-agent.toml") && run.stderr.contains("run it with --spawn-agents N"),
+        "{}",
+        run.stderr
+    );
+    let run = queuebench(&["run", &file, "--agents", "3", "--database-url", "postgres://127.0.0.1:1/none"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("agents that join with --agents"), "{}", run.stderr);
+    assert!(run.stderr.contains("run it with --spawn-agents 3"), "{}", run.stderr);
+    let run = queuebench(&["run", &file, "--spawn-agents", "1"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("names agent 2, but the run has 1"), "{}", run.stderr);
+    run.assert_clean();
+}
+
 #[test]
 fn an_agent_that_never_arrives_is_absent_and_the_run_goes_on() {
     let db = ScratchDb::new("agentabsent");

@@ -7,7 +7,7 @@
 //! (prints the history and both answers). More histories: `CHECKERS_CASES=<n>`.
 
 use queuebench::collect::EventKind::{self, *};
-use queuebench::collect::{Arrival, Event, FaultEvent};
+use queuebench::collect::{Arrival, Event, FaultEvent, FaultKind};
 use queuebench::model::records::{FailoverRecord, JobRow, Status};
 use queuebench::verify::{Evidence, Verification, starvation, verify};
 use rand::rngs::StdRng;
@@ -151,7 +151,7 @@ fn row(id: i64, status: Status) -> JobRow {
 }
 
 fn cancel(job: i64, t_us: u64) -> FaultEvent {
-    FaultEvent { t_us, kind: "cancel", worker: None, job: Some(job) }
+    FaultEvent { t_us, kind: FaultKind::Cancel, worker: None, job: Some(job) }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -276,7 +276,7 @@ impl Numbers {
 }
 
 fn check<'a>(v: &'a Verification, name: &str) -> &'a queuebench::model::summary::CheckResult {
-    v.checks.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no check {name}: {:?}", v.checks))
+    v.checks.iter().find(|c| c.name.name() == name).unwrap_or_else(|| panic!("no check {name}: {:?}", v.checks))
 }
 
 /// What `verify` says, in the same shape.
@@ -315,8 +315,8 @@ fn observed(h: &History) -> Numbers {
         refused_unexplained: check(&v, "completions_refused_unexplained").violations,
         left_abandoned: check(&v, "jobs_left_abandoned").violations,
         stalls: check(&v, "progress").violations,
-        unrecovered_faults: v.checks.iter().find(|c| c.name == "faults_recovered").map(|c| c.violations),
-        dead_after_one_fault: v.checks.iter().find(|c| c.name == "dead_after_one_fault").map(|c| c.violations),
+        unrecovered_faults: v.checks.iter().find(|c| c.name.name() == "faults_recovered").map(|c| c.violations),
+        dead_after_one_fault: v.checks.iter().find(|c| c.name.name() == "dead_after_one_fault").map(|c| c.violations),
     }
 }
 
@@ -505,7 +505,8 @@ fn reference(h: &History) -> Numbers {
     // Lost, job by job: a done row never executed, a running row whose lease expired, and a job
     // missing from the table that nothing accounts for (missing after an accepted completion is
     // done, so lost only if never executed; after an accepted failure dead; after a cancel cancelled).
-    let cancelled: BTreeSet<i64> = h.faults.iter().filter(|f| f.kind == "cancel").filter_map(|f| f.job).collect();
+    let cancelled: BTreeSet<i64> =
+        h.faults.iter().filter(|f| f.kind.name() == "cancel").filter_map(|f| f.job).collect();
     for job in 1..=h.enqueued as i64 {
         let has = |k: EventKind| h.journal.iter().any(|e| e.job == job && e.kind == k);
         let ran = executed.contains(&job);
@@ -549,16 +550,17 @@ fn reference_liveness(h: &History, n: &mut Numbers) {
                     && x.t_us + u64::from(x.dur_us) >= mine.sent
             });
             let expired = answer + TOLERANCE_US >= mine.end;
-            let cancelled = h.faults.iter().any(|f| f.kind == "cancel" && f.job == Some(job) && f.t_us <= answer);
+            let cancelled =
+                h.faults.iter().any(|f| f.kind.name() == "cancel" && f.job == Some(job) && f.t_us <= answer);
             // A restart cuts what was open from its stop to the server's return (when known).
             let restart = |(i, &down): (usize, &u64)| match h.restarts_up.get(i) {
                 Some(&up) => down <= answer && mine.sent <= up,
                 None => (mine.sent..=answer).contains(&down),
             };
             let cut = h.faults.iter().any(|f| {
-                CUTS.contains(&f.kind)
-                    && f.kind != "postgres_restart"
-                    && (f.kind != "kill_backend" || f.worker.is_none() || f.worker == Some(w.worker))
+                CUTS.contains(&f.kind.name())
+                    && f.kind.name() != "postgres_restart"
+                    && (f.kind.name() != "kill_backend" || f.worker.is_none() || f.worker == Some(w.worker))
                     && (mine.sent..=answer).contains(&f.t_us)
             }) || h.restarts.iter().enumerate().any(restart);
             n.refused_unexplained += u64::from(!(competing || landed || expired || cancelled || cut));
@@ -580,7 +582,7 @@ fn reference_liveness(h: &History, n: &mut Numbers) {
     // Progress: the gaps between executions, cut to the stretches in which some job waited for
     // its first claim.
     let cancel_at =
-        |job: i64| h.faults.iter().filter(|f| f.kind == "cancel" && f.job == Some(job)).map(|f| f.t_us).min();
+        |job: i64| h.faults.iter().filter(|f| f.kind.name() == "cancel" && f.job == Some(job)).map(|f| f.t_us).min();
     let ready_at =
         |job: i64| h.arrivals.iter().find(|a| a.job == job).map_or(0, |a| a.sent_us + u64::from(a.enqueue_us));
     let mut waits: Vec<(u64, u64, i64)> = Vec::new();
@@ -632,7 +634,7 @@ fn reference_liveness(h: &History, n: &mut Numbers) {
     // Faults that hit a job (not a cancel): did the job come back (a completion accepted after
     // the fault, a failure of its own accepted at any time, done at the end, or dead with its
     // budget spent)? Dead after one?
-    let hits: Vec<&FaultEvent> = h.faults.iter().filter(|f| f.kind != "cancel" && f.job.is_some()).collect();
+    let hits: Vec<&FaultEvent> = h.faults.iter().filter(|f| f.kind.name() != "cancel" && f.job.is_some()).collect();
     if hits.is_empty() {
         return;
     }
@@ -704,7 +706,7 @@ fn reference_durability(h: &History) -> Lasting {
     }
     let first_restart = *h.restarts.iter().min().unwrap();
     let status = |job: i64| h.rows.iter().find(|r| r.id == job).map(|r| r.status);
-    let cancelled = |job: i64| h.faults.iter().any(|f| f.kind == "cancel" && f.job == Some(job));
+    let cancelled = |job: i64| h.faults.iter().any(|f| f.kind.name() == "cancel" && f.job == Some(job));
     let mut d = Lasting {
         tested: true,
         acknowledged_completions: 0,
@@ -782,7 +784,7 @@ fn observed_durability(h: &History) -> Lasting {
         lost_enqueues: d.lost_enqueues,
         reexecutions: d.reexecutions,
         ids_reissued: d.ids_reissued,
-        passed: v.checks.iter().find(|c| c.name == "durability").map(|c| c.passed),
+        passed: v.checks.iter().find(|c| c.name.name() == "durability").map(|c| c.passed),
     }
 }
 
@@ -1156,7 +1158,7 @@ fn a_clean_history() {
         Numbers { total: 3, distinct_jobs: 3, max_per_job: 1, accepted: 3, heartbeats_accepted: 1, ..CLEAN },
     );
     let v = verify(&h.evidence());
-    let failed: Vec<&str> = v.checks.iter().filter(|c| !c.passed).map(|c| c.name.as_str()).collect();
+    let failed: Vec<&str> = v.checks.iter().filter(|c| !c.passed).map(|c| c.name.name()).collect();
     assert!(failed.is_empty(), "{failed:?}");
 }
 
@@ -1388,7 +1390,7 @@ fn a_queue_that_stops_finishing_jobs() {
         c(5, 1, 2, 1).executed(ms(300)),
         c(5, 1, 2, 1).write(Accepted, ms(310), ms(311)),
     ];
-    let crash = |job| FaultEvent { t_us: ms(50), kind: "crash", worker: Some(job as u32), job: Some(job) };
+    let crash = |job| FaultEvent { t_us: ms(50), kind: FaultKind::Crash, worker: Some(job as u32), job: Some(job) };
     let rows = vec![
         row(1, Status::Running),
         row(2, Status::Running),
@@ -1669,14 +1671,16 @@ fn generate(seed: u64, steering: &mut Steering) -> History {
     let mut more = StdRng::seed_from_u64(seed ^ 0x11fe_11fe_11fe_11fe);
     for job in 1..=jobs {
         for _ in 0..[0, 0, 0, 1, 1, 2][more.random_range(0..6)] {
-            let kind = ["crash", "pause", "poison", "lock_hold"][more.random_range(0..4)];
+            let kind =
+                [FaultKind::Crash, FaultKind::Pause, FaultKind::Poison, FaultKind::LockHold][more.random_range(0..4)];
             let worker = Some(more.random_range(1..=workers));
             h.faults.push(FaultEvent { t_us: ms(more.random_range(0..=3_000)), kind, worker, job: Some(job) });
         }
     }
     if more.random_bool(0.25) {
-        let kind = ["kill_backend", "kill_backend", "postgres_restart", "partition"][more.random_range(0..4)];
-        let worker = (kind == "kill_backend").then(|| more.random_range(1..=workers));
+        let kind = [FaultKind::KillBackend, FaultKind::KillBackend, FaultKind::PostgresRestart, FaultKind::Partition]
+            [more.random_range(0..4)];
+        let worker = (kind == FaultKind::KillBackend).then(|| more.random_range(1..=workers));
         h.faults.push(FaultEvent { t_us: ms(more.random_range(0..=3_000)), kind, worker, job: None });
     }
     if more.random_bool(0.1) {

@@ -4,6 +4,7 @@
 
 use super::clock;
 use super::control::{self, Seen, failed};
+use super::kill;
 use super::merge::{self, Roll};
 use super::netfault::{self, Net};
 use super::spawn::Spawned;
@@ -70,26 +71,37 @@ pub async fn run(
     };
     let (follow, config) = (watch.clone(), db.worker_config());
     let network: Vec<Fault> = netfault::of(plan).cloned().collect();
-    let fired = Arc::new(Mutex::new(Vec::new()));
-    let (shaper, fired_in) = (net.clone(), fired.clone());
+    let kills: Vec<Fault> = kill::of(plan).cloned().collect();
+    let pids = spawned.as_ref().map(|s| s.pids()).unwrap_or_default();
+    let fired = Arc::new(Mutex::new((Vec::new(), Vec::new())));
+    let (shaper, fired_in, run) = (net.clone(), fired.clone(), run_id.to_string());
     let remote = move |stop: CancellationToken| -> Waiting<()> {
         Box::pin(async move {
-            let Some(net) = shaper else { return follow.follow(config, stop).await };
             // The faults end with the run's stop, or once every agent is done.
             let (start, faults_stop) = (Instant::now(), stop.child_token());
             let following = async {
                 follow.follow(config, stop).await;
                 faults_stop.cancel();
             };
-            let ((), events) = tokio::join!(following, net.inject(&network, start, &faults_stop));
-            fired_in.lock().unwrap().extend(events);
+            let shaped = async {
+                match &shaper {
+                    Some(net) => net.inject(&network, start, &faults_stop).await,
+                    None => Vec::new(),
+                }
+            };
+            let killing = kill::inject(&kills, &pids, &run, start, &faults_stop);
+            let ((), shaped, (killed_events, killed)) = tokio::join!(following, shaped, killing);
+            let mut fired = fired_in.lock().unwrap();
+            fired.0.extend(shaped.into_iter().chain(killed_events));
+            fired.1.extend(killed);
         })
     };
     let part = Part { remote: Some(Box::new(remote)), ..part };
     let output = crate::run::run_part(&super::plan_for_coordinator(plan), db, interrupt, (false, ids), part).await;
     let _ = control::done(&client).await;
+    let (events, killed) = std::mem::take(&mut *fired.lock().unwrap());
     if let Some(s) = spawned.as_mut() {
-        s.finish().await;
+        s.finish(&killed.iter().map(|k| k.agent).collect::<Vec<_>>()).await;
     }
     let mut output = output?;
     let roll = Roll {
@@ -103,7 +115,12 @@ pub async fn run(
             a.note = format!("{}; {why}", a.note);
         }
     }
-    output.faults.extend(fired.lock().unwrap().drain(..));
+    for k in &killed {
+        for a in output.agents.iter_mut().filter(|a| a.agent == k.agent) {
+            a.note = if a.note.is_empty() { k.note() } else { format!("{}; {}", k.note(), a.note) };
+        }
+    }
+    output.faults.extend(events);
     output.faults.sort_by_key(|f| f.t_us);
     drop(net);
     Ok(output)
@@ -123,8 +140,9 @@ pub fn check_plan(plan: &Plan, opts: &AgentsOptions) -> Result<()> {
         ));
     }
     if !(opts.spawn && opts.netns) {
-        check_local(plan)?;
+        check_network(plan)?;
     }
+    kill::check(plan, opts)?;
     if plan.workers.count < opts.count {
         return refuse(format!(
             "{} agents for {} workers: each agent needs at least one (lower the count or raise workers.count)",
@@ -134,9 +152,26 @@ pub fn check_plan(plan: &Plan, opts: &AgentsOptions) -> Result<()> {
     Ok(())
 }
 
+/// A plan with faults on agents needs agents: a clear error (exit 2) for a local run.
+pub fn check_local(plan: &Plan) -> Result<()> {
+    check_network(plan)?;
+    match kill::of(plan).next() {
+        None => Ok(()),
+        Some(f) => Err(Error::ScenarioFile {
+            file: plan.source.path.clone(),
+            sets: Vec::new(),
+            reason: format!(
+                "faults[{}] (kind = \"kill_agent\") SIGKILLs an agent process: run it with --spawn-agents N \
+                 (docs/agents.md)",
+                f.index
+            ),
+        }),
+    }
+}
+
 /// A plan with network faults needs agents in network namespaces: a clear error (exit 2)
 /// for a local run or agents without `--netns`.
-pub fn check_local(plan: &Plan) -> Result<()> {
+fn check_network(plan: &Plan) -> Result<()> {
     match netfault::of(plan).next() {
         None => Ok(()),
         Some(f) => Err(Error::ScenarioFile {

@@ -5,7 +5,7 @@
 
 use super::problem::BadEvidence;
 use crate::collect::spill::Record;
-use crate::collect::{Event, FaultEvent, Samples, Second, WorkerStats, history};
+use crate::collect::{Event, FaultEvent, FaultKind, Samples, Second, WorkerStats, history};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use serde::{Deserialize, Serialize};
@@ -189,8 +189,7 @@ fn counters(bytes: &[u8]) -> Result<WorkerStats, BadEvidence> {
 
 /// A fault event's kind is one of the names a history may hold.
 fn fault(f: Fault) -> Result<FaultEvent, BadEvidence> {
-    let kind =
-        history::FAULT_KINDS.iter().find(|k| **k == f.kind).ok_or_else(|| BadEvidence::UnknownFault(f.kind.clone()))?;
+    let kind = FaultKind::parse(&f.kind).ok_or_else(|| BadEvidence::UnknownFault(f.kind.clone()))?;
     Ok(FaultEvent { t_us: f.t_us, kind, worker: f.worker, job: f.job })
 }
 
@@ -222,7 +221,7 @@ mod tests {
                 token: i,
             })
             .collect();
-        let faults = vec![FaultEvent { t_us: 77, kind: "crash", worker: Some(7), job: Some(3) }];
+        let faults = vec![FaultEvent { t_us: 77, kind: FaultKind::Crash, worker: Some(7), job: Some(3) }];
         let (claim_h, work_h) = (stats.claim_latency.clone(), stats.work_latency.clone());
         let parts = encode(&journal, &mut stats, &faults);
         let back = decode(|name| parts.iter().find(|(n, _)| *n == name).unwrap().1.clone()).unwrap();

@@ -14,6 +14,7 @@ pub mod control;
 pub mod coordinator;
 pub mod evidence;
 pub mod forward;
+pub mod kill;
 pub mod member;
 pub mod merge;
 pub mod netfault;
@@ -22,8 +23,8 @@ pub mod problem;
 pub mod spawn;
 pub mod stuck;
 
+use crate::model::fault::Actor;
 use crate::scenario::Plan;
-use crate::scenario::faults::Kind;
 use std::ops::RangeInclusive;
 
 /// Respawned workers of agent k take identities from `workers + 1 + (k - 1) × IDENTITY_SPAN`.
@@ -45,7 +46,7 @@ pub fn identity_base(workers: u32, k: u32) -> u32 {
 pub fn plan_for_agent(plan: &Plan, mine: &RangeInclusive<u32>) -> Plan {
     let mut p = plan.clone();
     p.faults.retain_mut(|f| {
-        let on_workers = matches!(f.kind, Kind::Crash { .. } | Kind::Pause { .. } | Kind::KillBackend);
+        let on_workers = matches!(f.kind.kind().actor(), Actor::Worker | Actor::Injector);
         f.workers.retain(|w| mine.contains(w));
         on_workers && !f.workers.is_empty()
     });
@@ -56,12 +57,7 @@ pub fn plan_for_agent(plan: &Plan, mine: &RangeInclusive<u32>) -> Plan {
 /// restarts, failovers); the agents run those on workers.
 pub fn plan_for_coordinator(plan: &Plan) -> Plan {
     let mut p = plan.clone();
-    p.faults.retain(|f| {
-        matches!(
-            f.kind,
-            Kind::LockHold { .. } | Kind::Cancel { .. } | Kind::PostgresRestart { .. } | Kind::Failover { .. }
-        )
-    });
+    p.faults.retain(|f| matches!(f.kind.kind().actor(), Actor::Operator | Actor::Supervisor));
     p
 }
 

@@ -112,7 +112,7 @@ async fn inject(
             match apply(host, fw, effect, true).await {
                 Ok(()) => events.push(FaultEvent {
                     t_us: start.elapsed().as_micros() as u64,
-                    kind: f.kind.name(),
+                    kind: f.kind.kind(),
                     worker: None,
                     job: None,
                 }),

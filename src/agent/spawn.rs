@@ -3,7 +3,9 @@
 //! drop and when queuebench dies), gets the server's URL in its environment (never on its
 //! command line, where `ps` would show a password), and keeps the tail of its stderr for errors.
 //! Agent k joins as number k (`--index`); with `--netns` it runs in host k's namespace
-//! (`setns` before exec) and reaches the server through that host's forwarder.
+//! (`setns` before exec) and reaches the server through that host's forwarder. Their `TMPDIR`
+//! is a folder of the coordinator's, removed with it: an agent SIGKILLed mid-run (a
+//! `kill_agent` fault) leaves nothing behind.
 
 use super::forward::Forwarder;
 use super::netns::Hosts;
@@ -20,6 +22,8 @@ use tokio::process::{Child, Command};
 /// The spawned agents.
 pub struct Spawned {
     agents: Vec<(Child, Arc<Mutex<VecDeque<String>>>)>,
+    /// The agents' TMPDIR (dropped after them: `agents` is dropped first).
+    _tmp: tempfile::TempDir,
 }
 
 /// The child joins the network namespace in `file` before it execs (the fd is opened here and
@@ -51,6 +55,10 @@ impl Spawned {
         hosts: Option<(&Hosts, &[Forwarder])>,
     ) -> Result<Spawned> {
         let exe = std::env::current_exe().map_err(|e| Error::machine("finding queuebench's own binary", e))?;
+        let tmp = tempfile::Builder::new()
+            .prefix("queuebench-agents-")
+            .tempdir()
+            .map_err(|e| Error::machine("creating the agents' TMPDIR", e))?;
         let mut agents = Vec::new();
         for k in 1..=opts.count {
             let mut cmd = Command::new(&exe);
@@ -72,6 +80,7 @@ impl Spawned {
                 .arg("--wait")
                 .arg(format!("{}s", opts.wait.as_secs().max(1)))
                 .env("DATABASE_URL", &url)
+                .env("TMPDIR", tmp.path())
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped());
@@ -81,7 +90,12 @@ impl Spawned {
             keep_tail(child.stderr.take(), tail.clone());
             agents.push((child, tail));
         }
-        Ok(Spawned { agents })
+        Ok(Spawned { agents, _tmp: tmp })
+    }
+
+    /// Each agent's process id, agent k's at `k - 1` (None once it was waited for).
+    pub fn pids(&self) -> Vec<Option<u32>> {
+        self.agents.iter().map(|(c, _)| c.id()).collect()
     }
 
     /// Has every spawned agent exited?
@@ -102,9 +116,13 @@ impl Spawned {
     }
 
     /// Waits up to `EXIT_GRACE` for every agent to exit, then kills the rest; warns about an
-    /// agent that failed, with its last lines.
-    pub async fn finish(&mut self) {
+    /// agent that failed, with its last lines (not about those a `kill_agent` fault killed).
+    pub async fn finish(&mut self, killed: &[u32]) {
         for (k, (child, tail)) in self.agents.iter_mut().enumerate() {
+            if killed.contains(&(k as u32 + 1)) {
+                let _ = child.wait().await;
+                continue;
+            }
             let status = match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
                 Ok(Ok(status)) => Some(status),
                 _ => {

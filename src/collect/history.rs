@@ -8,7 +8,7 @@
 //!
 //! The final table state the checkers read goes beside it (`final_state.csv.gz`).
 
-use super::{Arrival, Event, EventKind, FaultEvent};
+use super::{Arrival, Event, EventKind, FaultEvent, FaultKind};
 use crate::files::Kind;
 use crate::model::records::{JobRow, Status};
 use flate2::Compression;
@@ -19,8 +19,6 @@ use std::io::{Read, Write};
 /// The history's columns, in order (schema/history.schema.json describes each).
 pub const COLUMNS: [&str; 10] =
     ["t_us", "event", "worker", "job", "attempt", "claim", "dur_us", "token", "class", "detail"];
-
-pub use crate::model::metrics::FAULT_KINDS;
 
 /// A history or final-state file that is not what queuebench writes: which row, and why.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -112,7 +110,7 @@ pub fn write(journal: &[Event], arrivals: &[Arrival], faults: &[FaultEvent], cla
                 empty(),
                 empty(),
                 empty(),
-                f.kind.into(),
+                f.kind.name().into(),
             ],
         };
         let _ = w.write_record(&record);
@@ -181,8 +179,7 @@ fn row(rec: &csv::StringRecord, classes: &[String], h: &mut History) -> Result<(
             });
         }
         "fault" => {
-            let kind =
-                FAULT_KINDS.iter().find(|k| **k == field(9)).ok_or_else(|| format!("unknown fault `{}`", field(9)))?;
+            let kind = FaultKind::parse(field(9)).ok_or_else(|| format!("unknown fault `{}`", field(9)))?;
             let worker = opt(field(2), "worker")?.map(|w| w as u32);
             h.faults.push(FaultEvent { t_us, kind, worker, job: opt(field(3), "job")? });
         }
@@ -275,8 +272,8 @@ mod tests {
         journal.sort_unstable_by_key(Event::order);
         let arrivals = vec![Arrival { job: 7, class: 1, intended_us: 5, sent_us: 6, enqueue_us: 900 }];
         let faults = vec![
-            FaultEvent { t_us: 12, kind: "crash", worker: Some(3), job: Some(7) },
-            FaultEvent { t_us: 13, kind: "postgres_restart", worker: None, job: None },
+            FaultEvent { t_us: 12, kind: FaultKind::Crash, worker: Some(3), job: Some(7) },
+            FaultEvent { t_us: 13, kind: FaultKind::PostgresRestart, worker: None, job: None },
         ];
         let gz = write(&journal, &arrivals, &faults, &classes);
         let back = read(&gz, &classes).unwrap();

@@ -8,6 +8,7 @@ pub mod phases;
 pub mod spill;
 pub mod waits;
 
+pub use crate::model::fault::FaultKind;
 use hdrhistogram::Histogram;
 use spill::{Record, Spill};
 use std::collections::BTreeMap;
@@ -109,7 +110,7 @@ pub struct Event {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FaultEvent {
     pub t_us: u64,
-    pub kind: &'static str,
+    pub kind: FaultKind,
     pub worker: Option<u32>,
     /// The job in the worker's hands, for faults that hit one.
     pub job: Option<i64>,

@@ -72,7 +72,7 @@ pub fn recheck(dir: &Path) -> Result<(RunSummary, RunSummary)> {
 /// The same checks (names, verdicts, counts, examples) and the same verdict.
 pub fn same_verdicts(a: &RunSummary, b: &RunSummary) -> bool {
     let key = |s: &RunSummary| {
-        s.checks.iter().map(|c| (c.name.clone(), c.passed, c.violations, c.examples.clone())).collect::<Vec<_>>()
+        s.checks.iter().map(|c| (c.name, c.passed, c.violations, c.examples.clone())).collect::<Vec<_>>()
     };
     key(a) == key(b) && a.passed == b.passed && a.failed_checks == b.failed_checks
 }

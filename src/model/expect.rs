@@ -254,6 +254,13 @@ mod tests {
     use super::*;
     use crate::model::summary::RunSummary;
 
+    #[test]
+    fn the_live_check_metrics_name_checks() {
+        for m in LIVE_METRICS.iter().filter_map(|m| m.strip_prefix("checks.")) {
+            assert!(crate::model::check::Check::parse(m).is_some(), "checks.{m} names no check");
+        }
+    }
+
     fn names() -> Vec<String> {
         RunSummary::metric_names(&["low", "high"], &[], &["steady", "overload"])
     }

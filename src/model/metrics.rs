@@ -2,44 +2,10 @@
 //! `checks.<name>` (a checker's violation count). Expectations, baselines and CSV columns
 //! all name metrics this way.
 
+use super::check::Check;
+use super::fault::FaultKind;
 use super::summary::*;
 use std::collections::BTreeMap;
-
-/// The checks every run reports; `checks.<name>` is its violation count.
-/// The fault kinds a run records (FaultEvent's `kind`, a history's fault rows, the keys of
-/// `faults.by_kind`).
-pub const FAULT_KINDS: [&str; 12] = [
-    "crash",
-    "pause",
-    "kill_backend",
-    "lock_hold",
-    "poison",
-    "cancel",
-    "postgres_restart",
-    "failover",
-    "exit",
-    "partition",
-    "latency",
-    "loss",
-];
-
-pub const CHECK_NAMES: [&str; 15] = [
-    "vacuum_caught_up",
-    "exactly_once",
-    "no_lost_jobs",
-    "stale_completions_accepted",
-    "ownership_overlap",
-    "attempts_within_budget",
-    "completions_refused_unexplained",
-    "jobs_left_abandoned",
-    "progress",
-    "faults_recovered",
-    "dead_after_one_fault",
-    "cancelled_jobs_not_run",
-    "effects_ledger_agrees",
-    "starvation",
-    "durability",
-];
 
 impl RunSummary {
     /// Every numeric field by dotted path, plus `checks.<name>` (violations). The percentiles of a
@@ -87,10 +53,10 @@ impl RunSummary {
         s.effects.table_rows = Some(0);
         s.wakeup.rolled_back_notify_delivered = Some(0);
         s.wakeup.committed_notify_delivered = Some(0);
-        for k in FAULT_KINDS {
-            s.faults.by_kind.insert(k.into(), 0);
+        for k in FaultKind::ALL {
+            s.faults.by_kind.insert(k, 0);
         }
-        s.checks = CHECK_NAMES.iter().map(|n| CheckResult { name: n.to_string(), ..Default::default() }).collect();
+        s.checks = Check::ALL.iter().map(|&name| CheckResult { name, ..Default::default() }).collect();
         s.metric_paths()
     }
 }

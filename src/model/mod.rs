@@ -3,18 +3,22 @@
 //!
 //! - `summary`: `RunSummary`, the one model every exporter reads;
 //! - `metrics`: its metric names (dotted paths, `checks.<name>`);
+//! - `check`: the checks (`Check`: every checker's name, `ALL`);
 //! - `expect`: expectations (`[expect]`, `--expect`), their selectors, and the live values
 //!   abort-on-fail judges while the run goes;
 //! - `tolerance`: how much worse than a baseline a metric may get;
 //! - `records`: what the run produces for later stages (final job rows, samples, spans);
 //! - `evidence`: what the checkers read besides the history, saved as `evidence.json`;
 //! - `protocol`: the lease protocol's choices (mode, fencing, reclaim);
+//! - `fault`: the fault kinds (`FaultKind`: names, who carries each out);
 //! - `pooler`: a connection pooler's mode and size (`[postgres.pgbouncer]`);
 //! - `words`: counted nouns (`1 job`, `2 jobs`).
 //! - `fingerprint`: what makes two runs comparable (scenario, run shape, machine, server).
 
+pub mod check;
 pub mod evidence;
 pub mod expect;
+pub mod fault;
 pub mod fingerprint;
 pub mod metrics;
 pub mod pooler;

@@ -84,7 +84,7 @@ pub struct RunSummary {
     pub passed: bool,
     /// The violated checks that no expectation names (`checks.<name>`): the checks that failed
     /// the run. Empty when every check held or the scenario's expectations judge them.
-    pub failed_checks: Vec<String>,
+    pub failed_checks: Vec<super::check::Check>,
     /// Files of the run folder that could not be written (`file: reason`); empty when all were.
     /// summary.json is written first, so the verdict survives a full disk.
     pub not_written: Vec<String>,
@@ -265,8 +265,8 @@ pub struct Ownership {
 #[serde(default)]
 pub struct Faults {
     pub injected: u64,
-    /// crash, pause, kill_backend, lock_hold, poison, cancel
-    pub by_kind: BTreeMap<String, u64>,
+    /// Faults fired, by kind (every kind, 0 for those that did not fire).
+    pub by_kind: BTreeMap<super::fault::FaultKind, u64>,
     /// Faults that hit a job whose next accepted completion came later.
     pub recovered: u64,
     /// Faults that hit a job never completed afterwards (it may be dead).
@@ -625,7 +625,7 @@ pub struct Percentiles {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct CheckResult {
-    pub name: String,
+    pub name: super::check::Check,
     pub passed: bool,
     /// How many jobs or events break the invariant (0 when it holds).
     pub violations: u64,

@@ -7,6 +7,7 @@
 use super::charts::{self, BarChart, Chart};
 use super::html::{escape, figures, page};
 use crate::error::Result;
+use crate::model::fault::FaultKind;
 use crate::model::summary::RunSummary;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -19,15 +20,15 @@ pub fn client_of(s: &RunSummary) -> Option<&str> {
 
 /// A client run's kind: from its faults when any fired, else the scenario name's suffix.
 pub fn kind_of(s: &RunSummary) -> &'static str {
-    let fired = |k: &str| s.faults.by_kind.get(k).copied().unwrap_or(0) > 0;
+    let fired = |k: FaultKind| s.faults.by_kind.get(&k).copied().unwrap_or(0) > 0;
     let named = |k: &str| s.scenario.ends_with(&format!("-{k}"));
     if named("throughput") {
         "throughput"
-    } else if fired("crash") || named("crash") {
+    } else if fired(FaultKind::Crash) || named("crash") {
         "crash"
-    } else if fired("kill_backend") || named("kill-backend") {
+    } else if fired(FaultKind::KillBackend) || named("kill-backend") {
         "kill-backend"
-    } else if fired("pause") || named("pause") {
+    } else if fired(FaultKind::Pause) || named("pause") {
         "pause"
     } else {
         "contention"
@@ -319,7 +320,7 @@ mod tests {
     #[test]
     fn one_row_per_client_with_kinds_grouped() {
         let mut crash = run("pg-boss-crash", "pg-boss");
-        crash.0.faults.by_kind.insert("crash".into(), 1);
+        crash.0.faults.by_kind.insert(FaultKind::Crash, 1);
         crash.0.faults.unrecovered = 1;
         // It recovered from another fault in 2 ms: the loss shows, not the time.
         crash.0.faults.recovered = 1;

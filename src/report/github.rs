@@ -34,7 +34,7 @@ pub fn markdown(runs: &[&RunSummary], comparison: Option<&Comparison>) -> String
             out.push_str(&format!("- run {}: **aborted** by `{a}`\n", i + 1));
         }
         for name in &r.failed_checks {
-            let detail = r.checks.iter().find(|c| &c.name == name).map_or("", |c| c.detail.as_str());
+            let detail = r.checks.iter().find(|c| c.name == *name).map_or("", |c| c.detail.as_str());
             out.push_str(&format!(
                 "- run {}: check `{name}` **FAILED**: {detail} (name `checks.{name}` in `[expect]` if the scenario expects it)\n",
                 i + 1
@@ -99,7 +99,7 @@ pub fn annotations(runs: &[&RunSummary], comparison: Option<&Comparison>) -> Vec
             out.push(format!("::error title={title}::expectation {} {} failed: actual {actual}", e.name, e.expression));
         }
         for name in &r.failed_checks {
-            out.push(format!("::error title={title}::{}", super::terminal::check_failure(r, name)));
+            out.push(format!("::error title={title}::{}", super::terminal::check_failure(r, *name)));
         }
     }
     if let Some(c) = comparison {
@@ -128,6 +128,7 @@ pub fn annotations(runs: &[&RunSummary], comparison: Option<&Comparison>) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::check::Check;
     use crate::model::summary::{CheckResult, ExpectationResult};
 
     #[test]
@@ -160,14 +161,14 @@ mod tests {
         let mut s = RunSummary { scenario: "smoke".into(), strategy: "naive".into(), workers: 4, ..Default::default() };
         s.checks = vec![
             CheckResult {
-                name: "exactly_once".into(),
+                name: Check::ExactlyOnce,
                 passed: false,
                 violations: 12,
                 detail: "12 of 40 executed jobs ran more than once".into(),
                 examples: vec![4],
             },
             CheckResult {
-                name: "ownership_overlap".into(),
+                name: Check::OwnershipOverlap,
                 passed: false,
                 violations: 2,
                 detail: "2 jobs had two workers".into(),
@@ -181,7 +182,7 @@ mod tests {
             actual: Some(2.0),
             passed: true,
         }];
-        s.failed_checks = vec!["exactly_once".into()];
+        s.failed_checks = vec![Check::ExactlyOnce];
         let md = markdown(&[&s], None);
         assert!(md.starts_with("### queuebench: `smoke` ❌ FAILED"), "{md}");
         assert!(

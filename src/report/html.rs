@@ -147,7 +147,7 @@ fn checks(o: &mut String, s: &RunSummary) {
             o,
             "<tr><td>{}</td><td>{}</td><td class=n>{}</td><td>{}</td><td>{}</td></tr>",
             verdict(c.passed),
-            escape(&c.name),
+            escape(c.name.name()),
             c.violations,
             escape(&c.detail),
             ex.join(", ")

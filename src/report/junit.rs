@@ -57,7 +57,7 @@ fn run_suite(label: &str, s: &RunSummary) -> TestSuite {
     for c in &s.checks {
         let examples = if c.examples.is_empty() { String::new() } else { format!("; example jobs {:?}", c.examples) };
         let text = format!("{}: {} violation(s): {}{examples}", c.name, c.violations, c.detail);
-        let named: Vec<_> = gate::gating(&c.name, &s.expectations).collect();
+        let named: Vec<_> = gate::gating(c.name, &s.expectations).collect();
         let status = if named.is_empty() {
             if c.passed {
                 TestCaseStatus::success()
@@ -107,6 +107,7 @@ pub fn junit(runs: &[(String, &RunSummary)], comparison: Option<&Comparison>) ->
 mod tests {
     use super::*;
     use crate::compare::{Tolerances, compare};
+    use crate::model::check::Check;
     use crate::model::summary::{CheckResult, ExpectationResult};
 
     fn summary() -> RunSummary {
@@ -122,13 +123,13 @@ mod tests {
         ];
         s.checks = vec![
             CheckResult {
-                name: "exactly_once".into(),
+                name: Check::ExactlyOnce,
                 passed: false,
                 violations: 12,
                 detail: "12 jobs ran twice".into(),
                 examples: vec![4, 9],
             },
-            CheckResult { name: "no_lost_jobs".into(), passed: true, ..Default::default() },
+            CheckResult { name: Check::NoLostJobs, passed: true, ..Default::default() },
         ];
         s
     }
@@ -218,7 +219,7 @@ mod tests {
         assert!(all.iter().any(|(n, _)| n == "check exactly_once"));
 
         // The same expectation on a run without duplicates: the check held, but not as expected.
-        s.checks[0] = CheckResult { name: "exactly_once".into(), passed: true, ..Default::default() };
+        s.checks[0] = CheckResult { name: Check::ExactlyOnce, passed: true, ..Default::default() };
         s.expectations[0].actual = Some(0.0);
         s.expectations[0].passed = false;
         let all = cases(&junit(&[("smoke".into(), &s)], None));

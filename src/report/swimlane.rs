@@ -44,7 +44,7 @@ pub fn swimlanes(checks: &[CheckResult], src: &Source) -> Vec<Swimlane> {
     for c in checks.iter().filter(|c| !c.passed) {
         for job in c.examples.iter().take(PER_CHECK) {
             if !wanted.iter().any(|(_, j)| j == job) {
-                wanted.push((c.name.clone(), *job));
+                wanted.push((c.name.to_string(), *job));
             }
         }
     }
@@ -311,6 +311,7 @@ fn legend(o: &mut String, y: f64) {
 mod tests {
     use super::*;
     use crate::collect::EventKind::*;
+    use crate::model::check::Check;
 
     fn ev(t_us: u64, job: i64, worker: u32, claim: u32, kind: EventKind) -> Event {
         Event { t_us, job, attempt: 1, worker, claim, kind, dur_us: 100, token: 0 }
@@ -328,13 +329,13 @@ mod tests {
             ev(500, 8, 3, 1, Claimed),
         ];
         let failed = CheckResult {
-            name: "exactly_once".into(),
+            name: Check::ExactlyOnce,
             passed: false,
             violations: 1,
             detail: String::new(),
             examples: vec![7],
         };
-        let passed = CheckResult { name: "no_lost_jobs".into(), passed: true, examples: vec![8], ..failed.clone() };
+        let passed = CheckResult { name: Check::NoLostJobs, passed: true, examples: vec![8], ..failed.clone() };
         let src = Source {
             journal: &journal,
             faults: &[],

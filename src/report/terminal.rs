@@ -1,5 +1,6 @@
 //! The summary a person reads at the end of a run.
 
+use crate::model::check::Check;
 use crate::model::summary::{PhaseNumbers, RunSummary};
 use crate::model::words::{count, count_as};
 use std::fmt::Write;
@@ -77,14 +78,14 @@ pub fn failures(s: &RunSummary) -> Vec<String> {
         let actual = e.actual.map_or("missing".into(), |a| format!("{a}"));
         format!("expect {} {} (actual {actual})", e.name, e.expression)
     });
-    let checks = s.failed_checks.iter().map(|name| check_failure(s, name));
+    let checks = s.failed_checks.iter().map(|&name| check_failure(s, name));
     let aborted = s.aborted_by.iter().map(|a| format!("aborted by {a}"));
     partial.into_iter().chain(aborted).chain(stopped).chain(expects).chain(checks).collect()
 }
 
 /// `check exactly_once failed: <detail> (name "checks.exactly_once" in [expect] if the scenario
 /// expects it)`.
-pub fn check_failure(s: &RunSummary, name: &str) -> String {
+pub fn check_failure(s: &RunSummary, name: Check) -> String {
     let detail = s.checks.iter().find(|c| c.name == name).map_or(String::new(), |c| c.detail.clone());
     format!("check {name} failed: {detail} (name \"checks.{name}\" in [expect] if the scenario expects it)")
 }
@@ -436,14 +437,14 @@ mod tests {
     fn quiet_failure_lines_name_the_checks_that_failed_the_run() {
         let checks = vec![
             CheckResult {
-                name: "exactly_once".into(),
+                name: Check::ExactlyOnce,
                 passed: false,
                 violations: 3,
                 detail: "3 ran twice".into(),
                 ..Default::default()
             },
             CheckResult {
-                name: "ownership_overlap".into(),
+                name: Check::OwnershipOverlap,
                 passed: false,
                 violations: 1,
                 detail: "1 job".into(),
@@ -456,8 +457,7 @@ mod tests {
             actual: Some(1.0),
             passed: true,
         }];
-        let mut s =
-            RunSummary { checks, expectations, failed_checks: vec!["exactly_once".into()], ..Default::default() };
+        let mut s = RunSummary { checks, expectations, failed_checks: vec![Check::ExactlyOnce], ..Default::default() };
         assert_eq!(
             failures(&s),
             [

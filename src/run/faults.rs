@@ -6,6 +6,7 @@
 use super::values::{Claimed, Values};
 use crate::adapter::keys::{Interner, Key};
 use crate::collect::FaultEvent;
+use crate::collect::FaultKind;
 use crate::db::Endpoint;
 use crate::db::ephemeral::{Postmaster, Servers};
 use crate::model::records::{FailoverRecord, Status};
@@ -177,7 +178,7 @@ async fn one(
                     let up_us = (f.up_us != u64::MAX).then_some(f.up_us);
                     state.restarts.lock().unwrap().push(Restart { down_us: f.down_us, up_us });
                     state.failovers.lock().unwrap().push(f);
-                    events.push(FaultEvent { t_us: f.down_us, kind: "failover", worker: None, job: None });
+                    events.push(FaultEvent { t_us: f.down_us, kind: FaultKind::Failover, worker: None, job: None });
                 }
                 return events;
             }
@@ -185,7 +186,7 @@ async fn one(
                 for &slot in &f.workers {
                     state.pause(slot, *duration);
                 }
-                events.push(FaultEvent { t_us: state.now_us(), kind: "pause", worker: None, job: None });
+                events.push(FaultEvent { t_us: state.now_us(), kind: FaultKind::Pause, worker: None, job: None });
             }
             _ => match side.client().await {
                 Some((admin, _)) => events.extend(on_database(plan, state, f, admin, &mut rng, stop).await),
@@ -217,19 +218,19 @@ async fn on_database(
             let slot = f.workers[rng.random_range(0..f.workers.len())];
             let pid = state.pids[slot as usize].load(Ordering::Relaxed);
             if pid != 0 && admin.execute("SELECT pg_terminate_backend($1)", &[&pid]).await.is_ok() {
-                events.push(FaultEvent { t_us, kind: "kill_backend", worker: Some(slot), job: None });
+                events.push(FaultEvent { t_us, kind: FaultKind::KillBackend, worker: Some(slot), job: None });
             }
         }
         Kind::LockHold { duration, rows } => {
             if let Some(job) = hold_locks(admin, &plan.adapter.table, *rows, *duration, stop).await {
-                events.push(FaultEvent { t_us, kind: "lock_hold", worker: None, job });
+                events.push(FaultEvent { t_us, kind: FaultKind::LockHold, worker: None, job });
             }
         }
         Kind::Cancel { rows } => {
             for id in cancel_candidates(plan, state, admin, *rows).await {
                 let t_us = state.now_us();
                 if cancel(plan, &state.ids, admin, id).await {
-                    events.push(FaultEvent { t_us, kind: "cancel", worker: None, job: Some(id) });
+                    events.push(FaultEvent { t_us, kind: FaultKind::Cancel, worker: None, job: Some(id) });
                 }
             }
         }
@@ -237,7 +238,8 @@ async fn on_database(
         | Kind::Pause { .. }
         | Kind::PostgresRestart { .. }
         | Kind::Failover { .. }
-        | Kind::Network { .. } => {}
+        | Kind::Network { .. }
+        | Kind::KillAgent => {}
     }
     events
 }
@@ -290,7 +292,7 @@ async fn restart(
         eprintln!("warning: postgres_restart: {e}");
         return Vec::new();
     }
-    let events = vec![FaultEvent { t_us, kind: "postgres_restart", worker: None, job: None }];
+    let events = vec![FaultEvent { t_us, kind: FaultKind::PostgresRestart, worker: None, job: None }];
     let slot = {
         let mut r = state.restarts.lock().unwrap();
         r.push(Restart { down_us: t_us, up_us: None });

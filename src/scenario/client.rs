@@ -10,6 +10,7 @@ use super::load::Source;
 use super::raw::{RawFault, RawScenario};
 use super::units::parse_duration;
 use crate::error::{Invalid, Result};
+use crate::model::fault::FaultKind;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -74,12 +75,19 @@ pub enum ClientFaultKind {
 }
 
 impl ClientFaultKind {
-    pub fn name(&self) -> &'static str {
+    /// The kinds a process client takes.
+    pub const KINDS: [FaultKind; 3] = [FaultKind::Crash, FaultKind::Pause, FaultKind::KillBackend];
+
+    pub fn kind(&self) -> FaultKind {
         match self {
-            ClientFaultKind::Crash { .. } => "crash",
-            ClientFaultKind::Pause { .. } => "pause",
-            ClientFaultKind::KillBackend => "kill_backend",
+            ClientFaultKind::Crash { .. } => FaultKind::Crash,
+            ClientFaultKind::Pause { .. } => FaultKind::Pause,
+            ClientFaultKind::KillBackend => FaultKind::KillBackend,
         }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.kind().name()
     }
 }
 
@@ -249,20 +257,30 @@ fn fault(f: &RawFault, workers: u32) -> std::result::Result<ClientFault, Invalid
                     point are for SQL workers)"
             .into());
     }
-    let kind = match f.kind.as_str() {
-        "crash" => ClientFaultKind::Crash {
+    let accepted = || ClientFaultKind::KINDS.map(FaultKind::name).join(", ");
+    let refused = |why: &str| Err(format!("kind `{}` {why}; accepted: {}", f.kind, accepted()).into());
+    let kind = match FaultKind::parse(&f.kind) {
+        Some(FaultKind::Crash) => ClientFaultKind::Crash {
             restart_after: duration(&f.respawn_after, "respawn_after")?.unwrap_or(Duration::from_millis(500)),
         },
-        "pause" => ClientFaultKind::Pause {
+        Some(FaultKind::Pause) => ClientFaultKind::Pause {
             duration: duration(&f.duration, "duration")?
                 .ok_or(Invalid::new("a pause needs `duration`, e.g. \"2s\""))?,
         },
-        "kill_backend" => ClientFaultKind::KillBackend,
-        other => {
-            return Err(
-                format!("kind `{other}` does not apply to a process; accepted: crash, pause, kill_backend").into()
-            );
-        }
+        Some(FaultKind::KillBackend) => ClientFaultKind::KillBackend,
+        Some(
+            FaultKind::LockHold
+            | FaultKind::Poison
+            | FaultKind::Cancel
+            | FaultKind::PostgresRestart
+            | FaultKind::Failover
+            | FaultKind::Exit
+            | FaultKind::Partition
+            | FaultKind::Latency
+            | FaultKind::Loss
+            | FaultKind::KillAgent,
+        ) => return refused("does not apply to a process"),
+        None => return refused("is not a fault kind"),
     };
     let interval = duration(&f.interval, "interval")?;
     if interval.is_some_and(|d| d < Duration::from_millis(100)) {

@@ -5,6 +5,7 @@
 use super::raw::{RawFault, RawGroup, RawJobType};
 use super::units::parse_duration;
 use crate::error::Invalid;
+use crate::model::fault::FaultKind;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -55,6 +56,9 @@ pub enum Kind {
     /// The network between agents and the server (docs/agents.md), for `duration`: run by the
     /// coordinator on the agents' network namespaces (`--spawn-agents N --netns`).
     Network { effect: NetEffect, duration: Duration },
+    /// The coordinator SIGKILLs the agents named (`agents`), processes it spawned
+    /// (`--spawn-agents N`): a host dying mid-run, with no goodbye and no upload.
+    KillAgent,
 }
 
 /// What a network fault does to the path between an agent and the server.
@@ -70,19 +74,24 @@ pub enum NetEffect {
 }
 
 impl Kind {
-    pub fn name(&self) -> &'static str {
+    pub fn kind(&self) -> FaultKind {
         match self {
-            Kind::Crash { .. } => "crash",
-            Kind::Pause { .. } => "pause",
-            Kind::KillBackend => "kill_backend",
-            Kind::LockHold { .. } => "lock_hold",
-            Kind::Cancel { .. } => "cancel",
-            Kind::PostgresRestart { .. } => "postgres_restart",
-            Kind::Failover { .. } => "failover",
-            Kind::Network { effect: NetEffect::Partition, .. } => "partition",
-            Kind::Network { effect: NetEffect::Latency { .. }, .. } => "latency",
-            Kind::Network { effect: NetEffect::Loss { .. }, .. } => "loss",
+            Kind::Crash { .. } => FaultKind::Crash,
+            Kind::Pause { .. } => FaultKind::Pause,
+            Kind::KillBackend => FaultKind::KillBackend,
+            Kind::LockHold { .. } => FaultKind::LockHold,
+            Kind::Cancel { .. } => FaultKind::Cancel,
+            Kind::PostgresRestart { .. } => FaultKind::PostgresRestart,
+            Kind::Failover { .. } => FaultKind::Failover,
+            Kind::Network { effect: NetEffect::Partition, .. } => FaultKind::Partition,
+            Kind::Network { effect: NetEffect::Latency { .. }, .. } => FaultKind::Latency,
+            Kind::Network { effect: NetEffect::Loss { .. }, .. } => FaultKind::Loss,
+            Kind::KillAgent => FaultKind::KillAgent,
         }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.kind().name()
     }
 }
 
@@ -204,13 +213,22 @@ pub fn fault(i: usize, f: &RawFault, groups: &[(String, Vec<u32>)], workers: u32
         other => other.map(|n| n as u64),
     };
     let network = matches!(kind, Kind::Network { .. });
-    if f.agents.is_some() && !network {
-        return Err(Invalid::new("agents applies only to the network kinds (partition, latency, loss)"));
+    if f.agents.is_some() && !kind.kind().on_agents() {
+        return Err(Invalid::new(format!(
+            "agents applies only to the kinds that act on agents ({})",
+            FaultKind::on_agents_list()
+        )));
     }
     if network && f.workers.is_some() {
         return Err(Invalid::new(
             "a network fault hits agents, not workers: give agents = [1, 2] (default: every agent)",
         ));
+    }
+    if kind == Kind::KillAgent && f.agents.is_none() {
+        return Err(Invalid::new("kind = \"kill_agent\" needs agents: the agents to kill, e.g. agents = [2]"));
+    }
+    if kind == Kind::KillAgent && f.workers.is_some() {
+        return Err(Invalid::new("kill_agent kills agents, not workers: give agents = [2]"));
     }
     let agents = match &f.agents {
         Some(list) if list.is_empty() || list.iter().any(|&k| k < 1) => {
@@ -224,7 +242,7 @@ pub fn fault(i: usize, f: &RawFault, groups: &[(String, Vec<u32>)], workers: u32
 
 /// A network fault: `partition`, `latency` (delay, jitter) or `loss` (percent), once at a
 /// time for a duration.
-fn network(f: &RawFault, length: Option<Duration>) -> Result<Kind, Invalid> {
+fn network(f: &RawFault, named: FaultKind, length: Option<Duration>) -> Result<Kind, Invalid> {
     let span = length.ok_or_else(|| Invalid::new(format!("kind = \"{}\" needs duration", f.kind)))?;
     let stray = |key: &str, present: bool| match present {
         true => Err(Invalid::new(format!(
@@ -233,9 +251,9 @@ fn network(f: &RawFault, length: Option<Duration>) -> Result<Kind, Invalid> {
         ))),
         false => Ok(()),
     };
-    let effect = match f.kind.as_str() {
-        "partition" => NetEffect::Partition,
-        "latency" => NetEffect::Latency {
+    let effect = match named {
+        FaultKind::Partition => NetEffect::Partition,
+        FaultKind::Latency => NetEffect::Latency {
             delay: duration(&f.delay, "delay")?.ok_or_else(|| Invalid::new("kind = \"latency\" needs delay"))?,
             jitter: duration(&f.jitter, "jitter")?.unwrap_or(Duration::ZERO),
         },
@@ -290,9 +308,12 @@ fn kind(f: &RawFault, trigger: Trigger) -> Result<Kind, Invalid> {
         what.ok_or_else(|| Invalid::new(format!("kind = \"{}\" needs {key}", f.kind)))
     };
     let refuse = |why: &str| Err(Invalid::new(why));
-    Ok(match f.kind.as_str() {
-        "crash" if !per_job => return refuse("a crash fires per job: give probability or every, and a point"),
-        "crash" => Kind::Crash {
+    let Some(named) = FaultKind::parse(&f.kind) else {
+        return Err(Invalid::new(format!("unknown kind `{}`; accepted: {}", f.kind, FaultKind::accepted())));
+    };
+    Ok(match named {
+        FaultKind::Crash if !per_job => return refuse("a crash fires per job: give probability or every, and a point"),
+        FaultKind::Crash => Kind::Crash {
             point: point.ok_or_else(|| Invalid::new("kind = \"crash\" needs a point"))?,
             respawn_after: duration(&f.respawn_after, "respawn_after")?.unwrap_or(Duration::from_millis(100)),
             new_identity: match f.identity.as_deref().unwrap_or("same") {
@@ -301,21 +322,21 @@ fn kind(f: &RawFault, trigger: Trigger) -> Result<Kind, Invalid> {
                 other => return Err(Invalid::new(format!("identity `{other}`; accepted: same, new"))),
             },
         },
-        "pause" if per_job != point.is_some() => {
+        FaultKind::Pause if per_job != point.is_some() => {
             return refuse("a pause fires either per job at a point (probability/every + point) or at a time (at)");
         }
-        "pause" => Kind::Pause { point, duration: need(length, "duration")? },
-        "kill_backend" if per_job => return refuse("kill_backend fires at a time (at) or a rate (rate)"),
-        "kill_backend" => Kind::KillBackend,
-        "lock_hold" if !once => return refuse("lock_hold fires once at a time (at)"),
-        "lock_hold" => Kind::LockHold { duration: need(length, "duration")?, rows: f.rows },
-        "cancel" if !once => return refuse("cancel fires once at a time (at)"),
-        "cancel" => match f.rows {
+        FaultKind::Pause => Kind::Pause { point, duration: need(length, "duration")? },
+        FaultKind::KillBackend if per_job => return refuse("kill_backend fires at a time (at) or a rate (rate)"),
+        FaultKind::KillBackend => Kind::KillBackend,
+        FaultKind::LockHold if !once => return refuse("lock_hold fires once at a time (at)"),
+        FaultKind::LockHold => Kind::LockHold { duration: need(length, "duration")?, rows: f.rows },
+        FaultKind::Cancel if !once => return refuse("cancel fires once at a time (at)"),
+        FaultKind::Cancel => match f.rows {
             Some(n) if n <= 0 => return refuse("rows must be at least 1"),
             n => Kind::Cancel { rows: n.unwrap_or(1) },
         },
-        "postgres_restart" if !once => return refuse("postgres_restart fires once at a time (at)"),
-        "postgres_restart" => Kind::PostgresRestart {
+        FaultKind::PostgresRestart if !once => return refuse("postgres_restart fires once at a time (at)"),
+        FaultKind::PostgresRestart => Kind::PostgresRestart {
             immediate: match f.mode.as_deref().unwrap_or("immediate") {
                 "immediate" => true,
                 "fast" => false,
@@ -323,19 +344,29 @@ fn kind(f: &RawFault, trigger: Trigger) -> Result<Kind, Invalid> {
             },
             down: length.unwrap_or(Duration::ZERO),
         },
-        "failover" if !once => return refuse("failover fires once at a time (at)"),
-        "failover" if f.workers.is_some() || length.is_some() => {
+        FaultKind::Failover if !once => return refuse("failover fires once at a time (at)"),
+        FaultKind::Failover if f.workers.is_some() || length.is_some() => {
             return refuse("failover takes at and hold (how long the standby's WAL receiver is frozen first)");
         }
-        "failover" => Kind::Failover { hold: duration(&f.hold, "hold")?.unwrap_or(Duration::ZERO) },
-        "partition" | "latency" | "loss" if !once => {
+        FaultKind::Failover => Kind::Failover { hold: duration(&f.hold, "hold")?.unwrap_or(Duration::ZERO) },
+        FaultKind::Partition | FaultKind::Latency | FaultKind::Loss if !once => {
             return refuse("a network fault fires once at a time (at), for a duration");
         }
-        "partition" | "latency" | "loss" => network(f, length)?,
-        other => {
+        FaultKind::Partition | FaultKind::Latency | FaultKind::Loss => network(f, named, length)?,
+        FaultKind::KillAgent if !once => return refuse("kill_agent fires once at a time (at)"),
+        FaultKind::KillAgent if length.is_some() => {
+            return refuse("kill_agent takes at and agents (a killed agent does not come back: no duration)");
+        }
+        FaultKind::KillAgent => Kind::KillAgent,
+        FaultKind::Poison | FaultKind::Exit => {
             return Err(Invalid::new(format!(
-                "unknown kind `{other}`; accepted: crash, pause, kill_backend, lock_hold, cancel, postgres_restart, \
-                 failover, partition, latency, loss"
+                "kind `{named}` is recorded, never injected ({}); accepted: {}",
+                if named == FaultKind::Poison {
+                    "a job type's poison = true makes poison jobs"
+                } else {
+                    "a process exits on its own"
+                },
+                FaultKind::accepted()
             )));
         }
     })
@@ -507,7 +538,39 @@ mod tests {
         let mut k = raw("kill_backend");
         k.at = Some("1s".into());
         k.agents = Some(vec![1]);
-        assert!(fault(0, &k, &g, 2).unwrap_err().to_string().contains("only to the network kinds"));
+        assert!(fault(0, &k, &g, 2).unwrap_err().to_string().contains("only to the kinds that act on agents"));
+    }
+
+    #[test]
+    fn kill_agent_fires_once_at_a_time_on_named_agents() {
+        let g = groups(&[], 4).unwrap();
+        let mut f = raw("kill_agent");
+        f.at = Some("2s".into());
+        assert!(fault(0, &f, &g, 4).unwrap_err().to_string().contains("needs agents"));
+        f.agents = Some(vec![2]);
+        let k = fault(0, &f, &g, 4).unwrap();
+        assert_eq!((k.kind.kind(), k.agents.as_slice()), (FaultKind::KillAgent, &[2][..]));
+        f.workers = Some("w1".into());
+        assert!(fault(0, &f, &g, 4).unwrap_err().to_string().contains("kills agents, not workers"));
+        f.workers = None;
+        f.duration = Some("1s".into());
+        assert!(fault(0, &f, &g, 4).unwrap_err().to_string().contains("no duration"));
+        f.duration = None;
+        f.at = None;
+        f.rate = Some(1.0);
+        assert!(fault(0, &f, &g, 4).unwrap_err().to_string().contains("once at a time"));
+    }
+
+    #[test]
+    fn an_unknown_or_recorded_only_kind_lists_the_accepted_ones_from_all() {
+        let g = groups(&[], 1).unwrap();
+        for name in ["meteor", "poison", "exit"] {
+            let mut f = raw(name);
+            f.at = Some("1s".into());
+            let e = fault(0, &f, &g, 1).unwrap_err().to_string();
+            assert!(e.contains(&format!("accepted: {}", FaultKind::accepted())), "{e}");
+            assert!(e.contains("kill_agent") && !e.contains("accepted: crash, pause, kill_backend, lock_hold, poison"));
+        }
     }
 
     #[test]

@@ -8,8 +8,8 @@ use super::raw::RawPool;
 use super::units::parse_duration;
 use crate::adapter::{Accepted, Param, Role};
 use crate::error::Invalid;
+use crate::model::fault::FaultKind;
 use crate::model::protocol::Mode;
-use crate::scenario::faults::Kind;
 use crate::scenario::plan::Wakeup;
 
 pub fn settings(raw: &RawPool) -> Result<PoolSettings, Invalid> {
@@ -44,12 +44,12 @@ pub fn fits(plan: &Plan) -> Result<(), Invalid> {
     // Crash and pause act in the worker's round, lock_hold and cancel on the database: the
     // pool runs them as the direct workers do. A killed backend aims at a worker's own
     // connection, which a pooled worker does not have.
-    let in_the_round =
-        |k: &Kind| matches!(k, Kind::Crash { .. } | Kind::Pause { .. } | Kind::LockHold { .. } | Kind::Cancel { .. });
-    if let Some(f) = plan.faults.iter().find(|f| !in_the_round(&f.kind)) {
+    const WITH_THE_POOL: [FaultKind; 4] = [FaultKind::Crash, FaultKind::Pause, FaultKind::LockHold, FaultKind::Cancel];
+    if let Some(f) = plan.faults.iter().find(|f| !WITH_THE_POOL.contains(&f.kind.kind())) {
         return refuse(&format!(
-            "not with a {} fault (accepted with the pool: crash, pause, lock_hold, cancel)",
-            f.kind.name()
+            "not with a {} fault (accepted with the pool: {})",
+            f.kind.name(),
+            WITH_THE_POOL.map(FaultKind::name).join(", ")
         ));
     }
     if plan.workers.idle.wakeup == Wakeup::Listen {

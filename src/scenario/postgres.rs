@@ -8,6 +8,7 @@ use super::plan::PostgresSettings;
 use super::raw::{RawPgBouncer, RawScenario};
 use super::values::setting_value;
 use crate::error::Result;
+use crate::model::fault::FaultKind;
 use crate::model::pooler::{PgBouncer, PoolMode};
 use crate::model::records::Replication;
 
@@ -108,7 +109,7 @@ fn pgbouncer(raw: &RawScenario, b: &RawPgBouncer, at: &At) -> Result<PgBouncer> 
              Unix socket directory; leave out postgres.tls (or --tls) for this scenario",
         ));
     }
-    if !mode.keeps_session() && raw.faults.iter().any(|f| f.kind == "kill_backend") {
+    if !mode.keeps_session() && raw.faults.iter().any(|f| FaultKind::parse(&f.kind) == Some(FaultKind::KillBackend)) {
         return Err(at.err(
             key,
             format!(

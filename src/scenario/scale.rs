@@ -59,7 +59,7 @@ pub fn apply(plan: &mut Plan) -> Result<(), Invalid> {
             Kind::PostgresRestart { down, .. } => *down = s(*down),
             Kind::Failover { hold } => *hold = s(*hold),
             Kind::Network { duration, .. } => *duration = s(*duration),
-            Kind::KillBackend | Kind::Cancel { .. } => {}
+            Kind::KillBackend | Kind::Cancel { .. } | Kind::KillAgent => {}
         }
         match &mut f.trigger {
             Trigger::At(d) => *d = s(*d),

@@ -28,7 +28,8 @@
 //! summary says so and no check is reported (rather than a pass).
 
 use super::{Evidence, examples};
-use crate::collect::{Event, EventKind};
+use crate::collect::{Event, EventKind, FaultKind};
+use crate::model::check::Check;
 use crate::model::records::Status;
 use crate::model::summary::{CheckResult, Durability};
 use std::collections::HashMap;
@@ -46,7 +47,7 @@ pub fn check(e: &Evidence, per_job: &[&[Event]]) -> (Durability, Option<CheckRes
     let status: HashMap<i64, Status> = e.final_jobs.iter().map(|j| (j.id, j.status)).collect();
     let mut d = Durability { tested: true, ..failover_figures(e) };
     let (lost, finished_and_gone) = completions(e, per_job, &status, &mut d);
-    let cancelled = |j: &i64| e.faults.iter().any(|f| f.kind == "cancel" && f.job == Some(*j));
+    let cancelled = |j: &i64| e.faults.iter().any(|f| f.kind == FaultKind::Cancel && f.job == Some(*j));
     let mut missing: Vec<i64> = e
         .arrivals
         .iter()
@@ -60,7 +61,7 @@ pub fn check(e: &Evidence, per_job: &[&[Event]]) -> (Durability, Option<CheckRes
     d.lost_enqueues = missing.len() as u64;
     d.note = note(e, &d);
     let check = CheckResult {
-        name: "durability".into(),
+        name: Check::Durability,
         passed: lost.is_empty() && missing.is_empty(),
         violations: d.lost_completions + d.lost_enqueues,
         detail: d.note.clone(),

@@ -7,6 +7,7 @@
 use super::claims::spans;
 use super::examples;
 use crate::collect::{Event, EventKind};
+use crate::model::check::Check;
 use crate::model::summary::{CheckResult, Executions};
 use std::time::Duration;
 
@@ -59,7 +60,7 @@ pub fn check(
     x.duplicate = x.total - x.distinct_jobs;
     x.jobs_duplicated = duplicated.len() as u64;
     let check = CheckResult {
-        name: "exactly_once".into(),
+        name: Check::ExactlyOnce,
         passed: x.jobs_duplicated == 0,
         violations: x.jobs_duplicated,
         detail: if x.jobs_duplicated == 0 {

@@ -5,6 +5,7 @@
 //! load always has some dead tuples between autovacuum runs), or under 100,
 //! whichever is highest. Pure over the time series and the blockers' spans.
 
+use crate::model::check::Check;
 use crate::model::records::BlockerSpan;
 use crate::model::records::PgSample;
 use crate::model::summary::{CheckResult, Horizon};
@@ -29,7 +30,7 @@ pub fn check(samples: &[PgSample], blockers: &[BlockerSpan]) -> (Horizon, Option
         catch_up_s: caught_up.map_or(-1.0, |s| (s.t_ms - to_ms) as f64 / 1000.0),
     };
     let check = CheckResult {
-        name: "vacuum_caught_up".into(),
+        name: Check::VacuumCaughtUp,
         passed: caught_up.is_some(),
         violations: u64::from(caught_up.is_none()),
         detail: match caught_up {

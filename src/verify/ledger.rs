@@ -2,6 +2,7 @@
 //! `effects` table written by the workers.
 
 use super::Evidence;
+use crate::model::check::Check;
 use crate::model::summary::CheckResult;
 
 /// None when the effects table is disabled: a check that did not run is not reported as passed.
@@ -18,7 +19,7 @@ pub fn check(e: &Evidence, journal_executions: u64) -> Option<CheckResult> {
         ),
     };
     Some(CheckResult {
-        name: "effects_ledger_agrees".into(),
+        name: Check::EffectsLedgerAgrees,
         passed: diff == 0,
         violations: diff,
         detail: format!("journal {journal_executions} executions{unwritten}, effects table {rows} rows"),

@@ -35,7 +35,8 @@
 
 use super::claims::{ClaimSpan, race_tolerance, spans};
 use super::{Evidence, examples, recovery};
-use crate::collect::{Event, EventKind, FaultEvent};
+use crate::collect::{Event, EventKind, FaultEvent, FaultKind};
+use crate::model::check::Check;
 use crate::model::records::Status;
 use crate::model::summary::CheckResult;
 use crate::model::words::{count, count_as};
@@ -62,8 +63,17 @@ pub fn recovery_grace(lease: Duration) -> u64 {
     2 * lease.as_micros() as u64 + 1_000_000
 }
 
-/// Fault kinds that cut a connection (an answer may be lost and the statement sent again).
-const CONNECTION_LOSS: [&str; 6] = ["kill_backend", "postgres_restart", "failover", "partition", "latency", "loss"];
+/// Whether a fault of this kind cuts a worker's connection between a claim and its answer (an
+/// answer may be lost and the statement sent again). A restart or a failover cuts them too:
+/// judged by its outage (`restarts`), not by the moment it fired.
+fn cuts_connection(kind: FaultKind) -> bool {
+    match kind {
+        FaultKind::KillBackend | FaultKind::Partition | FaultKind::Latency | FaultKind::Loss => true,
+        FaultKind::PostgresRestart | FaultKind::Failover => false,
+        FaultKind::Crash | FaultKind::Pause | FaultKind::LockHold | FaultKind::Poison => false,
+        FaultKind::Cancel | FaultKind::Exit | FaultKind::KillAgent => false,
+    }
+}
 
 /// The five liveness checks (the last two only when a fault hit a job).
 pub fn check(e: &Evidence, per_job: &[&[Event]]) -> Vec<CheckResult> {
@@ -104,7 +114,7 @@ fn explained(e: &Evidence, events: &[Event], claims: &[ClaimSpan], w: &Event, to
     });
     // The holder's lease had run out (or its own earlier completion or failure gave the job back).
     let expired = answer + tolerance >= own.lease_end_us;
-    let cancelled = e.faults.iter().any(|f| f.kind == "cancel" && f.job == Some(w.job) && f.t_us <= answer);
+    let cancelled = e.faults.iter().any(|f| f.kind == FaultKind::Cancel && f.job == Some(w.job) && f.t_us <= answer);
     // A restart cuts every connection open between the stop (its time) and the server's return:
     // a claim sent while the server was still going down was answered, its write's may not be.
     // Evidence from before the return was recorded knows only the stop.
@@ -113,10 +123,8 @@ fn explained(e: &Evidence, events: &[Event], claims: &[ClaimSpan], w: &Event, to
         None => down >= own.sent_us && down <= answer,
     };
     let cut_off = e.faults.iter().any(|f| {
-        CONNECTION_LOSS.contains(&f.kind)
-            && f.kind != "postgres_restart"
-            && f.kind != "failover"
-            && (f.kind != "kill_backend" || f.worker.is_none_or(|x| x == w.worker))
+        cuts_connection(f.kind)
+            && (f.kind != FaultKind::KillBackend || f.worker.is_none_or(|x| x == w.worker))
             && f.t_us >= own.sent_us
             && f.t_us <= answer
     }) || e.restarts.iter().enumerate().any(restart_cut);
@@ -153,7 +161,7 @@ fn refused(e: &Evidence, per_job: &[&[Event]]) -> CheckResult {
     }
     let n = completions + failures;
     CheckResult {
-        name: "completions_refused_unexplained".into(),
+        name: Check::CompletionsRefusedUnexplained,
         passed: n == 0,
         violations: n,
         detail: format!(
@@ -228,7 +236,7 @@ fn abandoned(e: &Evidence, per_job: &[&[Event]]) -> CheckResult {
             ));
         }
     }
-    CheckResult { name: "jobs_left_abandoned".into(), passed: n == 0, violations: n, detail, examples: examples(jobs) }
+    CheckResult { name: Check::JobsLeftAbandoned, passed: n == 0, violations: n, detail, examples: examples(jobs) }
 }
 
 /// One job's wait for its first claim: (ready, taken), µs.
@@ -238,7 +246,7 @@ type Wait = (u64, u64, i64);
 fn waits(e: &Evidence, per_job: &[&[Event]], end: u64) -> Vec<Wait> {
     let ready: HashMap<i64, u64> = e.arrivals.iter().map(|a| (a.job, a.sent_us + u64::from(a.enqueue_us))).collect();
     let mut cancelled: HashMap<i64, u64> = HashMap::new();
-    for f in e.faults.iter().filter(|f| f.kind == "cancel") {
+    for f in e.faults.iter().filter(|f| f.kind == FaultKind::Cancel) {
         if let Some(j) = f.job {
             let t = cancelled.entry(j).or_insert(f.t_us);
             *t = (*t).min(f.t_us);
@@ -285,7 +293,7 @@ fn progress(e: &Evidence, per_job: &[&[Event]]) -> CheckResult {
     let threshold = stall_threshold(e.lease, u64::from(longest_work.unwrap_or(0)));
     let mut waits = waits(e, per_job, end);
     waits.sort_unstable();
-    let name = "progress".to_string();
+    let name = Check::Progress;
     if runs.is_empty() {
         let waited: Vec<i64> = waits.iter().map(|w| w.2).collect();
         let n = u64::from(e.enqueued > 0 || !waited.is_empty());
@@ -345,7 +353,7 @@ fn progress(e: &Evidence, per_job: &[&[Event]]) -> CheckResult {
 
 /// Faults that hit a job (a cancel is an operator's act, not a fault to recover from).
 fn hits(faults: &[FaultEvent]) -> impl Iterator<Item = (&FaultEvent, i64)> {
-    faults.iter().filter(|f| f.kind != "cancel").filter_map(|f| f.job.map(|j| (f, j)))
+    faults.iter().filter(|f| f.kind != FaultKind::Cancel).filter_map(|f| f.job.map(|j| (f, j)))
 }
 
 /// Did the job end `done`: a `done` row, or gone from the table after an accepted completion?
@@ -391,14 +399,14 @@ fn faults_recovered(e: &Evidence, per_job: &[&[Event]]) -> Option<CheckResult> {
         }
     }
     let n = bad.len() as u64;
-    let mut kinds: Vec<&str> = bad.iter().map(|b| b.0).collect();
+    let mut kinds: Vec<&str> = bad.iter().map(|b| b.0.name()).collect();
     kinds.sort_unstable();
     kinds.dedup();
     let mut jobs: Vec<i64> = bad.iter().map(|b| b.1).collect();
     jobs.sort_unstable();
     jobs.dedup();
     Some(CheckResult {
-        name: "faults_recovered".into(),
+        name: Check::FaultsRecovered,
         passed: n == 0,
         violations: n,
         detail: format!(
@@ -441,7 +449,7 @@ fn dead_after_one_fault(e: &Evidence, per_job: &[&[Event]]) -> Option<CheckResul
     dead.sort_unstable();
     let n = dead.len() as u64;
     Some(CheckResult {
-        name: "dead_after_one_fault".into(),
+        name: Check::DeadAfterOneFault,
         passed: n == 0,
         violations: n,
         detail: format!(
@@ -474,11 +482,11 @@ mod tests {
     }
 
     fn get<'a>(checks: &'a [CheckResult], name: &str) -> &'a CheckResult {
-        checks.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no {name}: {checks:?}"))
+        checks.iter().find(|c| c.name.name() == name).unwrap_or_else(|| panic!("no {name}: {checks:?}"))
     }
 
     fn crash(t_us: u64, worker: u32, job: i64) -> FaultEvent {
-        FaultEvent { t_us, kind: "crash", worker: Some(worker), job: Some(job) }
+        FaultEvent { t_us, kind: FaultKind::Crash, worker: Some(worker), job: Some(job) }
     }
 
     #[test]
@@ -495,7 +503,7 @@ mod tests {
         assert!(a.detail.contains("1 after a refused completion or failure"), "{}", a.detail);
         assert!(a.detail.contains("leases run out 1.0–1.0 s after the run's end"), "{}", a.detail);
         assert!(get(&checks, "progress").passed, "it was executed");
-        assert!(checks.iter().all(|c| c.name != "faults_recovered"), "no fault hit a job");
+        assert!(checks.iter().all(|c| c.name.name() != "faults_recovered"), "no fault hit a job");
     }
 
     #[test]
@@ -516,8 +524,8 @@ mod tests {
         let late = [ev(0, 1, 1, 1, Claimed), ev(10, 1, 1, 1, Executed), ev(2 * S, 1, 1, 1, Rejected)];
         assert_eq!(refused(&late, &[]), 0);
         // The job was cancelled; or our backend was killed and the completion sent again.
-        assert_eq!(refused(&mine, &[FaultEvent { t_us: 5, kind: "cancel", worker: None, job: Some(1) }]), 0);
-        let kill = |worker| FaultEvent { t_us: 15, kind: "kill_backend", worker: Some(worker), job: None };
+        assert_eq!(refused(&mine, &[FaultEvent { t_us: 5, kind: FaultKind::Cancel, worker: None, job: Some(1) }]), 0);
+        let kill = |worker| FaultEvent { t_us: 15, kind: FaultKind::KillBackend, worker: Some(worker), job: None };
         assert_eq!(refused(&mine, &[kill(1)]), 0);
         assert_eq!(refused(&mine, &[kill(2)]), 1, "another worker's backend");
         // A failure refused the same way counts too.
@@ -534,7 +542,7 @@ mod tests {
         let mut e = evidence(&journal, &jobs, 3, None);
         e.end_us = 6 * S;
         // Job 1: crashed, lease run out; job 2: still held at the end; job 3: no claim in the journal.
-        let a = run(&e).into_iter().find(|c| c.name == "jobs_left_abandoned").unwrap();
+        let a = run(&e).into_iter().find(|c| c.name.name() == "jobs_left_abandoned").unwrap();
         assert_eq!((a.violations, a.examples.as_slice()), (2, &[1, 3][..]), "{}", a.detail);
         assert!(a.detail.contains("1 abandoned: a crash") && a.detail.contains("1 with no claim"), "{}", a.detail);
         assert!(a.detail.contains("1 with a lease already run out"), "{}", a.detail);
@@ -639,7 +647,7 @@ mod tests {
         assert_eq!((d.violations, d.examples.as_slice()), (1, &[2][..]), "{}", d.detail);
         // Stopped by the clock at 10 s: job 4's crash came too late to judge (grace 3 s).
         e.stopped_us = Some(10 * S);
-        let f = run(&e).into_iter().find(|c| c.name == "faults_recovered").unwrap();
+        let f = run(&e).into_iter().find(|c| c.name.name() == "faults_recovered").unwrap();
         assert_eq!(f.violations, 4, "{}", f.detail);
         assert!(f.detail.contains("1 too close to the run's stop"), "{}", f.detail);
     }

@@ -9,7 +9,8 @@
 
 use super::exactly_once::Executed;
 use super::{Evidence, examples};
-use crate::collect::{Event, EventKind};
+use crate::collect::{Event, EventKind, FaultKind};
+use crate::model::check::Check;
 use crate::model::records::Status;
 use crate::model::summary::{CheckResult, Jobs};
 
@@ -49,7 +50,7 @@ fn gone(e: &Evidence, per_job: &[&[Event]], ran: &impl Fn(i64) -> bool) -> Gone 
     let mut cancelled: Vec<i64> = e
         .faults
         .iter()
-        .filter(|f| f.kind == "cancel")
+        .filter(|f| f.kind == FaultKind::Cancel)
         .filter_map(|f| f.job)
         .filter(|id| !present(*id) && g.ids.binary_search(id).is_err())
         .collect();
@@ -106,7 +107,7 @@ pub fn check(e: &Evidence, per_job: &[&[Event]], executed: &Executed) -> (Jobs, 
         completed_by_class: Default::default(),
     };
     let lost = CheckResult {
-        name: "no_lost_jobs".into(),
+        name: Check::NoLostJobs,
         passed: jobs.lost == 0,
         violations: jobs.lost,
         detail: format!(
@@ -118,7 +119,7 @@ pub fn check(e: &Evidence, per_job: &[&[Event]], executed: &Executed) -> (Jobs, 
         examples: examples(done_unexecuted.into_iter().chain(orphaned).chain(vanished_ids)),
     };
     let budget = CheckResult {
-        name: "attempts_within_budget".into(),
+        name: Check::AttemptsWithinBudget,
         passed: over.is_empty(),
         violations: jobs.attempts_exceeded,
         detail: format!(

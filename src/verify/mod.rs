@@ -137,22 +137,11 @@ impl<'a> Evidence<'a> {
 pub fn verify_all(e: &Evidence, partial: bool) -> Verification {
     let mut v = verify(e);
     if partial {
-        v.checks.retain(|c| !NEEDS_FINAL_TABLE.contains(&c.name.as_str()));
+        v.checks.retain(|c| !c.name.needs_final_table());
         v.jobs = Jobs { enqueued: e.enqueued, ..Default::default() };
     }
     v
 }
-
-/// Checks that read the final job table: left out of a partial report (the database was lost).
-pub const NEEDS_FINAL_TABLE: [&str; 7] = [
-    "no_lost_jobs",
-    "attempts_within_budget",
-    "effects_ledger_agrees",
-    "durability",
-    "jobs_left_abandoned",
-    "faults_recovered",
-    "dead_after_one_fault",
-];
 
 /// How many example job ids a check keeps.
 const EXAMPLES: usize = 10;
@@ -255,6 +244,7 @@ fn examples(ids: impl IntoIterator<Item = i64>) -> Vec<i64> {
 mod tests {
     use super::*;
     use crate::collect::EventKind::{self, *};
+    use crate::collect::FaultKind;
 
     pub fn ev(t_us: u64, job: i64, attempt: i32, worker: u32, kind: EventKind) -> Event {
         Event { t_us, job, attempt, worker, claim: attempt as u32, kind, dur_us: 0, token: 0 }
@@ -290,7 +280,7 @@ mod tests {
     }
 
     fn failed(v: &Verification) -> Vec<&str> {
-        v.checks.iter().filter(|c| !c.passed).map(|c| c.name.as_str()).collect()
+        v.checks.iter().filter(|c| !c.passed).map(|c| c.name.name()).collect()
     }
 
     #[test]
@@ -358,7 +348,7 @@ mod tests {
         let v = verify(&evidence(&race, &[row(8, Status::Done)], 1, None));
         assert_eq!(v.executions.duplicate_race, 1, "sent while the other claim was in flight");
         assert_eq!(v.ownership.overlapping_jobs, 0, "w1 let go (52) before w2's claim came back (90)");
-        let overlap = v.checks.iter().find(|c| c.name == "ownership_overlap").unwrap();
+        let overlap = v.checks.iter().find(|c| c.name.name() == "ownership_overlap").unwrap();
         assert!(
             overlap.detail.contains("0 jobs had two workers")
                 && overlap.detail.contains("1 claim handed a job out over another holder's lease"),
@@ -451,13 +441,13 @@ mod tests {
     #[test]
     fn a_cancelled_job_that_runs_afterwards_is_caught() {
         let journal = [ev(10, 1, 1, 1, Claimed), ev(11, 1, 1, 1, Executed), ev(12, 1, 1, 1, Accepted)];
-        let cancel = [FaultEvent { t_us: 5, kind: "cancel", worker: None, job: Some(1) }];
+        let cancel = [FaultEvent { t_us: 5, kind: FaultKind::Cancel, worker: None, job: Some(1) }];
         let jobs = [row(1, Status::Done)];
         let mut e = evidence(&journal, &jobs, 1, None);
         e.faults = &cancel;
         let v = verify(&e);
         assert_eq!(failed(&v), ["cancelled_jobs_not_run"]);
-        assert_eq!(v.faults.by_kind["cancel"], 1);
+        assert_eq!(v.faults.by_kind[&FaultKind::Cancel], 1);
         assert_eq!((v.faults.recovered, v.faults.unrecovered), (0, 0), "a cancel is not a fault to recover from");
     }
 
@@ -477,7 +467,7 @@ mod tests {
             ev(7, 4, 1, 3, Executed),
             ev(8, 4, 1, 3, FailAccepted),
         ];
-        let cancel = [FaultEvent { t_us: 1, kind: "cancel", worker: None, job: Some(3) }];
+        let cancel = [FaultEvent { t_us: 1, kind: FaultKind::Cancel, worker: None, job: Some(3) }];
         let jobs = [row(6, Status::Queued)];
         let mut e = evidence(&journal, &jobs, 6, None);
         e.faults = &cancel;
@@ -486,7 +476,7 @@ mod tests {
         // Done as the queue counts it (as a `done` row never executed is): jobs 1 and 2.
         assert_eq!((j.completed, j.dead, j.cancelled, j.queued), (2, 1, 1, 1));
         assert_eq!(j.lost, 2, "the unexecuted completion and the job gone without a trace");
-        let lost = v.checks.iter().find(|c| c.name == "no_lost_jobs").unwrap();
+        let lost = v.checks.iter().find(|c| c.name.name() == "no_lost_jobs").unwrap();
         assert!(!lost.passed && lost.detail.contains("1 done without an execution"), "{}", lost.detail);
         assert!(lost.detail.contains("1 missing from the table"), "{}", lost.detail);
         assert_eq!(lost.examples, [2, 5], "the unexecuted completion, then the job gone without a trace");

@@ -10,6 +10,7 @@
 use super::claims::spans;
 use super::examples;
 use crate::collect::Event;
+use crate::model::check::Check;
 use crate::model::summary::{CheckResult, Ownership};
 use std::time::Duration;
 
@@ -35,7 +36,7 @@ pub fn check(per_job: &[&[Event]], lease: Duration, hold_transaction: bool) -> (
     }
     let o = Ownership { overlapping_jobs: jobs.len() as u64, claims_during_lease: during_lease };
     let check = CheckResult {
-        name: "ownership_overlap".into(),
+        name: Check::OwnershipOverlap,
         passed: jobs.is_empty(),
         violations: o.overlapping_jobs,
         detail: format!(

@@ -4,7 +4,8 @@
 //! cancellations: a job cancelled while waiting must never run afterwards.
 
 use super::examples;
-use crate::collect::{Event, EventKind, FaultEvent};
+use crate::collect::{Event, EventKind, FaultEvent, FaultKind};
+use crate::model::check::Check;
 use crate::model::summary::{CheckResult, Faults};
 
 fn events_of<'a>(per_job: &[&'a [Event]], job: i64) -> &'a [Event] {
@@ -15,17 +16,17 @@ fn events_of<'a>(per_job: &[&'a [Event]], job: i64) -> &'a [Event] {
 pub fn cancel_check(faults: &[FaultEvent], per_job: &[&[Event]]) -> Option<CheckResult> {
     let bad: Vec<i64> = faults
         .iter()
-        .filter(|f| f.kind == "cancel")
+        .filter(|f| f.kind == FaultKind::Cancel)
         .filter_map(|f| {
             f.job.filter(|&j| events_of(per_job, j).iter().any(|e| e.kind == EventKind::Executed && e.t_us > f.t_us))
         })
         .collect();
-    let cancelled = faults.iter().filter(|f| f.kind == "cancel").count();
+    let cancelled = faults.iter().filter(|f| f.kind == FaultKind::Cancel).count();
     if cancelled == 0 {
         return None;
     }
     Some(CheckResult {
-        name: "cancelled_jobs_not_run".into(),
+        name: Check::CancelledJobsNotRun,
         passed: bad.is_empty(),
         violations: bad.len() as u64,
         detail: format!(
@@ -39,13 +40,13 @@ pub fn cancel_check(faults: &[FaultEvent], per_job: &[&[Event]]) -> Option<Check
 
 pub fn check(faults: &[FaultEvent], per_job: &[&[Event]]) -> Faults {
     let mut f = Faults::default();
-    for k in crate::model::metrics::FAULT_KINDS {
-        f.by_kind.insert(k.into(), 0);
+    for k in FaultKind::ALL {
+        f.by_kind.insert(k, 0);
     }
     for ev in faults {
-        *f.by_kind.entry(ev.kind.to_string()).or_default() += 1;
+        *f.by_kind.entry(ev.kind).or_default() += 1;
         f.injected += 1;
-        let Some(job) = ev.job.filter(|_| ev.kind != "cancel") else { continue };
+        let Some(job) = ev.job.filter(|_| ev.kind != FaultKind::Cancel) else { continue };
         match recovered_after(ev, events_of(per_job, job)) {
             Some(d) => {
                 let ms = (d.t_us - ev.t_us) as f64 / 1000.0;

@@ -24,6 +24,7 @@
 
 use super::examples;
 use crate::collect::{Event, EventKind};
+use crate::model::check::Check;
 use crate::model::summary::{CheckResult, Completions, Stale};
 
 pub fn check(per_job: &[&[Event]]) -> (Completions, Stale, CheckResult) {
@@ -81,7 +82,7 @@ pub fn check(per_job: &[&[Event]]) -> (Completions, Stale, CheckResult) {
     bad.dedup();
     let total = c.stale_accepted + s.fail_stale_accepted + s.heartbeat_stale_accepted;
     let check = CheckResult {
-        name: "stale_completions_accepted".into(),
+        name: Check::StaleCompletionsAccepted,
         passed: total == 0,
         violations: total,
         detail: format!(

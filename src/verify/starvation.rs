@@ -11,6 +11,7 @@
 //! as old as the run, which is backlog, not starvation.
 
 use super::examples;
+use crate::model::check::Check;
 use crate::model::records::PgSample;
 use crate::model::summary::{CheckResult, Starvation};
 use std::time::Duration;
@@ -102,7 +103,7 @@ pub fn check(
     };
     let example_ids = worst_starving.map_or_else(Vec::new, |(i, _)| longest_waits(waits, i as u16));
     let check = CheckResult {
-        name: "starvation".into(),
+        name: Check::Starvation,
         passed: s.starving.is_empty(),
         violations: s.starving.len() as u64,
         detail,

@@ -5,7 +5,7 @@
 
 use super::child::{ClientEvent, Env, Proc, shown};
 use super::journal::Killed;
-use crate::collect::FaultEvent;
+use crate::collect::{FaultEvent, FaultKind};
 use crate::error::{Error, Result};
 use crate::scenario::client::{ClientFault, ClientFaultKind, ClientPlan};
 use std::sync::{Arc, Mutex};
@@ -124,7 +124,7 @@ impl<'a> Fleet<'a> {
             eprintln!("warning: worker p{} exited on its own ({status}); restarting it like a crash", p.identity);
             let (identity, job) = (p.identity, first_in_flight(&p.events).map(|j| job_of(&j)));
             self.killed.push(Killed { identity, at_ms: now_ms() });
-            self.faults.push(FaultEvent { t_us: self.t_us(), kind: "exit", worker: Some(identity), job });
+            self.faults.push(FaultEvent { t_us: self.t_us(), kind: FaultKind::Exit, worker: Some(identity), job });
             self.exits += 1;
             self.slots[i].proc = None;
             self.slots[i].restart_at = Some(now + RESTART_AFTER_EXIT);
@@ -190,7 +190,7 @@ impl<'a> Fleet<'a> {
                 }
             }
         }
-        self.faults.push(FaultEvent { t_us, kind: kind.name(), worker: Some(identity), job });
+        self.faults.push(FaultEvent { t_us, kind: kind.kind(), worker: Some(identity), job });
     }
 
     /// SIGTERM to every process (SIGCONT to a paused one), all at once; SIGKILL after the

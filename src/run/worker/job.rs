@@ -4,7 +4,7 @@
 
 use super::Worker;
 use super::transport::{Halt, Transport, Write};
-use crate::collect::{EventKind, FaultEvent, Latency};
+use crate::collect::{EventKind, FaultEvent, FaultKind, Latency};
 use crate::run::values::Claimed;
 use crate::run::work;
 use crate::scenario::faults::{Kind, Point};
@@ -31,7 +31,12 @@ impl<T: Transport> Worker<T> {
         }
         if kind.is_some_and(|k| k.poison) {
             let t_us = self.now_us();
-            self.core.faults.push(FaultEvent { t_us, kind: "poison", worker: Some(self.core.id), job: Some(job.id) });
+            self.core.faults.push(FaultEvent {
+                t_us,
+                kind: FaultKind::Poison,
+                worker: Some(self.core.id),
+                job: Some(job.id),
+            });
             return Err(Halt::Crash { respawn_after: Duration::from_millis(100), new_identity: false });
         }
         self.point(Point::MidWork, job).await?;
@@ -65,7 +70,7 @@ impl<T: Transport> Worker<T> {
         let kind = c.sh.faults.at_point(c.slot, point, c.nth_job, &mut c.rng).cloned();
         let Some(kind) = kind else { return Ok(()) };
         let t_us = self.now_us();
-        self.core.faults.push(FaultEvent { t_us, kind: kind.name(), worker: Some(self.core.id), job: Some(job.id) });
+        self.core.faults.push(FaultEvent { t_us, kind: kind.kind(), worker: Some(self.core.id), job: Some(job.id) });
         match kind {
             Kind::Crash { respawn_after, new_identity, .. } => Err(Halt::Crash { respawn_after, new_identity }),
             Kind::Pause { duration, .. } => {
@@ -78,7 +83,8 @@ impl<T: Transport> Worker<T> {
             | Kind::Cancel { .. }
             | Kind::PostgresRestart { .. }
             | Kind::Failover { .. }
-            | Kind::Network { .. } => Ok(()),
+            | Kind::Network { .. }
+            | Kind::KillAgent => Ok(()),
         }
     }
 
