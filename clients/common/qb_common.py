@@ -173,10 +173,10 @@ class Effects:
 
     def __init__(self, env: Env):
         self.env = env
-        self.sql = (
-            f'INSERT INTO "{env.schema}".queuebench_effects (job_id, n, worker, attempt) '
-            "VALUES (%s, %s, %s, %s)"
-        )
+        self.sql = f'INSERT INTO "{env.schema}".queuebench_effects (job_id, n, worker, attempt) VALUES '
+        self.pending: list[tuple[tuple, asyncio.Future | None]] = []
+        self.scheduled = False
+        self.tasks: set[asyncio.Task] = set()
         self.pool = psycopg_pool.AsyncConnectionPool(
             conninfo(env, env.effects_app_name),
             min_size=1,
@@ -189,11 +189,43 @@ class Effects:
         await self.pool.open()
 
     async def record(self, job_id: Any, n: int, attempt: int | None) -> None:
+        """One effect row, committed before this returns. The rows of the handlers that finish
+        in the same turn of the event loop go in one INSERT (a group commit), so a fast library
+        is not held to one round trip per job."""
         params = (str(job_id), n, self.env.worker, attempt)
-        async with self.pool.connection() as conn:
-            await conn.execute(self.sql, params)
-            if self.env.bug == "twice":
-                await conn.execute(self.sql, params)
+        done: asyncio.Future = asyncio.get_running_loop().create_future()
+        self.pending.append((params, done))
+        if self.env.bug == "twice":
+            self.pending.append((params, None))
+        if not self.scheduled:
+            self.scheduled = True
+            asyncio.get_running_loop().call_soon(self._start_flush)
+        await done
+
+    def _start_flush(self) -> None:
+        task = asyncio.ensure_future(self._flush())
+        self.tasks.add(task)  # a reference, so the task is not collected while it runs
+        task.add_done_callback(self.tasks.discard)
+
+    async def _flush(self) -> None:
+        self.scheduled = False
+        while self.pending:
+            batch, self.pending = self.pending[:500], self.pending[500:]
+            rows = ", ".join(["(%s, %s, %s, %s)"] * len(batch))
+            values = [v for params, _ in batch for v in params]
+            try:
+                async with self.pool.connection() as conn:
+                    await conn.execute(self.sql + rows, values)
+            except BaseException as err:  # noqa: BLE001 - every waiting handler gets the error
+                for _, done in batch:
+                    if done is not None and not done.done():
+                        done.set_exception(err if isinstance(err, Exception) else RuntimeError(str(err)))
+                if not isinstance(err, Exception):
+                    raise
+            else:
+                for _, done in batch:
+                    if done is not None and not done.done():
+                        done.set_result(None)
 
     async def close(self) -> None:
         await self.pool.close(timeout=1.0)
