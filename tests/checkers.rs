@@ -67,6 +67,7 @@ impl History {
             faults: &self.faults,
             lease: LEASE,
             hold_transaction: false,
+            session_lease: false,
             arrivals: &self.arrivals,
             classes: &[],
             samples: &[],

@@ -246,6 +246,7 @@ pub fn resolve(
             remaining: stmt(Role::Observe, REMAINING)?,
             depth: Some(stmt(Role::Observe, DEPTH)?),
         },
+        drive: super::drive::Drive::default(),
     })
 }
 

@@ -4,7 +4,9 @@
 //! error names the adapter file, the line and the key.
 
 use super::raw::{RawAdapter, RawStep};
-use super::{Accepted, Adapter, Columns, Constant, Observe, Origin, Role, Statement, Step, builtin, statement};
+use super::{
+    Accepted, Adapter, Columns, Constant, Observe, Origin, Role, Statement, Step, builtin, statement, statement_at,
+};
 use crate::error::{Error, Invalid, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -86,6 +88,7 @@ fn resolve(
     }
     let constants = constants(&raw).map_err(|e| at("constants", e))?;
     let default_lease = raw.lease.as_deref().map(lease_parser).transpose().map_err(|e| at("lease", e))?;
+    let drive = super::drive::Drive::resolve(raw.drive.as_ref(), lease_parser).map_err(|e| at("drive", e))?;
     let has_select = raw.select.is_some();
     let step = |role: Role, key: &str, raw: &RawStep| -> Result<Step> {
         build_step(role, raw, has_select, &constants).map_err(|e| at(key, e))
@@ -130,6 +133,7 @@ fn resolve(
         claim,
         observe,
         constants,
+        drive,
         name: raw.name,
     })
 }
@@ -176,7 +180,10 @@ fn build_step(
     };
     let statements = texts
         .iter()
-        .map(|t| statement(role, t, "", has_select, constants, false).map_err(|e| Invalid::new(e.to_string())))
+        .enumerate()
+        .map(|(i, t)| {
+            statement_at(role, t, "", has_select, constants, false, i > 0).map_err(|e| Invalid::new(e.to_string()))
+        })
         .collect::<std::result::Result<Vec<_>, _>>()?;
     let step = Step { role, statements, accepted };
     if accepted == Accepted::Rows && matches!(role, Role::Complete | Role::Fail | Role::Heartbeat | Role::Cancel) {

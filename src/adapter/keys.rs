@@ -18,6 +18,9 @@ pub enum Key {
     Int(i64),
     Uuid(Uuid),
     Text(String),
+    /// Any other scalar (a `timestamptz` token, a `numeric` fence …): its type and its binary
+    /// form as the server sent it, bound back byte for byte to a parameter of the same type.
+    Raw(Type, Vec<u8>),
 }
 
 impl Key {
@@ -27,6 +30,10 @@ impl Key {
             Key::Int(i) => i.to_string(),
             Key::Uuid(u) => u.to_string(),
             Key::Text(t) => t.clone(),
+            Key::Raw(ty, bytes) => {
+                let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                format!("{ty}:{hex}")
+            }
         }
     }
 
@@ -40,6 +47,12 @@ impl Key {
                 use std::hash::{Hash, Hasher};
                 let mut h = std::collections::hash_map::DefaultHasher::new();
                 t.hash(&mut h);
+                h.finish()
+            }
+            Key::Raw(_, bytes) => {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                bytes.hash(&mut h);
                 h.finish()
             }
         }
@@ -60,12 +73,13 @@ impl<'a> FromSql<'a> for Key {
             Type::INT4 => Key::Int(i64::from(i32::from_sql(ty, raw)?)),
             Type::INT8 => Key::Int(i64::from_sql(ty, raw)?),
             Type::UUID => Key::Uuid(Uuid::from_sql(ty, raw)?),
-            _ => Key::Text(String::from_sql(ty, raw)?),
+            Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME => Key::Text(String::from_sql(ty, raw)?),
+            _ => Key::Raw(ty.clone(), raw.to_vec()),
         })
     }
 
     fn accepts(ty: &Type) -> bool {
-        Self::column_type_ok(ty)
+        Self::token_type_ok(ty)
     }
 }
 
@@ -73,6 +87,13 @@ impl Key {
     /// Column types a claim may return an id, attempt or token in.
     pub fn column_type_ok(ty: &Type) -> bool {
         matches!(*ty, Type::INT2 | Type::INT4 | Type::INT8 | Type::UUID | Type::TEXT | Type::VARCHAR | Type::BPCHAR)
+    }
+
+    /// Column types a claim may return a token in, or a statement hand the next one: any
+    /// scalar (a base type, an enum or a domain), none of them an array or a row.
+    pub fn token_type_ok(ty: &Type) -> bool {
+        use tokio_postgres::types::Kind;
+        matches!(ty.kind(), Kind::Simple | Kind::Enum(_) | Kind::Domain(_) | Kind::Pseudo)
     }
 }
 
@@ -85,25 +106,30 @@ impl ToSql for Key {
             (Key::Uuid(u), &Type::UUID) => u.to_sql(ty, out),
             (Key::Text(t), &Type::UUID) => Uuid::parse_str(t)?.to_sql(ty, out),
             (Key::Text(t), &Type::INT8 | &Type::INT4 | &Type::INT2) => Key::Int(t.parse()?).to_sql(ty, out),
-            (k, _) => k.show().to_sql(ty, out),
+            (Key::Raw(kt, bytes), _) if kt == ty => {
+                out.extend_from_slice(bytes);
+                Ok(IsNull::No)
+            }
+            (Key::Raw(kt, _), _) => Err(format!(
+                "a value the server returned as {kt} is bound where it expects {ty}: cast one to the other"
+            )
+            .into()),
+            (k, t) if Self::text_like(t) => k.show().to_sql(ty, out),
+            (k, _) => Err(format!("the value {} cannot be bound as {ty}", k.show()).into()),
         }
     }
 
-    fn accepts(ty: &Type) -> bool {
-        matches!(
-            *ty,
-            Type::INT2
-                | Type::INT4
-                | Type::INT8
-                | Type::UUID
-                | Type::TEXT
-                | Type::VARCHAR
-                | Type::BPCHAR
-                | Type::UNKNOWN
-        )
+    fn accepts(_: &Type) -> bool {
+        true
     }
 
     to_sql_checked!();
+}
+
+impl Key {
+    fn text_like(ty: &Type) -> bool {
+        matches!(*ty, Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN)
+    }
 }
 
 /// Surrogates for ids that are not integers: each distinct uuid or text id gets the next

@@ -5,6 +5,7 @@
 mod at;
 mod boundary;
 pub mod client;
+mod drive;
 pub mod faults;
 pub mod horizon;
 pub mod load;

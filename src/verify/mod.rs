@@ -43,6 +43,8 @@ pub struct Evidence<'a> {
     pub lease: Duration,
     /// hold-transaction mode: a claim ends with its transaction, not at the lease.
     pub hold_transaction: bool,
+    /// The lease is the session (advisory locks): a claim ends when its holder lets go.
+    pub session_lease: bool,
     /// The open-model arrivals: each job's class and intended enqueue time.
     pub arrivals: &'a [Arrival],
     /// Class names in the samples' order, "default" (preloaded) first.
@@ -113,6 +115,7 @@ impl<'a> Evidence<'a> {
             faults: events.faults,
             lease: Duration::from_micros(saved.lease_us),
             hold_transaction: saved.hold_transaction,
+            session_lease: saved.session_lease,
             arrivals: events.arrivals,
             classes: &saved.classes,
             samples: &saved.samples,
@@ -125,7 +128,7 @@ impl<'a> Evidence<'a> {
             restarts_up: &saved.restarts_up,
             failovers: &saved.failovers,
             durability_untestable: saved.durability_untestable.clone(),
-            clock_us: saved.clock_bound_us,
+            clock_us: saved.boundary_us(),
             stopped_us: saved.stopped_us,
             end_us: saved.duration_us,
         }
@@ -167,7 +170,8 @@ pub fn verify(e: &Evidence) -> Verification {
         Cow::Owned(v)
     };
     let per_job: Vec<&[Event]> = events.chunk_by(|a, b| a.job == b.job).collect();
-    let (executions, executed, once) = exactly_once::check(&per_job, e.lease, e.hold_transaction, e.clock_us);
+    let held = claims::Held::of(e.hold_transaction, e.session_lease);
+    let (executions, executed, once) = exactly_once::check(&per_job, e.lease, held, e.clock_us);
     let (mut jobs, lost, budget) = lost::check(e, &per_job, &executed);
     let class_of: HashMap<i64, u16> = e.arrivals.iter().map(|a| (a.job, a.class)).collect();
     jobs.completed_by_class = completed_by_class(e, &per_job, &class_of);
@@ -175,7 +179,7 @@ pub fn verify(e: &Evidence) -> Verification {
     let waits = job_waits(e, &per_job, &class_of);
     let starving = starvation::check(e.samples, e.classes, &e.starvation, &waits);
     let (completions, stale, stale_check) = stale::check(&per_job);
-    let (ownership, overlap) = ownership::check(&per_job, e.lease, e.hold_transaction);
+    let (ownership, overlap) = ownership::check(&per_job, e.lease, held);
     let faults = recovery::check(e.faults, &per_job);
     let mut checks = vec![once, lost, stale_check, overlap, budget];
     checks.extend(liveness::check(e, &per_job));
@@ -274,6 +278,7 @@ mod tests {
             faults: &[],
             lease: Duration::from_secs(1),
             hold_transaction: false,
+            session_lease: false,
             samples: &[],
             blockers: &[],
             arrivals: &[],

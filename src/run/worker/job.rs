@@ -14,7 +14,7 @@ use std::time::Duration;
 
 impl<T: Transport> Worker<T> {
     /// One job: work, side effect, then complete or fail. Err = the job was let go.
-    pub(super) async fn process(&mut self, job: &Claimed) -> Result<(), Halt<T::Error>> {
+    pub(super) async fn process(&mut self, job: &mut Claimed) -> Result<(), Halt<T::Error>> {
         self.core.nth_job += 1;
         self.point(Point::AfterClaim, job).await?;
         let plan = self.core.sh.plan.clone();
@@ -32,7 +32,8 @@ impl<T: Transport> Worker<T> {
         if kind.is_some_and(|k| k.poison) {
             let t_us = self.now_us();
             self.core.faults.push(FaultEvent { t_us, kind: "poison", worker: Some(self.core.id), job: Some(job.id) });
-            return Err(Halt::Crash { respawn_after: Duration::from_millis(100), new_identity: false });
+            let new_identity = plan.adapter.drive.new_identity_after_crash == Some(true);
+            return Err(Halt::Crash { respawn_after: Duration::from_millis(100), new_identity });
         }
         self.point(Point::MidWork, job).await?;
         if !self.work(job, d - d / 2, &mut beat).await? {
@@ -88,7 +89,7 @@ impl<T: Transport> Worker<T> {
     /// heartbeat schedule from one stretch of the job's work to the next (the
     /// work is split around the `mid_work` fault point), so a job heartbeats
     /// every `lease.heartbeat` of work however it is split.
-    async fn work(&mut self, job: &Claimed, d: Duration, beat: &mut Beat) -> Result<bool, Halt<T::Error>> {
+    async fn work(&mut self, job: &mut Claimed, d: Duration, beat: &mut Beat) -> Result<bool, Halt<T::Error>> {
         let Some(every) = self.core.sh.plan.lease.heartbeat else {
             self.sleep(d).await?;
             return Ok(true);
@@ -113,7 +114,7 @@ impl<T: Transport> Worker<T> {
     }
 
     /// One heartbeat. Ok(false): the job is no longer ours.
-    async fn heartbeat(&mut self, job: &Claimed, failures: &mut u32) -> Result<bool, Halt<T::Error>> {
+    async fn heartbeat(&mut self, job: &mut Claimed, failures: &mut u32) -> Result<bool, Halt<T::Error>> {
         let hold = self.hold();
         let (t, mut cx) = self.split();
         let v = cx.values(Some(job), 0.0, "");
@@ -126,6 +127,11 @@ impl<T: Transport> Worker<T> {
             }
             Ok(sent) => {
                 self.log_at(sent.t_us, job, EventKind::HeartbeatOk);
+                if let Some(token) = sent.token {
+                    // The heartbeat renewed the fence: later writes bind the newest token.
+                    job.tag = token.tag();
+                    job.token = Some(token);
+                }
                 *failures = 0;
                 Ok(true)
             }

@@ -1,0 +1,194 @@
+//! The adapter contract, round two (`docs/adapters.md`): queue shapes the first contract could
+//! not express without a workaround, each a small adapter file in `tests/fixtures/contract/`
+//! run against a real PostgreSQL:
+//!
+//! - select-then-update in one transaction: the UPDATE reads the SELECT's ids as `:prev.id`;
+//! - a row lock held for the job (`drive.mode = "hold-transaction"`): run in that mode, and a
+//!   lease-mode run is refused with exit 2 (without the declaration it passes `validate` and
+//!   reports racing duplicates of a correct queue);
+//! - a session lease (advisory locks, `drive.lease = "session"`): a crash's re-run is a lease
+//!   expiry, not a race (without the declaration, a race);
+//! - whole-second timestamps (`drive.time_resolution = "1s"`): an expiry a second early is an
+//!   expiry, not a race (without the declaration, a race);
+//! - a timestamptz token renewed by each heartbeat: the completion binds the newest.
+
+use crate::common;
+use common::{Run, queuebench};
+use std::path::{Path, PathBuf};
+
+fn fixture(name: &str) -> String {
+    let path = common::repo(&format!("tests/fixtures/contract/{name}"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The fixture `name` (edited by `edit`) beside a scenario of `body`; the scenario's path.
+fn setup(dir: &Path, name: &str, edit: impl Fn(String) -> String, body: &str) -> String {
+    std::fs::write(dir.join(name), edit(fixture(name))).unwrap();
+    let scenario: PathBuf = dir.join("s.toml");
+    let text = format!("name = \"contract\"\nadapter = \"{name}\"\n{body}");
+    std::fs::write(&scenario, text).unwrap();
+    scenario.to_string_lossy().into_owned()
+}
+
+fn run(scenario: &str, extra: &[&str]) -> Run {
+    let mut args = vec!["run", scenario, "--quiet"];
+    args.extend_from_slice(extra);
+    queuebench(&args)
+}
+
+fn same(text: String) -> String {
+    text
+}
+
+fn without_drive(text: String) -> String {
+    text[..text.find("[drive]").expect("the fixture declares [drive]")].to_string()
+}
+
+#[test]
+fn select_then_update_in_one_transaction_hands_the_locked_ids_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let body =
+        "[jobs]\npreload = 300\n[workers]\ncount = 4\nbatch = 5\n[run]\ntimeout = \"60s\"\nsample_interval = \"off\"\n";
+    let s = setup(dir.path(), "select-then-update.toml", same, body);
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r = run(&s, &[]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.num("jobs.completed"), 300.0, "the UPDATE took exactly the rows the SELECT locked");
+    assert_eq!(r.num("executions.duplicate"), 0.0);
+    assert_eq!(r.num("completions.rejected"), 0.0);
+    r.assert_clean();
+}
+
+#[test]
+fn a_prev_column_the_statement_before_does_not_return_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "[jobs]\npreload = 10\n";
+    let s = setup(dir.path(), "select-then-update.toml", |t| t.replace("ANY(:prev.id)", "ANY(:prev.job_id)"), body);
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains(":prev.job_id") && r.stderr.contains("it returns: id"), "{}", r.stderr);
+    // `:prev` in a step's first statement has no statement before it.
+    let s = setup(
+        dir.path(),
+        "select-then-update.toml",
+        |t| t.replace("LIMIT :batch FOR", "LIMIT :batch + cardinality(:prev.id) FOR"),
+        body,
+    );
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("select-then-update.toml") && r.stderr.contains("second or a later statement"),
+        "{}",
+        r.stderr
+    );
+}
+
+const HELD: &str = "[jobs]\npreload = 200\n[workers]\ncount = 4\nwork = \"2ms\"\n[run]\ntimeout = \"60s\"\nsample_interval = \"off\"\n";
+
+#[test]
+fn a_queue_whose_row_lock_is_the_claim_runs_in_hold_transaction_mode_and_refuses_lease_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = setup(dir.path(), "row-lock-held.toml", same, HELD);
+    // The scenario names no mode: the adapter's is used.
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r = run(&s, &[]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.summary()["mode"], "hold-transaction", "{}", r.summary());
+    assert_eq!(r.num("jobs.completed"), 200.0);
+    assert_eq!(r.num("executions.duplicate"), 0.0, "no false racing duplicates");
+
+    // Asked for lease mode: refused before anything runs, by validate and by run.
+    for cmd in ["validate", "run"] {
+        let r = queuebench(&[cmd, &s, "--set", "workers.mode=lease"]);
+        assert_eq!(r.code, 2, "{cmd}: {}\n{}", r.stdout, r.stderr);
+        for needle in [
+            "workers.mode",
+            "row-lock-held.toml",
+            "drive.mode = \"hold-transaction\"",
+            "accepted: \"hold-transaction\"",
+        ] {
+            assert!(r.stderr.contains(needle), "{cmd}: `{needle}` in {}", r.stderr);
+        }
+    }
+}
+
+#[test]
+fn without_the_driving_mode_a_lease_run_of_a_held_lock_queue_reports_racing_duplicates() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = setup(dir.path(), "row-lock-held.toml", without_drive, HELD);
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 0, "validate cannot tell without the declaration: {}", r.stderr);
+    let r = run(&s, &[]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.num("executions.duplicate_race") > 0.0,
+        "the lock went with the claim's commit: {}",
+        r.summary()["executions"]
+    );
+}
+
+const CRASHES: &str = "[jobs]\npreload = 200\n[workers]\ncount = 4\n[lease]\nduration = \"30s\"\n\
+[run]\ntimeout = \"60s\"\nsample_interval = \"off\"\n\
+[[faults]]\nkind = \"crash\"\npoint = \"after_effect\"\nevery = 20\nrespawn_after = \"10ms\"\n";
+
+#[test]
+fn a_session_lease_ends_with_the_crashed_connection_not_the_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = setup(dir.path(), "advisory-session.toml", same, CRASHES);
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r = run(&s, &[]);
+    let x = &r.summary()["executions"];
+    assert_eq!(r.num("jobs.completed"), 200.0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.num("jobs.lost"), 0.0);
+    assert!(r.num("executions.duplicate_lease_expired") > 0.0, "a crash after the effect runs the job again: {x}");
+    assert_eq!(r.num("executions.duplicate_race"), 0.0, "the lock died with the connection: {x}");
+    assert_eq!(r.check("ownership_overlap"), 0, "{x}");
+
+    // The same run without `lease = "session"`: each re-run comes well inside the 30 s lease.
+    let s = setup(dir.path(), "advisory-session.toml", without_drive, CRASHES);
+    let r = run(&s, &[]);
+    assert!(r.num("executions.duplicate_race") > 0.0, "{}", r.summary()["executions"]);
+}
+
+const EARLY_EXPIRY: &str = "[jobs]\npreload = 4\n[workers]\ncount = 8\nwork = \"600ms\"\nidle_backoff = \"10ms\"\n\
+[lease]\nduration = \"1s\"\nreclaim = \"reaper\"\nreaper_interval = \"50ms\"\n\
+[run]\ntimeout = \"60s\"\nsample_interval = \"off\"\n";
+
+#[test]
+fn whole_second_timestamps_widen_the_boundary_between_a_race_and_an_expiry() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = setup(dir.path(), "whole-seconds.toml", same, EARLY_EXPIRY);
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r = run(&s, &[]);
+    let x = &r.summary()["executions"];
+    assert_eq!(r.num("jobs.completed"), 4.0, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.num("executions.duplicate_lease_expired") > 0.0, "every lease ran out mid-work: {x}");
+    assert_eq!(r.num("executions.duplicate_race"), 0.0, "{x}");
+
+    // Without the declaration the same early expiries are counted as racing claims.
+    let s = setup(dir.path(), "whole-seconds.toml", without_drive, EARLY_EXPIRY);
+    let r = run(&s, &[]);
+    assert!(r.num("executions.duplicate_race") > 0.0, "{}", r.summary()["executions"]);
+}
+
+#[test]
+fn a_timestamptz_token_renewed_by_each_heartbeat_fences_the_completion() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "[jobs]\npreload = 40\n[workers]\ncount = 4\nwork = \"50ms\"\n[lease]\nduration = \"5s\"\nheartbeat = \"10ms\"\n\
+                [run]\ntimeout = \"60s\"\nsample_interval = \"off\"\n";
+    let s = setup(dir.path(), "timestamp-fence.toml", same, body);
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("heartbeat"), "{}", r.stdout);
+    let r = run(&s, &[]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.num("stale.heartbeats_accepted") >= 40.0, "several heartbeats a job: {}", r.summary()["stale"]);
+    assert_eq!(r.num("stale.heartbeats_rejected"), 0.0, "each heartbeat bound the token the one before returned");
+    assert_eq!(r.num("completions.accepted"), 40.0, "each completion bound the newest token");
+    assert_eq!(r.num("completions.rejected"), 0.0);
+    r.assert_clean();
+}
