@@ -68,6 +68,7 @@ impl History {
             lease: LEASE,
             hold_transaction: false,
             session_lease: false,
+            successors: &[],
             arrivals: &self.arrivals,
             classes: &[],
             samples: &[],

@@ -192,3 +192,31 @@ fn a_timestamptz_token_renewed_by_each_heartbeat_fences_the_completion() {
     assert_eq!(r.num("completions.rejected"), 0.0);
     r.assert_clean();
 }
+
+const RETRIES: &str = "[jobs]\npreload = 50\nmax_attempts = 3\n\
+[[jobs.types]]\nname = \"always-fails\"\ncount = 5\nfail_probability = 1.0\nfail_code = \"PERMANENT\"\n\
+[[jobs.types]]\nname = \"flaky\"\ncount = 10\nfail_probability = 0.5\nfail_code = \"RATE_LIMIT\"\n\
+[workers]\ncount = 3\n[retry]\nbase = \"30ms\"\ncap = \"60ms\"\njitter = false\n\
+[run]\ntimeout = \"60s\"\nsample_interval = \"off\"\n\
+[expect]\n\"jobs.lost\" = \"== 0\"\n\"checks.exactly_once\" = \"> 0\"\n";
+
+#[test]
+fn a_retry_under_a_new_id_is_followed_to_its_successor() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = setup(dir.path(), "retry-new-id.toml", same, RETRIES);
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r = run(&s, &[]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let jobs = &r.summary()["jobs"];
+    assert_eq!(r.num("jobs.enqueued"), 50.0, "{jobs}");
+    // The 5 always-failing jobs end dead after 3 attempts under 3 ids (a flaky one may too).
+    assert!(r.num("jobs.dead") >= 5.0, "{jobs}");
+    assert_eq!(r.num("jobs.dead") + r.num("jobs.completed"), 50.0, "one end per logical job: {jobs}");
+    assert!(r.num("jobs.retried") >= 5.0, "{jobs}");
+    assert_eq!(r.num("jobs.lost"), 0.0, "{jobs}");
+    assert_eq!(r.check("attempts_within_budget"), 0, "{jobs}");
+    assert_eq!(r.num("executions.distinct_jobs"), 50.0, "old and new ids are one job: {}", r.summary()["executions"]);
+    assert_eq!(r.num("executions.duplicate_race"), 0.0);
+    r.assert_clean();
+}

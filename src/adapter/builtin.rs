@@ -231,6 +231,7 @@ pub fn resolve(
             attempt: Some("attempts".into()),
             token: Some("claim_token".into()),
             class: Some("class".into()),
+            successor: None,
         },
         select,
         claim,

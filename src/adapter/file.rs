@@ -89,6 +89,12 @@ fn resolve(
     let constants = constants(&raw).map_err(|e| at("constants", e))?;
     let default_lease = raw.lease.as_deref().map(lease_parser).transpose().map_err(|e| at("lease", e))?;
     let drive = super::drive::Drive::resolve(raw.drive.as_ref(), lease_parser).map_err(|e| at("drive", e))?;
+    if raw.result.successor.is_some() && raw.fail.is_none() {
+        return Err(at(
+            "result.successor",
+            Invalid::new("names the column the fail step returns the job's new id in, but the adapter has no fail"),
+        ));
+    }
     let has_select = raw.select.is_some();
     let step = |role: Role, key: &str, raw: &RawStep| -> Result<Step> {
         build_step(role, raw, has_select, &constants).map_err(|e| at(key, e))
@@ -121,6 +127,7 @@ fn resolve(
             attempt: raw.result.attempt,
             token: raw.result.token,
             class: raw.result.class,
+            successor: raw.result.successor,
         },
         select: optional(Role::Select, "select", &raw.select)?,
         complete: step(Role::Complete, "complete", &raw.complete)?,

@@ -141,6 +141,8 @@ pub struct Interner {
     shards: Vec<Mutex<HashMap<Key, i64>>>,
     /// surrogate → key, for reports that name a job as the queue does.
     names: Mutex<Vec<Key>>,
+    /// The job it was retried as → the job: a failure that re-inserted the job under a new id.
+    successors: Mutex<HashMap<i64, i64>>,
 }
 
 impl Default for Interner {
@@ -149,6 +151,7 @@ impl Default for Interner {
             next: AtomicI64::new(1),
             shards: (0..16).map(|_| Mutex::new(HashMap::new())).collect(),
             names: Mutex::new(Vec::new()),
+            successors: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -178,6 +181,31 @@ impl Interner {
         }
         names[i] = key.clone();
         n
+    }
+
+    /// Records that the job `old` goes on as `new` (its failure re-inserted it under a new id).
+    pub fn succeed(&self, old: i64, new: i64) {
+        self.successors.lock().unwrap_or_else(|e| e.into_inner()).insert(new, old);
+    }
+
+    /// Every (job, its successor) recorded so far, in the order of the new ids.
+    pub fn successors(&self) -> Vec<(i64, i64)> {
+        let map = self.successors.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out: Vec<(i64, i64)> = map.iter().map(|(&new, &old)| (old, new)).collect();
+        out.sort_unstable_by_key(|&(_, new)| new);
+        out
+    }
+
+    /// The first id of the chain `id` belongs to (itself when it was never a retry's new id).
+    pub fn root(&self, mut id: i64) -> i64 {
+        let map = self.successors.lock().unwrap_or_else(|e| e.into_inner());
+        for _ in 0..=map.len() {
+            match map.get(&id) {
+                Some(&old) if old != id => id = old,
+                _ => break,
+            }
+        }
+        id
     }
 
     /// Has any id been numbered (a queue whose ids are not integers)?

@@ -161,6 +161,8 @@ pub struct Columns {
     pub attempt: Option<String>,
     pub token: Option<String>,
     pub class: Option<String>,
+    /// The fail step returns the job's new id in this column (a retry under a new id).
+    pub successor: Option<String>,
 }
 
 /// How the harness reads the queue.

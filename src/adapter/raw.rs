@@ -102,6 +102,9 @@ pub struct RawResult {
     pub attempt: Option<String>,
     pub token: Option<String>,
     pub class: Option<String>,
+    /// The fail step's first statement returns the job's new id in this column (a retry that
+    /// re-inserts the job).
+    pub successor: Option<String>,
 }
 
 /// How the harness reads the queue's state.

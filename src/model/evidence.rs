@@ -65,6 +65,10 @@ pub struct SavedEvidence {
     /// The precision the queue keeps its times to, µs (`drive.time_resolution`; 0: exact).
     #[serde(default)]
     pub time_resolution_us: u64,
+    /// (job, the job it was retried as): failures that re-inserted a job under a new id
+    /// (`[result] successor`); the checkers judge each chain as one job.
+    #[serde(default)]
+    pub successors: Vec<(i64, i64)>,
 }
 
 impl SavedEvidence {

@@ -73,6 +73,7 @@ pub fn saved_evidence(plan: &Plan, output: &RunOutput, table: &FinalTable) -> Sa
         duration_us: output.duration.as_micros() as u64,
         session_lease: plan.adapter.drive.lease == crate::adapter::drive::LeaseKind::Session,
         time_resolution_us: plan.adapter.drive.time_resolution.as_micros() as u64,
+        successors: output.ids.successors(),
     }
 }
 

@@ -66,6 +66,8 @@ pub struct Conn {
     pub unnamed: bool,
     /// The heartbeat's first statement returns a new token in this column (`[result] token`).
     pub heartbeat_token: Option<usize>,
+    /// The fail's first statement returns the job's new id in this column (`[result] successor`).
+    pub fail_successor: Option<usize>,
 }
 
 impl Conn {
@@ -111,6 +113,7 @@ impl Conn {
             columns: s.columns,
             unnamed: config.unnamed(),
             heartbeat_token: s.heartbeat_token,
+            fail_successor: s.fail_successor,
         })
     }
 
@@ -133,6 +136,7 @@ struct Statements {
     remaining: Statement,
     columns: ClaimColumns,
     heartbeat_token: Option<usize>,
+    fail_successor: Option<usize>,
 }
 
 impl Statements {
@@ -163,6 +167,7 @@ impl Statements {
         let columns = claim_columns(claim.last(), select.as_ref().map(Prepared::last), adapter)
             .map_err(SessionFailure::Statements)?;
         let heartbeat_token = heartbeat.as_ref().and_then(|h| renewed_token(h, adapter));
+        let fail_successor = fail.as_ref().map(|f| successor_column(f, adapter)).transpose()?.flatten();
         Ok(Statements {
             select,
             claim,
@@ -174,6 +179,7 @@ impl Statements {
             remaining,
             columns,
             heartbeat_token,
+            fail_successor,
         })
     }
 }
@@ -183,6 +189,21 @@ impl Statements {
 pub fn renewed_token(step: &Prepared, adapter: &Adapter) -> Option<usize> {
     let name = adapter.columns.token.as_ref()?;
     step.statements[0].columns().iter().position(|c| c.name() == name && Key::token_type_ok(c.type_()))
+}
+
+/// Where the fail step's first statement returns the job's new id (`[result] successor`); an
+/// error when the adapter names a column the statement does not return.
+pub fn successor_column(fail: &Prepared, adapter: &Adapter) -> Result<Option<usize>, SessionFailure> {
+    let Some(name) = &adapter.columns.successor else { return Ok(None) };
+    let cols = fail.statements[0].columns();
+    match cols.iter().position(|c| c.name() == name) {
+        Some(i) if Key::column_type_ok(cols[i].type_()) => Ok(Some(i)),
+        found => Err(SessionFailure::Statements(Invalid::new(format!(
+            "result.successor = \"{name}\": the fail step's first statement must return the job's new id as a column \
+             `{name}` (smallint, integer, bigint, uuid or text; e.g. INSERT … RETURNING id AS {name}){}",
+            found.map_or(String::new(), |i| format!(", not as {}", cols[i].type_()))
+        )))),
+    }
 }
 
 fn failed(step: &str, e: &tokio_postgres::Error) -> SessionFailure {

@@ -15,6 +15,7 @@ mod recovery;
 mod stale;
 pub mod starvation;
 pub mod story;
+mod successors;
 
 use crate::collect::history::History;
 use crate::collect::{Arrival, Event, EventKind, FaultEvent};
@@ -30,6 +31,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 /// What the run left behind, as the checkers see it.
+#[derive(Clone)]
 pub struct Evidence<'a> {
     pub journal: &'a [Event],
     pub final_jobs: &'a [JobRow],
@@ -45,6 +47,8 @@ pub struct Evidence<'a> {
     pub hold_transaction: bool,
     /// The lease is the session (advisory locks): a claim ends when its holder lets go.
     pub session_lease: bool,
+    /// (job, the job it was retried as): each chain is judged as one job (`successors`).
+    pub successors: &'a [(i64, i64)],
     /// The open-model arrivals: each job's class and intended enqueue time.
     pub arrivals: &'a [Arrival],
     /// Class names in the samples' order, "default" (preloaded) first.
@@ -116,6 +120,7 @@ impl<'a> Evidence<'a> {
             lease: Duration::from_micros(saved.lease_us),
             hold_transaction: saved.hold_transaction,
             session_lease: saved.session_lease,
+            successors: &saved.successors,
             arrivals: events.arrivals,
             classes: &saved.classes,
             samples: &saved.samples,
@@ -161,6 +166,11 @@ pub const NEEDS_FINAL_TABLE: [&str; 7] = [
 const EXAMPLES: usize = 10;
 
 pub fn verify(e: &Evidence) -> Verification {
+    if !e.successors.is_empty() {
+        // Jobs retried under a new id: every event and row of a chain under its first id.
+        let (journal, final_jobs) = successors::follow(e.journal, e.final_jobs, e.successors);
+        return verify(&Evidence { journal: &journal, final_jobs: &final_jobs, successors: &[], ..e.clone() });
+    }
     // The runner hands the journal over sorted (no second copy of a long run's journal); sort if not.
     let events: Cow<[Event]> = if e.journal.is_sorted_by_key(Event::order) {
         Cow::Borrowed(e.journal)
@@ -279,6 +289,7 @@ mod tests {
             lease: Duration::from_secs(1),
             hold_transaction: false,
             session_lease: false,
+            successors: &[],
             samples: &[],
             blockers: &[],
             arrivals: &[],

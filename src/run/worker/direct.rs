@@ -157,7 +157,12 @@ impl Transport for Direct {
             }
         };
         let sent = Instant::now();
-        let (accepted, token) = match conn.heartbeat_token.filter(|_| what == Write::Heartbeat) {
+        let returned = match what {
+            Write::Heartbeat => conn.heartbeat_token,
+            Write::Fail => conn.fail_successor,
+            Write::Complete => None,
+        };
+        let (accepted, token) = match returned {
             Some(column) => steps::write_renewing(&conn.client, step, v, in_tx, column).await?,
             None => (steps::write(&conn.client, step, v, in_tx).await?, None),
         };

@@ -18,7 +18,10 @@ impl<T: Transport> Worker<T> {
         self.core.nth_job += 1;
         self.point(Point::AfterClaim, job).await?;
         let plan = self.core.sh.plan.clone();
-        let kind = plan.job_type(job.id);
+        // A job retried under a new id keeps its type (resolved per adapter: a lookup only for
+        // a queue that re-inserts on failure).
+        let logical = if plan.adapter.columns.successor.is_some() { self.core.sh.ids.root(job.id) } else { job.id };
+        let kind = plan.job_type(logical);
         let model = match job.class {
             0 => &plan.workers.work,
             c => plan.load.classes[c as usize - 1].work.as_ref().unwrap_or(&plan.workers.work),
@@ -184,6 +187,11 @@ impl<T: Transport> Worker<T> {
             let v = cx.values(Some(job), backoff, code);
             match t.write(&mut cx, what, &v, hold).await {
                 Ok(sent) => {
+                    if let Some(new) = sent.token.filter(|k| fail && sent.accepted && *k != job.key) {
+                        // Retried under a new id: the checkers follow the job to it.
+                        let ids = &self.core.sh.ids;
+                        ids.succeed(job.id, ids.surrogate(&new));
+                    }
                     let (t, took) = (sent.t_us, sent.took_us);
                     self.core.stats.record(Latency::Complete, t, took);
                     self.log_witnessed(t, took, job, if sent.accepted { kinds.0 } else { kinds.1 }, witness);
