@@ -220,3 +220,43 @@ fn a_retry_under_a_new_id_is_followed_to_its_successor() {
     assert_eq!(r.num("executions.duplicate_race"), 0.0);
     r.assert_clean();
 }
+
+/// The select-then-update queue with a reaper whose staleness is a duration constant, and a
+/// claim that reads an array constant.
+fn with_constants(text: String) -> String {
+    let text = text.replace("WHERE state = 'ready' ORDER BY", "WHERE state = ANY(:ready_states) ORDER BY");
+    let reclaim =
+        "reclaim = \"UPDATE q SET state = 'ready' WHERE state = 'taken' AND locked_at < now() - :stale_after\"\n";
+    let text = text.replacen("\n[result]", &format!("{reclaim}\n[result]"), 1);
+    format!("{text}\n[constants]\nready_states = [\"ready\", \"retry\"]\nstale_after = {{ duration = \"100s\" }}\n")
+}
+
+#[test]
+fn constants_hold_arrays_and_durations_that_the_time_scale_scales() {
+    let dir = tempfile::tempdir().unwrap();
+    // At 0.01 the reaper takes back a crashed worker's job after 1 s, not 100 s: the run drains
+    // long before its (unscaled) 30 s timeout only if the constant was scaled too.
+    let body = "[jobs]\npreload = 40\n[workers]\ncount = 2\n[lease]\nreclaim = \"reaper\"\nreaper_interval = \"1s\"\n\
+                [run]\ntime_scale = 0.01\ntimeout = \"30s\"\nsample_interval = \"off\"\n\
+                [[faults]]\nkind = \"crash\"\npoint = \"after_claim\"\nevery = 10\nrespawn_after = \"1s\"\n";
+    let s = setup(dir.path(), "select-then-update.toml", with_constants, body);
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r = run(&s, &[]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.summary()["timed_out"], false);
+    assert_eq!(r.num("jobs.completed"), 40.0, "the array constant matched the ready jobs");
+    assert!(r.num("faults.by_kind.crash") > 0.0);
+    assert!(r.num("reaper.reclaimed") > 0.0, "{}", r.summary()["reaper"]);
+
+    // A mixed array and an unknown table are refused by name.
+    let s = setup(dir.path(), "select-then-update.toml", |t| with_constants(t).replace("\"retry\"]", "2]"), body);
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("constants.ready_states") && r.stderr.contains("all strings"), "{}", r.stderr);
+    let s =
+        setup(dir.path(), "select-then-update.toml", |t| with_constants(t).replace("{ duration", "{ seconds"), body);
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("constants.stale_after") && r.stderr.contains("{ duration = \"10s\" }"), "{}", r.stderr);
+}

@@ -154,13 +154,19 @@ impl fmt::Display for Param {
     }
 }
 
-/// A `[constants]` value of an adapter: its type is its TOML type.
+/// A `[constants]` value of an adapter: its type is its TOML type (an array of one type is
+/// an array), and `{ duration = "10s" }` is an interval that `run.time_scale` scales.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Constant {
     Text(String),
     Int(i64),
     Float(f64),
     Bool(bool),
+    TextArray(Vec<String>),
+    IntArray(Vec<i64>),
+    FloatArray(Vec<f64>),
+    BoolArray(Vec<bool>),
+    Duration(std::time::Duration),
 }
 
 impl Constant {
@@ -170,6 +176,11 @@ impl Constant {
             Constant::Int(_) => "int8",
             Constant::Float(_) => "float8",
             Constant::Bool(_) => "bool",
+            Constant::TextArray(_) => "text[]",
+            Constant::IntArray(_) => "int8[]",
+            Constant::FloatArray(_) => "float8[]",
+            Constant::BoolArray(_) => "bool[]",
+            Constant::Duration(_) => "interval",
         }
     }
 
@@ -180,8 +191,17 @@ impl Constant {
             Constant::Int(i) => i.to_string(),
             Constant::Float(f) => format!("{f:?}"),
             Constant::Bool(b) => b.to_string(),
+            Constant::TextArray(v) => array_literal(v.iter().map(|t| Constant::Text(t.clone()).literal()), "text"),
+            Constant::IntArray(v) => array_literal(v.iter().map(i64::to_string), "int8"),
+            Constant::FloatArray(v) => array_literal(v.iter().map(|f| format!("{f:?}")), "float8"),
+            Constant::BoolArray(v) => array_literal(v.iter().map(bool::to_string), "bool"),
+            Constant::Duration(d) => format!("interval '{} microseconds'", d.as_micros()),
         }
     }
+}
+
+fn array_literal(items: impl Iterator<Item = String>, ty: &str) -> String {
+    format!("ARRAY[{}]::{ty}[]", items.collect::<Vec<_>>().join(", "))
 }
 
 impl ToSql for Constant {
@@ -191,11 +211,33 @@ impl ToSql for Constant {
             Constant::Int(i) => i.to_sql(ty, out),
             Constant::Float(f) => f.to_sql(ty, out),
             Constant::Bool(b) => b.to_sql(ty, out),
+            Constant::TextArray(v) => v.to_sql(ty, out),
+            Constant::IntArray(v) => v.to_sql(ty, out),
+            Constant::FloatArray(v) => v.to_sql(ty, out),
+            Constant::BoolArray(v) => v.to_sql(ty, out),
+            Constant::Duration(d) => {
+                // PostgreSQL's binary interval: microseconds, days, months.
+                out.extend_from_slice(&i64::try_from(d.as_micros())?.to_be_bytes());
+                out.extend_from_slice(&0i32.to_be_bytes());
+                out.extend_from_slice(&0i32.to_be_bytes());
+                Ok(IsNull::No)
+            }
         }
     }
 
     fn accepts(ty: &Type) -> bool {
-        matches!(*ty, Type::TEXT | Type::INT8 | Type::FLOAT8 | Type::BOOL)
+        matches!(
+            *ty,
+            Type::TEXT
+                | Type::INT8
+                | Type::FLOAT8
+                | Type::BOOL
+                | Type::TEXT_ARRAY
+                | Type::INT8_ARRAY
+                | Type::FLOAT8_ARRAY
+                | Type::BOOL_ARRAY
+                | Type::INTERVAL
+        )
     }
 
     to_sql_checked!();
@@ -386,6 +428,11 @@ mod tests {
         let e = translate_with("SELECT :quux", &names).unwrap_err();
         assert!(e.to_string().contains(":queue") && e.to_string().contains(":n_max"), "{e}");
         assert_eq!(Constant::Text("it's".into()).literal(), "'it''s'");
+        let queues = Constant::TextArray(vec!["a".into(), "b'c".into()]);
+        assert_eq!(queues.literal(), "ARRAY['a', 'b''c']::text[]");
+        assert_eq!(queues.sql_type(), "text[]");
+        let every = Constant::Duration(std::time::Duration::from_millis(1500));
+        assert_eq!((every.literal().as_str(), every.sql_type()), ("interval '1500000 microseconds'", "interval"));
     }
 
     #[test]
