@@ -260,3 +260,31 @@ fn constants_hold_arrays_and_durations_that_the_time_scale_scales() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("constants.stale_after") && r.stderr.contains("{ duration = \"10s\" }"), "{}", r.stderr);
 }
+
+#[test]
+fn drive_errors_name_the_file_the_key_and_the_accepted_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let body =
+        "[jobs]\npreload = 10\n[[faults]]\nkind = \"crash\"\npoint = \"after_claim\"\nevery = 5\nidentity = \"same\"\n";
+    let cases = [
+        ("mode = \"hold-transaction\"", "mode = \"held\"", "drive.mode", "accepted: lease, hold-transaction"),
+        ("mode = \"hold-transaction\"", "lease = \"forever\"", "drive.lease", "accepted: time, session"),
+        ("mode = \"hold-transaction\"", "time_resolution = \"0s\"", "drive.time_resolution", "between 1us and 1h"),
+        ("mode = \"hold-transaction\"", "mood = \"lease\"", "mood", "mode"),
+        // The queue's workers come back under a new name; the fault asks for the same one.
+        (
+            "mode = \"hold-transaction\"",
+            "identity_after_crash = \"new\"",
+            "drive.identity_after_crash = \"new\"",
+            "accepted: \"new\"",
+        ),
+    ];
+    for (old, new, key, accepted) in cases {
+        let s = setup(dir.path(), "row-lock-held.toml", |t| t.replace(old, new), body);
+        let r = queuebench(&["validate", &s]);
+        assert_eq!(r.code, 2, "{new}: {}\n{}", r.stdout, r.stderr);
+        for needle in ["row-lock-held.toml", key, accepted] {
+            assert!(r.stderr.contains(needle), "{new}: `{needle}` in {}", r.stderr);
+        }
+    }
+}
