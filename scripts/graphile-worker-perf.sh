@@ -38,8 +38,9 @@ $cli --schema-only >/dev/null
 t0=$(ms); $cli --once >/dev/null; startup=$(( $(ms) - t0 ))
 node ./init.js "$JOBS" >/dev/null
 t0=$(ms)
-for _ in 1 2 3 4; do $cli --once >/dev/null & done
-wait
+pids=
+for _ in 1 2 3 4; do $cli --once >/dev/null & pids="$pids $!"; done
+wait $pids
 drain=$(( $(ms) - t0 ))
 left=$(psql "$DATABASE_URL" -Atc "select count(*) from graphile_worker._private_jobs")
 awk -v n="$JOBS" -v d="$drain" -v s="$startup" -v left="$left" 'BEGIN {

@@ -67,6 +67,8 @@ impl History {
             faults: &self.faults,
             lease: LEASE,
             hold_transaction: false,
+            session_lease: false,
+            successors: &[],
             arrivals: &self.arrivals,
             classes: &[],
             samples: &[],

@@ -231,6 +231,7 @@ pub fn resolve(
             attempt: Some("attempts".into()),
             token: Some("claim_token".into()),
             class: Some("class".into()),
+            successor: None,
         },
         select,
         claim,
@@ -246,6 +247,7 @@ pub fn resolve(
             remaining: stmt(Role::Observe, REMAINING)?,
             depth: Some(stmt(Role::Observe, DEPTH)?),
         },
+        drive: super::drive::Drive::default(),
     })
 }
 

@@ -4,7 +4,9 @@
 //! error names the adapter file, the line and the key.
 
 use super::raw::{RawAdapter, RawStep};
-use super::{Accepted, Adapter, Columns, Constant, Observe, Origin, Role, Statement, Step, builtin, statement};
+use super::{
+    Accepted, Adapter, Columns, Constant, Observe, Origin, Role, Statement, Step, builtin, statement, statement_at,
+};
 use crate::error::{Error, Invalid, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -84,8 +86,15 @@ fn resolve(
             Invalid::new("a table name of letters, digits and _ (it is named in VACUUM and LOCK)"),
         ));
     }
-    let constants = constants(&raw).map_err(|e| at("constants", e))?;
+    let constants = constants(&raw, lease_parser).map_err(|e| at("constants", e))?;
     let default_lease = raw.lease.as_deref().map(lease_parser).transpose().map_err(|e| at("lease", e))?;
+    let drive = super::drive::Drive::resolve(raw.drive.as_ref(), lease_parser).map_err(|e| at("drive", e))?;
+    if raw.result.successor.is_some() && raw.fail.is_none() {
+        return Err(at(
+            "result.successor",
+            Invalid::new("names the column the fail step returns the job's new id in, but the adapter has no fail"),
+        ));
+    }
     let has_select = raw.select.is_some();
     let step = |role: Role, key: &str, raw: &RawStep| -> Result<Step> {
         build_step(role, raw, has_select, &constants).map_err(|e| at(key, e))
@@ -118,6 +127,7 @@ fn resolve(
             attempt: raw.result.attempt,
             token: raw.result.token,
             class: raw.result.class,
+            successor: raw.result.successor,
         },
         select: optional(Role::Select, "select", &raw.select)?,
         complete: step(Role::Complete, "complete", &raw.complete)?,
@@ -130,12 +140,66 @@ fn resolve(
         claim,
         observe,
         constants,
+        drive,
         name: raw.name,
     })
 }
 
-/// `[constants]`: TOML strings, integers, floats and booleans; no built-in parameter's name.
-fn constants(raw: &RawAdapter) -> std::result::Result<Vec<(String, Constant)>, Invalid> {
+const CONSTANT_KINDS: &str = "a constant is a string, an integer, a float, a boolean, an array of one of these \
+     (all of one type), or a duration: { duration = \"10s\" }";
+
+/// One `[constants]` value (`duration` reads `{ duration = "…" }`).
+fn constant(
+    v: &toml::Value,
+    duration: &impl Fn(&str) -> std::result::Result<Duration, Invalid>,
+) -> std::result::Result<Constant, Invalid> {
+    use toml::Value as V;
+    Ok(match v {
+        V::String(s) => Constant::Text(s.clone()),
+        V::Integer(i) => Constant::Int(*i),
+        V::Float(f) => Constant::Float(*f),
+        V::Boolean(b) => Constant::Bool(*b),
+        V::Array(items) => {
+            let all = |f: fn(&V) -> bool| items.iter().all(f);
+            if items.is_empty() {
+                return Err(Invalid::new("an empty array has no type; give it at least one element"));
+            } else if all(V::is_str) {
+                Constant::TextArray(items.iter().filter_map(|i| i.as_str().map(String::from)).collect())
+            } else if all(V::is_integer) {
+                Constant::IntArray(items.iter().filter_map(V::as_integer).collect())
+            } else if all(|i| i.is_float() || i.is_integer()) {
+                Constant::FloatArray(
+                    items.iter().filter_map(|i| i.as_float().or(i.as_integer().map(|n| n as f64))).collect(),
+                )
+            } else if all(V::is_bool) {
+                Constant::BoolArray(items.iter().filter_map(V::as_bool).collect())
+            } else {
+                return Err(Invalid::new(format!(
+                    "an array's elements are all strings, all numbers or all booleans; {CONSTANT_KINDS}"
+                )));
+            }
+        }
+        V::Table(t) if t.len() == 1 && t.get("duration").is_some_and(V::is_str) => {
+            let text = t["duration"].as_str().unwrap_or_default();
+            Constant::Duration(duration(text).map_err(|e| Invalid::new(format!("duration: {}", e.reason)))?)
+        }
+        V::Table(t) => {
+            let keys: Vec<&str> = t.keys().map(String::as_str).collect();
+            return Err(Invalid::new(format!(
+                "a table with {}; accepted: {{ duration = \"10s\" }} ({CONSTANT_KINDS})",
+                keys.join(", ")
+            )));
+        }
+        _ => return Err(Invalid::new(CONSTANT_KINDS)),
+    })
+}
+
+/// `[constants]`: TOML strings, numbers, booleans, arrays of one of these, durations; no
+/// built-in parameter's name.
+fn constants(
+    raw: &RawAdapter,
+    duration: &impl Fn(&str) -> std::result::Result<Duration, Invalid>,
+) -> std::result::Result<Vec<(String, Constant)>, Invalid> {
     let mut out = Vec::new();
     for (name, v) in &raw.constants {
         let ok = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
@@ -146,14 +210,7 @@ fn constants(raw: &RawAdapter) -> std::result::Result<Vec<(String, Constant)>, I
         if super::params::ALL.iter().any(|p| p.name() == name) {
             return Err(Invalid::at(name.clone(), format!("`:{name}` is a built-in parameter; pick another name")));
         }
-        let c = match v {
-            toml::Value::String(s) => Constant::Text(s.clone()),
-            toml::Value::Integer(i) => Constant::Int(*i),
-            toml::Value::Float(f) => Constant::Float(*f),
-            toml::Value::Boolean(b) => Constant::Bool(*b),
-            _ => return Err(Invalid::at(name.clone(), "a constant is a string, a number or a boolean")),
-        };
-        out.push((name.clone(), c));
+        out.push((name.clone(), constant(v, duration).map_err(|e| Invalid::at(name.clone(), e.reason))?));
     }
     Ok(out)
 }
@@ -176,7 +233,10 @@ fn build_step(
     };
     let statements = texts
         .iter()
-        .map(|t| statement(role, t, "", has_select, constants, false).map_err(|e| Invalid::new(e.to_string())))
+        .enumerate()
+        .map(|(i, t)| {
+            statement_at(role, t, "", has_select, constants, false, i > 0).map_err(|e| Invalid::new(e.to_string()))
+        })
         .collect::<std::result::Result<Vec<_>, _>>()?;
     let step = Step { role, statements, accepted };
     if accepted == Accepted::Rows && matches!(role, Role::Complete | Role::Fail | Role::Heartbeat | Role::Cancel) {

@@ -18,6 +18,9 @@ pub enum Key {
     Int(i64),
     Uuid(Uuid),
     Text(String),
+    /// Any other scalar (a `timestamptz` token, a `numeric` fence …): its type and its binary
+    /// form as the server sent it, bound back byte for byte to a parameter of the same type.
+    Raw(Type, Vec<u8>),
 }
 
 impl Key {
@@ -27,6 +30,10 @@ impl Key {
             Key::Int(i) => i.to_string(),
             Key::Uuid(u) => u.to_string(),
             Key::Text(t) => t.clone(),
+            Key::Raw(ty, bytes) => {
+                let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                format!("{ty}:{hex}")
+            }
         }
     }
 
@@ -40,6 +47,12 @@ impl Key {
                 use std::hash::{Hash, Hasher};
                 let mut h = std::collections::hash_map::DefaultHasher::new();
                 t.hash(&mut h);
+                h.finish()
+            }
+            Key::Raw(_, bytes) => {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                bytes.hash(&mut h);
                 h.finish()
             }
         }
@@ -60,12 +73,13 @@ impl<'a> FromSql<'a> for Key {
             Type::INT4 => Key::Int(i64::from(i32::from_sql(ty, raw)?)),
             Type::INT8 => Key::Int(i64::from_sql(ty, raw)?),
             Type::UUID => Key::Uuid(Uuid::from_sql(ty, raw)?),
-            _ => Key::Text(String::from_sql(ty, raw)?),
+            Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME => Key::Text(String::from_sql(ty, raw)?),
+            _ => Key::Raw(ty.clone(), raw.to_vec()),
         })
     }
 
     fn accepts(ty: &Type) -> bool {
-        Self::column_type_ok(ty)
+        Self::token_type_ok(ty)
     }
 }
 
@@ -73,6 +87,13 @@ impl Key {
     /// Column types a claim may return an id, attempt or token in.
     pub fn column_type_ok(ty: &Type) -> bool {
         matches!(*ty, Type::INT2 | Type::INT4 | Type::INT8 | Type::UUID | Type::TEXT | Type::VARCHAR | Type::BPCHAR)
+    }
+
+    /// Column types a claim may return a token in, or a statement hand the next one: any
+    /// scalar (a base type, an enum or a domain), none of them an array or a row.
+    pub fn token_type_ok(ty: &Type) -> bool {
+        use tokio_postgres::types::Kind;
+        matches!(ty.kind(), Kind::Simple | Kind::Enum(_) | Kind::Domain(_) | Kind::Pseudo)
     }
 }
 
@@ -85,25 +106,30 @@ impl ToSql for Key {
             (Key::Uuid(u), &Type::UUID) => u.to_sql(ty, out),
             (Key::Text(t), &Type::UUID) => Uuid::parse_str(t)?.to_sql(ty, out),
             (Key::Text(t), &Type::INT8 | &Type::INT4 | &Type::INT2) => Key::Int(t.parse()?).to_sql(ty, out),
-            (k, _) => k.show().to_sql(ty, out),
+            (Key::Raw(kt, bytes), _) if kt == ty => {
+                out.extend_from_slice(bytes);
+                Ok(IsNull::No)
+            }
+            (Key::Raw(kt, _), _) => Err(format!(
+                "a value the server returned as {kt} is bound where it expects {ty}: cast one to the other"
+            )
+            .into()),
+            (k, t) if Self::text_like(t) => k.show().to_sql(ty, out),
+            (k, _) => Err(format!("the value {} cannot be bound as {ty}", k.show()).into()),
         }
     }
 
-    fn accepts(ty: &Type) -> bool {
-        matches!(
-            *ty,
-            Type::INT2
-                | Type::INT4
-                | Type::INT8
-                | Type::UUID
-                | Type::TEXT
-                | Type::VARCHAR
-                | Type::BPCHAR
-                | Type::UNKNOWN
-        )
+    fn accepts(_: &Type) -> bool {
+        true
     }
 
     to_sql_checked!();
+}
+
+impl Key {
+    fn text_like(ty: &Type) -> bool {
+        matches!(*ty, Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN)
+    }
 }
 
 /// Surrogates for ids that are not integers: each distinct uuid or text id gets the next
@@ -115,6 +141,8 @@ pub struct Interner {
     shards: Vec<Mutex<HashMap<Key, i64>>>,
     /// surrogate → key, for reports that name a job as the queue does.
     names: Mutex<Vec<Key>>,
+    /// The job it was retried as → the job: a failure that re-inserted the job under a new id.
+    successors: Mutex<HashMap<i64, i64>>,
 }
 
 impl Default for Interner {
@@ -123,6 +151,7 @@ impl Default for Interner {
             next: AtomicI64::new(1),
             shards: (0..16).map(|_| Mutex::new(HashMap::new())).collect(),
             names: Mutex::new(Vec::new()),
+            successors: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -152,6 +181,31 @@ impl Interner {
         }
         names[i] = key.clone();
         n
+    }
+
+    /// Records that the job `old` goes on as `new` (its failure re-inserted it under a new id).
+    pub fn succeed(&self, old: i64, new: i64) {
+        self.successors.lock().unwrap_or_else(|e| e.into_inner()).insert(new, old);
+    }
+
+    /// Every (job, its successor) recorded so far, in the order of the new ids.
+    pub fn successors(&self) -> Vec<(i64, i64)> {
+        let map = self.successors.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out: Vec<(i64, i64)> = map.iter().map(|(&new, &old)| (old, new)).collect();
+        out.sort_unstable_by_key(|&(_, new)| new);
+        out
+    }
+
+    /// The first id of the chain `id` belongs to (itself when it was never a retry's new id).
+    pub fn root(&self, mut id: i64) -> i64 {
+        let map = self.successors.lock().unwrap_or_else(|e| e.into_inner());
+        for _ in 0..=map.len() {
+            match map.get(&id) {
+                Some(&old) if old != id => id = old,
+                _ => break,
+            }
+        }
+        id
     }
 
     /// Has any id been numbered (a queue whose ids are not integers)?

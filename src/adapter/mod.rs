@@ -8,6 +8,7 @@
 //! queue is an adapter file (`file`), shipped ones compiled in from `adapters/`.
 
 pub mod builtin;
+pub mod drive;
 pub mod file;
 pub mod keys;
 pub mod params;
@@ -93,6 +94,8 @@ pub struct Statement {
     pub text: String,
     pub sql: String,
     pub params: Vec<Param>,
+    /// The previous statement's columns this one reads as `:prev.COLUMN` (`Param::Prev(i)`).
+    pub carried: Vec<String>,
 }
 
 /// How a write is judged to have landed (`docs/adapters.md`, "Steps").
@@ -158,6 +161,8 @@ pub struct Columns {
     pub attempt: Option<String>,
     pub token: Option<String>,
     pub class: Option<String>,
+    /// The fail step returns the job's new id in this column (a retry under a new id).
+    pub successor: Option<String>,
 }
 
 /// How the harness reads the queue.
@@ -202,6 +207,8 @@ pub struct Adapter {
     pub enqueue: Step,
     pub preload: Option<Step>,
     pub observe: Observe,
+    /// How the queue must be driven (`[drive]`; the default for the built-ins).
+    pub drive: drive::Drive,
 }
 
 impl Adapter {
@@ -262,9 +269,23 @@ pub fn statement(
     constants: &[(String, Constant)],
     cast_keys: bool,
 ) -> Result<Statement, params::ParamError> {
+    statement_at(role, text, fence, has_select, constants, cast_keys, false)
+}
+
+/// [`statement`] for a place in a step's list: `prev`, a statement after the first, may read
+/// the previous one's columns as `:prev.COLUMN`.
+pub fn statement_at(
+    role: Role,
+    text: &str,
+    fence: &str,
+    has_select: bool,
+    constants: &[(String, Constant)],
+    cast_keys: bool,
+    prev: bool,
+) -> Result<Statement, params::ParamError> {
     let text = text.replace("{fence}", fence);
     let text = text.trim().trim_end_matches(';').trim_end().to_string();
     let allowed = role.allowed(has_select);
-    let p = translate_with(&text, &Names { allowed: &allowed, constants, cast_keys })?;
-    Ok(Statement { role, text, sql: p.sql, params: p.params })
+    let p = translate_with(&text, &Names { allowed: &allowed, constants, cast_keys, prev })?;
+    Ok(Statement { role, text, sql: p.sql, params: p.params, carried: p.carried })
 }

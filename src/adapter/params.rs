@@ -57,6 +57,9 @@ pub enum Param {
     Now,
     /// The adapter's `[constants]` entry with this index.
     Const(u16),
+    /// `:prev.COLUMN`: that column of every row the previous statement of the same step
+    /// returned, as an array of the column's type (the statement's `carried[i]`).
+    Prev(u16),
 }
 
 pub const ALL: [Param; 22] = [
@@ -111,6 +114,7 @@ impl Param {
             Param::MaxAttempts => "max_attempts",
             Param::Now => "now",
             Param::Const(_) => "const",
+            Param::Prev(_) => "prev",
         }
     }
 
@@ -130,7 +134,7 @@ impl Param {
             Param::Token => "uuid",
             Param::Payload => "jsonb",
             Param::Now => "timestamptz",
-            Param::Const(_) => "text",
+            Param::Const(_) | Param::Prev(_) => "text",
         }
     }
 
@@ -150,13 +154,19 @@ impl fmt::Display for Param {
     }
 }
 
-/// A `[constants]` value of an adapter: its type is its TOML type.
+/// A `[constants]` value of an adapter: its type is its TOML type (an array of one type is
+/// an array), and `{ duration = "10s" }` is an interval that `run.time_scale` scales.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Constant {
     Text(String),
     Int(i64),
     Float(f64),
     Bool(bool),
+    TextArray(Vec<String>),
+    IntArray(Vec<i64>),
+    FloatArray(Vec<f64>),
+    BoolArray(Vec<bool>),
+    Duration(std::time::Duration),
 }
 
 impl Constant {
@@ -166,6 +176,11 @@ impl Constant {
             Constant::Int(_) => "int8",
             Constant::Float(_) => "float8",
             Constant::Bool(_) => "bool",
+            Constant::TextArray(_) => "text[]",
+            Constant::IntArray(_) => "int8[]",
+            Constant::FloatArray(_) => "float8[]",
+            Constant::BoolArray(_) => "bool[]",
+            Constant::Duration(_) => "interval",
         }
     }
 
@@ -176,8 +191,17 @@ impl Constant {
             Constant::Int(i) => i.to_string(),
             Constant::Float(f) => format!("{f:?}"),
             Constant::Bool(b) => b.to_string(),
+            Constant::TextArray(v) => array_literal(v.iter().map(|t| Constant::Text(t.clone()).literal()), "text"),
+            Constant::IntArray(v) => array_literal(v.iter().map(i64::to_string), "int8"),
+            Constant::FloatArray(v) => array_literal(v.iter().map(|f| format!("{f:?}")), "float8"),
+            Constant::BoolArray(v) => array_literal(v.iter().map(bool::to_string), "bool"),
+            Constant::Duration(d) => format!("interval '{} microseconds'", d.as_micros()),
         }
     }
+}
+
+fn array_literal(items: impl Iterator<Item = String>, ty: &str) -> String {
+    format!("ARRAY[{}]::{ty}[]", items.collect::<Vec<_>>().join(", "))
 }
 
 impl ToSql for Constant {
@@ -187,11 +211,33 @@ impl ToSql for Constant {
             Constant::Int(i) => i.to_sql(ty, out),
             Constant::Float(f) => f.to_sql(ty, out),
             Constant::Bool(b) => b.to_sql(ty, out),
+            Constant::TextArray(v) => v.to_sql(ty, out),
+            Constant::IntArray(v) => v.to_sql(ty, out),
+            Constant::FloatArray(v) => v.to_sql(ty, out),
+            Constant::BoolArray(v) => v.to_sql(ty, out),
+            Constant::Duration(d) => {
+                // PostgreSQL's binary interval: microseconds, days, months.
+                out.extend_from_slice(&i64::try_from(d.as_micros())?.to_be_bytes());
+                out.extend_from_slice(&0i32.to_be_bytes());
+                out.extend_from_slice(&0i32.to_be_bytes());
+                Ok(IsNull::No)
+            }
         }
     }
 
     fn accepts(ty: &Type) -> bool {
-        matches!(*ty, Type::TEXT | Type::INT8 | Type::FLOAT8 | Type::BOOL)
+        matches!(
+            *ty,
+            Type::TEXT
+                | Type::INT8
+                | Type::FLOAT8
+                | Type::BOOL
+                | Type::TEXT_ARRAY
+                | Type::INT8_ARRAY
+                | Type::FLOAT8_ARRAY
+                | Type::BOOL_ARRAY
+                | Type::INTERVAL
+        )
     }
 
     to_sql_checked!();
@@ -205,6 +251,8 @@ pub struct Names<'a> {
     pub allowed: &'a [Param],
     pub constants: &'a [(String, Constant)],
     pub cast_keys: bool,
+    /// The statement follows another in its step, so it may use `:prev.COLUMN`.
+    pub prev: bool,
 }
 
 /// SQL with `$n::type` placeholders and the parameter bound to each `$n`.
@@ -212,6 +260,8 @@ pub struct Names<'a> {
 pub struct Positional {
     pub sql: String,
     pub params: Vec<Param>,
+    /// The previous statement's columns `:prev.COLUMN` names, in `Param::Prev`'s order.
+    pub carried: Vec<String>,
 }
 
 /// A `:name` in a statement that cannot be bound; both list what the statement accepts.
@@ -221,11 +271,16 @@ pub enum ParamError {
     Unknown { name: String, accepted: String },
     #[error("parameter `:{name}` is not available here; this statement accepts {accepted}")]
     Unavailable { name: String, accepted: String },
+    #[error(
+        "`:prev.{column}` reads a column of the previous statement of the same step: only in the second or a later \
+         statement of a list (`claim = [\"SELECT id … FOR UPDATE SKIP LOCKED\", \"UPDATE … WHERE id = ANY(:prev.id) …\"]`)"
+    )]
+    NoPrevious { column: String },
 }
 
 /// Rewrites `:name` to `$n::type` with the built-in table's types (see [`translate_with`]).
 pub fn translate(text: &str, allowed: &[Param]) -> Result<Positional, ParamError> {
-    translate_with(text, &Names { allowed, constants: &[], cast_keys: true })
+    translate_with(text, &Names { allowed, constants: &[], cast_keys: true, prev: false })
 }
 
 /// Rewrites `:name` to `$n::type`, leaving string literals, quoted identifiers, comments and
@@ -235,6 +290,7 @@ pub fn translate_with(text: &str, names: &Names) -> Result<Positional, ParamErro
     let allowed = names.allowed;
     let mut sql = String::with_capacity(text.len() + 16);
     let mut params: Vec<Param> = Vec::new();
+    let mut carried: Vec<String> = Vec::new();
     let b = text.as_bytes();
     let mut i = 0;
     while i < b.len() {
@@ -252,8 +308,34 @@ pub fn translate_with(text: &str, names: &Names) -> Result<Positional, ParamErro
             continue;
         }
         if c == b':' && b.get(i + 1).is_some_and(|n| n.is_ascii_alphabetic() || *n == b'_') {
-            let end = (i + 1..b.len()).find(|&j| !(b[j].is_ascii_alphanumeric() || b[j] == b'_')).unwrap_or(b.len());
+            let word_end = |from: usize| {
+                (from..b.len()).find(|&j| !(b[j].is_ascii_alphanumeric() || b[j] == b'_')).unwrap_or(b.len())
+            };
+            let end = word_end(i + 1);
             let name = &text[i + 1..end];
+            if name == "prev" && b.get(end) == Some(&b'.') && word_end(end + 1) > end + 1 {
+                let column_end = word_end(end + 1);
+                let column = &text[end + 1..column_end];
+                if !names.prev {
+                    return Err(ParamError::NoPrevious { column: column.to_string() });
+                }
+                let k = carried.iter().position(|c| c == column).unwrap_or_else(|| {
+                    carried.push(column.to_string());
+                    carried.len() - 1
+                });
+                let param = Param::Prev(k as u16);
+                let n = params.iter().position(|p| *p == param).map_or_else(
+                    || {
+                        params.push(param);
+                        params.len()
+                    },
+                    |n| n + 1,
+                );
+                // No cast: the server infers the array's type where it is used (`id = ANY($n)`).
+                sql.push_str(&format!("${n}"));
+                i = column_end;
+                continue;
+            }
             let accepted = || {
                 let mut all: Vec<String> = allowed.iter().map(|p| p.to_string()).collect();
                 all.extend(names.constants.iter().map(|(c, _)| format!(":{c}")));
@@ -285,7 +367,7 @@ pub fn translate_with(text: &str, names: &Names) -> Result<Positional, ParamErro
         sql.push_str(&text[i..i + ch_len]);
         i += ch_len;
     }
-    Ok(Positional { sql, params })
+    Ok(Positional { sql, params, carried })
 }
 
 /// Index just past the quote that closes the one at `start` ('' and "" escape).
@@ -339,13 +421,33 @@ mod tests {
     #[test]
     fn constants_and_adapter_keys() {
         let constants = [("queue".to_string(), Constant::Text("default".into())), ("n_max".into(), Constant::Int(3))];
-        let names = Names { allowed: &[Param::Id, Param::Now], constants: &constants, cast_keys: false };
+        let names = Names { allowed: &[Param::Id, Param::Now], constants: &constants, cast_keys: false, prev: false };
         let p = translate_with("SELECT :id, :queue, :now, :n_max, :queue", &names).unwrap();
         assert_eq!(p.sql, "SELECT $1, $2::text, $3::timestamptz, $4::int8, $2::text");
         assert_eq!(p.params, vec![Param::Id, Param::Const(0), Param::Now, Param::Const(1)]);
         let e = translate_with("SELECT :quux", &names).unwrap_err();
         assert!(e.to_string().contains(":queue") && e.to_string().contains(":n_max"), "{e}");
         assert_eq!(Constant::Text("it's".into()).literal(), "'it''s'");
+        let queues = Constant::TextArray(vec!["a".into(), "b'c".into()]);
+        assert_eq!(queues.literal(), "ARRAY['a', 'b''c']::text[]");
+        assert_eq!(queues.sql_type(), "text[]");
+        let every = Constant::Duration(std::time::Duration::from_millis(1500));
+        assert_eq!((every.literal().as_str(), every.sql_type()), ("interval '1500000 microseconds'", "interval"));
+    }
+
+    #[test]
+    fn a_later_statement_of_a_list_reads_the_previous_ones_columns() {
+        let names = Names { allowed: &[Param::Batch], constants: &[], cast_keys: false, prev: true };
+        let p = translate_with(
+            "UPDATE q SET s = 1 WHERE id = ANY(:prev.id) AND t = ANY(:prev.tok::text[]) OR id = ANY(:prev.id)",
+            &names,
+        )
+        .unwrap();
+        assert_eq!(p.sql, "UPDATE q SET s = 1 WHERE id = ANY($1) AND t = ANY($2::text[]) OR id = ANY($1)");
+        assert_eq!(p.params, vec![Param::Prev(0), Param::Prev(1)]);
+        assert_eq!(p.carried, ["id", "tok"]);
+        let e = translate_with("SELECT :prev.id", &Names { prev: false, ..names }).unwrap_err();
+        assert!(e.to_string().contains("second or a later statement"), "{e}");
     }
 
     #[test]

@@ -35,6 +35,22 @@ pub struct RawAdapter {
     pub cancel: Option<RawStep>,
     pub result: RawResult,
     pub observe: RawObserve,
+    /// How the queue must be driven (`[drive]`); left out: any mode, a lease in time.
+    pub drive: Option<RawDrive>,
+}
+
+/// `[drive]`: what the queue's design promises and asks of whoever runs it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDrive {
+    /// `lease` or `hold-transaction`.
+    pub mode: Option<String>,
+    /// `time` (the default) or `session` (advisory locks: held as long as the connection).
+    pub lease: Option<String>,
+    /// The precision the queue keeps its times to (`"1s"`).
+    pub time_resolution: Option<String>,
+    /// `same` or `new`: the worker's name after a crash and restart.
+    pub identity_after_crash: Option<String>,
 }
 
 /// A step: one statement, a list (one transaction), or a table with the acceptance rule.
@@ -86,6 +102,9 @@ pub struct RawResult {
     pub attempt: Option<String>,
     pub token: Option<String>,
     pub class: Option<String>,
+    /// The fail step's first statement returns the job's new id in this column (a retry that
+    /// re-inserts the job).
+    pub successor: Option<String>,
 }
 
 /// How the harness reads the queue's state.

@@ -47,7 +47,7 @@ pub fn explain(dir: &Path, job: Option<i64>) -> Result<ExitCode> {
         &events,
         &h.faults,
         row,
-        (Duration::from_micros(saved.lease_us), saved.hold_transaction, saved.clock_bound_us),
+        (Duration::from_micros(saved.lease_us), saved.hold_transaction, saved.boundary_us()),
     );
     println!("job {job} in {} ({}):", summary.scenario, dir.display());
     if let Some(enq) = h.arrivals.iter().find(|a| a.job == job) {

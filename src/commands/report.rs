@@ -47,7 +47,7 @@ fn swimlanes(dir: &Path, summary: &RunSummary) -> Vec<Swimlane> {
         final_jobs: &final_jobs,
         lease: Duration::from_micros(saved.lease_us),
         hold_transaction: saved.hold_transaction,
-        clock_us: saved.clock_bound_us,
+        clock_us: saved.boundary_us(),
     };
     swimlane::swimlanes(&summary.checks, &src)
 }

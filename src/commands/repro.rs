@@ -249,6 +249,13 @@ fn print_script(script: &[(&str, String)], end: &str) {
     println!("-- {end}");
 }
 
+fn prev_index(p: crate::adapter::Param) -> usize {
+    match p {
+        crate::adapter::Param::Prev(i) => usize::from(i),
+        _ => 0,
+    }
+}
+
 /// A statement with its parameters written in as literals (for psql), from the same values
 /// the run binds (`Values::resolve`): a job's key that no claim has returned yet stays a
 /// placeholder (`:id`), `:now` is the server's `now()`.
@@ -271,6 +278,7 @@ fn literal(s: &Statement, plan: &Plan, worker: &str, ids: &[i64]) -> String {
             Value::Json(None) => "NULL".into(),
             Value::Time(_) => "now()".into(),
             Value::Const(c) => c.literal(),
+            Value::Prev => format!(":prev.{}", s.carried.get(prev_index(*p)).map_or("?", String::as_str)),
         };
         sql = sql.replace(&format!("${}", i + 1), &value);
     }

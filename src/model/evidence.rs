@@ -58,4 +58,24 @@ pub struct SavedEvidence {
     /// How long the run lasted, µs (0 in evidence written before the field: the last event
     /// of the history then marks the end).
     pub duration_us: u64,
+    /// The adapter's lease is its session (`drive.lease = "session"`, advisory locks): a claim
+    /// holds its job until its holder lets go or its connection ends, whatever the lease says.
+    #[serde(default)]
+    pub session_lease: bool,
+    /// The precision the queue keeps its times to, µs (`drive.time_resolution`; 0: exact).
+    #[serde(default)]
+    pub time_resolution_us: u64,
+    /// (job, the job it was retried as): failures that re-inserted a job under a new id
+    /// (`[result] successor`); the checkers judge each chain as one job.
+    #[serde(default)]
+    pub successors: Vec<(i64, i64)>,
+}
+
+impl SavedEvidence {
+    /// Half the slack the race/expiry boundary allows (`verify::claims::race_tolerance` takes
+    /// twice it): the agents' clock error bound, or half the queue's time resolution, whichever
+    /// is larger — a queue that keeps whole seconds sees a lease run out up to a second early.
+    pub fn boundary_us(&self) -> u64 {
+        self.clock_bound_us.max(self.time_resolution_us.div_ceil(2))
+    }
 }

@@ -71,6 +71,9 @@ pub fn saved_evidence(plan: &Plan, output: &RunOutput, table: &FinalTable) -> Sa
         clock_bound_us: clock_bound(&output.agents),
         stopped_us: output.stopped_us,
         duration_us: output.duration.as_micros() as u64,
+        session_lease: plan.adapter.drive.lease == crate::adapter::drive::LeaseKind::Session,
+        time_resolution_us: plan.adapter.drive.time_resolution.as_micros() as u64,
+        successors: output.ids.successors(),
     }
 }
 
@@ -199,7 +202,7 @@ impl Finished {
             final_jobs: &self.final_jobs,
             lease: plan.lease.duration,
             hold_transaction: self.saved.hold_transaction,
-            clock_us: self.saved.clock_bound_us,
+            clock_us: self.saved.boundary_us(),
         };
         RunFiles {
             swimlanes: swimlane::swimlanes(&self.summary.checks, &src),

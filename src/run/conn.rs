@@ -25,6 +25,9 @@ pub struct Prepared {
     pub statements: Vec<Statement>,
     /// Run as unnamed statements (`steps::query`): the connection is a transaction pooler's.
     pub unnamed: bool,
+    /// For each statement, where its `:prev.COLUMN`s are in the previous statement's result
+    /// (found once, when the step is prepared; empty for a statement that reads none).
+    pub carry: Vec<Vec<usize>>,
 }
 
 impl Prepared {
@@ -61,6 +64,10 @@ pub struct Conn {
     pub columns: ClaimColumns,
     /// Statements run unnamed: the connection is a transaction or statement pooler's.
     pub unnamed: bool,
+    /// The heartbeat's first statement returns a new token in this column (`[result] token`).
+    pub heartbeat_token: Option<usize>,
+    /// The fail's first statement returns the job's new id in this column (`[result] successor`).
+    pub fail_successor: Option<usize>,
 }
 
 impl Conn {
@@ -105,6 +112,8 @@ impl Conn {
             remaining: s.remaining,
             columns: s.columns,
             unnamed: config.unnamed(),
+            heartbeat_token: s.heartbeat_token,
+            fail_successor: s.fail_successor,
         })
     }
 
@@ -126,6 +135,8 @@ struct Statements {
     effects_sql: &'static str,
     remaining: Statement,
     columns: ClaimColumns,
+    heartbeat_token: Option<usize>,
+    fail_successor: Option<usize>,
 }
 
 impl Statements {
@@ -155,7 +166,43 @@ impl Statements {
             prepare(client, "the drained check (observe.remaining)", &adapter.observe.remaining.sql).await?;
         let columns = claim_columns(claim.last(), select.as_ref().map(Prepared::last), adapter)
             .map_err(SessionFailure::Statements)?;
-        Ok(Statements { select, claim, complete, fail, heartbeat, effects, effects_sql, remaining, columns })
+        let heartbeat_token = heartbeat.as_ref().and_then(|h| renewed_token(h, adapter));
+        let fail_successor = fail.as_ref().map(|f| successor_column(f, adapter)).transpose()?.flatten();
+        Ok(Statements {
+            select,
+            claim,
+            complete,
+            fail,
+            heartbeat,
+            effects,
+            effects_sql,
+            remaining,
+            columns,
+            heartbeat_token,
+            fail_successor,
+        })
+    }
+}
+
+/// Where a write step's first statement hands back a new token: the `[result] token` column
+/// among what it returns (a heartbeat that renews the fence), if it returns one.
+pub fn renewed_token(step: &Prepared, adapter: &Adapter) -> Option<usize> {
+    let name = adapter.columns.token.as_ref()?;
+    step.statements[0].columns().iter().position(|c| c.name() == name && Key::token_type_ok(c.type_()))
+}
+
+/// Where the fail step's first statement returns the job's new id (`[result] successor`); an
+/// error when the adapter names a column the statement does not return.
+pub fn successor_column(fail: &Prepared, adapter: &Adapter) -> Result<Option<usize>, SessionFailure> {
+    let Some(name) = &adapter.columns.successor else { return Ok(None) };
+    let cols = fail.statements[0].columns();
+    match cols.iter().position(|c| c.name() == name) {
+        Some(i) if Key::column_type_ok(cols[i].type_()) => Ok(Some(i)),
+        found => Err(SessionFailure::Statements(Invalid::new(format!(
+            "result.successor = \"{name}\": the fail step's first statement must return the job's new id as a column \
+             `{name}` (smallint, integer, bigint, uuid or text; e.g. INSERT … RETURNING id AS {name}){}",
+            found.map_or(String::new(), |i| format!(", not as {}", cols[i].type_()))
+        )))),
     }
 }
 
@@ -184,12 +231,37 @@ async fn prepare(client: &Client, what: &str, text: &str) -> Result<Statement, S
 
 /// Prepares every statement of a step; an error names the step (`the adapter's claim statement`).
 pub async fn prepare_step(client: &Client, step: &Step) -> Result<Prepared, SessionFailure> {
-    let mut statements = Vec::with_capacity(step.statements.len());
+    let mut statements: Vec<Statement> = Vec::with_capacity(step.statements.len());
+    let mut carry = Vec::with_capacity(step.statements.len());
     for (i, s) in step.statements.iter().enumerate() {
         let which = if step.is_single() { String::new() } else { format!(" #{}", i + 1) };
-        statements.push(prepare(client, &format!("the {} statement{which}", step.role.name()), &s.sql).await?);
+        let what = format!("the {} statement{which}", step.role.name());
+        let prepared = prepare(client, &what, &s.sql).await?;
+        let mut at = Vec::with_capacity(s.carried.len());
+        for column in &s.carried {
+            let before = statements.last().map(Statement::columns).unwrap_or_default();
+            match before.iter().position(|c| c.name() == column) {
+                Some(k) if Key::token_type_ok(before[k].type_()) => at.push(k),
+                Some(k) => {
+                    return Err(SessionFailure::Statements(Invalid::new(format!(
+                        "{what} reads :prev.{column}, which the statement before returns as {}: a scalar column, please",
+                        before[k].type_()
+                    ))));
+                }
+                None => {
+                    let names: Vec<&str> = before.iter().map(|c| c.name()).collect();
+                    return Err(SessionFailure::Statements(Invalid::new(format!(
+                        "{what} reads :prev.{column}, but the statement before returns no column `{column}` \
+                         (it returns: {})",
+                        if names.is_empty() { "no columns".to_string() } else { names.join(", ") }
+                    ))));
+                }
+            }
+        }
+        carry.push(at);
+        statements.push(prepared);
     }
-    Ok(Prepared { step: step.clone(), statements, unnamed: false })
+    Ok(Prepared { step: step.clone(), statements, unnamed: false, carry })
 }
 
 /// `"name"`, for LISTEN (channel names are identifiers; the schema name is lower case already).
@@ -207,10 +279,11 @@ pub fn claim_columns(
     let cols = claim.columns();
     let find = |name: &Option<String>, what: &str, ok: fn(&Type) -> bool| -> Result<Option<usize>, Invalid> {
         let Some(name) = name else { return Ok(None) };
+        let accepted = if what == "the token" { "any scalar type" } else { "smallint, integer, bigint, uuid or text" };
         match cols.iter().position(|c| c.name() == name) {
             Some(i) if ok(cols[i].type_()) => Ok(Some(i)),
             Some(i) => Err(Invalid::new(format!(
-                "the claim returns {what} `{name}` as {}; accepted: smallint, integer, bigint, uuid or text",
+                "the claim returns {what} `{name}` as {}; accepted: {accepted}",
                 cols[i].type_()
             ))),
             None => Ok(None),
@@ -235,7 +308,7 @@ pub fn claim_columns(
     }
     let integer = |t: &Type| matches!(*t, Type::INT2 | Type::INT4 | Type::INT8);
     let attempt = find(&adapter.columns.attempt, "the attempt", integer)?;
-    let token = find(&adapter.columns.token, "the token", Key::column_type_ok)?;
+    let token = find(&adapter.columns.token, "the token", Key::token_type_ok)?;
     let class = adapter
         .columns
         .class

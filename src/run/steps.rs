@@ -11,6 +11,7 @@
 use super::conn::Prepared;
 use super::values::Values;
 use crate::adapter::Accepted;
+use crate::adapter::keys::Key;
 use futures_util::TryStreamExt;
 use std::error::Error as StdError;
 use tokio_postgres::types::{FromSql, ToSql, Type};
@@ -25,18 +26,41 @@ pub async fn rows(
 ) -> Result<Vec<Row>, tokio_postgres::Error> {
     if p.statements.len() == 1 {
         traced(&p.step.statements[0], v);
-        return step_rows(client, p, 0, v).await;
+        return step_rows(client, p, 0, v, &[]).await;
     }
     in_transaction(client, in_tx, async {
         let n = p.statements.len();
+        let mut carried = Vec::new();
         for (i, s) in p.step.statements[..n - 1].iter().enumerate() {
             traced(s, v);
-            step_execute(client, p, i, v).await?;
+            carried = carrying(client, p, i, v, &carried).await?.1;
         }
         traced(p.step.last(), v);
-        step_rows(client, p, n - 1, v).await
+        step_rows(client, p, n - 1, v, &carried).await
     })
     .await
+}
+
+/// Statement `i` of a list, bound with what the one before handed it: the rows it changed
+/// (or returned, when the next statement reads its columns) and those columns.
+async fn carrying(
+    client: &Client,
+    p: &Prepared,
+    i: usize,
+    v: &Values<'_>,
+    carried: &[Vec<Key>],
+) -> Result<(u64, Vec<Vec<Key>>), tokio_postgres::Error> {
+    let Some(next) = p.carry.get(i + 1).filter(|c| !c.is_empty()) else {
+        return Ok((step_execute(client, p, i, v, carried).await?, Vec::new()));
+    };
+    let rows = step_rows(client, p, i, v, carried).await?;
+    Ok((rows.len() as u64, columns(&rows, Some(next))?))
+}
+
+/// The columns at `at` of every row, one array each (what `:prev.COLUMN` binds).
+fn columns(rows: &[Row], at: Option<&Vec<usize>>) -> Result<Vec<Vec<Key>>, tokio_postgres::Error> {
+    let at = at.map_or(&[][..], Vec::as_slice);
+    at.iter().map(|&c| rows.iter().map(|r| r.try_get::<_, Key>(c)).collect()).collect()
 }
 
 /// Runs a write step (complete, fail, heartbeat) and says whether it landed.
@@ -44,18 +68,55 @@ pub async fn write(client: &Client, p: &Prepared, v: &Values<'_>, in_tx: bool) -
     let first = &p.step.statements[0];
     traced(first, v);
     if p.statements.len() == 1 && p.step.accepted == Accepted::Rows {
-        return Ok(step_execute(client, p, 0, v).await? > 0);
+        return Ok(step_execute(client, p, 0, v, &[]).await? > 0);
     }
     in_transaction(client, in_tx || p.statements.len() == 1, async {
-        let accepted = match p.step.accepted {
-            Accepted::Rows => step_execute(client, p, 0, v).await? > 0,
-            rule => judge(step_rows(client, p, 0, v).await?.first(), rule),
+        let (accepted, mut carried) = match p.step.accepted {
+            Accepted::Rows => {
+                let (n, carried) = carrying(client, p, 0, v, &[]).await?;
+                (n > 0, carried)
+            }
+            rule => {
+                let rows = step_rows(client, p, 0, v, &[]).await?;
+                let carried = columns(&rows, p.carry.get(1))?;
+                (judge(rows.first(), rule), carried)
+            }
         };
         for (i, s) in p.step.statements.iter().enumerate().skip(1) {
             traced(s, v);
-            step_execute(client, p, i, v).await?;
+            carried = carrying(client, p, i, v, &carried).await?.1;
         }
         Ok(accepted)
+    })
+    .await
+}
+
+/// A write whose first statement hands back a new token in `column` (a heartbeat that renews
+/// its fence): whether it landed, by the step's rule, and the token when it did.
+pub async fn write_renewing(
+    client: &Client,
+    p: &Prepared,
+    v: &Values<'_>,
+    in_tx: bool,
+    column: usize,
+) -> Result<(bool, Option<Key>), tokio_postgres::Error> {
+    traced(&p.step.statements[0], v);
+    in_transaction(client, in_tx || p.statements.len() == 1, async {
+        let rows = step_rows(client, p, 0, v, &[]).await?;
+        let accepted = match p.step.accepted {
+            Accepted::Rows => !rows.is_empty(),
+            rule => judge(rows.first(), rule),
+        };
+        let token = match rows.first() {
+            Some(r) if accepted => r.try_get::<_, Option<Key>>(column)?,
+            _ => None,
+        };
+        let mut carried = columns(&rows, p.carry.get(1))?;
+        for (i, s) in p.step.statements.iter().enumerate().skip(1) {
+            traced(s, v);
+            carried = carrying(client, p, i, v, &carried).await?.1;
+        }
+        Ok((accepted, token))
     })
     .await
 }
@@ -65,9 +126,11 @@ pub async fn write(client: &Client, p: &Prepared, v: &Values<'_>, in_tx: bool) -
 pub async fn affected(client: &Client, p: &Prepared, v: &Values<'_>) -> Result<u64, tokio_postgres::Error> {
     in_transaction(client, p.statements.len() == 1, async {
         let mut first = None;
+        let mut carried = Vec::new();
         for (i, s) in p.step.statements.iter().enumerate() {
             traced(s, v);
-            let n = step_execute(client, p, i, v).await?;
+            let (n, next) = carrying(client, p, i, v, &carried).await?;
+            carried = next;
             first.get_or_insert(n);
         }
         Ok(first.unwrap_or(0))
@@ -84,16 +147,28 @@ pub async fn first_row<'a>(
     Ok(query(client, (st, sql, unnamed), params).await?.into_iter().next())
 }
 
-/// Statement `i` of a prepared step: its rows.
-async fn step_rows(client: &Client, p: &Prepared, i: usize, v: &Values<'_>) -> Result<Vec<Row>, tokio_postgres::Error> {
+/// Statement `i` of a prepared step: its rows (`carried`: the previous statement's columns).
+async fn step_rows(
+    client: &Client,
+    p: &Prepared,
+    i: usize,
+    v: &Values<'_>,
+    carried: &[Vec<Key>],
+) -> Result<Vec<Row>, tokio_postgres::Error> {
     let s = &p.step.statements[i];
-    query(client, (&p.statements[i], &s.sql, p.unnamed), v.bind(&s.params)).await
+    query(client, (&p.statements[i], &s.sql, p.unnamed), v.bind_carried(&s.params, carried)).await
 }
 
 /// Statement `i` of a prepared step: the rows it changed.
-async fn step_execute(client: &Client, p: &Prepared, i: usize, v: &Values<'_>) -> Result<u64, tokio_postgres::Error> {
+async fn step_execute(
+    client: &Client,
+    p: &Prepared,
+    i: usize,
+    v: &Values<'_>,
+    carried: &[Vec<Key>],
+) -> Result<u64, tokio_postgres::Error> {
     let s = &p.step.statements[i];
-    execute(client, (&p.statements[i], &s.sql, p.unnamed), v.bind(&s.params)).await
+    execute(client, (&p.statements[i], &s.sql, p.unnamed), v.bind_carried(&s.params, carried)).await
 }
 
 /// A statement's rows: the prepared (named) statement, or with `unnamed` (a transaction or

@@ -74,11 +74,14 @@ pub enum Value<'a> {
     Json(Option<&'a serde_json::Value>),
     Time(SystemTime),
     Const(&'a Constant),
+    /// `:prev.COLUMN`: known only while the step runs (`run::steps`), so none here.
+    Prev,
 }
 
 static NO_KEY: Key = Key::Int(0);
 static NO_TOKEN: Option<Key> = None;
 static NO_TEXT: &str = "";
+static NO_ROWS: Vec<Key> = Vec::new();
 
 impl<'a> Values<'a> {
     /// The plan's values, for a statement the harness sends itself (no worker, no job).
@@ -140,12 +143,28 @@ impl<'a> Values<'a> {
             Param::MaxAttempts => Value::Int4(self.max_attempts),
             Param::Now => Value::Time(self.now),
             Param::Const(i) => Value::Const(&self.plan.adapter.constants[i as usize].1),
+            Param::Prev(_) => Value::Prev,
         }
     }
 
     /// The statement's parameters in order.
     pub fn bind(&'a self, params: &'a [Param]) -> impl ExactSizeIterator<Item = &'a (dyn ToSql + Sync)> + 'a {
         params.iter().map(|p| self.value(*p))
+    }
+
+    /// The same, with the columns the step's previous statement returned (`:prev.COLUMN`).
+    pub fn bind_carried<'b>(
+        &'b self,
+        params: &'b [Param],
+        carried: &'b [Vec<Key>],
+    ) -> impl ExactSizeIterator<Item = &'b (dyn ToSql + Sync)> + 'b
+    where
+        'a: 'b,
+    {
+        params.iter().map(move |p| match p {
+            Param::Prev(i) => carried.get(usize::from(*i)).map_or(&NO_ROWS as &(dyn ToSql + Sync), |c| c as _),
+            p => self.value(*p),
+        })
     }
 
     fn value(&'a self, p: Param) -> &'a (dyn ToSql + Sync) {
@@ -173,6 +192,7 @@ impl<'a> Values<'a> {
             Param::MaxAttempts => &self.max_attempts,
             Param::Now => &self.now,
             Param::Const(i) => &self.plan.adapter.constants[i as usize].1,
+            Param::Prev(_) => &NO_ROWS,
         }
     }
 }

@@ -6,6 +6,7 @@ mod at;
 mod boundary;
 pub mod ceiling;
 pub mod client;
+mod drive;
 pub mod faults;
 pub mod horizon;
 pub mod load;

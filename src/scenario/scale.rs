@@ -8,7 +8,7 @@
 //! retry backoff, idle backoff and fallback poll, aging step and deadline,
 //! `run.stop` as a duration, the starvation threshold, phases (rates ÷ scale),
 //! fault times, durations, respawn delays and kill rates (÷ scale), blockers
-//! and vacuum steps.
+//! and vacuum steps, and an adapter's `[constants]` durations (`{ duration = "10s" }`).
 //! Not scaled (they are wall-clock tools, not part of the modelled system):
 //! `run.timeout`, `run.sample_interval`, `run.plan_probe`, and the database
 //! itself (claim and complete round trips stay real milliseconds).
@@ -39,6 +39,11 @@ pub fn apply(plan: &mut Plan) -> Result<(), Invalid> {
     // Loop intervals: scaled, but never below 1 ms (a zero stays zero).
     let floored = |d: Duration| if d.is_zero() { d } else { s(d).max(MIN) };
     plan.workers.work = work(plan.workers.work, k);
+    for (_, c) in &mut plan.adapter.constants {
+        if let crate::adapter::Constant::Duration(d) = c {
+            *d = s(*d);
+        }
+    }
     plan.lease.duration = at_least_1ms("lease.duration", plan.lease.duration, k)?;
     plan.lease.heartbeat = plan.lease.heartbeat.map(|h| at_least_1ms("lease.heartbeat", h, k)).transpose()?;
     plan.lease.reaper_interval = floored(plan.lease.reaper_interval);

@@ -33,14 +33,14 @@ pub fn validate(mut raw: RawScenario, source: Source, seed: Option<u64>) -> Resu
         ));
     }
     let jobs = jobs(&raw, &at)?;
-    let (workers, adapter) = workers(&raw, &at)?;
+    let (mut workers, adapter) = workers(&raw, &at)?;
     let lease = lease(&raw, &at, &adapter)?;
     let retry = Retry {
         base: at.duration("retry.base", &raw.retry.base)?,
         cap: at.duration("retry.cap", &raw.retry.cap)?,
         jitter: raw.retry.jitter,
     };
-    let faults = raw
+    let mut faults = raw
         .faults
         .iter()
         .enumerate()
@@ -50,6 +50,7 @@ pub fn validate(mut raw: RawScenario, source: Source, seed: Option<u64>) -> Resu
             })
         })
         .collect::<Result<Vec<_>>>()?;
+    super::drive::apply(&raw, &at, &adapter, &mut workers, &mut faults)?;
     let load =
         load_model::build(&raw.jobs.classes, &raw.run.phases, &raw.jobs.arrivals, raw.jobs.business_row, work_model)
             .map_err(|e| at.invalid("jobs.classes", e))?;

@@ -28,6 +28,23 @@ pub struct ClaimSpan {
     pub handed_back: bool,
     /// When the holder let go (completion, failure, abandon, rejected heartbeat); None = held to the end.
     pub released_us: Option<u64>,
+    /// The lease's computed end, a hand-back left aside: the queue may have let the job go from
+    /// here (less the tolerance) even when the holder's completion landed later.
+    pub lease_until_us: u64,
+}
+
+impl ClaimSpan {
+    /// Did this claim hold the job when another claim was sent at `sent_us`? Before an
+    /// acknowledged hand-back, measured on the harness's clock; and before the computed lease
+    /// end less `tolerance` (clocks, the queue's time resolution), after which the queue may have
+    /// let the job go although the holder's completion landed later (a state-only fence).
+    pub fn holds_at(&self, sent_us: u64, tolerance: u64) -> bool {
+        if self.handed_back {
+            sent_us < self.lease_end_us && sent_us.saturating_add(tolerance) < self.lease_until_us
+        } else {
+            sent_us.saturating_add(tolerance) < self.lease_end_us
+        }
+    }
 }
 
 /// Claims of one job ordered by attempt number (the database's order) when
@@ -41,8 +58,35 @@ pub fn race_tolerance(lease: Duration, clock_us: u64) -> u64 {
     (lease.as_micros() as u64 / 4).min(50_000).max(2 * clock_us)
 }
 
+/// How long a claim holds its job when nobody gives it back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    /// For the lease from the claim, moved by heartbeats.
+    Lease,
+    /// hold-transaction mode: until the transaction ends, at most the lease.
+    Transaction,
+    /// A session lease (advisory locks): until the holder lets go (its connection ends with a
+    /// crash); the lease's clock does not apply.
+    Session,
+}
+
+impl Held {
+    pub fn of(hold_transaction: bool, session_lease: bool) -> Held {
+        match (session_lease, hold_transaction) {
+            (true, _) => Held::Session,
+            (false, true) => Held::Transaction,
+            (false, false) => Held::Lease,
+        }
+    }
+}
+
 pub fn spans(events: &[Event], lease: Duration, hold_transaction: bool) -> Vec<ClaimSpan> {
-    let lease_us = lease.as_micros() as u64;
+    spans_held(events, lease, Held::of(hold_transaction, false))
+}
+
+/// [`spans`], for any way a claim holds its job.
+pub fn spans_held(events: &[Event], lease: Duration, held: Held) -> Vec<ClaimSpan> {
+    let lease_us = if held == Held::Session { u64::MAX / 4 } else { lease.as_micros() as u64 };
     let mut spans: Vec<ClaimSpan> = events
         .iter()
         .filter(|e| e.kind == EventKind::Claimed)
@@ -55,6 +99,7 @@ pub fn spans(events: &[Event], lease: Duration, hold_transaction: bool) -> Vec<C
             lease_end_us: c.t_us + lease_us,
             handed_back: false,
             released_us: None,
+            lease_until_us: 0,
         })
         .collect();
     for s in &mut spans {
@@ -73,12 +118,13 @@ pub fn spans(events: &[Event], lease: Duration, hold_transaction: bool) -> Vec<C
                 handed_back = Some(e.t_us);
             }
         }
+        s.lease_until_us = s.lease_end_us;
         if let Some(t) = handed_back.filter(|t| *t < s.lease_end_us) {
             s.lease_end_us = t.max(s.start_us);
             s.handed_back = true;
         }
     }
-    if hold_transaction {
+    if held != Held::Lease {
         for s in &mut spans {
             s.lease_end_us = s.released_us.map_or(s.lease_end_us, |r| r.min(s.lease_end_us));
         }

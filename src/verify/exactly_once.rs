@@ -4,7 +4,7 @@
 //! claim came after every other lease had expired is the at-least-once a
 //! lease promises (the previous holder was paused, slow or dead).
 
-use super::claims::spans;
+use super::claims::{Held, spans_held};
 use super::examples;
 use crate::collect::{Event, EventKind};
 use crate::model::check::Check;
@@ -14,14 +14,9 @@ use std::time::Duration;
 /// Ids of every executed job, sorted.
 pub type Executed = Vec<i64>;
 
-/// `hold_transaction`: claims end with their transaction (see `claims::spans`). `clock_us`:
+/// `held`: when a claim ends if nobody gives the job back (see `claims::spans_held`). `clock_us`:
 /// the agents' clock error bound (0 for a local run), see `claims::race_tolerance`.
-pub fn check(
-    per_job: &[&[Event]],
-    lease: Duration,
-    hold_transaction: bool,
-    clock_us: u64,
-) -> (Executions, Executed, CheckResult) {
+pub fn check(per_job: &[&[Event]], lease: Duration, held: Held, clock_us: u64) -> (Executions, Executed, CheckResult) {
     let tolerance = super::claims::race_tolerance(lease, clock_us);
     let mut x = Executions::default();
     let mut executed = Vec::new();
@@ -39,15 +34,14 @@ pub fn check(
             continue;
         }
         duplicated.push(job);
-        let claims = spans(events, lease, hold_transaction);
+        let claims = spans_held(events, lease, held);
         for run in &runs[1..] {
             let Some(c) = claims.iter().find(|c| c.worker == run.worker && c.claim == run.claim) else { continue };
             // A race: the job was handed out while another claim's lease still ran (either way round).
-            let slack = |s: &super::claims::ClaimSpan| if s.handed_back { 0 } else { tolerance };
             let by_race = claims.iter().any(|o| {
                 (o.worker, o.claim) != (c.worker, c.claim)
-                    && c.sent_us + slack(o) < o.lease_end_us
-                    && o.sent_us + slack(c) < c.lease_end_us
+                    && o.holds_at(c.sent_us, tolerance)
+                    && c.holds_at(o.sent_us, tolerance)
             });
             if by_race {
                 x.duplicate_race += 1;

@@ -15,6 +15,7 @@ mod recovery;
 mod stale;
 pub mod starvation;
 pub mod story;
+mod successors;
 
 use crate::collect::history::History;
 use crate::collect::{Arrival, Event, EventKind, FaultEvent};
@@ -30,6 +31,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 /// What the run left behind, as the checkers see it.
+#[derive(Clone)]
 pub struct Evidence<'a> {
     pub journal: &'a [Event],
     pub final_jobs: &'a [JobRow],
@@ -43,6 +45,10 @@ pub struct Evidence<'a> {
     pub lease: Duration,
     /// hold-transaction mode: a claim ends with its transaction, not at the lease.
     pub hold_transaction: bool,
+    /// The lease is the session (advisory locks): a claim ends when its holder lets go.
+    pub session_lease: bool,
+    /// (job, the job it was retried as): each chain is judged as one job (`successors`).
+    pub successors: &'a [(i64, i64)],
     /// The open-model arrivals: each job's class and intended enqueue time.
     pub arrivals: &'a [Arrival],
     /// Class names in the samples' order, "default" (preloaded) first.
@@ -113,6 +119,8 @@ impl<'a> Evidence<'a> {
             faults: events.faults,
             lease: Duration::from_micros(saved.lease_us),
             hold_transaction: saved.hold_transaction,
+            session_lease: saved.session_lease,
+            successors: &saved.successors,
             arrivals: events.arrivals,
             classes: &saved.classes,
             samples: &saved.samples,
@@ -125,7 +133,7 @@ impl<'a> Evidence<'a> {
             restarts_up: &saved.restarts_up,
             failovers: &saved.failovers,
             durability_untestable: saved.durability_untestable.clone(),
-            clock_us: saved.clock_bound_us,
+            clock_us: saved.boundary_us(),
             stopped_us: saved.stopped_us,
             end_us: saved.duration_us,
         }
@@ -147,6 +155,11 @@ pub fn verify_all(e: &Evidence, partial: bool) -> Verification {
 const EXAMPLES: usize = 10;
 
 pub fn verify(e: &Evidence) -> Verification {
+    if !e.successors.is_empty() {
+        // Jobs retried under a new id: every event and row of a chain under its first id.
+        let (journal, final_jobs) = successors::follow(e.journal, e.final_jobs, e.successors);
+        return verify(&Evidence { journal: &journal, final_jobs: &final_jobs, successors: &[], ..e.clone() });
+    }
     // The runner hands the journal over sorted (no second copy of a long run's journal); sort if not.
     let events: Cow<[Event]> = if e.journal.is_sorted_by_key(Event::order) {
         Cow::Borrowed(e.journal)
@@ -156,7 +169,8 @@ pub fn verify(e: &Evidence) -> Verification {
         Cow::Owned(v)
     };
     let per_job: Vec<&[Event]> = events.chunk_by(|a, b| a.job == b.job).collect();
-    let (executions, executed, once) = exactly_once::check(&per_job, e.lease, e.hold_transaction, e.clock_us);
+    let held = claims::Held::of(e.hold_transaction, e.session_lease);
+    let (executions, executed, once) = exactly_once::check(&per_job, e.lease, held, e.clock_us);
     let (mut jobs, lost, budget) = lost::check(e, &per_job, &executed);
     let class_of: HashMap<i64, u16> = e.arrivals.iter().map(|a| (a.job, a.class)).collect();
     jobs.completed_by_class = completed_by_class(e, &per_job, &class_of);
@@ -164,7 +178,7 @@ pub fn verify(e: &Evidence) -> Verification {
     let waits = job_waits(e, &per_job, &class_of);
     let starving = starvation::check(e.samples, e.classes, &e.starvation, &waits);
     let (completions, stale, stale_check) = stale::check(&per_job);
-    let (ownership, overlap) = ownership::check(&per_job, e.lease, e.hold_transaction);
+    let (ownership, overlap) = ownership::check(&per_job, e.lease, held);
     let faults = recovery::check(e.faults, &per_job);
     let mut checks = vec![once, lost, stale_check, overlap, budget];
     checks.extend(liveness::check(e, &per_job));
@@ -264,6 +278,8 @@ mod tests {
             faults: &[],
             lease: Duration::from_secs(1),
             hold_transaction: false,
+            session_lease: false,
+            successors: &[],
             samples: &[],
             blockers: &[],
             arrivals: &[],

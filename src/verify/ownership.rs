@@ -7,18 +7,18 @@
 //! leased to someone else while it was in flight (the queue's claim ignored the lease, or
 //! waited on the holder's row lock and took the row anyway).
 
-use super::claims::spans;
+use super::claims::{Held, spans, spans_held};
 use super::examples;
 use crate::collect::Event;
 use crate::model::check::Check;
 use crate::model::summary::{CheckResult, Ownership};
 use std::time::Duration;
 
-pub fn check(per_job: &[&[Event]], lease: Duration, hold_transaction: bool) -> (Ownership, CheckResult) {
+pub fn check(per_job: &[&[Event]], lease: Duration, held: Held) -> (Ownership, CheckResult) {
     let mut jobs = Vec::new();
     let mut during_lease = 0;
     for events in per_job {
-        let leases = spans(events, lease, hold_transaction);
+        let leases = spans_held(events, lease, held);
         during_lease += leases
             .iter()
             .filter(|c| {

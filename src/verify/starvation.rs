@@ -19,6 +19,7 @@ use std::time::Duration;
 /// Growth (seconds of age per second of run) that counts as "the head does not move".
 pub const GROWTH_LIMIT: f64 = 0.5;
 
+#[derive(Debug, Clone, Copy)]
 pub struct Rule {
     pub threshold: Duration,
     /// End of the last load phase; zero for a burn-down (no check).

@@ -96,11 +96,10 @@ fn causes(evs: &[Event], claims: &[ClaimSpan], row: Option<&JobRow>, tolerance: 
     let runs: Vec<&Event> = evs.iter().filter(|e| e.kind == EventKind::Executed).collect();
     for run in runs.iter().skip(1) {
         let Some(c) = claims.iter().find(|c| (c.worker, c.claim) == (run.worker, run.claim)) else { continue };
-        let slack = |s: &ClaimSpan| if s.handed_back { 0 } else { tolerance };
         let rival = claims.iter().find(|o| {
             (o.worker, o.claim) != (c.worker, c.claim)
-                && c.sent_us + slack(o) < o.lease_end_us
-                && o.sent_us + slack(c) < c.lease_end_us
+                && o.holds_at(c.sent_us, tolerance)
+                && c.holds_at(o.sent_us, tolerance)
         });
         out.push(match rival {
             Some(o) => format!(

@@ -141,10 +141,14 @@ fn no_transaction_control(plan: &Plan) -> Result<()> {
 
 /// The steps on claimed jobs: heartbeat and complete the first; claim and fail a second;
 /// claim a third with its lease already over and reclaim it. The keys of the jobs claimed.
-async fn claimed(cx: &Cx<'_>, first: Claimed, cycle: &mut Cycle) -> Result<Vec<Key>> {
+async fn claimed(cx: &Cx<'_>, mut first: Claimed, cycle: &mut Cycle) -> Result<Vec<Key>> {
     cycle.ran.push("claim");
     if let Some(heartbeat) = &cx.steps.heartbeat {
-        landed(cx, heartbeat, &first, 0.0).await?;
+        if let Some(token) = landed(cx, heartbeat, &first, 0.0).await? {
+            // The heartbeat renewed the fence: the completion binds the new token, as in a run.
+            first.tag = token.tag();
+            first.token = Some(token);
+        }
         cycle.ran.push("heartbeat");
     }
     landed(cx, &cx.steps.complete, &first, 0.0).await?;
@@ -248,16 +252,22 @@ fn job(row: &Row, cols: ClaimColumns) -> std::result::Result<Claimed, tokio_post
 }
 
 /// A write on the job its own claim just handed out (or, for cancel, a job no one holds): it
-/// must land, or a run would count every such write refused.
-async fn landed(cx: &Cx<'_>, step: &Prepared, job: &Claimed, backoff_secs: f64) -> Result<()> {
+/// must land, or a run would count every such write refused. A heartbeat that hands back a
+/// new token gives it back.
+async fn landed(cx: &Cx<'_>, step: &Prepared, job: &Claimed, backoff_secs: f64) -> Result<Option<Key>> {
     let name = step.step.role.name();
     let mut v = cx.values();
     v.job = Some(job);
     v.backoff_secs = backoff_secs;
     v.error = "validate";
-    let accepted = steps::write(cx.client, step, &v, true).await.map_err(|e| failed(cx.plan, name, Some(step), &e))?;
+    let renews = crate::run::conn::renewed_token(step, &cx.plan.adapter).filter(|_| name == "heartbeat");
+    let (accepted, token) = match renews {
+        Some(column) => steps::write_renewing(cx.client, step, &v, true, column).await,
+        None => steps::write(cx.client, step, &v, true).await.map(|a| (a, None)),
+    }
+    .map_err(|e| failed(cx.plan, name, Some(step), &e))?;
     if accepted {
-        return Ok(());
+        return Ok(token);
     }
     let whose =
         if name == "cancel" { "a job just enqueued that no one held" } else { "the job its claim had just handed out" };

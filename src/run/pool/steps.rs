@@ -131,12 +131,24 @@ fn encode(a: &mut PgArguments, value: Value<'_>) -> Result<(), sqlx::error::BoxD
         Value::Key(Some(Key::Int(i))) => a.add(*i),
         Value::Key(Some(Key::Uuid(u))) => a.add(*u),
         Value::Key(Some(Key::Text(t))) => a.add(t.clone()),
+        Value::Key(Some(Key::Raw(..))) | Value::Prev => {
+            unreachable!(
+                "the pool runs queuebench's own table (scenario::pool::fits): uuid tokens, one statement a step"
+            )
+        }
         // A missing key binds as a NULL uuid, as the token column is.
         Value::Key(None) => a.add(Option::<uuid::Uuid>::None),
         Value::Const(Constant::Text(t)) => a.add(t.clone()),
         Value::Const(Constant::Int(i)) => a.add(*i),
         Value::Const(Constant::Float(f)) => a.add(*f),
         Value::Const(Constant::Bool(b)) => a.add(*b),
+        Value::Const(
+            Constant::TextArray(_)
+            | Constant::IntArray(_)
+            | Constant::FloatArray(_)
+            | Constant::BoolArray(_)
+            | Constant::Duration(_),
+        ) => unreachable!("constants are an adapter file's, and the pool runs queuebench's own table"),
         Value::Json(_) | Value::Time(_) => unreachable!("refused for workers.pool by scenario::pool::fits"),
     }
 }
@@ -191,7 +203,7 @@ impl Transport for Pooled {
         let took_us = t.elapsed().as_micros() as u64;
         drop(conn);
         let done = done.map_err(|e| Self::note(cx, &e))?;
-        Ok(Sent { accepted: done.rows_affected() > 0, t_us: cx.since_start(t), took_us })
+        Ok(Sent { accepted: done.rows_affected() > 0, t_us: cx.since_start(t), took_us, token: None })
     }
 
     async fn anything_left(&mut self, cx: &mut Ctx<'_>, v: &Values<'_>) -> Result<bool, Halt<Cut>> {

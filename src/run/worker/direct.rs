@@ -157,8 +157,16 @@ impl Transport for Direct {
             }
         };
         let sent = Instant::now();
-        let accepted = steps::write(&conn.client, step, v, in_tx).await?;
-        Ok(Sent { accepted, t_us: cx.since_start(sent), took_us: sent.elapsed().as_micros() as u64 })
+        let returned = match what {
+            Write::Heartbeat => conn.heartbeat_token,
+            Write::Fail => conn.fail_successor,
+            Write::Complete => None,
+        };
+        let (accepted, token) = match returned {
+            Some(column) => steps::write_renewing(&conn.client, step, v, in_tx, column).await?,
+            None => (steps::write(&conn.client, step, v, in_tx).await?, None),
+        };
+        Ok(Sent { accepted, t_us: cx.since_start(sent), took_us: sent.elapsed().as_micros() as u64, token })
     }
 
     async fn anything_left(&mut self, _cx: &mut Ctx<'_>, v: &Values<'_>) -> Result<bool, Halt<Self::Error>> {

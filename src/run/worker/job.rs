@@ -14,11 +14,14 @@ use std::time::Duration;
 
 impl<T: Transport> Worker<T> {
     /// One job: work, side effect, then complete or fail. Err = the job was let go.
-    pub(super) async fn process(&mut self, job: &Claimed) -> Result<(), Halt<T::Error>> {
+    pub(super) async fn process(&mut self, job: &mut Claimed) -> Result<(), Halt<T::Error>> {
         self.core.nth_job += 1;
         self.point(Point::AfterClaim, job).await?;
         let plan = self.core.sh.plan.clone();
-        let kind = plan.job_type(job.id);
+        // A job retried under a new id keeps its type (resolved per adapter: a lookup only for
+        // a queue that re-inserts on failure).
+        let logical = if plan.adapter.columns.successor.is_some() { self.core.sh.ids.root(job.id) } else { job.id };
+        let kind = plan.job_type(logical);
         let model = match job.class {
             0 => &plan.workers.work,
             c => plan.load.classes[c as usize - 1].work.as_ref().unwrap_or(&plan.workers.work),
@@ -37,7 +40,8 @@ impl<T: Transport> Worker<T> {
                 worker: Some(self.core.id),
                 job: Some(job.id),
             });
-            return Err(Halt::Crash { respawn_after: Duration::from_millis(100), new_identity: false });
+            let new_identity = plan.adapter.drive.new_identity_after_crash == Some(true);
+            return Err(Halt::Crash { respawn_after: Duration::from_millis(100), new_identity });
         }
         self.point(Point::MidWork, job).await?;
         if !self.work(job, d - d / 2, &mut beat).await? {
@@ -94,7 +98,7 @@ impl<T: Transport> Worker<T> {
     /// heartbeat schedule from one stretch of the job's work to the next (the
     /// work is split around the `mid_work` fault point), so a job heartbeats
     /// every `lease.heartbeat` of work however it is split.
-    async fn work(&mut self, job: &Claimed, d: Duration, beat: &mut Beat) -> Result<bool, Halt<T::Error>> {
+    async fn work(&mut self, job: &mut Claimed, d: Duration, beat: &mut Beat) -> Result<bool, Halt<T::Error>> {
         let Some(every) = self.core.sh.plan.lease.heartbeat else {
             self.sleep(d).await?;
             return Ok(true);
@@ -119,7 +123,7 @@ impl<T: Transport> Worker<T> {
     }
 
     /// One heartbeat. Ok(false): the job is no longer ours.
-    async fn heartbeat(&mut self, job: &Claimed, failures: &mut u32) -> Result<bool, Halt<T::Error>> {
+    async fn heartbeat(&mut self, job: &mut Claimed, failures: &mut u32) -> Result<bool, Halt<T::Error>> {
         let hold = self.hold();
         let (t, mut cx) = self.split();
         let v = cx.values(Some(job), 0.0, "");
@@ -132,6 +136,11 @@ impl<T: Transport> Worker<T> {
             }
             Ok(sent) => {
                 self.log_at(sent.t_us, job, EventKind::HeartbeatOk);
+                if let Some(token) = sent.token {
+                    // The heartbeat renewed the fence: later writes bind the newest token.
+                    job.tag = token.tag();
+                    job.token = Some(token);
+                }
                 *failures = 0;
                 Ok(true)
             }
@@ -184,6 +193,11 @@ impl<T: Transport> Worker<T> {
             let v = cx.values(Some(job), backoff, code);
             match t.write(&mut cx, what, &v, hold).await {
                 Ok(sent) => {
+                    if let Some(new) = sent.token.filter(|k| fail && sent.accepted && *k != job.key) {
+                        // Retried under a new id: the checkers follow the job to it.
+                        let ids = &self.core.sh.ids;
+                        ids.succeed(job.id, ids.surrogate(&new));
+                    }
                     let (t, took) = (sent.t_us, sent.took_us);
                     self.core.stats.record(Latency::Complete, t, took);
                     self.log_witnessed(t, took, job, if sent.accepted { kinds.0 } else { kinds.1 }, witness);

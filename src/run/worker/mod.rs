@@ -327,8 +327,8 @@ impl<T: Transport> Worker<T> {
         for job in &jobs {
             self.log_witnessed(t1_us, claim_us, job, EventKind::Claimed, None);
         }
-        for (k, job) in jobs.iter().enumerate() {
-            if let Err(h) = self.process(job).await {
+        for k in 0..jobs.len() {
+            if let Err(h) = self.process(&mut jobs[k]).await {
                 for j in &jobs[k..] {
                     self.log(j, EventKind::Abandoned);
                 }

@@ -51,6 +51,9 @@ pub struct Sent {
     pub accepted: bool,
     pub t_us: u64,
     pub took_us: u64,
+    /// A heartbeat that renewed its fence: the new token (later writes bind it); a failure
+    /// that re-inserted the job: its new id.
+    pub token: Option<crate::adapter::keys::Key>,
 }
 
 /// What a transport may touch of its worker: the run's shared state, the worker's current

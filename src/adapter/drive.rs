@@ -1,0 +1,84 @@
+//! `[drive]` of an adapter file (`docs/adapters.md`, "How it must be driven"): what the queue's
+//! design asks of whoever runs it, resolved once. The scenario's validation refuses a run that
+//! contradicts it (a lease-mode run of a queue whose row lock is the claim); the checkers read
+//! the lease's kind and the time resolution when they tell a race from a lease expiry.
+
+use super::raw::RawDrive;
+use crate::error::Invalid;
+use crate::model::protocol::Mode;
+use std::time::Duration;
+
+/// How a claim holds its job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LeaseKind {
+    /// For `lease.duration` from the claim (moved by heartbeats): the default.
+    #[default]
+    Time,
+    /// For as long as the claiming session lives (advisory locks): a crash ends it at once,
+    /// a pause never does.
+    Session,
+}
+
+/// What the adapter declared; the defaults leave every run as it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Drive {
+    /// The only mode the queue may be run in (None: either).
+    pub mode: Option<Mode>,
+    pub lease: LeaseKind,
+    /// The precision the queue keeps its times to (zero: exact).
+    pub time_resolution: Duration,
+    /// After a crash the worker comes back under a new name (Some(true)), the same one
+    /// (Some(false)), or as the scenario's fault says (None).
+    pub new_identity_after_crash: Option<bool>,
+}
+
+impl Drive {
+    /// Checks and resolves `[drive]`; an error names its key and the accepted values.
+    pub fn resolve(
+        raw: Option<&RawDrive>,
+        duration: impl Fn(&str) -> Result<Duration, Invalid>,
+    ) -> Result<Drive, Invalid> {
+        let Some(raw) = raw else { return Ok(Drive::default()) };
+        let mode = match raw.mode.as_deref() {
+            None => None,
+            Some("lease") => Some(Mode::Lease),
+            Some("hold-transaction") => Some(Mode::HoldTransaction),
+            Some(other) => return Err(Invalid::at("mode", format!("`{other}`; accepted: lease, hold-transaction"))),
+        };
+        let lease = match raw.lease.as_deref() {
+            None | Some("time") => LeaseKind::Time,
+            Some("session") => LeaseKind::Session,
+            Some(other) => return Err(Invalid::at("lease", format!("`{other}`; accepted: time, session"))),
+        };
+        let time_resolution = match raw.time_resolution.as_deref() {
+            None => Duration::ZERO,
+            Some(text) => {
+                let d = duration(text).map_err(|e| Invalid::at("time_resolution", e.reason))?;
+                if d.is_zero() || d > Duration::from_secs(3600) {
+                    return Err(Invalid::at(
+                        "time_resolution",
+                        format!("`{text}`: between 1us and 1h, e.g. \"1s\" for a queue that keeps whole seconds"),
+                    ));
+                }
+                d
+            }
+        };
+        let new_identity_after_crash = match raw.identity_after_crash.as_deref() {
+            None => None,
+            Some("same") => Some(false),
+            Some("new") => Some(true),
+            Some(other) => {
+                return Err(Invalid::at("identity_after_crash", format!("`{other}`; accepted: same, new")));
+            }
+        };
+        Ok(Drive { mode, lease, time_resolution, new_identity_after_crash })
+    }
+
+    /// The mode's name as a scenario writes it.
+    pub fn mode_name(mode: Mode) -> &'static str {
+        match mode {
+            Mode::Lease => "lease",
+            Mode::HoldTransaction => "hold-transaction",
+        }
+    }
+}
