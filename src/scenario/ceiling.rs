@@ -46,7 +46,7 @@ mod humantime_opt {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         let s = Option::<String>::deserialize(d)?;
-        s.map(|s| super::super::units::parse_duration(&s).map_err(serde::de::Error::custom)).transpose()
+        s.map(|s| crate::scenario::units::parse_duration(&s).map_err(serde::de::Error::custom)).transpose()
     }
 }
 
