@@ -86,7 +86,16 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, ids:
     let duration = start.elapsed();
     let effects = read_effects(&side).await?;
     let events: Vec<child::ClientEvent> = fleet.events.iter().flat_map(|e| e.lock().unwrap().clone()).collect();
-    let (journal, stats) = journal::build(start_ms, &events, &effects, &fleet.killed, &ids);
+    // The library's table as the paired adapter reads it (again, for the checkers, after this):
+    // an `end` line it contradicts is a completion that did not land.
+    let finals = match super::observe::final_state(&side, plan, &ids).await {
+        Ok(rows) => rows,
+        Err(e) => {
+            eprintln!("warning: reading the library's table for the journal: {e}");
+            Vec::new()
+        }
+    };
+    let (journal, stats) = journal::build(start_ms, &events, &effects, &fleet.killed, &ids, &finals);
     Ok(RunOutput {
         stats,
         latency: Default::default(),
