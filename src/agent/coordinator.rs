@@ -70,7 +70,7 @@ pub async fn run(
     };
     let (follow, config) = (watch.clone(), db.worker_config());
     let network: Vec<Fault> = netfault::of(plan).cloned().collect();
-    let fired = Arc::new(Mutex::new(Vec::new()));
+    let fired = Arc::new(Mutex::new((Vec::new(), Vec::new())));
     let (shaper, fired_in) = (net.clone(), fired.clone());
     let remote = move |stop: CancellationToken| -> Waiting<()> {
         Box::pin(async move {
@@ -81,8 +81,8 @@ pub async fn run(
                 follow.follow(config, stop).await;
                 faults_stop.cancel();
             };
-            let ((), events) = tokio::join!(following, net.inject(&network, start, &faults_stop));
-            fired_in.lock().unwrap().extend(events);
+            let ((), fired) = tokio::join!(following, net.inject(&network, start, &faults_stop));
+            *fired_in.lock().unwrap() = fired;
         })
     };
     let part = Part { remote: Some(Box::new(remote)), ..part };
@@ -103,8 +103,16 @@ pub async fn run(
             a.note = format!("{}; {why}", a.note);
         }
     }
-    output.faults.extend(fired.lock().unwrap().drain(..));
+    let (events, mut spans) = std::mem::take(&mut *fired.lock().unwrap());
+    output.faults.extend(events);
     output.faults.sort_by_key(|f| f.t_us);
+    // The workers each span hit: its agent's slots and the identities its respawned workers take.
+    for s in &mut spans {
+        let slots = super::slots(plan.workers.count, opts.count, s.agent);
+        let base = super::identity_base(plan.workers.count, s.agent);
+        s.workers = vec![(*slots.start(), *slots.end()), (base, base + super::IDENTITY_SPAN - 1)];
+    }
+    output.network = spans;
     drop(net);
     Ok(output)
 }

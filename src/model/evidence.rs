@@ -3,7 +3,7 @@
 //! what the run saw: the counts, the lease, the classes, the Postgres time series, the
 //! blockers' spans, the restarts.
 
-use super::records::{BlockerSpan, FailoverRecord, PgSample};
+use super::records::{BlockerSpan, FailoverRecord, NetworkSpan, PgSample};
 use serde::{Deserialize, Serialize};
 
 /// `evidence.json`'s `schema_version` (renaming or removing a field bumps it).
@@ -58,4 +58,8 @@ pub struct SavedEvidence {
     /// How long the run lasted, µs (0 in evidence written before the field: the last event
     /// of the history then marks the end).
     pub duration_us: u64,
+    /// The network faults on agents' paths (report.html's swimlanes draw them); empty for a
+    /// local run and in evidence written before the field.
+    #[serde(default)]
+    pub network: Vec<NetworkSpan>,
 }

@@ -71,6 +71,7 @@ pub fn saved_evidence(plan: &Plan, output: &RunOutput, table: &FinalTable) -> Sa
         clock_bound_us: clock_bound(&output.agents),
         stopped_us: output.stopped_us,
         duration_us: output.duration.as_micros() as u64,
+        network: output.network.clone(),
     }
 }
 
@@ -200,6 +201,7 @@ impl Finished {
             lease: plan.lease.duration,
             hold_transaction: self.saved.hold_transaction,
             clock_us: self.saved.clock_bound_us,
+            network: &self.saved.network,
         };
         RunFiles {
             swimlanes: swimlane::swimlanes(&self.summary.checks, &src),

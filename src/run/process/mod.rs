@@ -122,6 +122,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, ids:
         agents: Vec::new(),
         merge_s: 0.0,
         merge_peak_rss_mib: 0.0,
+        network: Vec::new(),
     })
 }
 
