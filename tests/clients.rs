@@ -341,6 +341,42 @@ SQL
     r.assert_clean();
 }
 
+/// A client run's report says what it cannot measure instead of drawing empty frames, and
+/// the claim-plan probe runs beside the library's workers with the paired adapter's claim,
+/// saying whose claim it is. The queue depth is the library's (the one class counts its rows).
+#[test]
+fn a_client_report_says_what_is_not_measured_and_probes_the_paired_adapter_s_claim() {
+    if !installed("pg-boss") {
+        return;
+    }
+    let s = repo("scenarios/clients/pg-boss-contention.toml");
+    let r = queuebench(&["run", s.to_str().unwrap(), "--set", "run.plan_probe=200ms"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let html = std::fs::read_to_string(r.out.join("report.html")).unwrap();
+    // Claim latency: a note in words, not empty axes; the latency table says "not measured".
+    let claim_svg = std::fs::read_to_string(r.out.join("charts/claim-latency.svg")).unwrap();
+    assert!(claim_svg.contains("Not measured for a process client"), "{claim_svg}");
+    assert!(!claim_svg.contains("seconds since start"), "no axes for a chart with no data: {claim_svg}");
+    assert!(html.contains("Not measured for a process client"));
+    assert!(
+        html.contains("— (not measured)")
+            && !html.contains("<td>claim statement</td><td class=n>0</td><td class=n>0.000")
+    );
+    assert!(r.stdout.contains("claim latency  not measured"), "{}", r.stdout);
+    // The probe ran, on the library's tables, and its charts name the adapter's claim.
+    assert!(r.num("probe.samples") >= 1.0, "{}", r.summary()["probe"]);
+    assert!(r.num("probe.buffers_max") > 0.0, "{}", r.summary()["probe"]);
+    assert!(r.out.join("charts/claim-plan-buffers.svg").is_file());
+    assert!(html.contains("The claim is the paired adapter's (adapters/pg-boss.toml)"), "the probe charts' caption");
+    // The depth chart is the library's queue: 80 jobs queued at the first sample, not 0.
+    let samples = std::fs::read_to_string(r.out.join("samples.csv")).unwrap();
+    let header: Vec<&str> = samples.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "queued_default").unwrap();
+    let most = samples.lines().skip(1).filter_map(|l| l.split(',').nth(col)?.parse::<i64>().ok()).max();
+    assert!(most.unwrap_or(0) > 0, "{samples}");
+    r.assert_clean();
+}
+
 /// Scenario mistakes are usage errors (exit 2) naming the file, the key and the fix; nothing runs.
 #[test]
 fn client_scenario_mistakes_are_usage_errors_naming_the_key() {
