@@ -266,6 +266,117 @@ fn process_faults_fire_are_counted_and_restart_workers() {
     assert!(executing_workers(kill).contains(&3), "its slot's new process p3 ran jobs");
 }
 
+/// Each line of the run's history (`history.csv.gz`) as its fields.
+fn history_rows(run: &common::Run) -> Vec<Vec<String>> {
+    use std::io::Read;
+    let file = std::fs::File::open(run.out.join("history.csv.gz")).unwrap();
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(file).read_to_string(&mut text).unwrap();
+    text.lines().skip(1).map(|l| l.split(',').map(String::from).collect()).collect()
+}
+
+/// procrastinate's finish write dying (as it does, now and then, on a terminated connection:
+/// docs/clients.md), made certain: a trigger on the library's table refuses the job n = 7's
+/// move to `succeeded`. Its handler returned (`end`), but the job stays `doing` under a live
+/// worker, which no stalled-job query finds; the client's last rescue pass at shutdown puts it
+/// back in the queue. The run's journal says the claim was abandoned, not completed (the
+/// swimlane's mark), and nothing is lost. Without the last pass the job is left `doing` with no
+/// worker (no_lost_jobs fails); taking the `end` line's word, a completion that never landed.
+#[test]
+fn a_procrastinate_finish_write_that_dies_is_abandoned_and_the_job_goes_back_to_the_queue() {
+    if !installed("procrastinate") {
+        return;
+    }
+    let dir = tmpdir();
+    let setup = dir.path().join("setup.sh");
+    let run = repo("clients/procrastinate/run");
+    std::fs::write(
+        &setup,
+        format!(
+            r#"#!/usr/bin/env bash
+set -euo pipefail
+'{}' setup
+psql "$QUEUEBENCH_DATABASE_URL" -v ON_ERROR_STOP=1 -q <<SQL
+SET search_path TO "$QUEUEBENCH_SCHEMA";
+CREATE FUNCTION qb_finish_dies() RETURNS trigger LANGUAGE plpgsql AS \$\$
+BEGIN
+  IF NEW.status = 'succeeded' AND (OLD.args->>'n')::int = 7 THEN
+    RAISE EXCEPTION 'queuebench test: the finish write of n = 7 dies';
+  END IF;
+  RETURN NEW;
+END \$\$;
+CREATE TRIGGER qb_finish_dies BEFORE UPDATE OF status ON procrastinate_jobs
+  FOR EACH ROW EXECUTE FUNCTION qb_finish_dies();
+SQL
+"#,
+            run.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&setup, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let scenario = dir.path().join("finish-dies.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "name = \"procrastinate-finish-dies\"\nseed = 3\nclient = \"{}\"\nsetup_command = [\"{}\"]\n\
+             [jobs]\npreload = 20\n[workers]\ncount = 2\nconcurrency = 2\npoll = \"500ms\"\nwork = \"5ms\"\n\
+             [run]\nstop = \"drained\"\ntimeout = \"60s\"\n",
+            repo("clients/procrastinate").display(),
+            setup.display()
+        ),
+    )
+    .unwrap();
+    let r = queuebench(&["run", scenario.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.check("exactly_once"), 0);
+    assert_eq!(r.check("no_lost_jobs"), 0, "the last rescue pass put the job back: {}", r.stdout);
+    assert_eq!(r.check("jobs_left_abandoned"), 0);
+    assert_eq!((r.num("jobs.completed"), r.num("jobs.queued"), r.num("jobs.stuck_running")), (19.0, 1.0, 0.0));
+    assert_eq!(r.num("executions.distinct_jobs"), 20.0, "job n = 7 ran: its handler returned");
+    assert_eq!(r.num("completions.accepted"), 19.0, "its completion is not counted: it did not land");
+    // Job 7's claim ends abandoned in the history, with no accepted completion.
+    let rows = history_rows(&r);
+    let job7: Vec<&str> = rows.iter().filter(|f| f[3] == "7").map(|f| f[1].as_str()).collect();
+    assert_eq!(job7, ["claim", "execute", "abandon"], "{job7:?}");
+    r.assert_clean();
+}
+
+/// A client run's report says what it cannot measure instead of drawing empty frames, and
+/// the claim-plan probe runs beside the library's workers with the paired adapter's claim,
+/// saying whose claim it is. The queue depth is the library's (the one class counts its rows).
+#[test]
+fn a_client_report_says_what_is_not_measured_and_probes_the_paired_adapter_s_claim() {
+    if !installed("pg-boss") {
+        return;
+    }
+    let s = repo("scenarios/clients/pg-boss-contention.toml");
+    let r = queuebench(&["run", s.to_str().unwrap(), "--set", "run.plan_probe=200ms"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let html = std::fs::read_to_string(r.out.join("report.html")).unwrap();
+    // Claim latency: a note in words, not empty axes; the latency table says "not measured".
+    let claim_svg = std::fs::read_to_string(r.out.join("charts/claim-latency.svg")).unwrap();
+    assert!(claim_svg.contains("Not measured for a process client"), "{claim_svg}");
+    assert!(!claim_svg.contains("seconds since start"), "no axes for a chart with no data: {claim_svg}");
+    assert!(html.contains("Not measured for a process client"));
+    assert!(
+        html.contains("— (not measured)")
+            && !html.contains("<td>claim statement</td><td class=n>0</td><td class=n>0.000")
+    );
+    assert!(r.stdout.contains("claim latency  not measured"), "{}", r.stdout);
+    // The probe ran, on the library's tables, and its charts name the adapter's claim.
+    assert!(r.num("probe.samples") >= 1.0, "{}", r.summary()["probe"]);
+    assert!(r.num("probe.buffers_max") > 0.0, "{}", r.summary()["probe"]);
+    assert!(r.out.join("charts/claim-plan-buffers.svg").is_file());
+    assert!(html.contains("The claim is the paired adapter's (adapters/pg-boss.toml)"), "the probe charts' caption");
+    // The depth chart is the library's queue: 80 jobs queued at the first sample, not 0.
+    let samples = std::fs::read_to_string(r.out.join("samples.csv")).unwrap();
+    let header: Vec<&str> = samples.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "queued_default").unwrap();
+    let most = samples.lines().skip(1).filter_map(|l| l.split(',').nth(col)?.parse::<i64>().ok()).max();
+    assert!(most.unwrap_or(0) > 0, "{samples}");
+    r.assert_clean();
+}
+
 /// Scenario mistakes are usage errors (exit 2) naming the file, the key and the fix; nothing runs.
 #[test]
 fn client_scenario_mistakes_are_usage_errors_naming_the_key() {

@@ -133,6 +133,50 @@ fn under_the_status_fence_the_late_completions_land() {
     let s = run.summary();
     assert_eq!(s["completions"]["stale_accepted"], 4, "{}", s["completions"]);
     assert_eq!(run.check("stale_completions_accepted"), 4);
+    // The partition, as it happened, in the evidence: agent 2 (workers 5–8 and the identities
+    // its respawned workers take), from about 1 s for about 10 s.
+    let evidence: Value = serde_json::from_slice(&std::fs::read(run.out.join("evidence.json")).unwrap()).unwrap();
+    let spans = evidence["network"].as_array().unwrap();
+    assert_eq!(spans.len(), 1, "{spans:?}");
+    let p = &spans[0];
+    assert_eq!((p["kind"].as_str(), p["agent"].as_u64()), (Some("partition"), Some(2)), "{p}");
+    assert_eq!(p["workers"][0], serde_json::json!([5, 8]), "{p}");
+    let (from, to) = (p["start_us"].as_u64().unwrap(), p["end_us"].as_u64().unwrap());
+    assert!((900_000..3_000_000).contains(&from) && (9_500_000..13_000_000).contains(&(to - from)), "{p}");
+    // The report's swimlanes draw it as a band on agent 2's workers' lanes, never agent 1's,
+    // with its legend entry; `queuebench report` draws it again from the run folder.
+    let bands = |html: &str| -> Vec<String> {
+        let titles = html.split("class='net-fault'").skip(1);
+        titles.map(|b| b.split("</title>").next().unwrap().to_string()).collect()
+    };
+    let html = std::fs::read_to_string(run.out.join("report.html")).unwrap();
+    let drawn = bands(&html);
+    assert!(!drawn.is_empty(), "no partition band in the swimlanes");
+    assert!(drawn.iter().all(|b| b.contains("network partition of agent 2")), "{drawn:?}");
+    assert!(html.contains(">network partition · agent 2, "), "the band's legend entry");
+    // Every band sits on a lane of worker 5–8: the band's y is one of those lanes' y.
+    for lane in html.split("<h3>job ").skip(1) {
+        let svg = lane.split("</svg>").next().unwrap();
+        let lane_y = |w: u32| -> Option<String> {
+            let at = svg.find(&format!(">w{w}</text>"))?;
+            let before = &svg[..at];
+            let rect = before.rfind("<rect x='56' y='")?;
+            Some(before[rect + 16..].split('\'').next()?.to_string())
+        };
+        let agent2: Vec<String> = (5..=8).filter_map(lane_y).collect();
+        for band in svg.split("class='net-fault' ").skip(1) {
+            let y = band.split("y='").nth(1).unwrap().split('\'').next().unwrap();
+            let y = format!("{}", y.parse::<f64>().unwrap());
+            assert!(
+                agent2.iter().any(|l| format!("{}", l.parse::<f64>().unwrap()) == y),
+                "band at y={y}, agent 2's lanes {agent2:?}"
+            );
+        }
+    }
+    std::fs::remove_file(run.out.join("report.html")).unwrap();
+    let rebuilt = queuebench(&["report", run.out.to_str().unwrap()]);
+    assert_eq!(rebuilt.code, 0, "{}", rebuilt.stderr);
+    assert_eq!(bands(&std::fs::read_to_string(run.out.join("report.html")).unwrap()), drawn);
 }
 
 #[test]

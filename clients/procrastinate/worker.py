@@ -30,6 +30,13 @@ SHUTDOWN_GRACEFUL_TIMEOUT_S = 3.0
 # seconds_since_heartbeat, default 30 s). Every work process runs that recipe
 # in a side loop at this interval (the library's heartbeat interval, 10 s).
 RESCUE_INTERVAL_S = 10.0
+# ... and once more when its own worker has stopped (bounded by this): a job whose finish
+# write died with a terminated connection stays "doing" under its worker, which lives on
+# and heartbeats, so no stalled-job query finds it until that worker unregisters (at
+# shutdown: its jobs' worker_id becomes NULL). The recipe's next pass would retry it; this
+# pass does it before the process exits, so the job is back in the queue (todo) rather than
+# left "doing" with no worker.
+FINAL_RESCUE_TIMEOUT_S = 0.8
 
 
 def make_app(env: qb.Env, max_size: int) -> procrastinate.App:
@@ -88,15 +95,19 @@ async def enqueue(env: qb.Env, args: list[str]) -> int:
     return 0
 
 
+async def rescue_once(app: procrastinate.App, env: qb.Env) -> None:
+    try:
+        for job in await app.job_manager.get_stalled_jobs(queue=env.queue):
+            log.warning("retrying stalled job %s", job.id)
+            await app.job_manager.retry_job(job)
+    except Exception as exc:  # noqa: BLE001 - keep rescuing
+        sys.stderr.write(f"procrastinate rescue: {exc!r}\n")
+
+
 async def rescue_loop(app: procrastinate.App, env: qb.Env) -> None:
     while True:
         await asyncio.sleep(RESCUE_INTERVAL_S)
-        try:
-            for job in await app.job_manager.get_stalled_jobs(queue=env.queue):
-                log.warning("retrying stalled job %s", job.id)
-                await app.job_manager.retry_job(job)
-        except Exception as exc:  # noqa: BLE001 - keep rescuing
-            sys.stderr.write(f"procrastinate rescue: {exc!r}\n")
+        await rescue_once(app, env)
 
 
 async def work(env: qb.Env, args: list[str]) -> int:
@@ -142,6 +153,10 @@ async def work(env: qb.Env, args: list[str]) -> int:
         )
         code = await qb.serve_until_signal(run, stop)
         rescue.cancel()
+        try:
+            await asyncio.wait_for(rescue_once(app, env), timeout=FINAL_RESCUE_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            sys.stderr.write("procrastinate rescue: the last pass did not finish in time\n")
     await effects.close()
     return code
 

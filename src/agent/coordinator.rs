@@ -73,7 +73,7 @@ pub async fn run(
     let network: Vec<Fault> = netfault::of(plan).cloned().collect();
     let kills: Vec<Fault> = kill::of(plan).cloned().collect();
     let pids = spawned.as_ref().map(|s| s.pids()).unwrap_or_default();
-    let fired = Arc::new(Mutex::new((Vec::new(), Vec::new())));
+    let fired = Arc::new(Mutex::new(Fired::default()));
     let (shaper, fired_in, run) = (net.clone(), fired.clone(), run_id.to_string());
     let remote = move |stop: CancellationToken| -> Waiting<()> {
         Box::pin(async move {
@@ -86,20 +86,21 @@ pub async fn run(
             let shaped = async {
                 match &shaper {
                     Some(net) => net.inject(&network, start, &faults_stop).await,
-                    None => Vec::new(),
+                    None => (Vec::new(), Vec::new()),
                 }
             };
             let killing = kill::inject(&kills, &pids, &run, start, &faults_stop);
-            let ((), shaped, (killed_events, killed)) = tokio::join!(following, shaped, killing);
+            let ((), (shaped, spans), (killed_events, killed)) = tokio::join!(following, shaped, killing);
             let mut fired = fired_in.lock().unwrap();
-            fired.0.extend(shaped.into_iter().chain(killed_events));
-            fired.1.extend(killed);
+            fired.events.extend(shaped.into_iter().chain(killed_events));
+            fired.spans.extend(spans);
+            fired.killed.extend(killed);
         })
     };
     let part = Part { remote: Some(Box::new(remote)), ..part };
     let output = crate::run::run_part(&super::plan_for_coordinator(plan), db, interrupt, (false, ids), part).await;
     let _ = control::done(&client).await;
-    let (events, killed) = std::mem::take(&mut *fired.lock().unwrap());
+    let Fired { events, mut spans, killed } = std::mem::take(&mut *fired.lock().unwrap());
     if let Some(s) = spawned.as_mut() {
         s.finish(&killed.iter().map(|k| k.agent).collect::<Vec<_>>()).await;
     }
@@ -122,8 +123,24 @@ pub async fn run(
     }
     output.faults.extend(events);
     output.faults.sort_by_key(|f| f.t_us);
+    // The workers each span hit: its agent's slots and the identities its respawned workers take.
+    for s in &mut spans {
+        let slots = super::slots(plan.workers.count, opts.count, s.agent);
+        let base = super::identity_base(plan.workers.count, s.agent);
+        s.workers = vec![(*slots.start(), *slots.end()), (base, base + super::IDENTITY_SPAN - 1)];
+    }
+    output.network = spans;
     drop(net);
     Ok(output)
+}
+
+/// What the coordinator's faults did: their events, the network spans (for the swimlanes) and
+/// the agents it killed.
+#[derive(Default)]
+struct Fired {
+    events: Vec<crate::collect::FaultEvent>,
+    spans: Vec<crate::model::records::NetworkSpan>,
+    killed: Vec<kill::Killed>,
 }
 
 /// What agents cannot run: a clear error (exit 2) before anything starts.

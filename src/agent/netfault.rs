@@ -15,6 +15,7 @@ use super::netns::{Host, Hosts, run};
 use super::problem::CommandFailed;
 use crate::collect::FaultEvent;
 use crate::error::{Error, Result};
+use crate::model::records::NetworkSpan;
 use crate::scenario::Plan;
 use crate::scenario::faults::{Fault, Kind, NetEffect, Trigger};
 use std::time::{Duration, Instant};
@@ -86,8 +87,14 @@ impl Net {
     }
 
     /// Fires every network fault in `faults` at its time after `start`, each for its
-    /// duration, ending early when `stop` is cancelled; returns what took effect.
-    pub async fn inject(&self, faults: &[Fault], start: Instant, stop: &CancellationToken) -> Vec<FaultEvent> {
+    /// duration, ending early when `stop` is cancelled; returns what took effect, and each
+    /// agent's span from on to off (its `workers` left for the caller, who knows the slots).
+    pub async fn inject(
+        &self,
+        faults: &[Fault],
+        start: Instant,
+        stop: &CancellationToken,
+    ) -> (Vec<FaultEvent>, Vec<NetworkSpan>) {
         inject(faults, &self.hosts, &self.forwarders, start, stop).await
     }
 }
@@ -98,24 +105,31 @@ async fn inject(
     forwarders: &[Forwarder],
     start: Instant,
     stop: &CancellationToken,
-) -> Vec<FaultEvent> {
+) -> (Vec<FaultEvent>, Vec<NetworkSpan>) {
     let count = hosts.hosts.len() as u32;
     let tasks = faults.iter().map(|f| async move {
-        let (Trigger::At(at), Kind::Network { effect, duration }) = (f.trigger, &f.kind) else { return Vec::new() };
+        let (Trigger::At(at), Kind::Network { effect, duration }) = (f.trigger, &f.kind) else {
+            return (Vec::new(), Vec::new());
+        };
         let agents = targets(f, count);
         if !wait_until(start + at, stop).await {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
-        let mut events = Vec::new();
+        let (mut events, mut spans) = (Vec::new(), Vec::new());
         for &k in &agents {
             let (Some(host), Some(fw)) = (hosts.of(k), forwarders.get(k as usize - 1)) else { continue };
             match apply(host, fw, effect, true).await {
-                Ok(()) => events.push(FaultEvent {
-                    t_us: start.elapsed().as_micros() as u64,
-                    kind: f.kind.kind(),
-                    worker: None,
-                    job: None,
-                }),
+                Ok(()) => {
+                    let t_us = start.elapsed().as_micros() as u64;
+                    events.push(FaultEvent { t_us, kind: f.kind.kind(), worker: None, job: None });
+                    spans.push(NetworkSpan {
+                        kind: f.kind.name().to_string(),
+                        agent: k,
+                        start_us: t_us,
+                        end_us: t_us,
+                        workers: Vec::new(),
+                    });
+                }
                 Err(e) => {
                     eprintln!("warning: fault #{} ({}) on agent {k} did not apply: {e}", f.index + 1, f.kind.name())
                 }
@@ -128,11 +142,18 @@ async fn inject(
             if let Err(e) = apply(host, fw, effect, false).await {
                 eprintln!("warning: ending fault #{} ({}) on agent {k} failed: {e}", f.index + 1, f.kind.name());
             }
+            let off = start.elapsed().as_micros() as u64;
+            spans.iter_mut().filter(|s| s.agent == k).for_each(|s| s.end_us = off);
         }
         tracing::info!(fault = f.index + 1, kind = f.kind.name(), "network fault off");
-        events
+        (events, spans)
     });
-    futures_util::future::join_all(tasks).await.into_iter().flatten().collect()
+    let (mut events, mut spans) = (Vec::new(), Vec::new());
+    for (e, s) in futures_util::future::join_all(tasks).await {
+        events.extend(e);
+        spans.extend(s);
+    }
+    (events, spans)
 }
 
 /// Sleeps until `at`; false when the run stopped first.

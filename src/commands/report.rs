@@ -48,6 +48,7 @@ fn swimlanes(dir: &Path, summary: &RunSummary) -> Vec<Swimlane> {
         lease: Duration::from_micros(saved.lease_us),
         hold_transaction: saved.hold_transaction,
         clock_us: saved.boundary_us(),
+        network: &saved.network,
     };
     swimlane::swimlanes(&summary.checks, &src)
 }

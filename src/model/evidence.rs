@@ -3,7 +3,7 @@
 //! what the run saw: the counts, the lease, the classes, the Postgres time series, the
 //! blockers' spans, the restarts.
 
-use super::records::{BlockerSpan, FailoverRecord, PgSample};
+use super::records::{BlockerSpan, FailoverRecord, NetworkSpan, PgSample};
 use serde::{Deserialize, Serialize};
 
 /// `evidence.json`'s `schema_version` (renaming or removing a field bumps it).
@@ -69,6 +69,10 @@ pub struct SavedEvidence {
     /// (`[result] successor`); the checkers judge each chain as one job.
     #[serde(default)]
     pub successors: Vec<(i64, i64)>,
+    /// The network faults on agents' paths (report.html's swimlanes draw them); empty for a
+    /// local run and in evidence written before the field.
+    #[serde(default)]
+    pub network: Vec<NetworkSpan>,
 }
 
 impl SavedEvidence {

@@ -88,6 +88,24 @@ pub struct BlockerSpan {
     pub end_us: u64,
 }
 
+/// A network fault on one agent's path (`partition`, `latency`, `loss`): from when it took
+/// effect to when it was lifted (µs after the start), and the worker identities it hit (the
+/// agent's slots, and the range its respawned workers take), as inclusive ranges.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetworkSpan {
+    pub kind: String,
+    pub agent: u32,
+    pub start_us: u64,
+    pub end_us: u64,
+    pub workers: Vec<(u32, u32)>,
+}
+
+impl NetworkSpan {
+    pub fn hits(&self, worker: u32) -> bool {
+        self.workers.iter().any(|(lo, hi)| (*lo..=*hi).contains(&worker))
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct VacuumResult {
     pub name: String,

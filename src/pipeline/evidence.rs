@@ -74,6 +74,7 @@ pub fn saved_evidence(plan: &Plan, output: &RunOutput, table: &FinalTable) -> Sa
         session_lease: plan.adapter.drive.lease == crate::adapter::drive::LeaseKind::Session,
         time_resolution_us: plan.adapter.drive.time_resolution.as_micros() as u64,
         successors: output.ids.successors(),
+        network: output.network.clone(),
     }
 }
 
@@ -203,6 +204,7 @@ impl Finished {
             lease: plan.lease.duration,
             hold_transaction: self.saved.hold_transaction,
             clock_us: self.saved.boundary_us(),
+            network: &self.saved.network,
         };
         RunFiles {
             swimlanes: swimlane::swimlanes(&self.summary.checks, &src),

@@ -124,27 +124,83 @@ pub(crate) fn render(
     svg: impl FnOnce(DrawingArea<SVGBackend, Shift>) -> Drawn,
     png: impl FnOnce(DrawingArea<BitMapBackend, Shift>) -> Drawn,
 ) -> Result<Chart> {
+    render_at(SIZE, name, caption, svg, png)
+}
+
+fn render_at(
+    size: (u32, u32),
+    name: &str,
+    caption: &str,
+    svg: impl FnOnce(DrawingArea<SVGBackend, Shift>) -> Drawn,
+    png: impl FnOnce(DrawingArea<BitMapBackend, Shift>) -> Drawn,
+) -> Result<Chart> {
     fonts();
     let mut text = String::new();
     {
-        let area = SVGBackend::with_string(&mut text, SIZE).into_drawing_area();
+        let area = SVGBackend::with_string(&mut text, size).into_drawing_area();
         svg(area).map_err(|e| Error::machine(format!("chart {name}"), e))?;
     }
-    let mut rgb = vec![0u8; (SIZE.0 * SIZE.1 * 3) as usize];
+    let mut rgb = vec![0u8; (size.0 * size.1 * 3) as usize];
     {
-        let area = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
+        let area = BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area();
         png(area).map_err(|e| Error::machine(format!("chart {name}"), e))?;
     }
     let mut bytes = Vec::new();
     image::ImageEncoder::write_image(
         image::codecs::png::PngEncoder::new(&mut bytes),
         &rgb,
-        SIZE.0,
-        SIZE.1,
+        size.0,
+        size.1,
         image::ColorType::Rgb8,
     )
     .map_err(|e| Error::machine(format!("chart {name}: encoding the PNG"), e))?;
     Ok(Chart { name: name.to_string(), caption: caption.to_string(), svg: text, png: bytes })
+}
+
+/// Does the chart have no point to draw (every series empty or all gaps)?
+pub fn is_empty(c: &LineChart) -> bool {
+    c.series.iter().all(|s| s.segments().next().is_none())
+}
+
+/// A chart with nothing to draw: its title and, in words, why — instead of empty axes, which
+/// read as a measured nothing. Lower than a chart; the same files (`<name>.svg`, `.png`).
+pub fn note(title: &str, why: &str, name: &str, caption: &str) -> Result<Chart> {
+    let lines = wrap(why, 90);
+    let size = (SIZE.0, 70 + 22 * lines.len() as u32 + 20);
+    render_at(size, name, caption, |a| draw_note(a, title, &lines), |a| draw_note(a, title, &lines))
+}
+
+/// `text` in lines of at most about `width` characters, broken at spaces.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(l) if l.chars().count() + 1 + word.chars().count() <= width => {
+                l.push(' ');
+                l.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
+fn draw_note<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, title: &str, lines: &[String]) -> Drawn
+where
+    DB::ErrorType: 'static,
+{
+    let e = drawing::<DB::ErrorType>;
+    area.fill(&WHITE).map_err(e)?;
+    let (w, _) = area.dim_in_pixel();
+    let centre = Pos::new(HPos::Center, VPos::Center);
+    let bold = TextStyle::from((FONT, 22).into_font().style(FontStyle::Bold)).pos(centre);
+    area.draw(&Text::new(title.to_string(), (w as i32 / 2, 30), bold)).map_err(e)?;
+    let grey = RGBColor(90, 90, 90);
+    for (i, line) in lines.iter().enumerate() {
+        let style = (FONT, 16).into_font().color(&grey).pos(centre);
+        area.draw(&Text::new(line.clone(), (w as i32 / 2, 72 + 22 * i as i32), style)).map_err(e)?;
+    }
+    Ok(())
 }
 
 /// Headroom above the data so the legend does not sit on the lines.

@@ -43,6 +43,11 @@ fn rows(o: &mut String, pairs: &[(&str, String)]) {
 
 fn latency_row(o: &mut String, name: &str, p: &Percentiles) {
     let _ = write!(o, "<tr><td>{}</td><td class=n>{}</td>", escape(name), p.count);
+    // No sample: nothing measured, not a latency of 0.
+    if p.count == 0 {
+        o.push_str("<td class='n muted' colspan=6>— (not measured)</td></tr>");
+        return;
+    }
     for v in [p.p50, p.p90, p.p95, p.p99, p.p999, p.max] {
         let _ = write!(o, "<td class=n>{v:.3}</td>");
     }
@@ -189,7 +194,14 @@ fn latencies(o: &mut String, s: &RunSummary) {
     for (class, p) in l.queue_wait.iter().filter(|(_, p)| p.count > 0) {
         latency_row(o, &format!("queue wait · {class}"), p);
     }
-    o.push_str("</table><p class=muted>Queue wait and end to end count from each job's intended enqueue time.</p>");
+    o.push_str("</table><p class=muted>Queue wait and end to end count from each job's intended enqueue time.");
+    if s.mode.starts_with("client ") {
+        o.push_str(
+            " A process client's claim and completion are the library's own statements, sent from inside its worker: \
+             not measured here. Work is the handler's span (its start to its end line).",
+        );
+    }
+    o.push_str("</p>");
 }
 
 fn environment(o: &mut String, s: &RunSummary) {

@@ -4,6 +4,8 @@
 //! Gaps stay gaps: the harness's claim latency has no point in a second without a claim,
 //! and the sampler's lines break where two samples are more than twice its usual (median)
 //! interval apart (the server down, a sample that took long), a lone point drawn as a dot.
+//! A chart with no point at all is not drawn as empty axes (they read as a measured nothing):
+//! it says in words why there is nothing (`why_empty`), e.g. not measured for a process client.
 
 use super::charts::{self, Chart, LineChart, Series};
 use super::timeseries::Timeseries;
@@ -123,15 +125,54 @@ pub fn run_charts(s: &RunSummary, harness: &Timeseries, database: &Timeseries) -
         TIME_CHARTS.iter().chain(if probed { PROBE_CHARTS } else { &[] }).chain(std::iter::once(&HORIZON_CHART));
     let mut out = Vec::new();
     for (name, caption, title, y_label, source, lines) in specs {
+        let caption = &probe_caption(s, name, caption);
         let series = match source {
             Source::Harness => series(harness, lines, None),
             Source::Database => series(database, lines, Some(usual_interval(database))),
         };
         let chart = LineChart { title, x_label: "seconds since start", y_label, series };
-        out.push(charts::line(&chart, name, caption)?);
+        out.push(match charts::is_empty(&chart) {
+            true => charts::note(title, &why_empty(s, name, *source, database), name, caption)?,
+            false => charts::line(&chart, name, caption)?,
+        });
     }
     out.push(queue_wait(s)?);
     Ok(out)
+}
+
+/// A process client's claim-plan charts say whose claim they measured: the paired adapter's.
+fn probe_caption(s: &RunSummary, name: &str, caption: &str) -> String {
+    if !name.starts_with("claim-plan") || !s.mode.starts_with("client ") {
+        return caption.to_string();
+    }
+    format!(
+        "{caption} The claim is the paired adapter's ({}): its transcription of the library's claim, run on the \
+         library's own tables. The library's workers send their own statement, which queuebench does not see: \
+         a different form (batch size, parameters, a function) may touch other buffers.",
+        s.adapter
+    )
+}
+
+/// Why a chart of this run has no point to draw, in words.
+fn why_empty(s: &RunSummary, name: &str, source: Source, database: &Timeseries) -> String {
+    let client = s.mode.starts_with("client ");
+    let text = match (name, source) {
+        ("claim-latency", _) if client => {
+            "Not measured for a process client: its claims are the library's own statements, sent from inside the \
+             library's worker. queuebench sees when a handler starts (the journal's claim), not the claim's round trip."
+        }
+        ("claim-latency", _) => "No claim statement returned in this run: there is no claim latency to draw.",
+        ("throughput", _) => "No claim, execution or completion in this run.",
+        (_, Source::Database) if database.rows.is_empty() => {
+            "Not sampled: the Postgres sampler took no sample in this run (run.sample_interval = \"off\", or the run \
+             ended before its first)."
+        }
+        ("queue-depth" | "oldest-ready-age", _) => {
+            "Not measured: the queue's adapter has no observe.depth query, so the sampler cannot count its waiting jobs."
+        }
+        _ => "The sampler recorded no value for this chart in this run.",
+    };
+    text.to_string()
 }
 
 /// The median time between two samples: the sampler's usual interval (stretched or not).
@@ -180,7 +221,12 @@ fn queue_wait(s: &RunSummary) -> Result<Chart> {
         })
         .collect();
     let chart = LineChart { title: "Queue wait distribution", x_label: "percentile", y_label: "ms", series: waits };
-    charts::line(&chart, "queue-wait", "Queue wait from the intended enqueue time, by percentile, per class.")
+    let caption = "Queue wait from the intended enqueue time, by percentile, per class.";
+    if charts::is_empty(&chart) {
+        let why = "No job's queue wait was measured in this run (no job was claimed after its enqueue).";
+        return charts::note(chart.title, why, "queue-wait", caption);
+    }
+    charts::line(&chart, "queue-wait", caption)
 }
 
 #[cfg(test)]

@@ -3,11 +3,13 @@
 //! the time its worker believed it owned the job a darker bar inside it, the claim's round trip
 //! a thin line before it; an execution is an amber bar of its work; writes are marks (a green
 //! dot accepted, a red cross rejected), heartbeats ticks, an abandon a grey square, and faults
-//! red lines. Every mark has a tooltip with its time. The causes `explain` prints go under it.
+//! red lines. A network fault on an agent's path (partition, latency, loss) is a hatched band
+//! across the lanes of that agent's workers for as long as it lasted. Every mark has a tooltip
+//! with its time. The causes `explain` prints go under it.
 //! Plain SVG: no scripts, no fonts needed beyond the page's.
 
 use crate::collect::{Event, EventKind, FaultEvent};
-use crate::model::records::JobRow;
+use crate::model::records::{JobRow, NetworkSpan};
 use crate::model::summary::CheckResult;
 use crate::verify::claims::{ClaimSpan, spans};
 use crate::verify::story::{secs, story};
@@ -36,6 +38,8 @@ pub struct Source<'a> {
     /// The agents' clock error bound, µs (`verify::claims::race_tolerance`).
     pub clock_us: u64,
     pub hold_transaction: bool,
+    /// The network faults on agents' paths, each with the workers it hit.
+    pub network: &'a [NetworkSpan],
 }
 
 /// The swimlanes of every failed check's first examples (a job shown once, under its first check).
@@ -68,7 +72,7 @@ pub fn swimlanes(checks: &[CheckResult], src: &Source) -> Vec<Swimlane> {
             // The story picks the job's own faults out of the run's.
             let causes = story(&evs, src.faults, row, (src.lease, src.hold_transaction, src.clock_us)).causes;
             let claims = spans(&evs, src.lease, src.hold_transaction);
-            Swimlane { check, job, svg: draw(&evs, &claims, &faults), causes }
+            Swimlane { check, job, svg: draw(&evs, &claims, &faults, src.network), causes }
         })
         .collect()
 }
@@ -117,7 +121,7 @@ impl Axis {
     }
 }
 
-fn draw(evs: &[Event], claims: &[ClaimSpan], faults: &[&FaultEvent]) -> String {
+fn draw(evs: &[Event], claims: &[ClaimSpan], faults: &[&FaultEvent], network: &[NetworkSpan]) -> String {
     let mut workers: Vec<u32> = evs.iter().map(|e| e.worker).collect();
     workers.extend(faults.iter().filter_map(|f| f.worker));
     workers.sort_unstable();
@@ -125,17 +129,30 @@ fn draw(evs: &[Event], claims: &[ClaimSpan], faults: &[&FaultEvent]) -> String {
     let lane = |w: u32| TOP + workers.iter().position(|x| *x == w).unwrap_or(0) as f64 * LANE;
     let (t0, t1) = window(evs, claims, faults);
     let ax = Axis { t0, t1 };
-    let height = TOP + workers.len() as f64 * LANE + 34.0;
+    // The network faults that overlap the window and hit a worker drawn here.
+    let bands: Vec<&NetworkSpan> =
+        network.iter().filter(|s| s.start_us <= t1 && s.end_us >= t0 && workers.iter().any(|w| s.hits(*w))).collect();
+    let legend_rows = if bands.is_empty() { 1.0 } else { 2.0 };
+    let height = TOP + workers.len() as f64 * LANE + 18.0 + 16.0 * legend_rows;
     let mut o = format!(
         "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {WIDTH} {height}' width='{WIDTH}' height='{height}' \
          font-family='DejaVu Sans,sans-serif' font-size='11'>"
     );
-    ticks(&mut o, &ax, height - 34.0);
+    let bottom = TOP + workers.len() as f64 * LANE;
+    ticks(&mut o, &ax, bottom);
     for (i, w) in workers.iter().enumerate() {
         let y = lane(*w);
         let shade = if i % 2 == 0 { "#fafafa" } else { "#ffffff" };
         let _ = write!(o, "<rect x='{LEFT}' y='{y}' width='{}' height='{LANE}' fill='{shade}'/>", WIDTH - LEFT - RIGHT);
         let _ = write!(o, "<text x='6' y='{}'>w{w}</text>", y + LANE / 2.0 + 4.0);
+    }
+    if !bands.is_empty() {
+        o.push_str(NET_PATTERN);
+    }
+    for s in &bands {
+        for w in workers.iter().filter(|w| s.hits(**w)) {
+            network_band(&mut o, &ax, s, lane(*w));
+        }
     }
     for c in claims {
         claim_bars(&mut o, &ax, c, lane(c.worker));
@@ -157,9 +174,58 @@ fn draw(evs: &[Event], claims: &[ClaimSpan], faults: &[&FaultEvent]) -> String {
             secs(f.t_us)
         );
     }
-    legend(&mut o, height - 12.0);
+    legend(&mut o, bottom + 22.0);
+    if !bands.is_empty() {
+        network_legend(&mut o, bottom + 38.0, &bands);
+    }
     o.push_str("</svg>");
     o
+}
+
+/// The hatching of a network fault's band.
+const NET_PATTERN: &str = "<defs><pattern id='qb-net' width='6' height='6' patternUnits='userSpaceOnUse' \
+     patternTransform='rotate(45)'><rect width='6' height='6' fill='#8250df' fill-opacity='0.10'/>\
+     <line x1='0' y1='0' x2='0' y2='6' stroke='#8250df' stroke-opacity='0.45' stroke-width='2'/></pattern></defs>";
+
+/// A network fault across one worker's lane, from when it took effect to when it was lifted
+/// (clipped to the window); the legend names it.
+fn network_band(o: &mut String, ax: &Axis, s: &NetworkSpan, y: f64) {
+    let (x0, x1) = (ax.x(s.start_us), ax.x(s.end_us));
+    let _ = write!(
+        o,
+        "<rect class='net-fault' x='{x0:.1}' y='{y:.1}' width='{:.1}' height='{LANE}' fill='url(#qb-net)' \
+         stroke='#8250df' stroke-opacity='0.6' stroke-dasharray='2 2'>\
+         <title>network {} of agent {} (its workers' path to the server) from t={} to t={}</title></rect>",
+        (x1 - x0).max(2.0),
+        s.kind,
+        s.agent,
+        secs(s.start_us),
+        secs(s.end_us)
+    );
+}
+
+/// The network faults' legend entry, on a row of its own: each one drawn, by kind, agent and time.
+fn network_legend(o: &mut String, y: f64, bands: &[&NetworkSpan]) {
+    let what: Vec<String> = bands
+        .iter()
+        .map(|s| {
+            format!(
+                "network {} · agent {}, {:.1}–{:.1} s",
+                s.kind,
+                s.agent,
+                s.start_us as f64 / 1e6,
+                s.end_us as f64 / 1e6
+            )
+        })
+        .collect();
+    let _ = write!(
+        o,
+        "<g transform='translate({LEFT:.0},{:.0})'><rect width='14' height='9' fill='url(#qb-net)' stroke='#8250df' \
+         stroke-opacity='0.6'/></g><text x='{:.0}' y='{y:.0}' fill='#444'>{} (the lanes of that agent's workers)</text>",
+        y - 8.0,
+        LEFT + 18.0,
+        what.join("; ")
+    );
 }
 
 /// Time ticks along the top, in run seconds.
@@ -343,6 +409,7 @@ mod tests {
             lease: Duration::from_secs(30),
             hold_transaction: false,
             clock_us: 0,
+            network: &[],
         };
         let lanes = swimlanes(&[failed, passed], &src);
         assert_eq!(lanes.len(), 1, "only failed checks are drawn");
@@ -355,6 +422,72 @@ mod tests {
         let mut page = String::new();
         crate::report::html::example_jobs(&mut page, &lanes);
         assert!(page.contains("<h3>job 7 · exactly_once</h3>") && page.contains("racing claim"), "{page}");
+    }
+
+    #[test]
+    fn a_partition_is_a_band_over_the_lanes_of_its_agent_s_workers_only() {
+        // w5 (agent 2) claims job 3 at 0.5 s, is cut off from 1 s to 11 s, and its late
+        // completion is rejected; w1 (agent 1) took the job at 9 s.
+        let journal = [
+            ev(500_000, 3, 5, 1, Claimed),
+            ev(8_000_000, 3, 5, 1, Executed),
+            ev(9_100_000, 3, 1, 1, Claimed),
+            ev(12_000_000, 3, 5, 1, Rejected),
+            ev(17_000_000, 3, 1, 1, Executed),
+            ev(17_100_000, 3, 1, 1, Accepted),
+        ];
+        let net = |agent, start_us, end_us, workers| NetworkSpan {
+            kind: "partition".into(),
+            agent,
+            start_us,
+            end_us,
+            workers,
+        };
+        let network = [
+            net(2, 1_000_000, 11_000_000, vec![(5, 8), (100_009, 200_008)]),
+            // Another agent's cut: none of its workers is in this job's lanes.
+            net(3, 2_000_000, 4_000_000, vec![(9, 12)]),
+            // Agent 2 again, long after this job's window.
+            net(2, 90_000_000, 95_000_000, vec![(5, 8)]),
+        ];
+        let failed = CheckResult {
+            name: "stale_completions_accepted".into(),
+            passed: false,
+            violations: 1,
+            detail: String::new(),
+            examples: vec![3],
+        };
+        let mut src = Source {
+            journal: &journal,
+            faults: &[],
+            final_jobs: &[],
+            lease: Duration::from_secs(9),
+            hold_transaction: false,
+            clock_us: 0,
+            network: &network,
+        };
+        let svg = swimlanes(std::slice::from_ref(&failed), &src).remove(0).svg;
+        assert_eq!(svg.matches("class='net-fault'").count(), 1, "one band, on w5's lane only: {svg}");
+        assert!(svg.contains("network partition of agent 2"), "{svg}");
+        assert!(svg.contains("from t=1.000 s to t=11.000 s"), "{svg}");
+        assert!(svg.contains(">network partition · agent 2, 1.0–11.0 s (the lanes"), "its legend entry: {svg}");
+        // The band lies in w5's lane (the second: w1, then w5) and spans 1 s to 11 s.
+        let band = svg.split("class='net-fault' ").nth(1).unwrap();
+        let attr = |name: &str| -> f64 {
+            let v = band.split(&format!("{name}='")).nth(1).unwrap();
+            v[..v.find('\'').unwrap()].parse().unwrap()
+        };
+        assert_eq!(attr("y"), TOP + LANE, "{band}");
+        let (t0, t1) = window(&journal, &spans(&journal, Duration::from_secs(9), false), &[]);
+        let ax = Axis { t0, t1 };
+        assert!(
+            (attr("x") - ax.x(1_000_000)).abs() < 0.2
+                && (attr("width") - (ax.x(11_000_000) - ax.x(1_000_000))).abs() < 0.2
+        );
+        // Without network faults: no band and no legend entry for them.
+        src.network = &[];
+        let plain = swimlanes(&[failed], &src).remove(0).svg;
+        assert!(!plain.contains("net-fault") && !plain.contains("network partition"), "{plain}");
     }
 
     #[test]

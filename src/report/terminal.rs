@@ -182,15 +182,20 @@ fn core(s: &RunSummary) -> Vec<Row> {
         ),
         (
             "claim latency",
-            format!(
-                "p50 {:.2} · p95 {:.2} · p99 {:.2} · p99.9 {:.2} · max {:.2} ms ({})",
-                l.p50,
-                l.p95,
-                l.p99,
-                l.p999,
-                l.max,
-                count(l.count, "sample")
-            ),
+            match (l.count, s.mode.starts_with("client ")) {
+                // A library's claim is its own statement, inside its worker: no sample is not 0 ms.
+                (0, true) => "not measured (a process client's claims are the library's own statements)".into(),
+                (0, false) => "no sample (no claim returned)".into(),
+                _ => format!(
+                    "p50 {:.2} · p95 {:.2} · p99 {:.2} · p99.9 {:.2} · max {:.2} ms ({})",
+                    l.p50,
+                    l.p95,
+                    l.p99,
+                    l.p999,
+                    l.max,
+                    count(l.count, "sample")
+                ),
+            },
         ),
         (
             "errors",

@@ -163,8 +163,14 @@ pub fn database(plan: &Plan, samples: &[PgSample], probes: &[ProbeSample]) -> Ti
             let probe = probes.iter().rev().find(|p| p.t_ms <= s.t_ms);
             row.push(probe.map_or(String::new(), |p| p.buffers.to_string()));
             row.push(probe.map_or(String::new(), |p| format!("{:.3}", p.exec_ms)));
-            row.extend(s.per_class.iter().map(|(n, _)| n.to_string()));
-            row.extend(s.per_class.iter().map(|(_, age)| format!("{age:.3}")));
+            // Without the adapter's depth query nothing was counted: empty cells, not zeros.
+            match plan.adapter.observe.depth {
+                Some(_) => {
+                    row.extend(s.per_class.iter().map(|(n, _)| n.to_string()));
+                    row.extend(s.per_class.iter().map(|(_, age)| format!("{age:.3}")));
+                }
+                None => row.extend(std::iter::repeat_n(String::new(), 2 * s.per_class.len())),
+            }
             row
         })
         .collect();

@@ -156,6 +156,8 @@ pub struct RunOutput {
     /// Seconds spent merging the agents' evidence, and the peak resident memory (MiB) after it.
     pub merge_s: f64,
     pub merge_peak_rss_mib: f64,
+    /// The network faults on agents' paths, each from on to off (empty for a local run).
+    pub network: Vec<crate::model::records::NetworkSpan>,
 }
 
 /// A future the runner awaits: boxed, so a part of a run can carry one.
@@ -330,6 +332,7 @@ pub async fn run_part(
         agents: Vec::new(),
         merge_s: 0.0,
         merge_peak_rss_mib: 0.0,
+        network: Vec::new(),
     })
 }
 

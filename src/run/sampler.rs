@@ -172,10 +172,17 @@ async fn sample(
             "dead" => s.dead += n,
             _ => {}
         }
+        // A run with one class counts every queued row as that class: a library's own name for
+        // it (a client's task or queue, `queuebench`) is not the scenario's `default`.
+        let class = match classes.len() {
+            1 => Some(0),
+            _ => classes.iter().position(|c| *c == queue),
+        };
         if status == "queued"
-            && let Some(i) = classes.iter().position(|c| *c == queue)
+            && let Some(i) = class
         {
-            s.per_class[i] = (n, age);
+            let (count, oldest) = s.per_class[i];
+            s.per_class[i] = (count + n, oldest.max(age));
         }
     }
     let r = stats?;

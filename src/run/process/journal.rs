@@ -2,12 +2,17 @@
 //! `end` an accepted completion, `error` an accepted failure (the library retries per its own
 //! policy), each effect row an execution (matched to the claim of the same worker and job
 //! that started last before it), and a process SIGKILLed with jobs in its hands abandons them.
+//! An event line says the handler returned, not that the library's own write landed: when the
+//! library's table still holds the job (queued or running) after its last claim's `end` (or
+//! running after its `error`), that write did not land (it died with its connection), and the
+//! claim ends abandoned instead (`settle`).
 //! Times are Unix epoch milliseconds (the worker's clock and the server's `clock_timestamp()`,
 //! on the same machine), made relative to the run's start.
 
 use super::child::ClientEvent;
 use crate::adapter::keys::{Interner, Key};
 use crate::collect::{Event, EventKind, Latency, WorkerStats};
+use crate::model::records::{JobRow, Status};
 use std::collections::HashMap;
 
 /// One `queuebench_effects` row.
@@ -123,13 +128,15 @@ impl Builder<'_> {
     }
 }
 
-/// The journal (sorted as the checkers expect) and the harness-side counters.
+/// The journal (sorted as the checkers expect) and the harness-side counters. `finals` is the
+/// library's table as the paired adapter reads it after the run (empty: not read).
 pub fn build(
     start_ms: f64,
     events: &[ClientEvent],
     effects: &[Effect],
     killed: &[Killed],
     ids: &Interner,
+    finals: &[JobRow],
 ) -> (Vec<Event>, WorkerStats) {
     let mut stats = WorkerStats::default();
     let mut b = Builder { start_ms, ids, journal: Vec::new(), claims: HashMap::new(), next_claim: HashMap::new() };
@@ -146,7 +153,43 @@ pub fn build(
     }
     let mut journal = b.journal;
     journal.sort_unstable_by_key(Event::order);
+    settle(&mut journal, &mut stats, finals);
+    journal.sort_unstable_by_key(Event::order);
     (journal, stats)
+}
+
+/// Each job's last claim, ended by an `end` (or `error`) line that the library's table
+/// contradicts, ends abandoned: the handler returned but the library's own completion (or
+/// failure) did not land — procrastinate's and PgQueuer's finish writes die with a terminated
+/// connection and leave the job `doing` / `picked`. Counted as a completion no longer.
+fn settle(journal: &mut [Event], stats: &mut WorkerStats, finals: &[JobRow]) {
+    let mut i = 0;
+    while i < journal.len() {
+        let job = journal[i].job;
+        let end = i + journal[i..].iter().take_while(|e| e.job == job).count();
+        let events = &mut journal[i..end];
+        i = end;
+        let Some(row) = finals.iter().find(|r| r.id == job) else { continue };
+        let Some(last) = events.iter().filter(|e| e.kind == EventKind::Claimed).max_by_key(|e| e.t_us) else {
+            continue;
+        };
+        let (worker, claim) = (last.worker, last.claim);
+        let closing = events.iter_mut().find(|e| {
+            (e.worker, e.claim) == (worker, claim) && matches!(e.kind, EventKind::Accepted | EventKind::FailAccepted)
+        });
+        let Some(e) = closing else { continue };
+        let unlanded = match e.kind {
+            EventKind::Accepted => matches!(row.status, Status::Queued | Status::Running),
+            _ => row.status == Status::Running,
+        };
+        if unlanded {
+            if e.kind == EventKind::Accepted {
+                let s = stats.second(e.t_us);
+                s.completions = s.completions.saturating_sub(1);
+            }
+            e.kind = EventKind::Abandoned;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -166,7 +209,7 @@ mod tests {
             Effect { job_id: "5".into(), worker: "p2".into(), attempt: Some(1), at_ms: 1105.0 },
         ];
         let killed = [Killed { identity: 2, at_ms: 1110.0 }];
-        let (journal, stats) = build(1000.0, &events, &effects, &killed, &ids);
+        let (journal, stats) = build(1000.0, &events, &effects, &killed, &ids, &[]);
         let kinds: Vec<(u32, u32, EventKind)> = journal.iter().map(|e| (e.worker, e.claim, e.kind)).collect();
         assert!(kinds.contains(&(1, 1, EventKind::Executed)));
         assert!(kinds.contains(&(2, 1, EventKind::Executed)));
@@ -174,5 +217,53 @@ mod tests {
         assert!(kinds.contains(&(1, 1, EventKind::Accepted)));
         assert_eq!(stats.claims, 2);
         assert_eq!(key_of("8b0a3c1e-0000-4000-8000-000000000001").show(), "8b0a3c1e-0000-4000-8000-000000000001");
+    }
+
+    fn row(id: i64, status: Status) -> JobRow {
+        JobRow { id, status, attempts: 1, max_attempts: 1, lease_expired: false }
+    }
+
+    #[test]
+    fn an_end_the_library_s_table_contradicts_is_abandoned_not_accepted() {
+        let ids = Interner::default();
+        // Job 1: ended, and the library says done. Job 2: ended, but the library still has it
+        // running (its finish write died). Job 3: ended, back in the queue (a stalled-job
+        // rescue). Job 4: failed, and the library retried it (queued): that failure landed.
+        // Job 5: ended, then another claim took it and that claim ended too; done.
+        let events = [
+            ev("start", "1", "p1", 1000.0),
+            ev("end", "1", "p1", 1010.0),
+            ev("start", "2", "p1", 1000.0),
+            ev("end", "2", "p1", 1020.0),
+            ev("start", "3", "p2", 1000.0),
+            ev("end", "3", "p2", 1030.0),
+            ev("start", "4", "p2", 1000.0),
+            ev("error", "4", "p2", 1040.0),
+            ev("start", "5", "p1", 1000.0),
+            ev("end", "5", "p1", 1010.0),
+            ev("start", "5", "p2", 1100.0),
+            ev("end", "5", "p2", 1110.0),
+        ];
+        let finals = [
+            row(1, Status::Done),
+            row(2, Status::Running),
+            row(3, Status::Queued),
+            row(4, Status::Queued),
+            row(5, Status::Done),
+        ];
+        let (journal, stats) = build(1000.0, &events, &[], &[], &ids, &finals);
+        let closing = |job: i64| -> Vec<EventKind> {
+            journal.iter().filter(|e| e.job == job && e.kind != EventKind::Claimed).map(|e| e.kind).collect()
+        };
+        assert_eq!(closing(1), [EventKind::Accepted]);
+        assert_eq!(closing(2), [EventKind::Abandoned]);
+        assert_eq!(closing(3), [EventKind::Abandoned]);
+        assert_eq!(closing(4), [EventKind::FailAccepted]);
+        assert_eq!(closing(5), [EventKind::Accepted, EventKind::Accepted]);
+        let completions: u32 = stats.per_second.iter().map(|s| s.completions).sum();
+        assert_eq!(completions, 3, "jobs 1 and 5 (twice); not 2 or 3");
+        // Without the library's table nothing is changed.
+        let (plain, _) = build(1000.0, &events, &[], &[], &ids, &[]);
+        assert_eq!(plain.iter().filter(|e| e.kind == EventKind::Abandoned).count(), 0);
     }
 }

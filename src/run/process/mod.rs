@@ -70,23 +70,36 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, ids:
     let (start, start_ms) = (Instant::now(), now_ms());
     let mut fleet = Fleet::start(c, env, plan.workers.count)?;
     // The Postgres sampler runs beside the library's workers as beside queuebench's own: the
-    // depth (the paired adapter's `observe.depth`), dead tuples, the horizon, the waits.
+    // depth (the paired adapter's `observe.depth`), dead tuples, the horizon, the waits. So does
+    // the claim-plan probe (`run.plan_probe`), with the paired adapter's claim: its transcription
+    // of the library's claim, on the library's own tables — not the statement the library's
+    // workers send, which queuebench does not see (the report says so).
     let (sampler_stop, progress) = (CancellationToken::new(), super::worker::Progress::default());
     let config = db.worker_config();
     let opts = super::sampler::SamplerOptions { progress: false };
     let sampling = super::sampler::run(plan, &config, start, &progress, opts, &sampler_stop);
+    let probing = super::horizon::probe(plan, &config, start, &sampler_stop);
     let driving = async {
         let outcome = drive(plan, &mut fleet, &side, interrupt, &ids).await;
         sampler_stop.cancel();
         outcome
     };
-    let (outcome, samples) = tokio::join!(driving, sampling);
+    let (outcome, samples, probes) = tokio::join!(driving, sampling, probing);
     fleet.stop().await;
     let timed_out = outcome?;
     let duration = start.elapsed();
     let effects = read_effects(&side).await?;
     let events: Vec<child::ClientEvent> = fleet.events.iter().flat_map(|e| e.lock().unwrap().clone()).collect();
-    let (journal, stats) = journal::build(start_ms, &events, &effects, &fleet.killed, &ids);
+    // The library's table as the paired adapter reads it (again, for the checkers, after this):
+    // an `end` line it contradicts is a completion that did not land.
+    let finals = match super::observe::final_state(&side, plan, &ids).await {
+        Ok(rows) => rows,
+        Err(e) => {
+            eprintln!("warning: reading the library's table for the journal: {e}");
+            Vec::new()
+        }
+    };
+    let (journal, stats) = journal::build(start_ms, &events, &effects, &fleet.killed, &ids, &finals);
     Ok(RunOutput {
         stats,
         latency: Default::default(),
@@ -98,7 +111,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, ids:
         unsent: 0,
         producer_errors: 0,
         samples,
-        horizon: Default::default(),
+        horizon: super::horizon::HorizonOutput { probes, ..Default::default() },
         duration,
         stopped_us: (timed_out || interrupt.is_cancelled()).then_some(duration.as_micros() as u64),
         interrupted: interrupt.is_cancelled(),
@@ -113,6 +126,7 @@ pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, ids:
         agents: Vec::new(),
         merge_s: 0.0,
         merge_peak_rss_mib: 0.0,
+        network: Vec::new(),
     })
 }
 
