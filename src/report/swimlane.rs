@@ -451,7 +451,7 @@ mod tests {
             net(2, 90_000_000, 95_000_000, vec![(5, 8)]),
         ];
         let failed = CheckResult {
-            name: "stale_completions_accepted".into(),
+            name: crate::model::check::Check::StaleCompletionsAccepted,
             passed: false,
             violations: 1,
             detail: String::new(),
