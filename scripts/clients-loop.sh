@@ -69,18 +69,9 @@ echo "clients loop: $rounds round(s) of ${#scenarios[@]} client scenario(s) besi
 echo "output in $out"
 echo "round,scenario,exit,seconds" >"$out/results.csv"
 
-hog_pid=
-stop_hog() {
-  if [ -n "$hog_pid" ]; then
-    kill "$hog_pid" 2>/dev/null || true
-    wait "$hog_pid" 2>/dev/null || true
-    hog_pid=
-  fi
-}
-trap stop_hog EXIT
+. scripts/bench/lib.sh
+hog_start "$hog" "$((runs * 240))"
 trap 'exit 130' INT TERM
-stress-ng --cpu "$hog" --timeout "$((runs * 240))s" --quiet &
-hog_pid=$!
 
 started=$SECONDS
 for r in $(seq 1 "$rounds"); do
@@ -104,7 +95,7 @@ for r in $(seq 1 "$rounds"); do
     "$((${#scenarios[@]} - ${#failed_here[@]}))" "${#scenarios[@]}" "$((SECONDS - round_start))" \
     "$((SECONDS - started))" "${failed_here[*]:+; FAILED: ${failed_here[*]}}"
 done
-stop_hog
+hog_stop
 
 echo "passes per scenario (of $rounds round(s), beside stress-ng --cpu $hog):"
 awk -F, 'NR > 1 { n[$2]++; if ($3 == 0) ok[$2]++ } END { for (s in n) printf "  %-32s %d/%d\n", s, ok[s], n[s] }' \

@@ -38,25 +38,17 @@ echo "load check: $rounds round(s) of cargo test beside stress-ng --cpu $hog; ou
 # Build first, without the hog, so the rounds time the tests and not the compiler.
 cargo test --locked --no-run "$@" >"$out/build.log" 2>&1 || { echo "the build failed: $out/build.log" >&2; exit 1; }
 
-hog_pid=
-stop_hog() {
-  if [ -n "$hog_pid" ]; then
-    kill "$hog_pid" 2>/dev/null || true
-    wait "$hog_pid" 2>/dev/null || true
-    hog_pid=
-  fi
-}
-trap stop_hog EXIT
+. scripts/bench/lib.sh
+trap hog_stop EXIT
 trap 'exit 130' INT TERM
 
 failed_any=0
 for r in $(seq 1 "$rounds"); do
-  stress-ng --cpu "$hog" --timeout 5400s --quiet &
-  hog_pid=$!
+  hog_start "$hog" 5400
   start=$SECONDS
   rc=0
   cargo test --locked --no-fail-fast "$@" -- --color never >"$out/round-$r.log" 2>&1 || rc=$?
-  stop_hog
+  hog_stop
   fails=$(grep -E '^test .* \.\.\. FAILED$' "$out/round-$r.log" | sed -E 's/^test (.*) \.\.\. FAILED$/\1/' | sort -u || true)
   passed=$(grep -oE '[0-9]+ passed' "$out/round-$r.log" | awk '{s += $1} END {print s + 0}')
   n=$(printf '%s' "$fails" | grep -c . || true)

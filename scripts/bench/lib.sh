@@ -41,3 +41,19 @@ timed() {
 drop_schema() {
   PGOPTIONS="-c client_min_messages=warning" psql -q "$1" -c "DROP SCHEMA IF EXISTS $2 CASCADE" > /dev/null
 }
+
+# hog_start N SECONDS: stress-ng keeps N CPU workers busy, stopping by itself after SECONDS;
+# hog_stop ends it early (installed as an EXIT trap by hog_start, so it always ends).
+hog_pid=
+hog_start() {
+  stress-ng --cpu "$1" --timeout "${2}s" --quiet &
+  hog_pid=$!
+  trap hog_stop EXIT
+}
+hog_stop() {
+  if [ -n "$hog_pid" ]; then
+    kill "$hog_pid" 2>/dev/null || true
+    wait "$hog_pid" 2>/dev/null || true
+    hog_pid=
+  fi
+}
