@@ -5,50 +5,11 @@
 //! in its folder's `client.toml` (`[throughput]`), from the library's documented design.
 
 use super::client::ClientPlan;
+#[cfg(test)]
+use super::client::Pacing;
 use super::plan::WorkModel;
 use super::units::format_duration;
-use serde::Deserialize;
 use std::time::Duration;
-
-/// `clients/<name>/client.toml`, `[throughput]`: how the library's configuration paces it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Pacing {
-    /// Every handler waits out the poll interval after each fetch, whether or not it found
-    /// jobs (so the poll bounds the rate even with a full queue).
-    #[serde(default)]
-    pub paced_by_poll: bool,
-    /// The library's poll interval when the scenario gives no `workers.poll`.
-    #[serde(default, with = "humantime_opt")]
-    pub poll_default: Option<Duration>,
-    /// A fetched batch runs side by side (pg-boss's batchSize), not one job after another.
-    #[serde(default)]
-    pub batch_side_by_side: bool,
-    /// The library can fetch several jobs at once (`workers.batch` → `QUEUEBENCH_BATCH`);
-    /// `false` refuses `workers.batch` at validate.
-    #[serde(default = "yes")]
-    pub batch_fetch: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-
-impl Default for Pacing {
-    fn default() -> Self {
-        Pacing { paced_by_poll: false, poll_default: None, batch_side_by_side: false, batch_fetch: true }
-    }
-}
-
-mod humantime_opt {
-    use serde::{Deserialize, Deserializer};
-    use std::time::Duration;
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-        let s = Option::<String>::deserialize(d)?;
-        s.map(|s| crate::scenario::units::parse_duration(&s).map_err(serde::de::Error::custom)).transpose()
-    }
-}
 
 /// A ceiling and how it follows from the configuration.
 #[derive(Debug, Clone, PartialEq)]
