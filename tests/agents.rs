@@ -148,7 +148,19 @@ fn run_and_kill_one_agent(tag: &str, reclaim: &str) -> KilledRun {
         let schema = db.sql("SELECT schemaname FROM pg_tables WHERE tablename = 'qb_agent_run'");
         let schema = schema.trim();
         let effects = |s: &str| db.sql(&format!("SELECT count(*) FROM {s}.effects")).trim().parse::<u64>().unwrap_or(0);
-        if !schema.is_empty() && effects(schema) >= 200 {
+        // Killed while it holds a job (its 2 of the 6 workers, by its agent number), so the kill
+        // always leaves something to recover: on a loaded machine it had once held none.
+        let holding = |s: &str| {
+            let k = db.sql(&format!("SELECT agent FROM {s}.qb_agent WHERE name = 'doomed'"));
+            let Ok(k) = k.trim().parse::<u32>() else { return false };
+            let held = db.sql(&format!(
+                "SELECT count(*) FROM {s}.jobs WHERE status = 'running' AND locked_by IN ('w{}', 'w{}')",
+                2 * k - 1,
+                2 * k
+            ));
+            held.trim().parse::<u64>().unwrap_or(0) > 0
+        };
+        if !schema.is_empty() && effects(schema) >= 200 && holding(schema) {
             break;
         }
         std::thread::sleep(Duration::from_millis(100));
