@@ -76,6 +76,10 @@ pub enum Command {
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
         repeat: u32,
     },
+    /// Search every interleaving of the queue's statements (2–3 sessions, a reaper, a virtual
+    /// clock past the lease, a crash) for the shortest schedule that breaks exactly-once, fencing
+    /// or ownership; exit 1 with the counterexample, 0 when none exists within the bound.
+    Explore(ExploreArgs),
     /// Compare two runs (or a run and a baseline) metric by metric; exit 1 on a regression.
     Compare {
         /// The reference: a summary.json, a run folder, a baseline file or a baseline name.
@@ -400,4 +404,50 @@ impl SweepArgs {
             },
         })
     }
+}
+
+/// `queuebench explore`'s flags (docs/explore.md).
+#[derive(Debug, clap::Args)]
+pub struct ExploreArgs {
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub overrides: Overrides,
+    /// Search against this server (in a schema created and dropped for it) instead of an
+    /// ephemeral cluster.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// Worker sessions (2 or 3).
+    #[arg(long, default_value_t = 2)]
+    pub sessions: usize,
+    /// Waiting jobs at the start (1 or 2).
+    #[arg(long, default_value_t = 1)]
+    pub jobs: u32,
+    /// The longest schedule searched, in steps (a statement, a COMMIT, a tick or a crash).
+    #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u64).range(1..=40))]
+    pub depth: u64,
+    /// Stop after this many seconds (the depth finished so far is reported).
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub time: u64,
+    /// Times the virtual clock may move past the lease in one schedule.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=3))]
+    pub ticks: u32,
+    /// Session crashes in one schedule.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=2))]
+    pub crashes: u32,
+    /// Heartbeats a session may send for one job.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=3))]
+    pub heartbeats: u32,
+    /// Let sessions fail their job (the adapter's fail step) as well as complete it.
+    #[arg(long)]
+    pub fail: bool,
+    /// No reaper session, even where the adapter reclaims in a step of its own.
+    #[arg(long)]
+    pub no_reaper: bool,
+    /// Explore every schedule, also those that reach a state already explored (to measure
+    /// the reduction).
+    #[arg(long)]
+    pub no_reduce: bool,
+    /// Write counterexample.txt and counterexample.sql into this folder.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }

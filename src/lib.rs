@@ -14,6 +14,7 @@ pub mod compare;
 pub mod db;
 pub mod diag;
 pub mod error;
+pub mod explore;
 pub mod files;
 pub mod gate;
 pub mod model;
@@ -62,6 +63,26 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
                 None => options::Target::Ephemeral,
             };
             commands::repro::repro(&file, &overrides.set, fencing, &target, repeat).await
+        }
+        Command::Explore(args) => {
+            let target = match args.database_url {
+                Some(url) => options::Target::Url { url, allow_remote: false },
+                None => options::Target::Ephemeral,
+            };
+            let o = explore::Options {
+                sessions: args.sessions,
+                jobs: args.jobs,
+                depth: args.depth as usize,
+                time: std::time::Duration::from_secs(args.time),
+                reduce: !args.no_reduce,
+                reaper: !args.no_reaper,
+                ticks: args.ticks,
+                crashes: args.crashes,
+                heartbeats: args.heartbeats,
+                fail: args.fail,
+                out: args.out,
+            };
+            explore::explore(&args.file, &args.overrides.set, &target, &o).await
         }
         Command::Compare { old, new, baseline, out, force } => {
             commands::compare::compare_runs(&old, &new, &baseline, out.as_deref(), force)

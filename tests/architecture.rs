@@ -25,7 +25,7 @@ const FLOORS: &[&[&str]] = &[
     &["options"],
     &["agent"],
     &["pipeline"],
-    &["sweep", "commands", "cli", "lib"],
+    &["sweep", "commands", "explore", "cli", "lib"],
 ];
 
 /// Imports that never happen, whatever the floors say, and why.

@@ -20,6 +20,7 @@ mod diagnostics;
 mod docker;
 mod docs;
 mod errors;
+mod explore;
 mod failover;
 mod faults;
 mod flags;

@@ -24,7 +24,7 @@ use crate::options::{DatabaseOptions, Target};
 use crate::pipeline;
 use crate::run::conn::{Conn, prepare_step};
 use crate::run::steps;
-use crate::run::values::{Claimed, Value, Values};
+use crate::run::values::{Claimed, Values};
 use crate::scenario::{self, Plan};
 use std::path::Path;
 use std::time::Duration;
@@ -249,40 +249,11 @@ fn print_script(script: &[(&str, String)], end: &str) {
     println!("-- {end}");
 }
 
-fn prev_index(p: crate::adapter::Param) -> usize {
-    match p {
-        crate::adapter::Param::Prev(i) => usize::from(i),
-        _ => 0,
-    }
-}
-
-/// A statement with its parameters written in as literals (for psql), from the same values
-/// the run binds (`Values::resolve`): a job's key that no claim has returned yet stays a
-/// placeholder (`:id`), `:now` is the server's `now()`.
+/// A statement with its values written in, for psql (`:now` is the server's `now()`).
 fn literal(s: &Statement, plan: &Plan, worker: &str, ids: &[i64]) -> String {
     let mut v = values(plan, worker);
     v.ids = ids;
-    let text = |t: &str| format!("'{}'", t.replace('\'', "''"));
-    let mut sql = s.sql.clone();
-    for (i, p) in s.params.iter().enumerate().rev() {
-        let value = match v.resolve(*p) {
-            Value::Int(n) => n.to_string(),
-            Value::Int4(n) => n.to_string(),
-            Value::Float(f) => format!("{f:?}"),
-            Value::Text(t) => text(t),
-            Value::Ids(ids) => format!("'{{{}}}'", ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")),
-            Value::Key(Some(Key::Int(n))) => n.to_string(),
-            Value::Key(Some(k)) => text(&k.show()),
-            Value::Key(None) => format!(":{}", p.name()),
-            Value::Json(Some(j)) => format!("{}::jsonb", text(&j.to_string())),
-            Value::Json(None) => "NULL".into(),
-            Value::Time(_) => "now()".into(),
-            Value::Const(c) => c.literal(),
-            Value::Prev => format!(":prev.{}", s.carried.get(prev_index(*p)).map_or("?", String::as_str)),
-        };
-        sql = sql.replace(&format!("${}", i + 1), &value);
-    }
-    sql
+    crate::run::literal::literal(s, &v, &[], crate::run::literal::Clock::Server)
 }
 
 /// The stale-completion interleaving against each fencing mode (queuebench's own table), or

@@ -10,6 +10,7 @@ pub mod faults;
 pub mod horizon;
 pub mod idle;
 pub mod lanes;
+pub mod literal;
 pub mod live;
 pub mod observe;
 pub mod pool;

@@ -115,6 +115,17 @@ impl<'a> Values<'a> {
         self
     }
 
+    /// The same values at another instant (`:now`; `explore`'s virtual clock).
+    pub fn at(mut self, now: SystemTime) -> Values<'a> {
+        self.now = now;
+        self
+    }
+
+    /// The instant `:now` stands for.
+    pub fn now(&self) -> SystemTime {
+        self.now
+    }
+
     /// The value of one parameter, resolved: what a transport that does not take
     /// tokio-postgres's `ToSql` (the sqlx pool, a printed psql script) encodes. The direct
     /// path binds [`Values::bind`] instead, without this step.

@@ -1,0 +1,163 @@
+//! `queuebench explore FILE`: every interleaving of a queue's SQL, statement by statement, on a
+//! real PostgreSQL, up to a bound, and the shortest schedule that breaks a property the run's
+//! checkers judge (exactly once, stale completions, ownership, attempts).
+//!
+//! - `protocol`: the actors (2–3 workers, a reaper) and the faults (the virtual clock past the
+//!   lease, a crash) as a state machine: what is enabled, what text a step sends;
+//! - `session`: one connection per actor, each statement on a task of its own so a lock wait
+//!   is part of the schedule (`pg_blocking_pids`), and the reset between schedules;
+//! - `search`: iterative deepening with replay, and the reduction of equal states;
+//! - `verdict`: a schedule's journal judged by `verify`;
+//! - `script`: the counterexample as numbered steps and as a psql script, one window a session.
+
+mod protocol;
+mod script;
+mod search;
+mod session;
+mod verdict;
+
+use crate::db::schema;
+use crate::error::{Error, ExitCode, Result};
+use crate::options::{DatabaseOptions, Target};
+use crate::pipeline;
+use crate::run::literal::server_clock_calls;
+use crate::scenario::{self, Plan};
+use protocol::{Faults, Model};
+use search::{Bounds, Search};
+use session::{Sessions, Snapshot};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+/// 2100-01-01 00:00:00 UTC, where the virtual clock starts.
+const VIRTUAL_START: u64 = 4_102_444_800;
+
+/// What `explore` searches, from its command line.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub sessions: usize,
+    pub jobs: u32,
+    pub depth: usize,
+    pub time: Duration,
+    pub reduce: bool,
+    pub reaper: bool,
+    pub ticks: u32,
+    pub crashes: u32,
+    pub heartbeats: u32,
+    pub fail: bool,
+    pub out: Option<PathBuf>,
+}
+
+pub async fn explore(file: &Path, sets: &[String], target: &Target, o: &Options) -> Result<ExitCode> {
+    if !(2..=3).contains(&o.sessions) {
+        return Err(Error::Flag { flag: "--sessions".into(), reason: "takes 2 or 3 worker sessions".into() });
+    }
+    if !(1..=2).contains(&o.jobs) {
+        return Err(Error::Flag { flag: "--jobs".into(), reason: "takes 1 or 2 jobs".into() });
+    }
+    if let Some(out) = &o.out {
+        pipeline::check_output_folder(out, false)?;
+    }
+    let mut plan = scenario::plan_from_file(file, sets, Some(0))?;
+    plan.jobs.preload = u64::from(o.jobs);
+    plan.workers.batch = 1;
+    let schema_name = format!("queuebench_explore_{:08x}", rand::random::<u32>());
+    let opts = DatabaseOptions::new(target.clone(), Some(schema_name), false, false)?;
+    let db = pipeline::open_database(&plan, &opts, "").await?;
+    let result = search_on(&plan, &db, o).await;
+    let teardown = db.teardown().await;
+    let code = result?;
+    teardown?;
+    Ok(code)
+}
+
+async fn search_on(plan: &Plan, db: &crate::db::Database, o: &Options) -> Result<ExitCode> {
+    let setup = pipeline::setup_of(plan);
+    let client = schema::install(db, setup.as_setup(), &plan.adapter.table, &[]).await?;
+    let ids = crate::adapter::keys::Interner::default();
+    crate::run::preload::preload(&client, plan, &ids).await?;
+    let reaper = o.reaper && Model::has_reaper(plan);
+    let sessions = Sessions::open(db, plan.adapter.on_connect.as_deref(), o.sessions + usize::from(reaper)).await?;
+    let snapshot = Snapshot::take(sessions.monitor()).await?;
+    // The virtual clock starts at a fixed instant past any real one: the preload's jobs are due
+    // however long the search runs, and a printed script replays by hand on another day.
+    let base = SystemTime::UNIX_EPOCH + Duration::from_secs(VIRTUAL_START);
+    let faults = Faults { ticks: o.ticks, crashes: o.crashes, heartbeats: o.heartbeats, fail: o.fail };
+    let bounds = Bounds { workers: o.sessions, reaper, depth: o.depth, time: o.time, reduce: o.reduce, faults };
+    print_header(plan, o, reaper);
+    let started = Instant::now();
+    let mut search = Search::new(plan, sessions, snapshot, bounds, base);
+    let found = search.run().await?;
+    let took = started.elapsed();
+    let s = &search.stats;
+    let rate = s.schedules as f64 / took.as_secs_f64().max(1e-9);
+    let per_reset = s.reset_time.as_secs_f64() * 1e3 / s.resets.max(1) as f64;
+    let factor = s.covered / (s.schedules.max(1) as f64);
+    let tally = format!(
+        "{} schedules run, standing for {:.0} without reduction (×{factor:.1}); {} distinct states; {} steps sent, {:.1} s: \
+         {rate:.0} schedules/s, reset {per_reset:.2} ms",
+        s.schedules,
+        s.covered,
+        s.states,
+        s.steps,
+        took.as_secs_f64()
+    );
+    match found {
+        Some(f) => {
+            let text = script::steps(&f, plan);
+            let sql = script::psql(&f, plan);
+            println!("{text}\n{sql}");
+            println!("{tally}");
+            if let Some(out) = &o.out {
+                crate::files::write_new(out, "counterexample.txt", text.as_bytes())?;
+                crate::files::write_new(out, "counterexample.sql", sql.as_bytes())?;
+                println!("written: {}/counterexample.txt and counterexample.sql", out.display());
+            }
+            Ok(ExitCode::ExpectationFailed)
+        }
+        None => {
+            let reached = if s.exhausted {
+                format!("at any depth (every reachable state expanded by depth {})", s.depth_done)
+            } else if s.timed_out {
+                format!("up to depth {} (the time limit stopped depth {})", s.depth_done, s.depth_done + 1)
+            } else {
+                format!("up to depth {}", s.depth_done)
+            };
+            println!("no counterexample {reached}: {tally}");
+            Ok(ExitCode::Passed)
+        }
+    }
+}
+
+fn print_header(plan: &Plan, o: &Options, reaper: bool) {
+    let a = &plan.adapter;
+    println!(
+        "explore {}: {} worker sessions{}, {} job(s), depth ≤ {}, {} s; faults: {} clock tick(s) past the {:?} lease, {} crash(es)",
+        a.name,
+        o.sessions,
+        if reaper { " and a reaper" } else { "" },
+        o.jobs,
+        o.depth,
+        o.time.as_secs(),
+        o.ticks,
+        plan.lease.duration,
+        o.crashes
+    );
+    let checks: Vec<&str> = verdict::CHECKS.iter().map(|c| c.name()).collect();
+    println!("judged by: {}", checks.join(", "));
+    let steps = a.worker_steps().chain(&a.reclaim);
+    let mut clocked = Vec::new();
+    for step in steps {
+        for s in &step.statements {
+            let calls = server_clock_calls(&s.text);
+            if !calls.is_empty() {
+                clocked.push(format!("{} ({})", s.role.name(), calls.join(", ")));
+            }
+        }
+    }
+    if !clocked.is_empty() {
+        println!(
+            "virtual time: these statements read the server's clock, and explore writes the virtual clock in its place: {}",
+            clocked.join("; ")
+        );
+    }
+}

@@ -1,0 +1,74 @@
+//! A counterexample, written out: numbered steps (session, statement, result, virtual time),
+//! and a psql script with a window per session that does the same by hand. The script's
+//! statements are the very text explore sent, the virtual clock written in as literals.
+
+use super::protocol::Op;
+use super::search::Found;
+use crate::scenario::Plan;
+use std::fmt::Write as _;
+
+/// One line of SQL, shortened for the step list.
+fn condensed(sql: &str) -> String {
+    let code = sql.lines().map(|l| l.split_once("--").map_or(l, |(code, _)| code)).collect::<Vec<_>>().join(" ");
+    let one: String = code.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.chars().count() > 110 { format!("{}…", one.chars().take(109).collect::<String>()) } else { one }
+}
+
+pub fn steps(f: &Found, plan: &Plan) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "\nCOUNTEREXAMPLE ({}, {} steps):", plan.adapter.name, f.depth);
+    for v in &f.violations {
+        let _ = writeln!(out, "  {}: {}", v.check.name(), v.detail);
+    }
+    for (n, r) in f.records.iter().enumerate() {
+        let what = match (&r.sql, r.op) {
+            (Some(sql), _) => condensed(sql),
+            (None, Op::Tick) => "(the clock)".into(),
+            (None, _) => "(crash)".into(),
+        };
+        let _ = writeln!(
+            out,
+            "  {:>2}. [{:>4.0} s] {:<5} {what}\n                     → {}",
+            n + 1,
+            r.at_secs,
+            r.actor,
+            r.result
+        );
+    }
+    out
+}
+
+pub fn psql(f: &Found, plan: &Plan) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "-- The counterexample by hand ({}): make a schema with the scenario's table and {} waiting job(s),\n\
+         --   queuebench prepare SCENARIO --set jobs.preload={} --set workers.batch=1 --database-url URL --schema qb_explore\n\
+         -- open one psql window per session, run `SET search_path = qb_explore;` in each, and send each step\n\
+         -- in its window, in order. A step marked \"waits\" returns after the step named. The virtual clock is\n\
+         -- written in as timestamps.",
+        plan.adapter.name, plan.jobs.preload, plan.jobs.preload
+    );
+    for (n, r) in f.records.iter().enumerate() {
+        match (&r.sql, r.op) {
+            (Some(sql), _) => {
+                let wait = r.waited_until.map_or(String::new(), |k| format!(" (waits; returns after step {})", k + 1));
+                let _ = writeln!(out, "-- step {}, window {}{wait}", n + 1, r.actor);
+                let _ = writeln!(out, "{};", sql.trim().trim_end_matches(';'));
+            }
+            (None, Op::Crash(_)) => {
+                let _ = writeln!(
+                    out,
+                    "-- step {}, window {}: close the window (\\q), or from another: SELECT pg_terminate_backend(<its pid>);",
+                    n + 1,
+                    r.actor
+                );
+            }
+            (None, _) => {
+                let _ = writeln!(out, "-- step {}: {}", n + 1, r.result);
+            }
+        }
+    }
+    let _ = writeln!(out, "-- then: {}", f.violations.iter().map(|v| v.detail.as_str()).collect::<Vec<_>>().join("; "));
+    out
+}

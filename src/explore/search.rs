@@ -1,0 +1,218 @@
+//! The search: breadth first over schedules, depth 1, 2, … up to the bound, so the first
+//! counterexample found is a shortest one (the deepening the issue of shortest answers asks for,
+//! a level at a time). Each schedule is played on the real server from the same state (the
+//! sessions rolled back, the schema's snapshot restored), a state's path replayed to reach it.
+//! With reduction, a state reached before (the same tables, actors, clock and journal, by
+//! another order of steps that commute) is not expanded again.
+
+use super::protocol::{Faults, Model, Op, Record};
+use super::session::{Sent, Sessions, Snapshot};
+use super::verdict::{Violation, judge};
+use crate::error::Result;
+use crate::scenario::Plan;
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+use std::time::{Duration, Instant, SystemTime};
+
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    pub workers: usize,
+    pub reaper: bool,
+    pub depth: usize,
+    pub time: Duration,
+    pub reduce: bool,
+    pub faults: Faults,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Stats {
+    /// Schedules run and judged (a state's path and one more step).
+    pub schedules: u64,
+    /// States not explored again (reduction).
+    pub pruned: u64,
+    /// Steps sent, replays included.
+    pub steps: u64,
+    pub resets: u64,
+    pub reset_time: Duration,
+    /// The deepest level finished.
+    pub depth_done: usize,
+    pub timed_out: bool,
+    /// Distinct states expanded.
+    pub states: u64,
+    /// Schedules the explored ones stand for (without reduction, as many would run).
+    pub covered: f64,
+    /// Every reachable state was expanded before the depth bound.
+    pub exhausted: bool,
+}
+
+/// A counterexample: the steps as they ran and what they broke.
+pub struct Found {
+    pub records: Vec<Record>,
+    pub violations: Vec<Violation>,
+    pub depth: usize,
+}
+
+pub struct Search<'a> {
+    pub plan: &'a Plan,
+    pub sessions: Sessions,
+    pub snapshot: Snapshot,
+    pub bounds: Bounds,
+    pub base: SystemTime,
+    pub stats: Stats,
+    visited: HashSet<(usize, u64)>,
+    deadline: Instant,
+}
+
+impl<'a> Search<'a> {
+    pub fn new(plan: &'a Plan, sessions: Sessions, snapshot: Snapshot, bounds: Bounds, base: SystemTime) -> Search<'a> {
+        let deadline = Instant::now() + bounds.time;
+        Search { plan, sessions, snapshot, bounds, base, stats: Stats::default(), visited: HashSet::new(), deadline }
+    }
+
+    /// Breadth first, a level per depth: every state at depth k is reached by a shortest
+    /// schedule, each new state is judged as it is reached, so the first counterexample is a
+    /// shortest one. With reduction, a state reached before (at this depth or a smaller one)
+    /// is not expanded again; the schedules it stands for are counted.
+    pub async fn run(&mut self) -> Result<Option<Found>> {
+        let start = self.fresh().await?;
+        let first = self.key(&start).await?;
+        self.visited.insert((0, first));
+        let mut frontier: Vec<(Vec<Op>, f64)> = vec![(Vec::new(), 1.0)];
+        for depth in 1..=self.bounds.depth {
+            let mut next: Vec<(Vec<Op>, f64)> = Vec::new();
+            let mut at: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+            for (path, paths) in &frontier {
+                let model = self.replay(path).await?;
+                let ops = model.enabled();
+                let mut first = Some(model);
+                for op in ops {
+                    if Instant::now() > self.deadline {
+                        self.stats.timed_out = true;
+                        return Ok(None);
+                    }
+                    let mut m = match first.take() {
+                        Some(m) => m,
+                        None => self.replay(path).await?,
+                    };
+                    self.exec(&mut m, op).await?;
+                    self.stats.schedules += 1;
+                    self.stats.covered += paths;
+                    let rows = crate::run::observe::final_state(self.sessions.monitor(), self.plan, &m.ids).await?;
+                    let violations = judge(&m, &rows);
+                    if !violations.is_empty() {
+                        return Ok(Some(Found { records: m.records, violations, depth }));
+                    }
+                    let mut longer = path.clone();
+                    longer.push(op);
+                    if self.bounds.reduce {
+                        let key = self.key(&m).await?;
+                        if let Some(&i) = at.get(&key) {
+                            next[i].1 += paths;
+                            self.stats.pruned += 1;
+                            continue;
+                        }
+                        if !self.visited.insert((0, key)) {
+                            self.stats.pruned += 1;
+                            continue;
+                        }
+                        at.insert(key, next.len());
+                    }
+                    next.push((longer, *paths));
+                }
+            }
+            self.stats.depth_done = depth;
+            self.stats.states += next.len() as u64;
+            if next.is_empty() {
+                self.stats.exhausted = true;
+                break;
+            }
+            frontier = next;
+        }
+        Ok(None)
+    }
+
+    /// A state's name: the model's own part and every table's rows.
+    async fn key(&mut self, m: &Model<'a>) -> Result<u64> {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        m.key().hash(&mut h);
+        self.snapshot.state(self.sessions.monitor()).await?.hash(&mut h);
+        Ok(h.finish())
+    }
+
+    /// The sessions rolled back, the snapshot restored, the model at its start.
+    async fn fresh(&mut self) -> Result<Model<'a>> {
+        let started = Instant::now();
+        self.sessions.quiesce().await?;
+        self.snapshot.restore(self.sessions.monitor()).await?;
+        self.stats.resets += 1;
+        self.stats.reset_time += started.elapsed();
+        let b = &self.bounds;
+        Ok(Model::new(self.plan, b.workers, b.reaper, self.base, b.faults))
+    }
+
+    async fn replay(&mut self, prefix: &[Op]) -> Result<Model<'a>> {
+        let mut model = self.fresh().await?;
+        for op in prefix {
+            self.exec(&mut model, *op).await?;
+        }
+        Ok(model)
+    }
+
+    /// One step on the server, then every session that waited on a lock and is free now.
+    async fn exec(&mut self, model: &mut Model<'a>, op: Op) -> Result<()> {
+        self.stats.steps += 1;
+        match op {
+            Op::Tick => model.apply_fault(op),
+            Op::Crash(a) => {
+                self.sessions.crash(a).await?;
+                model.apply_fault(op);
+            }
+            Op::Start(a, _) | Op::Next(a) | Op::Commit(a) => {
+                let sql = model.sql(op).expect("a statement step has text");
+                let index = model.sent(op, sql.clone());
+                match self.sessions.send(a, sql).await? {
+                    Sent::Done(out) => {
+                        model.outcome(op, &out, index);
+                        if out.is_err() {
+                            self.rollback(a).await?;
+                        }
+                    }
+                    Sent::Blocked => model.blocked(op, index),
+                }
+            }
+        }
+        self.settle_waiting(model).await
+    }
+
+    async fn rollback(&mut self, a: usize) -> Result<()> {
+        match self.sessions.send(a, "ROLLBACK".into()).await? {
+            Sent::Done(_) => Ok(()),
+            Sent::Blocked => unreachable!("a ROLLBACK takes no lock"),
+        }
+    }
+
+    /// Sessions whose statement waited: each returns once its blocker is gone. When nothing
+    /// else can move, wait longer, for the server's deadlock detector.
+    async fn settle_waiting(&mut self, model: &mut Model<'a>) -> Result<()> {
+        loop {
+            let mut moved = false;
+            let stuck = model.enabled().is_empty();
+            for a in 0..model.actors.len() {
+                if model.actors[a].waiting.is_none() || !self.sessions.is_pending(a) {
+                    continue;
+                }
+                let patience = if stuck { Duration::from_millis(500) } else { Duration::ZERO };
+                if let Sent::Done(out) = self.sessions.settle(a, patience).await? {
+                    model.settled(a, &out);
+                    if out.is_err() {
+                        self.rollback(a).await?;
+                    }
+                    moved = true;
+                }
+            }
+            if !moved {
+                return Ok(());
+            }
+        }
+    }
+}

@@ -1,0 +1,342 @@
+//! The sessions a schedule drives: one connection per actor, each statement sent as text (the
+//! literal the psql script shows) on a task of its own, so a statement that waits on a lock
+//! stays pending while the other sessions go on. A statement is judged blocked when
+//! `pg_blocking_pids` names a backend for it; it settles when its blocker commits or rolls back.
+//! Between schedules every session rolls back and the schema's tables go back to the snapshot
+//! taken after the preload (`Snapshot`).
+
+use crate::db::Database;
+use crate::db::connect;
+use crate::error::{Error, Result};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::task::JoinHandle;
+use tokio_postgres::{Client, SimpleQueryMessage};
+
+/// A statement's rows as text (the last statement's, for a text of several).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Rows {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Option<String>>>,
+    /// Rows the statement reported (`UPDATE 1`, `SELECT 2`).
+    pub affected: u64,
+}
+
+impl Rows {
+    /// A column's values, by name.
+    pub fn column(&self, name: &str) -> Option<Vec<Option<String>>> {
+        let i = self.columns.iter().position(|c| c == name)?;
+        Some(self.rows.iter().map(|r| r.get(i).cloned().flatten()).collect())
+    }
+}
+
+/// The server's error for a statement, as text (SQLSTATE and message).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerError(pub String);
+
+impl std::fmt::Display for ServerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What a statement came back with: its rows, or the server's error.
+pub type Outcome = std::result::Result<Rows, ServerError>;
+
+type Pending = JoinHandle<std::result::Result<Vec<SimpleQueryMessage>, tokio_postgres::Error>>;
+
+struct Session {
+    client: Arc<Client>,
+    task: JoinHandle<()>,
+    pid: i32,
+    pending: Option<Pending>,
+    open: bool,
+}
+
+/// A statement sent: it returned, or it waits on a lock another session holds.
+pub enum Sent {
+    Done(Outcome),
+    Blocked,
+}
+
+pub struct Sessions {
+    endpoint: crate::db::Endpoint,
+    on_connect: Option<String>,
+    list: Vec<Session>,
+    monitor: Client,
+    /// How long a statement may run before it is asked whether it is blocked.
+    poll: Duration,
+}
+
+fn converted(r: std::result::Result<Vec<SimpleQueryMessage>, tokio_postgres::Error>) -> Outcome {
+    let messages = r.map_err(|e| ServerError(crate::db::error_text(&e)))?;
+    let mut out = Rows::default();
+    let mut fresh = true;
+    for m in messages {
+        match m {
+            SimpleQueryMessage::Row(row) => {
+                if fresh {
+                    out = Rows::default();
+                    fresh = false;
+                }
+                if out.columns.is_empty() {
+                    out.columns = row.columns().iter().map(|c| c.name().to_string()).collect();
+                }
+                out.rows.push((0..row.len()).map(|i| row.get(i).map(str::to_string)).collect());
+            }
+            SimpleQueryMessage::CommandComplete(n) => {
+                if fresh {
+                    out = Rows::default();
+                }
+                out.affected = n;
+                fresh = true;
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+async fn open_one(endpoint: &crate::db::Endpoint, on_connect: Option<&str>) -> Result<Session> {
+    let failed = |e: tokio_postgres::Error| Error::Machine {
+        action: "opening a session for explore".into(),
+        cause: crate::db::error_text(&e),
+    };
+    let (client, task) = connect::open(endpoint, |_| {}).await.map_err(failed)?;
+    if let Some(init) = on_connect {
+        client.batch_execute(init).await.map_err(failed)?;
+    }
+    // A deadlock between two sessions is settled in milliseconds, not the default second (a
+    // superuser setting: where it is refused, the default stands).
+    let _ = client.batch_execute("SET deadlock_timeout = '20ms'").await;
+    let pid: i32 = client.query_one("SELECT pg_backend_pid()", &[]).await.map_err(failed)?.get(0);
+    Ok(Session { client: Arc::new(client), task, pid, pending: None, open: true })
+}
+
+impl Sessions {
+    pub async fn open(db: &Database, on_connect: Option<&str>, n: usize) -> Result<Sessions> {
+        let endpoint = db.worker_config();
+        let mut list = Vec::with_capacity(n);
+        for _ in 0..n {
+            list.push(open_one(&endpoint, on_connect).await?);
+        }
+        let monitor = db.connect().await?;
+        Ok(Sessions {
+            endpoint,
+            on_connect: on_connect.map(String::from),
+            list,
+            monitor,
+            poll: Duration::from_millis(2),
+        })
+    }
+
+    /// The connection the harness reads and resets the schema on.
+    pub fn monitor(&self) -> &Client {
+        &self.monitor
+    }
+
+    /// Sends `sql` on session `i` and waits until it returns or blocks.
+    pub async fn send(&mut self, i: usize, sql: String) -> Result<Sent> {
+        let client = self.list[i].client.clone();
+        self.list[i].pending = Some(tokio::spawn(async move { client.simple_query(&sql).await }));
+        self.settle(i, Duration::ZERO).await
+    }
+
+    /// Is session `i` waiting on a statement?
+    pub fn is_pending(&self, i: usize) -> bool {
+        self.list[i].pending.is_some()
+    }
+
+    /// Waits for session `i`'s pending statement until it returns or is seen blocked (after
+    /// `at_least`, for a deadlock the server is about to break).
+    pub async fn settle(&mut self, i: usize, at_least: Duration) -> Result<Sent> {
+        let started = Instant::now();
+        let pid = self.list[i].pid;
+        loop {
+            let handle = self.list[i].pending.as_mut().expect("a pending statement");
+            tokio::select! {
+                r = handle => {
+                    self.list[i].pending = None;
+                    let r = r.map_err(|e| Error::Machine { action: "a session's statement".into(), cause: e.to_string() })?;
+                    return Ok(Sent::Done(converted(r)));
+                }
+                _ = tokio::time::sleep(self.poll) => {}
+            }
+            if started.elapsed() >= at_least && self.blocked(pid).await? {
+                return Ok(Sent::Blocked);
+            }
+            if started.elapsed() > Duration::from_secs(30) {
+                return Err(Error::Machine {
+                    action: "waiting for a session's statement".into(),
+                    cause: "it neither returned nor waited on a lock for 30 s".into(),
+                });
+            }
+        }
+    }
+
+    async fn blocked(&self, pid: i32) -> Result<bool> {
+        let row = self
+            .monitor
+            .query_one("SELECT cardinality(pg_blocking_pids($1)) > 0", &[&pid])
+            .await
+            .map_err(|e| monitor_err("asking pg_blocking_pids", &e))?;
+        Ok(row.get(0))
+    }
+
+    /// The session's connection goes: its backend is terminated (a blocked statement too) and
+    /// its transaction rolled back; returns once the backend is gone.
+    pub async fn crash(&mut self, i: usize) -> Result<()> {
+        let s = &mut self.list[i];
+        if let Some(p) = s.pending.take() {
+            p.abort();
+        }
+        s.task.abort();
+        s.open = false;
+        let pid = s.pid;
+        self.monitor
+            .execute("SELECT pg_terminate_backend($1)", &[&pid])
+            .await
+            .map_err(|e| monitor_err("terminating a session", &e))?;
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(10) {
+            let gone = self
+                .monitor
+                .query_opt("SELECT 1 FROM pg_stat_activity WHERE pid = $1", &[&pid])
+                .await
+                .map_err(|e| monitor_err("watching a session end", &e))?
+                .is_none();
+            if gone {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        Err(Error::Machine {
+            action: "crashing a session".into(),
+            cause: format!("backend {pid} still there after 10 s"),
+        })
+    }
+
+    /// Every session back to idle outside a transaction, with no session-level advisory lock,
+    /// a crashed one reconnected.
+    pub async fn quiesce(&mut self) -> Result<()> {
+        for i in 0..self.list.len() {
+            if self.list[i].open && self.list[i].pending.is_none() {
+                self.rollback(i).await?;
+            }
+        }
+        for i in 0..self.list.len() {
+            if self.list[i].pending.is_some()
+                && let Sent::Blocked = self.settle(i, Duration::from_millis(200)).await?
+            {
+                let pid = self.list[i].pid;
+                let _ = self.monitor.execute("SELECT pg_cancel_backend($1)", &[&pid]).await;
+                if let Sent::Blocked = self.settle(i, Duration::from_secs(2)).await? {
+                    self.crash(i).await?;
+                }
+            }
+            if self.list[i].open {
+                self.rollback(i).await?;
+            } else {
+                self.list[i] = open_one(&self.endpoint, self.on_connect.as_deref()).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn rollback(&mut self, i: usize) -> Result<()> {
+        let c = &self.list[i].client;
+        c.batch_execute("ROLLBACK; SELECT pg_advisory_unlock_all()").await.map_err(|e| Error::Machine {
+            action: "rolling a session back between schedules".into(),
+            cause: crate::db::error_text(&e),
+        })
+    }
+}
+
+fn monitor_err(what: &str, e: &tokio_postgres::Error) -> Error {
+    Error::Machine { action: what.into(), cause: crate::db::error_text(e) }
+}
+
+/// The schema's tables and sequences as the preload left them, kept in temporary tables of the
+/// monitor's session, and the SQL that puts them back.
+pub struct Snapshot {
+    restore: String,
+    /// The tables a state is read from, in a fixed order (`state`).
+    tables: Vec<String>,
+}
+
+impl Snapshot {
+    pub async fn take(monitor: &Client) -> Result<Snapshot> {
+        let err = |e: tokio_postgres::Error| monitor_err("taking the schema's snapshot", &e);
+        let tables = monitor
+            .query(
+                "SELECT c.oid::regclass::text, \
+                        (SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) FROM pg_attribute a \
+                          WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '') \
+                   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                  WHERE n.nspname = current_schema() AND (c.relkind = 'p' OR (c.relkind = 'r' AND NOT c.relispartition)) \
+                  ORDER BY 1",
+                &[],
+            )
+            .await
+            .map_err(err)?;
+        let replica = monitor.batch_execute("SET session_replication_role = replica").await.is_ok();
+        let mut restore = String::from("BEGIN;\nSET LOCAL synchronous_commit = off;\n");
+        let mut names = Vec::new();
+        if !replica && !tables.is_empty() {
+            let all: Vec<String> = tables.iter().map(|r| r.get::<_, String>(0)).collect();
+            restore.push_str(&format!("TRUNCATE {};\n", all.join(", ")));
+        }
+        for (k, row) in tables.iter().enumerate() {
+            let (table, columns): (String, Option<String>) = (row.get(0), row.get(1));
+            let Some(columns) = columns else { continue };
+            let copy = format!("qb_explore_snapshot_{k}");
+            monitor
+                .batch_execute(&format!("CREATE TEMP TABLE {copy} AS SELECT {columns} FROM {table}"))
+                .await
+                .map_err(err)?;
+            if replica {
+                restore.push_str(&format!("DELETE FROM {table};\n"));
+            }
+            restore.push_str(&format!(
+                "INSERT INTO {table} ({columns}) OVERRIDING SYSTEM VALUE SELECT {columns} FROM pg_temp.{copy};\n"
+            ));
+            names.push(table);
+        }
+        let sequences = monitor
+            .query(
+                "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                  WHERE n.nspname = current_schema() AND c.relkind = 'S' ORDER BY 1",
+                &[],
+            )
+            .await
+            .map_err(err)?;
+        for row in &sequences {
+            let seq: String = row.get(0);
+            let at = monitor.query_one(&format!("SELECT last_value, is_called FROM {seq}"), &[]).await.map_err(err)?;
+            let (last, called): (i64, bool) = (at.get(0), at.get(1));
+            let quoted = seq.replace('\'', "''");
+            restore.push_str(&format!("SELECT setval('{quoted}', {last}, {called});\n"));
+        }
+        restore.push_str("COMMIT;");
+        Ok(Snapshot { restore, tables: names })
+    }
+
+    pub async fn restore(&self, monitor: &Client) -> Result<()> {
+        monitor.batch_execute(&self.restore).await.map_err(|e| monitor_err("restoring the schema's snapshot", &e))
+    }
+
+    /// Every row of every table as text, in a fixed order: what two schedules must agree on to
+    /// have reached the same state.
+    pub async fn state(&self, monitor: &Client) -> Result<String> {
+        let mut out = String::new();
+        for t in &self.tables {
+            let sql = format!("SELECT coalesce(string_agg(r::text, E'\\n' ORDER BY r::text), '') FROM {t} r");
+            let row = monitor.query_one(&sql, &[]).await.map_err(|e| monitor_err("reading a state", &e))?;
+            out.push_str(t);
+            out.push('\n');
+            out.push_str(&row.get::<_, String>(0));
+            out.push('\n');
+        }
+        Ok(out)
+    }
+}

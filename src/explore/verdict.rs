@@ -1,0 +1,75 @@
+//! A schedule's history judged by the run's own checkers (`verify::verify`), keeping the safety
+//! properties a schedule can break at any length: a job handed out while another claim's
+//! lease still ran (exactly once, by race; ownership, a claim over a live lease), a stale
+//! completion accepted, attempts beyond the budget. A duplicate after a lease ran out is the
+//! at-least-once a lease promises, as in a run's verdict by cause, and two workers believing
+//! they own a job after the first one's lease ran out is what a pause past the lease is: the
+//! queue's fence decides whether that belief does harm, and the stale-completion check judges
+//! it. Neither is a counterexample by itself.
+
+use super::protocol::Model;
+use crate::model::check::Check;
+use crate::model::records::JobRow;
+use crate::verify::{self, Evidence, starvation};
+use std::time::Duration;
+
+/// A broken property: the check's name and what it says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub check: Check,
+    pub detail: String,
+}
+
+/// The checks a schedule is judged by.
+pub const CHECKS: [Check; 4] =
+    [Check::ExactlyOnce, Check::StaleCompletionsAccepted, Check::OwnershipOverlap, Check::AttemptsWithinBudget];
+
+pub fn judge(model: &Model<'_>, final_jobs: &[JobRow]) -> Vec<Violation> {
+    let plan = model.plan;
+    let end_us = model.journal.iter().map(|e| e.t_us).max().unwrap_or(0) + 1;
+    let e = Evidence {
+        journal: &model.journal,
+        final_jobs,
+        enqueued: plan.jobs.preload,
+        effects_rows: None,
+        effects_unwritten: 0,
+        faults: &model.faults,
+        lease: plan.lease.duration,
+        hold_transaction: plan.workers.mode == crate::model::protocol::Mode::HoldTransaction,
+        session_lease: plan.adapter.drive.lease == crate::adapter::drive::LeaseKind::Session,
+        successors: &[],
+        arrivals: &[],
+        classes: &[],
+        samples: &[],
+        starvation: starvation::Rule { threshold: Duration::from_secs(3600), load_end: Duration::ZERO },
+        blockers: &[],
+        restarts: &[],
+        restarts_up: &[],
+        failovers: &[],
+        durability_untestable: None,
+        clock_us: 0,
+        stopped_us: None,
+        end_us,
+    };
+    let v = verify::verify(&e);
+    let mut out = Vec::new();
+    if v.executions.duplicate_race > 0 {
+        out.push(Violation {
+            check: Check::ExactlyOnce,
+            detail: "a job was handed out twice while the first claim's lease still ran".into(),
+        });
+    }
+    if v.ownership.claims_during_lease > 0 {
+        out.push(Violation {
+            check: Check::OwnershipOverlap,
+            detail: "a claim handed the job out over another holder's live lease".into(),
+        });
+    }
+    for c in &v.checks {
+        let judged = [Check::StaleCompletionsAccepted, Check::AttemptsWithinBudget].contains(&c.name);
+        if !c.passed && judged {
+            out.push(Violation { check: c.name, detail: c.detail.clone() });
+        }
+    }
+    out
+}

@@ -1,0 +1,159 @@
+//! `queuebench explore`: it finds the naive claims' duplicates in the shortest schedules (4 and
+//! 6 steps), its printed psql script replayed on two real connections hands the job out twice
+//! again, it finds nothing in SKIP LOCKED or in two adapters within a small bound, and it
+//! refuses bounds it does not search.
+
+use crate::common::pg::ScratchDb;
+use crate::common::{bin, repo};
+use std::time::Duration;
+
+fn explore(args: &[&str]) -> (i32, String, String) {
+    let o = bin().arg("explore").args(args).env_remove("DATABASE_URL").output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into(),
+        String::from_utf8_lossy(&o.stderr).into(),
+    )
+}
+
+/// The script's steps: (window, text, the step it returns after when it waits).
+fn steps(script: &str) -> Vec<(String, String, Option<usize>)> {
+    let mut out: Vec<(String, String, Option<usize>)> = Vec::new();
+    for line in script.lines() {
+        if let Some(head) = line.strip_prefix("-- step ") {
+            let Some((_, rest)) = head.split_once(", window ") else {
+                panic!("a step without a window (a tick or crash) in a duplicate's script: {line}")
+            };
+            let window = rest.split([' ', ':']).next().unwrap().to_string();
+            let after = rest.split_once("returns after step ").map(|(_, n)| n.trim_end_matches(')').parse().unwrap());
+            out.push((window, String::new(), after));
+        } else if !line.starts_with("-- ") && !line.is_empty() {
+            let last = out.last_mut().expect("a statement under a step");
+            last.1.push_str(line);
+            last.1.push('\n');
+        }
+    }
+    out
+}
+
+/// Plays the script on one connection per window, in order, a waiting step kept pending until
+/// the step it returns after; returns every id each window's statements returned.
+fn replay(url: &str, schema: &str, script: &str) -> std::collections::BTreeMap<String, Vec<String>> {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let mut conns = std::collections::BTreeMap::new();
+        let mut got: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        let mut pending: Vec<(usize, String, tokio::task::JoinHandle<Vec<tokio_postgres::SimpleQueryMessage>>)> =
+            Vec::new();
+        for (n, (window, sql, after)) in steps(script).into_iter().enumerate() {
+            if !conns.contains_key(&window) {
+                let (c, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+                tokio::spawn(conn);
+                c.batch_execute(&format!("SET search_path = {schema}")).await.unwrap();
+                conns.insert(window.clone(), std::sync::Arc::new(c));
+            }
+            let c = conns[&window].clone();
+            let task = tokio::spawn(async move { c.simple_query(&sql).await.expect("a step of the script") });
+            match after {
+                Some(k) => pending.push((k - 1, window, task)),
+                None => {
+                    let rows = tokio::time::timeout(Duration::from_secs(20), task)
+                        .await
+                        .expect("a step that does not wait")
+                        .unwrap();
+                    got.entry(window).or_default().extend(ids(&rows));
+                }
+            }
+            for (k, w, t) in std::mem::take(&mut pending) {
+                if k == n {
+                    let rows = tokio::time::timeout(Duration::from_secs(20), t)
+                        .await
+                        .expect("the waiting step returns")
+                        .unwrap();
+                    got.entry(w).or_default().extend(ids(&rows));
+                } else {
+                    pending.push((k, w, t));
+                }
+            }
+        }
+        assert!(pending.is_empty(), "every waiting step returned");
+        got
+    })
+}
+
+fn ids(messages: &[tokio_postgres::SimpleQueryMessage]) -> Vec<String> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) if r.columns().first().is_some_and(|c| c.name() == "id") => {
+                r.get(0).map(String::from)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Explores a duplicate-prone claim, then replays its script in a schema `prepare` made.
+fn shortest_duplicate_replays(scenario: &str, steps_expected: usize) {
+    let db = ScratchDb::new("explore");
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("found");
+    let file = repo(scenario);
+    let args = ["--database-url", &db.url, "--depth", "8", "--time", "240", "--out", dir.to_str().unwrap()];
+    let (code, stdout, stderr) = explore(&[&[file.to_str().unwrap()], &args[..]].concat());
+    assert_eq!(code, 1, "a counterexample exits 1: {stdout}\n{stderr}");
+    assert!(stdout.contains(&format!(", {steps_expected} steps):")), "the shortest schedule: {stdout}");
+    assert!(stdout.contains("exactly_once: a job was handed out twice"), "{stdout}");
+    assert_eq!(db.harness_schemas(""), "", "explore drops its schema");
+    let script = std::fs::read_to_string(dir.join("counterexample.sql")).unwrap();
+    let o = bin()
+        .args(["prepare", file.to_str().unwrap(), "--set", "jobs.preload=1", "--set", "workers.batch=1"])
+        .args(["--database-url", &db.url, "--schema", "qb_explore"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "prepare: {}", String::from_utf8_lossy(&o.stderr));
+    let got = replay(&db.url, "qb_explore", &script);
+    let (a, b) = (&got["A"], &got["B"]);
+    assert!(
+        !a.is_empty() && a.iter().any(|id| b.contains(id)),
+        "the replayed script hands one job to A and B: {got:?}"
+    );
+}
+
+#[test]
+fn the_naive_claim_duplicates_in_four_steps_and_its_script_does_it_again() {
+    shortest_duplicate_replays("scenarios/naive-duplicates.toml", 4);
+}
+
+#[test]
+fn select_then_update_duplicates_in_six_steps_and_its_script_does_it_again() {
+    shortest_duplicate_replays("scenarios/naive-select-update.toml", 6);
+}
+
+#[test]
+fn skip_locked_and_two_adapters_hold_within_a_small_bound() {
+    let db = ScratchDb::new("explore_ok");
+    for f in ["scenarios/skip-locked.toml", "scenarios/adapters/river.toml", "scenarios/adapters/que.toml"] {
+        let file = repo(f);
+        let args =
+            [file.to_str().unwrap(), "--database-url", &db.url, "--depth", "5", "--time", "240", "--crashes", "0"];
+        let (code, stdout, stderr) = explore(&args);
+        assert_eq!(code, 0, "{f}: {stdout}\n{stderr}");
+        assert!(
+            stdout.contains("no counterexample up to depth 5") || stdout.contains("no counterexample at any depth"),
+            "{f}: {stdout}"
+        );
+        assert!(stdout.contains("schedules run"), "{f}: the tally: {stdout}");
+    }
+}
+
+#[test]
+fn bounds_it_does_not_search_are_refused_before_any_database() {
+    let file = repo("scenarios/skip-locked.toml");
+    let (code, _, stderr) =
+        explore(&[file.to_str().unwrap(), "--sessions", "4", "--database-url", "postgres://nobody@127.0.0.1:1/x"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--sessions") && stderr.contains("2 or 3"), "{stderr}");
+    let (code, _, stderr) = explore(&[file.to_str().unwrap(), "--depth", "0"]);
+    assert_eq!(code, 2, "{stderr}");
+}
