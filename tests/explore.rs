@@ -41,6 +41,9 @@ fn steps(script: &str) -> Vec<(String, String, Option<usize>)> {
 fn replay(url: &str, schema: &str, script: &str) -> std::collections::BTreeMap<String, Vec<String>> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async {
+        let (monitor, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(conn);
+        let mut pids = std::collections::BTreeMap::new();
         let mut conns = std::collections::BTreeMap::new();
         let mut got: std::collections::BTreeMap<String, Vec<String>> = Default::default();
         let mut pending: Vec<(usize, String, tokio::task::JoinHandle<Vec<tokio_postgres::SimpleQueryMessage>>)> =
@@ -50,12 +53,25 @@ fn replay(url: &str, schema: &str, script: &str) -> std::collections::BTreeMap<S
                 let (c, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
                 tokio::spawn(conn);
                 c.batch_execute(&format!("SET search_path = {schema}")).await.unwrap();
+                let pid: i32 = c.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
+                pids.insert(window.clone(), pid);
                 conns.insert(window.clone(), std::sync::Arc::new(c));
             }
             let c = conns[&window].clone();
             let task = tokio::spawn(async move { c.simple_query(&sql).await.expect("a step of the script") });
             match after {
-                Some(k) => pending.push((k - 1, window, task)),
+                Some(k) => {
+                    // As by hand: the next step goes once this one hangs on the other's lock.
+                    let pid = pids[&window];
+                    let blocked = "SELECT cardinality(pg_blocking_pids($1)) > 0";
+                    let mut waited = 0;
+                    while !monitor.query_one(blocked, &[&pid]).await.unwrap().get::<_, bool>(0) {
+                        waited += 1;
+                        assert!(waited < 2000, "step {} never waited on a lock", n + 1);
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                    pending.push((k - 1, window, task))
+                }
                 None => {
                     let rows = tokio::time::timeout(Duration::from_secs(20), task)
                         .await
@@ -105,6 +121,9 @@ fn shortest_duplicate_replays(scenario: &str, steps_expected: usize) {
     assert!(stdout.contains(&format!(", {steps_expected} steps):")), "the shortest schedule: {stdout}");
     assert!(stdout.contains("exactly_once: a job was handed out twice"), "{stdout}");
     assert_eq!(db.harness_schemas(""), "", "explore drops its schema");
+    assert!(stdout.contains("cause: racing claim"), "explain's cause for the job: {stdout}");
+    let svg = std::fs::read_to_string(dir.join("counterexample.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("w2"), "the job's swimlane, both sessions' lanes: {svg}");
     let script = std::fs::read_to_string(dir.join("counterexample.sql")).unwrap();
     let o = bin()
         .args(["prepare", file.to_str().unwrap(), "--set", "jobs.preload=1", "--set", "workers.batch=1"])
@@ -128,6 +147,22 @@ fn the_naive_claim_duplicates_in_four_steps_and_its_script_does_it_again() {
 #[test]
 fn select_then_update_duplicates_in_six_steps_and_its_script_does_it_again() {
     shortest_duplicate_replays("scenarios/naive-select-update.toml", 6);
+}
+
+#[test]
+fn a_late_completion_lands_without_a_fence_and_not_with_a_token() {
+    let db = ScratchDb::new("explore_stale");
+    let file = repo("scenarios/gc-pause-fencing-none.toml");
+    let base = [file.to_str().unwrap(), "--database-url", &db.url, "--crashes", "0", "--depth", "7", "--time", "240"];
+    let inline = ["--set", "workers.strategy=skip-locked-inline-reclaim"];
+    let (code, stdout, stderr) = explore(&[&base[..], &inline[..]].concat());
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(stdout.contains(", 7 steps):") && stdout.contains("stale_completions_accepted:"), "{stdout}");
+    assert!(stdout.contains("cause: stale completion landed"), "{stdout}");
+    let fenced = ["--set", "lease.fencing=token"];
+    let (code, stdout, stderr) = explore(&[&base[..], &inline[..], &fenced[..]].concat());
+    assert_eq!(code, 0, "the token fence turns the late completion away: {stdout}\n{stderr}");
+    assert!(stdout.contains("no counterexample up to depth 7") || stdout.contains("at any depth"), "{stdout}");
 }
 
 #[test]

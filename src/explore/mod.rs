@@ -101,16 +101,27 @@ async fn search_on(plan: &Plan, db: &crate::db::Database, o: &Options) -> Result
         s.steps,
         took.as_secs_f64()
     );
+    tracing::info!(
+        reset = ?s.reset_time, steps = ?s.exec_time, judge = ?s.judge_time, key = ?s.key_time,
+        "explore: where the time went"
+    );
     match found {
         Some(f) => {
-            let text = script::steps(&f, plan);
+            let mut text = script::steps(&f, plan);
+            let lane = script::swimlane(&f, plan);
+            for cause in lane.iter().flat_map(|l| &l.causes) {
+                text.push_str(&format!("  cause: {cause}\n"));
+            }
             let sql = script::psql(&f, plan);
             println!("{text}\n{sql}");
             println!("{tally}");
             if let Some(out) = &o.out {
                 crate::files::write_new(out, "counterexample.txt", text.as_bytes())?;
                 crate::files::write_new(out, "counterexample.sql", sql.as_bytes())?;
-                println!("written: {}/counterexample.txt and counterexample.sql", out.display());
+                if let Some(l) = &lane {
+                    crate::files::write_new(out, "counterexample.svg", l.svg.as_bytes())?;
+                }
+                println!("written: {}/counterexample.txt, .sql and .svg (the job's swimlane)", out.display());
             }
             Ok(ExitCode::ExpectationFailed)
         }

@@ -20,6 +20,13 @@ pub fn steps(f: &Found, plan: &Plan) -> String {
     for v in &f.violations {
         let _ = writeln!(out, "  {}: {}", v.check.name(), v.detail);
     }
+    let names: Vec<String> = ["A", "B", "C"]
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| f.records.iter().any(|r| r.actor == **n))
+        .map(|(i, n)| format!("w{} = {n}", i + 1))
+        .collect();
+    let _ = writeln!(out, "  (the checkers' words name the sessions {})", names.join(", "));
     for (n, r) in f.records.iter().enumerate() {
         let what = match (&r.sql, r.op) {
             (Some(sql), _) => condensed(sql),
@@ -45,7 +52,8 @@ pub fn psql(f: &Found, plan: &Plan) -> String {
         "-- The counterexample by hand ({}): make a schema with the scenario's table and {} waiting job(s),\n\
          --   queuebench prepare SCENARIO --set jobs.preload={} --set workers.batch=1 --database-url URL --schema qb_explore\n\
          -- open one psql window per session, run `SET search_path = qb_explore;` in each, and send each step\n\
-         -- in its window, in order. A step marked \"waits\" returns after the step named. The virtual clock is\n\
+         -- in its window, in order. A step marked \"waits\" hangs on a lock: send the next step once it hangs;\n\
+         -- it returns after the step named. The virtual clock is\n\
          -- written in as timestamps.",
         plan.adapter.name, plan.jobs.preload, plan.jobs.preload
     );
@@ -71,4 +79,21 @@ pub fn psql(f: &Found, plan: &Plan) -> String {
     }
     let _ = writeln!(out, "-- then: {}", f.violations.iter().map(|v| v.detail.as_str()).collect::<Vec<_>>().join("; "));
     out
+}
+
+/// The counterexample's job as report.html draws a failed check's example (its swimlane), and
+/// the causes `explain` would give, from the same journal the checkers read.
+pub fn swimlane(f: &Found, plan: &Plan) -> Option<crate::report::swimlane::Swimlane> {
+    use crate::report::swimlane::{Source, swimlanes};
+    let checks: Vec<_> = f.violations.iter().map(|v| v.result.clone()).collect();
+    let src = Source {
+        journal: &f.journal,
+        faults: &f.faults,
+        final_jobs: &f.final_jobs,
+        lease: plan.lease.duration,
+        clock_us: 0,
+        hold_transaction: plan.workers.mode == crate::model::protocol::Mode::HoldTransaction,
+        network: &[],
+    };
+    swimlanes(&checks, &src).into_iter().next()
 }

@@ -34,6 +34,9 @@ pub struct Stats {
     pub steps: u64,
     pub resets: u64,
     pub reset_time: Duration,
+    pub judge_time: Duration,
+    pub key_time: Duration,
+    pub exec_time: Duration,
     /// The deepest level finished.
     pub depth_done: usize,
     pub timed_out: bool,
@@ -45,11 +48,14 @@ pub struct Stats {
     pub exhausted: bool,
 }
 
-/// A counterexample: the steps as they ran and what they broke.
+/// A counterexample: the steps as they ran, what they broke, and the evidence the checkers read.
 pub struct Found {
     pub records: Vec<Record>,
     pub violations: Vec<Violation>,
     pub depth: usize,
+    pub journal: Vec<crate::collect::Event>,
+    pub faults: Vec<crate::collect::FaultEvent>,
+    pub final_jobs: Vec<crate::model::records::JobRow>,
 }
 
 pub struct Search<'a> {
@@ -97,15 +103,27 @@ impl<'a> Search<'a> {
                     self.exec(&mut m, op).await?;
                     self.stats.schedules += 1;
                     self.stats.covered += paths;
+                    let t = Instant::now();
                     let rows = crate::run::observe::final_state(self.sessions.monitor(), self.plan, &m.ids).await?;
                     let violations = judge(&m, &rows);
+                    self.stats.judge_time += t.elapsed();
                     if !violations.is_empty() {
-                        return Ok(Some(Found { records: m.records, violations, depth }));
+                        let (journal, faults) = (m.journal, m.faults);
+                        return Ok(Some(Found {
+                            records: m.records,
+                            violations,
+                            depth,
+                            journal,
+                            faults,
+                            final_jobs: rows,
+                        }));
                     }
                     let mut longer = path.clone();
                     longer.push(op);
                     if self.bounds.reduce {
+                        let t = Instant::now();
                         let key = self.key(&m).await?;
+                        self.stats.key_time += t.elapsed();
                         if let Some(&i) = at.get(&key) {
                             next[i].1 += paths;
                             self.stats.pruned += 1;
@@ -160,6 +178,13 @@ impl<'a> Search<'a> {
 
     /// One step on the server, then every session that waited on a lock and is free now.
     async fn exec(&mut self, model: &mut Model<'a>, op: Op) -> Result<()> {
+        let t = Instant::now();
+        let r = self.exec_step(model, op).await;
+        self.stats.exec_time += t.elapsed();
+        r
+    }
+
+    async fn exec_step(&mut self, model: &mut Model<'a>, op: Op) -> Result<()> {
         self.stats.steps += 1;
         match op {
             Op::Tick => model.apply_fault(op),

@@ -10,14 +10,17 @@
 use super::protocol::Model;
 use crate::model::check::Check;
 use crate::model::records::JobRow;
+use crate::model::summary::CheckResult;
 use crate::verify::{self, Evidence, starvation};
 use std::time::Duration;
 
-/// A broken property: the check's name and what it says.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A broken property: the check's name, what it says, and the check's own result (its
+/// example jobs, for the swimlane and the story).
+#[derive(Debug, Clone)]
 pub struct Violation {
     pub check: Check,
     pub detail: String,
+    pub result: CheckResult,
 }
 
 /// The checks a schedule is judged by.
@@ -52,23 +55,24 @@ pub fn judge(model: &Model<'_>, final_jobs: &[JobRow]) -> Vec<Violation> {
         end_us,
     };
     let v = verify::verify(&e);
+    let result = |check: Check| v.checks.iter().find(|c| c.name == check).cloned();
     let mut out = Vec::new();
-    if v.executions.duplicate_race > 0 {
-        out.push(Violation {
-            check: Check::ExactlyOnce,
-            detail: "a job was handed out twice while the first claim's lease still ran".into(),
-        });
+    if v.executions.duplicate_race > 0
+        && let Some(result) = result(Check::ExactlyOnce)
+    {
+        let detail = "a job was handed out twice while the first claim's lease still ran".into();
+        out.push(Violation { check: Check::ExactlyOnce, detail, result });
     }
-    if v.ownership.claims_during_lease > 0 {
-        out.push(Violation {
-            check: Check::OwnershipOverlap,
-            detail: "a claim handed the job out over another holder's live lease".into(),
-        });
+    if v.ownership.claims_during_lease > 0
+        && let Some(result) = result(Check::OwnershipOverlap)
+    {
+        let detail = "a claim handed the job out over another holder's live lease".into();
+        out.push(Violation { check: Check::OwnershipOverlap, detail, result });
     }
     for c in &v.checks {
         let judged = [Check::StaleCompletionsAccepted, Check::AttemptsWithinBudget].contains(&c.name);
         if !c.passed && judged {
-            out.push(Violation { check: c.name, detail: c.detail.clone() });
+            out.push(Violation { check: c.name, detail: c.detail.clone(), result: c.clone() });
         }
     }
     out
