@@ -47,7 +47,14 @@ pub async fn validate(files: &[PathBuf], sets: &[String], target: &Target) -> Re
                     p.name,
                     crate::model::words::count(p.workers.count, "worker"),
                     p.adapter.name
-                )
+                );
+                let clocked = crate::run::literal::clocked_statements(&p.adapter);
+                if !clocked.is_empty() {
+                    println!(
+                        "  the server's clock is read by: {} (explore writes its virtual clock in their place)",
+                        clocked.join("; ")
+                    );
+                }
             }
             Err(e) => {
                 eprintln!("error: {e}");

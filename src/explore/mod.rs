@@ -20,7 +20,6 @@ use crate::db::schema;
 use crate::error::{Error, ExitCode, Result};
 use crate::options::{DatabaseOptions, Target};
 use crate::pipeline;
-use crate::run::literal::server_clock_calls;
 use crate::scenario::{self, Plan};
 use protocol::{Faults, Model};
 use search::{Bounds, Search};
@@ -127,7 +126,11 @@ async fn search_on(plan: &Plan, db: &crate::db::Database, o: &Options) -> Result
         }
         None => {
             let reached = if s.exhausted {
-                format!("at any depth (every reachable state expanded by depth {})", s.depth_done)
+                format!(
+                    "at any depth within these bounds (every reachable state expanded by depth {}; more sessions, \
+                     jobs, ticks or crashes reach more)",
+                    s.depth_done
+                )
             } else if s.timed_out {
                 format!("up to depth {} (the time limit stopped depth {})", s.depth_done, s.depth_done + 1)
             } else {
@@ -155,16 +158,7 @@ fn print_header(plan: &Plan, o: &Options, reaper: bool) {
     );
     let checks: Vec<&str> = verdict::CHECKS.iter().map(|c| c.name()).collect();
     println!("judged by: {}", checks.join(", "));
-    let steps = a.worker_steps().chain(&a.reclaim);
-    let mut clocked = Vec::new();
-    for step in steps {
-        for s in &step.statements {
-            let calls = server_clock_calls(&s.text);
-            if !calls.is_empty() {
-                clocked.push(format!("{} ({})", s.role.name(), calls.join(", ")));
-            }
-        }
-    }
+    let clocked = crate::run::literal::clocked_statements(a);
     if !clocked.is_empty() {
         println!(
             "virtual time: these statements read the server's clock, and explore writes the virtual clock in its place: {}",

@@ -83,6 +83,8 @@ pub struct Actor {
     selected: Vec<i64>,
     /// The previous statement's columns (`:prev.COLUMN`), by the next statement's names.
     carried: Vec<Vec<String>>,
+    /// `gen_random_uuid()` calls this session has sent (each becomes a fixed uuid: `uuids`).
+    draws: u32,
     claims: u32,
     beats: u32,
     /// The model's change count when this actor's last claim (or reclaim) found nothing: it
@@ -142,6 +144,7 @@ impl<'p> Model<'p> {
             got: Vec::new(),
             selected: Vec::new(),
             carried: Vec::new(),
+            draws: 0,
             claims: 0,
             beats: 0,
             stamp: if reaper { Some(0) } else { None },
@@ -290,10 +293,20 @@ impl<'p> Model<'p> {
         v.ids = &actor.selected;
         v.job = actor.job.as_ref();
         v.error = "explore";
-        let text = literal(s, &v, &actor.carried, Clock::Virtual);
+        let text = uuids(&literal(s, &v, &actor.carried, Clock::Virtual), i, actor.draws);
         let in_tx = matches!(self.actors[i].phase, Phase::Holding { in_tx: true });
         let begin = index == 0 && !in_tx && !self.autocommit(kind);
         Some(if begin { format!("BEGIN;\n{text}") } else { text })
+    }
+
+    /// The random uuids the statement `op` sends draws.
+    fn step_draws(&self, op: Op) -> u32 {
+        let (kind, index) = match (op, &op.actor().map(|a| &self.actors[a].phase)) {
+            (Op::Start(_, kind), _) => (kind, 0),
+            (Op::Next(_), Some(Phase::Running { kind, sent, .. })) => (*kind, *sent),
+            _ => return 0,
+        };
+        self.step(kind).map_or(0, |s| s.statements[index].text.to_ascii_lowercase().matches(RANDOM_UUID).count() as u32)
     }
 
     fn next_seq(&mut self) -> u64 {
@@ -372,8 +385,9 @@ impl<'p> Model<'p> {
 
     /// Records a statement step as sent with its text; returns its record's index.
     pub fn sent(&mut self, op: Op, sql: String) -> usize {
-        let index = self.record(op, Some(sql), String::new());
         let a = op.actor().expect("a statement step has an actor");
+        self.actors[a].draws += self.step_draws(op);
+        let index = self.record(op, Some(sql), String::new());
         let actor = &mut self.actors[a];
         match op {
             Op::Start(_, kind) => {
@@ -649,6 +663,26 @@ impl<'p> Model<'p> {
     }
 }
 
+const RANDOM_UUID: &str = "gen_random_uuid()";
+
+/// Every `gen_random_uuid()` in `sql` as a fixed uuid: session `actor`'s draw `from`, `from + 1`,
+/// … A token stays unique to its claim, and two schedules that reach the same state by steps
+/// in another order write the same tokens, so the states meet (a random token would keep
+/// every state apart).
+fn uuids(sql: &str, actor: usize, from: u32) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut rest = sql;
+    let mut draw = from;
+    while let Some(i) = rest.to_ascii_lowercase().find(RANDOM_UUID) {
+        out.push_str(&rest[..i]);
+        draw += 1;
+        out.push_str(&format!("'00000000-0000-4000-8000-{:04x}{draw:08x}'::uuid", actor + 1));
+        rest = &rest[i + RANDOM_UUID.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
 fn text_key(t: &str) -> Key {
     match t.parse::<i64>() {
         Ok(n) => Key::Int(n),
@@ -694,6 +728,17 @@ fn read_only(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::read_only;
+
+    #[test]
+    fn random_uuids_are_fixed_per_session_and_draw() {
+        let sql = "SET token = gen_random_uuid(), other = GEN_RANDOM_UUID()";
+        let out = super::uuids(sql, 1, 4);
+        assert_eq!(
+            out,
+            "SET token = '00000000-0000-4000-8000-000200000005'::uuid, other = '00000000-0000-4000-8000-000200000006'::uuid"
+        );
+        assert_ne!(super::uuids("gen_random_uuid()", 0, 0), super::uuids("gen_random_uuid()", 1, 0));
+    }
 
     #[test]
     fn only_a_plain_select_is_read_only() {

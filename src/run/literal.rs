@@ -28,6 +28,21 @@ pub fn server_clock_calls(sql: &str) -> Vec<&'static str> {
     SERVER_CLOCK.iter().copied().filter(|f| find_call(&lower, f, 0).is_some()).collect()
 }
 
+/// The adapter's worker and reclaim statements that read the server's clock, as
+/// `role (now(), …)`: what `validate` and `explore` name (explore writes its virtual clock in
+/// their place).
+pub fn clocked_statements(adapter: &crate::adapter::Adapter) -> Vec<String> {
+    let steps = adapter.worker_steps().chain(&adapter.reclaim);
+    let mut out = Vec::new();
+    for s in steps.flat_map(|step| &step.statements) {
+        let calls = server_clock_calls(&s.text);
+        if !calls.is_empty() {
+            out.push(format!("{} ({})", s.role.name(), calls.join(", ")));
+        }
+    }
+    out
+}
+
 /// `f` in `lower` at or after `from`, standing alone (not the tail of a longer name).
 fn find_call(lower: &str, f: &str, from: usize) -> Option<usize> {
     let mut at = from;
