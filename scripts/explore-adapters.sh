@@ -45,7 +45,7 @@ for f in "$root/scenarios/gc-pause-fencing-token.toml" "$root"/scenarios/adapter
   case $rc in
     1)
       steps=$(printf '%s\n' "$text" | grep -oE ', [0-9]+ steps\):' | grep -oE '[0-9]+')
-      broke=$(printf '%s\n' "$text" | grep -oE '^  [a-z_]+:' | tr -d ' :' | paste -sd, -)
+      broke=$(printf '%s\n' "$text" | grep -oE '^  [a-z_]+:' | grep -v cause | tr -d ' :' | paste -sd, -)
       echo "| $name | counterexample | $steps | $broke | $schedules | $secs s |" ;;
     0)
       reached=$(printf '%s\n' "$text" | grep -oE 'no counterexample [^:]*' | head -1)

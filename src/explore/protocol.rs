@@ -189,8 +189,14 @@ impl<'p> Model<'p> {
         self.tick_len().as_micros() as u64 * u64::from(self.ticks)
     }
 
+    /// The virtual clock as the SQL reads it: the ticks past the lease, and a millisecond
+    /// more for each change committed before (a write, a tick, a crash). Time moves forward
+    /// between a write and the next read of it, as real time always does (a job requeued with
+    /// `start_after = now()` is due to a claim that asks `start_after < now()`), while steps
+    /// that change nothing (a read, an empty claim) leave the clock where it was, so two orders
+    /// of them still write the same times and meet.
     pub fn now(&self) -> SystemTime {
-        self.base + Duration::from_micros(self.epoch_us())
+        self.base + Duration::from_micros(self.epoch_us() + self.changes * 1000)
     }
 
     /// A step of one plain read (no row lock, no write): it runs in autocommit, as one
