@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # explore against the pause table (docs/adapters.md): every shipped adapter scenario (and the
-# built-in SKIP LOCKED with a token fence), 2 sessions, 1 job, no crash, searched until a stale
-# completion or another counterexample turns up, or DEPTH steps, or SECONDS. Prints a Markdown
+# built-in SKIP LOCKED with a token fence), 2 sessions, 1 job, no crash, two ticks of the clock
+# past the lease (a rescue that reschedules with a backoff needs the second), searched until a
+# stale completion or another counterexample turns up, or DEPTH steps, or SECONDS. Prints a Markdown
 # table: the answer, the steps of the shortest counterexample, what it broke (docs/explore.md
 # keeps the figures). Each counterexample's steps and psql script go to OUT/NAME/.
 #
@@ -11,7 +12,7 @@ shopt -s inherit_errexit
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 qb=${QUEUEBENCH:-$("$root/scripts/queuebench-bin.sh")}
-depth=10
+depth=16
 seconds=300
 out=
 only=
@@ -29,7 +30,7 @@ done
 [ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/qb-explore-adapters.XXXXXX")
 mkdir -p "$out"
 
-echo "explore against the pause table: depth ≤ $depth, ≤ $seconds s each, no crash; $("$qb" --version); output in $out"
+echo "explore against the pause table: depth ≤ $depth, ≤ $seconds s each, no crash, 2 ticks; $("$qb" --version); output in $out"
 echo
 echo "| scenario | answer | steps | broke | schedules | time |"
 echo "|---|---|---:|---|---:|---:|"
@@ -38,7 +39,7 @@ for f in "$root/scenarios/gc-pause-fencing-token.toml" "$root"/scenarios/adapter
   case $name in *"$only"*) ;; *) continue ;; esac
   case $name in *-real-schema) continue ;; esac  # the library's own schema: the same SQL as the adapter's
   rc=0
-  text=$("$qb" explore "$f" --crashes 0 --depth "$depth" --time "$seconds" --out "$out/$name" 2>&1) || rc=$?
+  text=$("$qb" explore "$f" --crashes 0 --ticks 2 --depth "$depth" --time "$seconds" --out "$out/$name" 2>&1) || rc=$?
   tally=$(printf '%s\n' "$text" | grep -E 'schedules run' | tail -1)
   schedules=$(printf '%s\n' "$tally" | grep -oE '[0-9]+ schedules run' | grep -oE '^[0-9]+')
   secs=$(printf '%s\n' "$tally" | grep -oE '[0-9.]+ s:' | tr -d ' s:')

@@ -183,6 +183,26 @@ fn skip_locked_and_two_adapters_hold_within_a_small_bound() {
 }
 
 #[test]
+fn every_other_built_in_holds_and_a_search_that_claims_nothing_says_so() {
+    let db = ScratchDb::new("explore_builtins");
+    let file = repo("scenarios/skip-locked.toml");
+    for strategy in ["for-update", "skip-locked-inline-reclaim", "priority", "priority-aging", "deadline-first"] {
+        let set = format!("workers.strategy={strategy}");
+        let args = [file.to_str().unwrap(), "--set", &set, "--database-url", &db.url, "--depth", "6", "--crashes", "0"];
+        let (code, stdout, stderr) = explore(&args);
+        assert_eq!(code, 0, "{strategy}: {stdout}\n{stderr}");
+        assert!(stdout.contains("no counterexample") && !stdout.contains("VACUOUS"), "{strategy}: {stdout}");
+    }
+    // Pools claim their own class; explore preloads the default one: nobody claims, and a
+    // search that tested nothing is no pass.
+    let pools = repo("scenarios/starvation-pools.toml");
+    let (code, stdout, stderr) =
+        explore(&[pools.to_str().unwrap(), "--database-url", &db.url, "--depth", "6", "--crashes", "0"]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(stdout.contains("VACUOUS: no session claimed a job"), "{stdout}");
+}
+
+#[test]
 fn bounds_it_does_not_search_are_refused_before_any_database() {
     let file = repo("scenarios/skip-locked.toml");
     let (code, _, stderr) =

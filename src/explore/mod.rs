@@ -124,6 +124,14 @@ async fn search_on(plan: &Plan, db: &crate::db::Database, o: &Options) -> Result
             }
             Ok(ExitCode::ExpectationFailed)
         }
+        None if !s.claimed => {
+            println!(
+                "VACUOUS: no session claimed a job in any of {} schedules, so nothing was tested (are the \
+                 preloaded jobs of a class or queue these sessions claim? explore preloads the default class): {tally}",
+                s.schedules
+            );
+            Ok(ExitCode::ExpectationFailed)
+        }
         None => {
             let reached = if s.exhausted {
                 format!(

@@ -295,7 +295,9 @@ impl<'p> Model<'p> {
         let s = &self.step(kind)?.statements[index];
         let mut v = Values::new(self.plan).at(self.now());
         v.worker = &actor.name;
-        v.pool = &actor.name;
+        // The group the worker of this slot belongs to (`:pool`), as in a run.
+        let slot = i as u32;
+        v.pool = self.plan.workers.groups.iter().find(|(_, ids)| ids.contains(&slot)).map_or("", |(name, _)| name);
         v.ids = &actor.selected;
         v.job = actor.job.as_ref();
         v.error = "explore";

@@ -46,6 +46,8 @@ pub struct Stats {
     pub covered: f64,
     /// Every reachable state was expanded before the depth bound.
     pub exhausted: bool,
+    /// Some schedule's claim handed a job out (none: the search tested nothing).
+    pub claimed: bool,
 }
 
 /// A counterexample: the steps as they ran, what they broke, and the evidence the checkers read.
@@ -103,6 +105,7 @@ impl<'a> Search<'a> {
                     self.exec(&mut m, op).await?;
                     self.stats.schedules += 1;
                     self.stats.covered += paths;
+                    self.stats.claimed |= m.journal.iter().any(|e| e.kind == crate::collect::EventKind::Claimed);
                     let t = Instant::now();
                     let rows = crate::run::observe::final_state(self.sessions.monitor(), self.plan, &m.ids).await?;
                     let violations = judge(&m, &rows);
