@@ -22,7 +22,9 @@ fn steps(script: &str) -> Vec<(String, String, Option<usize>)> {
     for line in script.lines() {
         if let Some(head) = line.strip_prefix("-- step ") {
             let Some((_, rest)) = head.split_once(", window ") else {
-                panic!("a step without a window (a tick or crash) in a duplicate's script: {line}")
+                // The clock: its new time is already written into the statements after it.
+                assert!(line.contains("the clock moves"), "only a tick has no window here: {line}");
+                continue;
             };
             let window = rest.split([' ', ':']).next().unwrap().to_string();
             let after = rest.split_once("returns after step ").map(|(_, n)| n.trim_end_matches(')').parse().unwrap());
@@ -97,6 +99,7 @@ fn replay(url: &str, schema: &str, script: &str) -> std::collections::BTreeMap<S
     })
 }
 
+/// The ids a step's rows returned, then `changed:N` for each statement that changed N rows.
 fn ids(messages: &[tokio_postgres::SimpleQueryMessage]) -> Vec<String> {
     messages
         .iter()
@@ -104,6 +107,7 @@ fn ids(messages: &[tokio_postgres::SimpleQueryMessage]) -> Vec<String> {
             tokio_postgres::SimpleQueryMessage::Row(r) if r.columns().first().is_some_and(|c| c.name() == "id") => {
                 r.get(0).map(String::from)
             }
+            tokio_postgres::SimpleQueryMessage::CommandComplete(n) if *n > 0 => Some(format!("changed:{n}")),
             _ => None,
         })
         .collect()
@@ -159,6 +163,27 @@ fn a_late_completion_lands_without_a_fence_and_not_with_a_token() {
     assert_eq!(code, 1, "{stdout}\n{stderr}");
     assert!(stdout.contains(", 7 steps):") && stdout.contains("stale_completions_accepted:"), "{stdout}");
     assert!(stdout.contains("cause: stale completion landed"), "{stdout}");
+    // Its script, replayed: B claims the job after the lease ran out, and A's completion,
+    // sent after that, still changes the row.
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("found");
+    let with_out = ["--out", dir.to_str().unwrap()];
+    let (code, _, _) = explore(&[&base[..], &inline[..], &with_out[..]].concat());
+    assert_eq!(code, 1);
+    let script = std::fs::read_to_string(dir.join("counterexample.sql")).unwrap();
+    let o = bin()
+        .args(["prepare", file.to_str().unwrap(), "--set", "jobs.preload=1", "--set", "workers.batch=1"])
+        .args(["--set", "workers.strategy=skip-locked-inline-reclaim"])
+        .args(["--database-url", &db.url, "--schema", "qb_explore"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "prepare: {}", String::from_utf8_lossy(&o.stderr));
+    let got = replay(&db.url, "qb_explore", &script);
+    let claimed = |w: &str| got[w].iter().find(|i| !i.starts_with("changed:")).cloned();
+    assert!(claimed("A").is_some() && claimed("A") == claimed("B"), "both claimed the job: {got:?}");
+    // A's claim changed the row, and so did its late completion (a fence would leave it at 1).
+    let changes = got["A"].iter().filter(|i| i.starts_with("changed:")).count();
+    assert_eq!(changes, 2, "A's claim and A's late completion both changed the row: {got:?}");
     let fenced = ["--set", "lease.fencing=token"];
     let (code, stdout, stderr) = explore(&[&base[..], &inline[..], &fenced[..]].concat());
     assert_eq!(code, 0, "the token fence turns the late completion away: {stdout}\n{stderr}");
