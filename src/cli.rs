@@ -440,6 +440,10 @@ pub struct ExploreArgs {
     /// Let sessions fail their job (the adapter's fail step) as well as complete it.
     #[arg(long)]
     pub fail: bool,
+    /// A canceller session cancels the first job with the queue's cancel step (a cancelled job
+    /// must never run).
+    #[arg(long)]
+    pub cancel: bool,
     /// No reaper session, even where the adapter reclaims in a step of its own.
     #[arg(long)]
     pub no_reaper: bool,

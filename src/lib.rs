@@ -80,6 +80,7 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
                 crashes: args.crashes,
                 heartbeats: args.heartbeats,
                 fail: args.fail,
+                cancel: args.cancel,
                 out: args.out,
             };
             explore::explore(&args.file, &args.overrides.set, &target, &o).await

@@ -218,6 +218,15 @@ fn every_other_built_in_holds_and_a_search_that_claims_nothing_says_so() {
         assert_eq!(code, 0, "{strategy}: {stdout}\n{stderr}");
         assert!(stdout.contains("no counterexample") && !stdout.contains("VACUOUS"), "{strategy}: {stdout}");
     }
+    // A canceller: select-then-update claims the job it selected after the cancel committed
+    // (its update re-checks only the id); SKIP LOCKED's claim re-checks the status.
+    let select = repo("scenarios/naive-select-update.toml");
+    let cancel = ["--cancel", "--database-url", &db.url, "--depth", "6", "--crashes", "0"];
+    let (code, stdout, stderr) = explore(&[&[select.to_str().unwrap()][..], &cancel[..]].concat());
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(stdout.contains("cancelled_jobs_not_run:") && stdout.contains(", 5 steps):"), "{stdout}");
+    let (code, stdout, stderr) = explore(&[&[file.to_str().unwrap()][..], &cancel[..]].concat());
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
     // Pools claim their own class; explore preloads the default one: nobody claims, and a
     // search that tested nothing is no pass.
     let pools = repo("scenarios/starvation-pools.toml");

@@ -21,13 +21,15 @@ use crate::error::{Error, ExitCode, Result};
 use crate::options::{DatabaseOptions, Target};
 use crate::pipeline;
 use crate::scenario::{self, Plan};
-use protocol::{Faults, Model};
+use protocol::{Cast, Faults, Model};
 use search::{Bounds, Search};
 use session::{Sessions, Snapshot};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-/// 2100-01-01 00:00:00 UTC, where the virtual clock starts.
+/// 2100-01-01 00:00:00 UTC, where the virtual clock starts: past any real instant, so the
+/// preload's jobs are due however long the search runs, and a printed script replays by hand
+/// on another day.
 const VIRTUAL_START: u64 = 4_102_444_800;
 
 /// What `explore` searches, from its command line.
@@ -43,12 +45,20 @@ pub struct Options {
     pub crashes: u32,
     pub heartbeats: u32,
     pub fail: bool,
+    /// A canceller session cancels the first job (the adapter's cancel step).
+    pub cancel: bool,
     pub out: Option<PathBuf>,
 }
 
 pub async fn explore(file: &Path, sets: &[String], target: &Target, o: &Options) -> Result<ExitCode> {
     if !(2..=3).contains(&o.sessions) {
         return Err(Error::Flag { flag: "--sessions".into(), reason: "takes 2 or 3 worker sessions".into() });
+    }
+    if o.cancel && plan_has_no_cancel(file, sets)? {
+        return Err(Error::Flag {
+            flag: "--cancel".into(),
+            reason: "the queue has no cancel step (a [cancel] in the adapter, or a built-in strategy)".into(),
+        });
     }
     if !(1..=2).contains(&o.jobs) {
         return Err(Error::Flag { flag: "--jobs".into(), reason: "takes 1 or 2 jobs".into() });
@@ -75,16 +85,16 @@ async fn search_on(plan: &Plan, db: &crate::db::Database, o: &Options) -> Result
     let ids = crate::adapter::keys::Interner::default();
     crate::run::preload::preload(&client, plan, &ids).await?;
     let reaper = o.reaper && Model::has_reaper(plan);
-    let sessions = Sessions::open(db, plan.adapter.on_connect.as_deref(), o.sessions + usize::from(reaper)).await?;
+    let cancel = if o.cancel { Some(first_job(plan, &client).await?) } else { None };
+    let actors = o.sessions + usize::from(reaper) + usize::from(cancel.is_some());
+    let sessions = Sessions::open(db, plan.adapter.on_connect.as_deref(), actors).await?;
     let snapshot = Snapshot::take(sessions.monitor()).await?;
-    // The virtual clock starts at a fixed instant past any real one: the preload's jobs are due
-    // however long the search runs, and a printed script replays by hand on another day.
-    let base = SystemTime::UNIX_EPOCH + Duration::from_secs(VIRTUAL_START);
     let faults = Faults { ticks: o.ticks, crashes: o.crashes, heartbeats: o.heartbeats, fail: o.fail };
-    let bounds = Bounds { workers: o.sessions, reaper, depth: o.depth, time: o.time, reduce: o.reduce, faults };
+    let bounds = Bounds { depth: o.depth, time: o.time, reduce: o.reduce, faults };
     print_header(plan, o, reaper);
     let started = Instant::now();
-    let mut search = Search::new(plan, sessions, snapshot, bounds, base);
+    let cast = Cast { workers: o.sessions, reaper, cancel };
+    let mut search = Search::new(plan, sessions, snapshot, bounds, cast);
     let found = search.run().await?;
     let took = started.elapsed();
     let s = &search.stats;
@@ -108,7 +118,8 @@ async fn search_on(plan: &Plan, db: &crate::db::Database, o: &Options) -> Result
         Some(f) => {
             let mut text = script::steps(&f, plan);
             let lane = script::swimlane(&f, plan);
-            for cause in lane.iter().flat_map(|l| &l.causes) {
+            // The story's words for the job; "ran exactly once" is no cause of a cancelled job run.
+            for cause in lane.iter().flat_map(|l| &l.causes).filter(|c| c.as_str() != "ran exactly once") {
                 text.push_str(&format!("  cause: {cause}\n"));
             }
             let sql = script::psql(&f, plan);
@@ -156,7 +167,12 @@ fn print_header(plan: &Plan, o: &Options, reaper: bool) {
         "explore {}: {} worker sessions{}, {} job(s), depth ≤ {}, {} s; faults: {} clock tick(s) past the {:?} lease, {} crash(es)",
         a.name,
         o.sessions,
-        if reaper { " and a reaper" } else { "" },
+        match (reaper, o.cancel) {
+            (true, true) => ", a reaper and a canceller",
+            (true, false) => " and a reaper",
+            (false, true) => " and a canceller",
+            (false, false) => "",
+        },
         o.jobs,
         o.depth,
         o.time.as_secs(),
@@ -173,4 +189,19 @@ fn print_header(plan: &Plan, o: &Options, reaper: bool) {
             clocked.join("; ")
         );
     }
+}
+
+fn plan_has_no_cancel(file: &Path, sets: &[String]) -> Result<bool> {
+    Ok(scenario::plan_from_file(file, sets, Some(0))?.adapter.cancel.is_none())
+}
+
+/// The key of the first job the preload left, as the queue keeps it (the observer's `id`).
+async fn first_job(plan: &Plan, client: &tokio_postgres::Client) -> Result<crate::adapter::keys::Key> {
+    let ids = crate::adapter::keys::Interner::default();
+    let rows = crate::run::observe::final_state(client, plan, &ids).await?;
+    let first = rows.iter().map(|r| r.id).min().ok_or_else(|| Error::Machine {
+        action: "finding the job to cancel".into(),
+        cause: "the preload left no job".into(),
+    })?;
+    Ok(ids.key(first))
 }

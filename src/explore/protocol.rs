@@ -29,6 +29,7 @@ pub enum StepKind {
     Complete,
     Fail,
     Reclaim,
+    Cancel,
 }
 
 /// One schedule step.
@@ -75,6 +76,8 @@ pub enum Phase {
 pub struct Actor {
     pub name: String,
     pub reaper: bool,
+    /// Cancels the first preloaded job, once (`--cancel`).
+    pub canceller: bool,
     pub phase: Phase,
     pub job: Option<Claimed>,
     /// The claim's rows, until its commit.
@@ -130,15 +133,26 @@ pub struct Model<'p> {
     seq: u64,
     base: SystemTime,
     bounds: Faults,
+    /// The job the canceller cancels.
+    target: Option<Claimed>,
+}
+
+/// Who takes part: the worker sessions, a reaper, a canceller (the job's key).
+#[derive(Debug, Clone)]
+pub struct Cast {
+    pub workers: usize,
+    pub reaper: bool,
+    pub cancel: Option<Key>,
 }
 
 const WORKERS: [&str; 3] = ["A", "B", "C"];
 
 impl<'p> Model<'p> {
-    pub fn new(plan: &'p Plan, workers: usize, reaper: bool, base: SystemTime, bounds: Faults) -> Model<'p> {
-        let actor = |name: &str, reaper: bool| Actor {
+    pub fn new(plan: &'p Plan, cast: &Cast, base: SystemTime, bounds: Faults) -> Model<'p> {
+        let actor = |name: &str, reaper: bool, canceller: bool| Actor {
             name: name.into(),
             reaper,
+            canceller,
             phase: Phase::Idle,
             job: None,
             got: Vec::new(),
@@ -150,9 +164,22 @@ impl<'p> Model<'p> {
             stamp: if reaper { Some(0) } else { None },
             waiting: None,
         };
-        let mut actors: Vec<Actor> = WORKERS.iter().take(workers).map(|n| actor(n, false)).collect();
-        if reaper {
-            actors.push(actor("R", true));
+        let mut actors: Vec<Actor> = WORKERS.iter().take(cast.workers).map(|n| actor(n, false, false)).collect();
+        if cast.reaper {
+            actors.push(actor("R", true, false));
+        }
+        let target = cast.cancel.clone().map(|key| Claimed {
+            id: 0,
+            key,
+            attempt: -1,
+            attempt_key: Key::Int(-1),
+            token: None,
+            tag: 0,
+            seq: 0,
+            class: 0,
+        });
+        if target.is_some() {
+            actors.push(actor("X", false, true));
         }
         Model {
             plan,
@@ -167,6 +194,7 @@ impl<'p> Model<'p> {
             seq: 0,
             base,
             bounds,
+            target,
         }
     }
 
@@ -214,6 +242,7 @@ impl<'p> Model<'p> {
             StepKind::Complete => Some(&a.complete),
             StepKind::Fail => a.fail.as_ref(),
             StepKind::Reclaim => a.reclaim.as_ref(),
+            StepKind::Cancel => a.cancel.as_ref(),
         }
     }
 
@@ -227,6 +256,11 @@ impl<'p> Model<'p> {
             let fresh = a.stamp.is_none_or(|s| self.changes > s);
             match &a.phase {
                 Phase::Crashed => {}
+                Phase::Idle if a.canceller => {
+                    if a.claims == 0 {
+                        ops.push(Op::Start(i, StepKind::Cancel));
+                    }
+                }
                 Phase::Idle if a.reaper => {
                     // A reclaim takes back what a lease let go: worth a run after each tick.
                     if a.stamp.is_none_or(|s| u64::from(self.ticks) > s) {
@@ -272,7 +306,7 @@ impl<'p> Model<'p> {
         if self.crashes < self.bounds.crashes {
             for (i, a) in self.actors.iter().enumerate() {
                 let busy = matches!(a.phase, Phase::Running { .. } | Phase::Holding { .. });
-                if !a.reaper && busy {
+                if !a.reaper && !a.canceller && busy {
                     ops.push(Op::Crash(i));
                 }
             }
@@ -299,7 +333,7 @@ impl<'p> Model<'p> {
         let slot = i as u32;
         v.pool = self.plan.workers.groups.iter().find(|(_, ids)| ids.contains(&slot)).map_or("", |(name, _)| name);
         v.ids = &actor.selected;
-        v.job = actor.job.as_ref();
+        v.job = if actor.canceller { self.target.as_ref() } else { actor.job.as_ref() };
         v.error = "explore";
         let text = uuids(&literal(s, &v, &actor.carried, Clock::Virtual), i, actor.draws);
         let in_tx = matches!(self.actors[i].phase, Phase::Holding { in_tx: true });
@@ -404,6 +438,9 @@ impl<'p> Model<'p> {
                 if kind == StepKind::Heartbeat {
                     actor.beats += 1;
                 }
+                if kind == StepKind::Cancel {
+                    actor.claims += 1;
+                }
             }
             Op::Next(_) => {
                 if let Phase::Running { sent, .. } = &mut actor.phase {
@@ -467,7 +504,7 @@ impl<'p> Model<'p> {
         actor.got.clear();
         actor.carried.clear();
         match kind {
-            StepKind::Select | StepKind::Claim | StepKind::Reclaim => {
+            StepKind::Select | StepKind::Claim | StepKind::Reclaim | StepKind::Cancel => {
                 actor.phase = Phase::Idle;
                 actor.selected.clear();
                 actor.stamp = Some(if actor.reaper { u64::from(self.ticks) } else { self.changes });
@@ -498,7 +535,9 @@ impl<'p> Model<'p> {
         }
         let step = self.step(kind).expect("a running step");
         let total = step.statements.len();
-        let verdict = if sent == 1 && matches!(kind, StepKind::Heartbeat | StepKind::Complete | StepKind::Fail) {
+        let verdict = if sent == 1
+            && matches!(kind, StepKind::Heartbeat | StepKind::Complete | StepKind::Fail | StepKind::Cancel)
+        {
             let ok = judge(rows, step.accepted);
             if let Phase::Running { accepted, .. } = &mut self.actors[a].phase {
                 *accepted = Some(ok);
@@ -604,6 +643,18 @@ impl<'p> Model<'p> {
                 self.changes += 1;
                 self.take(a, false);
                 "committed: the job is the session's, and it runs it".into()
+            }
+            StepKind::Cancel => {
+                self.actors[a].phase = Phase::Idle;
+                if accepted != Some(true) {
+                    return "committed (the cancel changed nothing: the job was no longer waiting)".into();
+                }
+                self.changes += 1;
+                let key = self.target.as_ref().map(|t| t.key.clone()).expect("a canceller has a target");
+                let job = self.ids.surrogate(&key);
+                let t_us = self.next_seq();
+                self.faults.push(FaultEvent { t_us, kind: FaultKind::Cancel, worker: None, job: Some(job) });
+                "committed: the job is cancelled".into()
             }
             StepKind::Reclaim => {
                 self.changes += 1;

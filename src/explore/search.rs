@@ -5,7 +5,7 @@
 //! With reduction, a state reached before (the same tables, actors, clock and journal, by
 //! another order of steps that commute) is not expanded again.
 
-use super::protocol::{Faults, Model, Op, Record};
+use super::protocol::{Cast, Faults, Model, Op, Record};
 use super::session::{Sent, Sessions, Snapshot};
 use super::verdict::{Violation, judge};
 use crate::error::Result;
@@ -16,8 +16,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Bounds {
-    pub workers: usize,
-    pub reaper: bool,
     pub depth: usize,
     pub time: Duration,
     pub reduce: bool,
@@ -65,6 +63,7 @@ pub struct Search<'a> {
     pub sessions: Sessions,
     pub snapshot: Snapshot,
     pub bounds: Bounds,
+    pub cast: Cast,
     pub base: SystemTime,
     pub stats: Stats,
     visited: HashSet<(usize, u64)>,
@@ -72,9 +71,11 @@ pub struct Search<'a> {
 }
 
 impl<'a> Search<'a> {
-    pub fn new(plan: &'a Plan, sessions: Sessions, snapshot: Snapshot, bounds: Bounds, base: SystemTime) -> Search<'a> {
+    pub fn new(plan: &'a Plan, sessions: Sessions, snapshot: Snapshot, bounds: Bounds, cast: Cast) -> Search<'a> {
         let deadline = Instant::now() + bounds.time;
-        Search { plan, sessions, snapshot, bounds, base, stats: Stats::default(), visited: HashSet::new(), deadline }
+        let base = SystemTime::UNIX_EPOCH + Duration::from_secs(super::VIRTUAL_START);
+        let (stats, visited) = (Stats::default(), HashSet::new());
+        Search { plan, sessions, snapshot, bounds, cast, base, stats, visited, deadline }
     }
 
     /// Breadth first, a level per depth: every state at depth k is reached by a shortest
@@ -167,8 +168,7 @@ impl<'a> Search<'a> {
         self.snapshot.restore(self.sessions.monitor()).await?;
         self.stats.resets += 1;
         self.stats.reset_time += started.elapsed();
-        let b = &self.bounds;
-        Ok(Model::new(self.plan, b.workers, b.reaper, self.base, b.faults))
+        Ok(Model::new(self.plan, &self.cast, self.base, self.bounds.faults))
     }
 
     async fn replay(&mut self, prefix: &[Op]) -> Result<Model<'a>> {

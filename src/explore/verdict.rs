@@ -1,7 +1,7 @@
 //! A schedule's history judged by the run's own checkers (`verify::verify`), keeping the safety
 //! properties a schedule can break at any length: a job handed out while another claim's
 //! lease still ran (exactly once, by race; ownership, a claim over a live lease), a stale
-//! completion accepted, attempts beyond the budget. A duplicate after a lease ran out is the
+//! completion accepted, attempts beyond the budget, a cancelled job run. A duplicate after a lease ran out is the
 //! at-least-once a lease promises, as in a run's verdict by cause, and two workers believing
 //! they own a job after the first one's lease ran out is what a pause past the lease is: the
 //! queue's fence decides whether that belief does harm, and the stale-completion check judges
@@ -24,8 +24,13 @@ pub struct Violation {
 }
 
 /// The checks a schedule is judged by.
-pub const CHECKS: [Check; 4] =
-    [Check::ExactlyOnce, Check::StaleCompletionsAccepted, Check::OwnershipOverlap, Check::AttemptsWithinBudget];
+pub const CHECKS: [Check; 5] = [
+    Check::ExactlyOnce,
+    Check::StaleCompletionsAccepted,
+    Check::OwnershipOverlap,
+    Check::AttemptsWithinBudget,
+    Check::CancelledJobsNotRun,
+];
 
 pub fn judge(model: &Model<'_>, final_jobs: &[JobRow]) -> Vec<Violation> {
     let plan = model.plan;
@@ -70,7 +75,8 @@ pub fn judge(model: &Model<'_>, final_jobs: &[JobRow]) -> Vec<Violation> {
         out.push(Violation { check: Check::OwnershipOverlap, detail, result });
     }
     for c in &v.checks {
-        let judged = [Check::StaleCompletionsAccepted, Check::AttemptsWithinBudget].contains(&c.name);
+        let judged = [Check::StaleCompletionsAccepted, Check::AttemptsWithinBudget, Check::CancelledJobsNotRun]
+            .contains(&c.name);
         if !c.passed && judged {
             out.push(Violation { check: c.name, detail: c.detail.clone(), result: c.clone() });
         }
