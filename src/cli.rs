@@ -444,6 +444,9 @@ pub struct ExploreArgs {
     /// must never run).
     #[arg(long)]
     pub cancel: bool,
+    /// A producer session enqueues one more job during the schedule (the queue's enqueue step).
+    #[arg(long)]
+    pub producer: bool,
     /// No reaper session, even where the adapter reclaims in a step of its own.
     #[arg(long)]
     pub no_reaper: bool,

@@ -81,6 +81,7 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
                 heartbeats: args.heartbeats,
                 fail: args.fail,
                 cancel: args.cancel,
+                producer: args.producer,
                 out: args.out,
             };
             explore::explore(&args.file, &args.overrides.set, &target, &o).await

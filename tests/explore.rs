@@ -227,6 +227,11 @@ fn every_other_built_in_holds_and_a_search_that_claims_nothing_says_so() {
     assert!(stdout.contains("cancelled_jobs_not_run:") && stdout.contains(", 5 steps):"), "{stdout}");
     let (code, stdout, stderr) = explore(&[&[file.to_str().unwrap()][..], &cancel[..]].concat());
     assert_eq!(code, 0, "{stdout}\n{stderr}");
+    // A producer's job among the preloaded one: SKIP LOCKED still hands each out once.
+    let producer = ["--producer", "--database-url", &db.url, "--depth", "5", "--crashes", "0"];
+    let (code, stdout, stderr) = explore(&[&[file.to_str().unwrap()][..], &producer[..]].concat());
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stdout.contains("and a producer"), "{stdout}");
     // Pools claim their own class; explore preloads the default one: nobody claims, and a
     // search that tested nothing is no pass.
     let pools = repo("scenarios/starvation-pools.toml");

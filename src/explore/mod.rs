@@ -47,6 +47,8 @@ pub struct Options {
     pub fail: bool,
     /// A canceller session cancels the first job (the adapter's cancel step).
     pub cancel: bool,
+    /// A producer session enqueues one more job during the schedule.
+    pub producer: bool,
     pub out: Option<PathBuf>,
 }
 
@@ -86,14 +88,14 @@ async fn search_on(plan: &Plan, db: &crate::db::Database, o: &Options) -> Result
     crate::run::preload::preload(&client, plan, &ids).await?;
     let reaper = o.reaper && Model::has_reaper(plan);
     let cancel = if o.cancel { Some(first_job(plan, &client).await?) } else { None };
-    let actors = o.sessions + usize::from(reaper) + usize::from(cancel.is_some());
+    let actors = o.sessions + usize::from(reaper) + usize::from(cancel.is_some()) + usize::from(o.producer);
     let sessions = Sessions::open(db, plan.adapter.on_connect.as_deref(), actors).await?;
     let snapshot = Snapshot::take(sessions.monitor()).await?;
     let faults = Faults { ticks: o.ticks, crashes: o.crashes, heartbeats: o.heartbeats, fail: o.fail };
     let bounds = Bounds { depth: o.depth, time: o.time, reduce: o.reduce, faults };
     print_header(plan, o, reaper);
     let started = Instant::now();
-    let cast = Cast { workers: o.sessions, reaper, cancel };
+    let cast = Cast { workers: o.sessions, reaper, cancel, producer: o.producer };
     let mut search = Search::new(plan, sessions, snapshot, bounds, cast);
     let found = search.run().await?;
     let took = started.elapsed();
@@ -167,12 +169,7 @@ fn print_header(plan: &Plan, o: &Options, reaper: bool) {
         "explore {}: {} worker sessions{}, {} job(s), depth ≤ {}, {} s; faults: {} clock tick(s) past the {:?} lease, {} crash(es)",
         a.name,
         o.sessions,
-        match (reaper, o.cancel) {
-            (true, true) => ", a reaper and a canceller",
-            (true, false) => " and a reaper",
-            (false, true) => " and a canceller",
-            (false, false) => "",
-        },
+        helpers(reaper, o),
         o.jobs,
         o.depth,
         o.time.as_secs(),
@@ -204,4 +201,18 @@ async fn first_job(plan: &Plan, client: &tokio_postgres::Client) -> Result<crate
         cause: "the preload left no job".into(),
     })?;
     Ok(ids.key(first))
+}
+
+/// The sessions beside the workers, as the header names them.
+fn helpers(reaper: bool, o: &Options) -> String {
+    let names: Vec<&str> = [(reaper, "a reaper"), (o.cancel, "a canceller"), (o.producer, "a producer")]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, n)| *n)
+        .collect();
+    match names.split_last() {
+        None => String::new(),
+        Some((last, [])) => format!(" and {last}"),
+        Some((last, rest)) => format!(", {} and {last}", rest.join(", ")),
+    }
 }

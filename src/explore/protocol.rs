@@ -30,6 +30,7 @@ pub enum StepKind {
     Fail,
     Reclaim,
     Cancel,
+    Enqueue,
 }
 
 /// One schedule step.
@@ -78,6 +79,8 @@ pub struct Actor {
     pub reaper: bool,
     /// Cancels the first preloaded job, once (`--cancel`).
     pub canceller: bool,
+    /// Enqueues one job during the schedule (`--producer`).
+    pub producer: bool,
     pub phase: Phase,
     pub job: Option<Claimed>,
     /// The claim's rows, until its commit.
@@ -135,6 +138,10 @@ pub struct Model<'p> {
     bounds: Faults,
     /// The job the canceller cancels.
     target: Option<Claimed>,
+    /// Jobs the producer enqueued.
+    pub produced: u64,
+    /// What the producer's enqueue binds (`:payload`, `:n`).
+    payload: serde_json::Value,
 }
 
 /// Who takes part: the worker sessions, a reaper, a canceller (the job's key).
@@ -143,6 +150,7 @@ pub struct Cast {
     pub workers: usize,
     pub reaper: bool,
     pub cancel: Option<Key>,
+    pub producer: bool,
 }
 
 const WORKERS: [&str; 3] = ["A", "B", "C"];
@@ -153,6 +161,7 @@ impl<'p> Model<'p> {
             name: name.into(),
             reaper,
             canceller,
+            producer: false,
             phase: Phase::Idle,
             job: None,
             got: Vec::new(),
@@ -181,6 +190,11 @@ impl<'p> Model<'p> {
         if target.is_some() {
             actors.push(actor("X", false, true));
         }
+        if cast.producer {
+            let mut p = actor("P", false, false);
+            p.producer = true;
+            actors.push(p);
+        }
         Model {
             plan,
             actors,
@@ -195,6 +209,8 @@ impl<'p> Model<'p> {
             base,
             bounds,
             target,
+            produced: 0,
+            payload: serde_json::json!({ "n": plan.jobs.preload + 1 }),
         }
     }
 
@@ -243,6 +259,7 @@ impl<'p> Model<'p> {
             StepKind::Fail => a.fail.as_ref(),
             StepKind::Reclaim => a.reclaim.as_ref(),
             StepKind::Cancel => a.cancel.as_ref(),
+            StepKind::Enqueue => Some(&a.enqueue),
         }
     }
 
@@ -256,9 +273,9 @@ impl<'p> Model<'p> {
             let fresh = a.stamp.is_none_or(|s| self.changes > s);
             match &a.phase {
                 Phase::Crashed => {}
-                Phase::Idle if a.canceller => {
+                Phase::Idle if a.canceller || a.producer => {
                     if a.claims == 0 {
-                        ops.push(Op::Start(i, StepKind::Cancel));
+                        ops.push(Op::Start(i, if a.producer { StepKind::Enqueue } else { StepKind::Cancel }));
                     }
                 }
                 Phase::Idle if a.reaper => {
@@ -306,7 +323,7 @@ impl<'p> Model<'p> {
         if self.crashes < self.bounds.crashes {
             for (i, a) in self.actors.iter().enumerate() {
                 let busy = matches!(a.phase, Phase::Running { .. } | Phase::Holding { .. });
-                if !a.reaper && !a.canceller && busy {
+                if !a.reaper && !a.canceller && !a.producer && busy {
                     ops.push(Op::Crash(i));
                 }
             }
@@ -335,6 +352,12 @@ impl<'p> Model<'p> {
         v.ids = &actor.selected;
         v.job = if actor.canceller { self.target.as_ref() } else { actor.job.as_ref() };
         v.error = "explore";
+        if actor.producer {
+            v.enqueue.payload = Some(self.payload.clone());
+            v.enqueue.n = self.plan.jobs.preload as i64 + 1;
+            v.enqueue.count = 1;
+            v.enqueue.class = "default";
+        }
         let text = uuids(&literal(s, &v, &actor.carried, Clock::Virtual), i, actor.draws);
         let in_tx = matches!(self.actors[i].phase, Phase::Holding { in_tx: true });
         let begin = index == 0 && !in_tx && !self.autocommit(kind);
@@ -438,7 +461,7 @@ impl<'p> Model<'p> {
                 if kind == StepKind::Heartbeat {
                     actor.beats += 1;
                 }
-                if kind == StepKind::Cancel {
+                if matches!(kind, StepKind::Cancel | StepKind::Enqueue) {
                     actor.claims += 1;
                 }
             }
@@ -504,7 +527,7 @@ impl<'p> Model<'p> {
         actor.got.clear();
         actor.carried.clear();
         match kind {
-            StepKind::Select | StepKind::Claim | StepKind::Reclaim | StepKind::Cancel => {
+            StepKind::Select | StepKind::Claim | StepKind::Reclaim | StepKind::Cancel | StepKind::Enqueue => {
                 actor.phase = Phase::Idle;
                 actor.selected.clear();
                 actor.stamp = Some(if actor.reaper { u64::from(self.ticks) } else { self.changes });
@@ -643,6 +666,12 @@ impl<'p> Model<'p> {
                 self.changes += 1;
                 self.take(a, false);
                 "committed: the job is the session's, and it runs it".into()
+            }
+            StepKind::Enqueue => {
+                self.actors[a].phase = Phase::Idle;
+                self.changes += 1;
+                self.produced += 1;
+                "committed: one more job waits".into()
             }
             StepKind::Cancel => {
                 self.actors[a].phase = Phase::Idle;

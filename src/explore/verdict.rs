@@ -38,7 +38,7 @@ pub fn judge(model: &Model<'_>, final_jobs: &[JobRow]) -> Vec<Violation> {
     let e = Evidence {
         journal: &model.journal,
         final_jobs,
-        enqueued: plan.jobs.preload,
+        enqueued: plan.jobs.preload + model.produced,
         effects_rows: None,
         effects_unwritten: 0,
         faults: &model.faults,
