@@ -104,7 +104,7 @@ async fn search_on(plan: &Plan, db: &crate::db::Database, o: &Options) -> Result
     let per_reset = s.reset_time.as_secs_f64() * 1e3 / s.resets.max(1) as f64;
     let factor = s.covered / (s.schedules.max(1) as f64);
     let tally = format!(
-        "{} schedules run, standing for {:.0} without reduction (×{factor:.1}); {} distinct states; {} steps sent, {:.1} s: \
+        "{} schedules run, standing for at least {:.0} without reduction (×{factor:.1}); {} distinct states; {} steps sent, {:.1} s: \
          {rate:.0} schedules/s, reset {per_reset:.2} ms",
         s.schedules,
         s.covered,
