@@ -24,8 +24,9 @@ pub struct Violation {
 }
 
 /// The checks a schedule is judged by.
-pub const CHECKS: [Check; 5] = [
+pub const CHECKS: [Check; 6] = [
     Check::ExactlyOnce,
+    Check::NoLostJobs,
     Check::StaleCompletionsAccepted,
     Check::OwnershipOverlap,
     Check::AttemptsWithinBudget,
