@@ -56,12 +56,6 @@ pub async fn explore(file: &Path, sets: &[String], target: &Target, o: &Options)
     if !(2..=3).contains(&o.sessions) {
         return Err(Error::Flag { flag: "--sessions".into(), reason: "takes 2 or 3 worker sessions".into() });
     }
-    if o.cancel && plan_has_no_cancel(file, sets)? {
-        return Err(Error::Flag {
-            flag: "--cancel".into(),
-            reason: "the queue has no cancel step (a [cancel] in the adapter, or a built-in strategy)".into(),
-        });
-    }
     if !(1..=2).contains(&o.jobs) {
         return Err(Error::Flag { flag: "--jobs".into(), reason: "takes 1 or 2 jobs".into() });
     }
@@ -69,6 +63,12 @@ pub async fn explore(file: &Path, sets: &[String], target: &Target, o: &Options)
         pipeline::check_output_folder(out, false)?;
     }
     let mut plan = scenario::plan_from_file(file, sets, Some(0))?;
+    if o.cancel && plan.adapter.cancel.is_none() {
+        return Err(Error::Flag {
+            flag: "--cancel".into(),
+            reason: "the queue has no cancel step (a [cancel] in the adapter, or a built-in strategy)".into(),
+        });
+    }
     plan.jobs.preload = u64::from(o.jobs);
     plan.workers.batch = 1;
     let schema_name = format!("queuebench_explore_{:08x}", rand::random::<u32>());
@@ -186,10 +186,6 @@ fn print_header(plan: &Plan, o: &Options, reaper: bool) {
             clocked.join("; ")
         );
     }
-}
-
-fn plan_has_no_cancel(file: &Path, sets: &[String]) -> Result<bool> {
-    Ok(scenario::plan_from_file(file, sets, Some(0))?.adapter.cancel.is_none())
 }
 
 /// The key of the first job the preload left, as the queue keeps it (the observer's `id`).

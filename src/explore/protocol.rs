@@ -77,14 +77,34 @@ pub enum Phase {
     Crashed,
 }
 
+/// What an actor does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Claims, works, heartbeats, completes or fails.
+    Worker,
+    /// Runs the reclaim after each tick.
+    Reaper,
+    /// Cancels the first preloaded job, once (`--cancel`).
+    Canceller,
+    /// Enqueues one job during the schedule, once (`--producer`).
+    Producer,
+}
+
+impl Role {
+    /// The one step a canceller or a producer sends, once.
+    fn once(self) -> Option<StepKind> {
+        match self {
+            Role::Canceller => Some(StepKind::Cancel),
+            Role::Producer => Some(StepKind::Enqueue),
+            Role::Worker | Role::Reaper => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Actor {
     pub name: String,
-    pub reaper: bool,
-    /// Cancels the first preloaded job, once (`--cancel`).
-    pub canceller: bool,
-    /// Enqueues one job during the schedule (`--producer`).
-    pub producer: bool,
+    pub role: Role,
     pub phase: Phase,
     pub job: Option<Claimed>,
     /// The claim's rows, until its commit.
@@ -161,11 +181,9 @@ const WORKERS: [&str; 3] = ["A", "B", "C"];
 
 impl<'p> Model<'p> {
     pub fn new(plan: &'p Plan, cast: &Cast, base: SystemTime, bounds: Faults) -> Model<'p> {
-        let actor = |name: &str, reaper: bool, canceller: bool| Actor {
+        let actor = |name: &str, role: Role| Actor {
             name: name.into(),
-            reaper,
-            canceller,
-            producer: false,
+            role,
             phase: Phase::Idle,
             job: None,
             got: Vec::new(),
@@ -174,12 +192,12 @@ impl<'p> Model<'p> {
             draws: 0,
             claims: 0,
             beats: 0,
-            stamp: if reaper { Some(0) } else { None },
+            stamp: if role == Role::Reaper { Some(0) } else { None },
             waiting: None,
         };
-        let mut actors: Vec<Actor> = WORKERS.iter().take(cast.workers).map(|n| actor(n, false, false)).collect();
+        let mut actors: Vec<Actor> = WORKERS.iter().take(cast.workers).map(|n| actor(n, Role::Worker)).collect();
         if cast.reaper {
-            actors.push(actor("R", true, false));
+            actors.push(actor("R", Role::Reaper));
         }
         let target = cast.cancel.clone().map(|key| Claimed {
             id: 0,
@@ -192,12 +210,10 @@ impl<'p> Model<'p> {
             class: 0,
         });
         if target.is_some() {
-            actors.push(actor("X", false, true));
+            actors.push(actor("X", Role::Canceller));
         }
         if cast.producer {
-            let mut p = actor("P", false, false);
-            p.producer = true;
-            actors.push(p);
+            actors.push(actor("P", Role::Producer));
         }
         Model {
             plan,
@@ -277,12 +293,12 @@ impl<'p> Model<'p> {
             let fresh = a.stamp.is_none_or(|s| self.changes > s);
             match &a.phase {
                 Phase::Crashed => {}
-                Phase::Idle if a.canceller || a.producer => {
-                    if a.claims == 0 {
-                        ops.push(Op::Start(i, if a.producer { StepKind::Enqueue } else { StepKind::Cancel }));
+                Phase::Idle if a.role.once().is_some() => {
+                    if let Some(kind) = a.role.once().filter(|_| a.claims == 0) {
+                        ops.push(Op::Start(i, kind));
                     }
                 }
-                Phase::Idle if a.reaper => {
+                Phase::Idle if a.role == Role::Reaper => {
                     // A reclaim takes back what a lease let go: worth a run after each tick.
                     if a.stamp.is_none_or(|s| u64::from(self.ticks) > s) {
                         ops.push(Op::Start(i, StepKind::Reclaim));
@@ -327,7 +343,7 @@ impl<'p> Model<'p> {
         if self.crashes < self.bounds.crashes {
             for (i, a) in self.actors.iter().enumerate() {
                 let busy = matches!(a.phase, Phase::Running { .. } | Phase::Holding { .. });
-                if !a.reaper && !a.canceller && !a.producer && busy {
+                if a.role == Role::Worker && busy {
                     ops.push(Op::Crash(i));
                 }
             }
@@ -354,9 +370,9 @@ impl<'p> Model<'p> {
         let slot = i as u32;
         v.pool = self.plan.workers.groups.iter().find(|(_, ids)| ids.contains(&slot)).map_or("", |(name, _)| name);
         v.ids = &actor.selected;
-        v.job = if actor.canceller { self.target.as_ref() } else { actor.job.as_ref() };
+        v.job = if actor.role == Role::Canceller { self.target.as_ref() } else { actor.job.as_ref() };
         v.error = "explore";
-        if actor.producer {
+        if actor.role == Role::Producer {
             v.enqueue.payload = Some(self.payload.clone());
             v.enqueue.n = self.plan.jobs.preload as i64 + 1;
             v.enqueue.count = 1;

@@ -66,7 +66,8 @@ pub struct Search<'a> {
     pub cast: Cast,
     pub base: SystemTime,
     pub stats: Stats,
-    visited: HashSet<(usize, u64)>,
+    /// Every state reached so far, by name (reduction).
+    visited: HashSet<u64>,
     deadline: Instant,
 }
 
@@ -85,7 +86,7 @@ impl<'a> Search<'a> {
     pub async fn run(&mut self) -> Result<Option<Found>> {
         let start = self.fresh().await?;
         let first = self.key(&start).await?;
-        self.visited.insert((0, first));
+        self.visited.insert(first);
         let mut frontier: Vec<(Vec<Op>, f64)> = vec![(Vec::new(), 1.0)];
         for depth in 1..=self.bounds.depth {
             let mut next: Vec<(Vec<Op>, f64)> = Vec::new();
@@ -122,8 +123,6 @@ impl<'a> Search<'a> {
                             final_jobs: rows,
                         }));
                     }
-                    let mut longer = path.clone();
-                    longer.push(op);
                     if self.bounds.reduce {
                         let t = Instant::now();
                         let key = self.key(&m).await?;
@@ -133,12 +132,14 @@ impl<'a> Search<'a> {
                             self.stats.pruned += 1;
                             continue;
                         }
-                        if !self.visited.insert((0, key)) {
+                        if !self.visited.insert(key) {
                             self.stats.pruned += 1;
                             continue;
                         }
                         at.insert(key, next.len());
                     }
+                    let mut longer = path.clone();
+                    longer.push(op);
                     next.push((longer, *paths));
                 }
             }

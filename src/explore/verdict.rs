@@ -11,8 +11,7 @@ use super::protocol::Model;
 use crate::model::check::Check;
 use crate::model::records::JobRow;
 use crate::model::summary::CheckResult;
-use crate::verify::{self, Evidence, starvation};
-use std::time::Duration;
+use crate::verify::{self, Evidence};
 
 /// A broken property: the check's name, what it says, and the check's own result (its
 /// example jobs, for the swimlane and the story).
@@ -37,28 +36,11 @@ pub fn judge(model: &Model<'_>, final_jobs: &[JobRow]) -> Vec<Violation> {
     let plan = model.plan;
     let end_us = model.journal.iter().map(|e| e.t_us).max().unwrap_or(0) + 1;
     let e = Evidence {
-        journal: &model.journal,
-        final_jobs,
-        enqueued: plan.jobs.preload + model.produced,
-        effects_rows: None,
-        effects_unwritten: 0,
         faults: &model.faults,
-        lease: plan.lease.duration,
         hold_transaction: plan.workers.mode == crate::model::protocol::Mode::HoldTransaction,
         session_lease: plan.adapter.drive.lease == crate::adapter::drive::LeaseKind::Session,
-        successors: &[],
-        arrivals: &[],
-        classes: &[],
-        samples: &[],
-        starvation: starvation::Rule { threshold: Duration::from_secs(3600), load_end: Duration::ZERO },
-        blockers: &[],
-        restarts: &[],
-        restarts_up: &[],
-        failovers: &[],
-        durability_untestable: None,
-        clock_us: 0,
-        stopped_us: None,
         end_us,
+        ..Evidence::bare(&model.journal, final_jobs, plan.jobs.preload + model.produced, plan.lease.duration)
     };
     let v = verify::verify(&e);
     let result = |check: Check| v.checks.iter().find(|c| c.name == check).cloned();

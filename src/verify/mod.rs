@@ -138,6 +138,36 @@ impl<'a> Evidence<'a> {
             end_us: saved.duration_us,
         }
     }
+
+    /// Evidence of a journal and a final table alone: no faults, no arrivals, no samples, no
+    /// restarts, one clock, a burn-down (no starvation window). What a caller without a run
+    /// (`explore`, the checkers' tests) starts from, setting the rest by struct update.
+    pub fn bare(journal: &'a [Event], final_jobs: &'a [JobRow], enqueued: u64, lease: Duration) -> Evidence<'a> {
+        Evidence {
+            journal,
+            final_jobs,
+            enqueued,
+            effects_rows: None,
+            effects_unwritten: 0,
+            faults: &[],
+            lease,
+            hold_transaction: false,
+            session_lease: false,
+            successors: &[],
+            arrivals: &[],
+            classes: &[],
+            samples: &[],
+            starvation: starvation::Rule { threshold: Duration::from_secs(10), load_end: Duration::ZERO },
+            blockers: &[],
+            restarts: &[],
+            restarts_up: &[],
+            failovers: &[],
+            durability_untestable: None,
+            clock_us: 0,
+            stopped_us: None,
+            end_us: 0,
+        }
+    }
 }
 
 /// Every checker, and the checks that need the final table left out when there is none
@@ -269,30 +299,7 @@ mod tests {
     }
 
     pub fn evidence<'a>(journal: &'a [Event], jobs: &'a [JobRow], enqueued: u64, effects: Option<u64>) -> Evidence<'a> {
-        Evidence {
-            journal,
-            final_jobs: jobs,
-            enqueued,
-            effects_rows: effects,
-            effects_unwritten: 0,
-            faults: &[],
-            lease: Duration::from_secs(1),
-            hold_transaction: false,
-            session_lease: false,
-            successors: &[],
-            samples: &[],
-            blockers: &[],
-            arrivals: &[],
-            classes: &[],
-            starvation: starvation::Rule { threshold: Duration::from_secs(10), load_end: Duration::ZERO },
-            restarts: &[],
-            restarts_up: &[],
-            failovers: &[],
-            durability_untestable: None,
-            clock_us: 0,
-            stopped_us: None,
-            end_us: 0,
-        }
+        Evidence { effects_rows: effects, ..Evidence::bare(journal, jobs, enqueued, Duration::from_secs(1)) }
     }
 
     fn failed(v: &Verification) -> Vec<&str> {

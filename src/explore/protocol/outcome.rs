@@ -3,7 +3,7 @@
 //! and the journal the checkers read, event by event.
 
 use super::text::{RANDOM_UUID, judge, shown, text_key};
-use super::{Model, Op, Phase, Record, StepKind};
+use super::{Model, Op, Phase, Record, Role, StepKind};
 use crate::adapter::keys::Key;
 use crate::collect::{Event, EventKind, FaultEvent, FaultKind};
 use crate::explore::session::{Outcome, Rows};
@@ -176,7 +176,7 @@ impl<'p> Model<'p> {
             StepKind::Select | StepKind::Claim | StepKind::Reclaim | StepKind::Cancel | StepKind::Enqueue => {
                 actor.phase = Phase::Idle;
                 actor.selected.clear();
-                actor.stamp = Some(if actor.reaper { u64::from(self.ticks) } else { self.changes });
+                actor.stamp = Some(if actor.role == Role::Reaper { u64::from(self.ticks) } else { self.changes });
             }
             StepKind::Heartbeat | StepKind::Complete | StepKind::Fail => {
                 // The write did not land; in hold-transaction mode the claim went with it.
