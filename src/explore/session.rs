@@ -70,31 +70,24 @@ pub struct Sessions {
 
 fn converted(r: std::result::Result<Vec<SimpleQueryMessage>, tokio_postgres::Error>) -> Outcome {
     let messages = r.map_err(|e| ServerError(crate::db::error_text(&e)))?;
-    let mut out = Rows::default();
-    let mut fresh = true;
+    // Each statement's rows come before its CommandComplete; the last statement's are kept.
+    let (mut last, mut current) = (Rows::default(), Rows::default());
     for m in messages {
         match m {
             SimpleQueryMessage::Row(row) => {
-                if fresh {
-                    out = Rows::default();
-                    fresh = false;
+                if current.columns.is_empty() {
+                    current.columns = row.columns().iter().map(|c| c.name().to_string()).collect();
                 }
-                if out.columns.is_empty() {
-                    out.columns = row.columns().iter().map(|c| c.name().to_string()).collect();
-                }
-                out.rows.push((0..row.len()).map(|i| row.get(i).map(str::to_string)).collect());
+                current.rows.push((0..row.len()).map(|i| row.get(i).map(str::to_string)).collect());
             }
             SimpleQueryMessage::CommandComplete(n) => {
-                if fresh {
-                    out = Rows::default();
-                }
-                out.affected = n;
-                fresh = true;
+                current.affected = n;
+                last = std::mem::take(&mut current);
             }
             _ => {}
         }
     }
-    Ok(out)
+    Ok(last)
 }
 
 async fn open_one(endpoint: &crate::db::Endpoint, on_connect: Option<&str>) -> Result<Session> {

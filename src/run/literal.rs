@@ -83,8 +83,8 @@ fn quoted(t: &str) -> String {
 }
 
 fn array<T: ToString>(items: impl Iterator<Item = T>) -> String {
-    let inner: Vec<String> = items.map(|i| i.to_string().replace('\\', "\\\\").replace('"', "\\\"")).collect();
-    let inner: Vec<String> = inner.iter().map(|i| format!("\"{i}\"")).collect();
+    let inner: Vec<String> =
+        items.map(|i| format!("\"{}\"", i.to_string().replace('\\', "\\\\").replace('"', "\\\""))).collect();
     quoted(&format!("{{{}}}", inner.join(",")))
 }
 
