@@ -454,6 +454,10 @@ pub struct ExploreArgs {
     /// the reduction).
     #[arg(long)]
     pub no_reduce: bool,
+    /// Judge each schedule's own history only: do not leave each new state to itself to see
+    /// whether every job still finishes (the liveness checks).
+    #[arg(long)]
+    pub safety_only: bool,
     /// Write counterexample.txt and counterexample.sql into this folder.
     #[arg(long)]
     pub out: Option<PathBuf>,

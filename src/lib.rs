@@ -75,6 +75,7 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
                 depth: args.depth as usize,
                 time: std::time::Duration::from_secs(args.time),
                 reduce: !args.no_reduce,
+                liveness: !args.safety_only,
                 reaper: !args.no_reaper,
                 ticks: args.ticks,
                 crashes: args.crashes,

@@ -16,6 +16,9 @@ fn explore(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// A crash step's text in `steps`: `replay` terminates the window's backend.
+const CRASH: &str = "-- crash\n";
+
 /// The script's steps: (window, text, the step it returns after when it waits).
 fn steps(script: &str) -> Vec<(String, String, Option<usize>)> {
     let mut out: Vec<(String, String, Option<usize>)> = Vec::new();
@@ -28,7 +31,9 @@ fn steps(script: &str) -> Vec<(String, String, Option<usize>)> {
             };
             let window = rest.split([' ', ':']).next().unwrap().to_string();
             let after = rest.split_once("returns after step ").map(|(_, n)| n.trim_end_matches(')').parse().unwrap());
-            out.push((window, String::new(), after));
+            // A crash: the window is closed (its backend terminated, as explore did).
+            let text = if rest.contains("close the window") { CRASH.to_string() } else { String::new() };
+            out.push((window, text, after));
         } else if !line.starts_with("-- ") && !line.is_empty() {
             let last = out.last_mut().expect("a statement under a step");
             last.1.push_str(line);
@@ -58,6 +63,11 @@ fn replay(url: &str, schema: &str, script: &str) -> std::collections::BTreeMap<S
                 let pid: i32 = c.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
                 pids.insert(window.clone(), pid);
                 conns.insert(window.clone(), std::sync::Arc::new(c));
+            }
+            if sql == CRASH {
+                let pid = pids[&window];
+                monitor.execute("SELECT pg_terminate_backend($1)", &[&pid]).await.unwrap();
+                continue;
             }
             let c = conns[&window].clone();
             let task = tokio::spawn(async move { c.simple_query(&sql).await.expect("a step of the script") });
@@ -250,4 +260,105 @@ fn bounds_it_does_not_search_are_refused_before_any_database() {
     assert!(stderr.contains("--sessions") && stderr.contains("2 or 3"), "{stderr}");
     let (code, _, stderr) = explore(&[file.to_str().unwrap(), "--depth", "0"]);
     assert_eq!(code, 2, "{stderr}");
+}
+
+/// A scenario of one custom strategy (1 job, 2 workers, a 30 s lease and a token fence):
+/// `extra` is more of the strategy's TOML (its complete, its reclaim).
+fn custom_queue(dir: &std::path::Path, extra: &str) -> std::path::PathBuf {
+    let file = dir.join("queue.toml");
+    let text = format!(
+        r#"name = "explore-liveness"
+[jobs]
+preload = 1
+[workers]
+count = 2
+strategy = "mine"
+[lease]
+duration = "30s"
+fencing = "token"
+[strategies.mine]
+claim = """
+UPDATE jobs SET status = 'running', attempts = attempts + 1, claim_token = gen_random_uuid(), locked_by = :worker,
+       locked_until = now() + make_interval(secs => :lease_secs)
+WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND locked_by IS NULL ORDER BY id LIMIT :batch FOR UPDATE SKIP LOCKED)
+RETURNING id, attempts, claim_token"""
+{extra}
+"#
+    );
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+/// Replays a counterexample's script in a schema `prepare` made from `file`, and returns the
+/// job's status where the script left it.
+fn status_after_replay(db: &ScratchDb, file: &std::path::Path, script: &str, schema: &str) -> String {
+    let o = bin()
+        .args(["prepare", file.to_str().unwrap(), "--set", "jobs.preload=1", "--set", "workers.batch=1"])
+        .args(["--database-url", &db.url, "--schema", schema])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "prepare: {}", String::from_utf8_lossy(&o.stderr));
+    replay(&db.url, schema, script);
+    let sql = format!("SELECT string_agg(status, ',' ORDER BY id) FROM {schema}.jobs");
+    let out = std::process::Command::new("psql").args([db.url.as_str(), "-XAtc", &sql]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn a_queue_that_stops_finishing_jobs_is_caught_left_to_itself() {
+    let db = ScratchDb::new("explore_live");
+    let dir = tempfile::tempdir().unwrap();
+    let url = db.url.as_str();
+    let complete = r#"complete = "UPDATE jobs SET status = 'done' WHERE id = :id AND status = 'nowhere' {fence}""#;
+    // A completion that never lands: refused to its own holder, no fault needed.
+    let never = custom_queue(dir.path(), complete);
+    let (code, stdout, stderr) =
+        explore(&[never.to_str().unwrap(), "--database-url", url, "--crashes", "0", "--depth", "6"]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(stdout.contains(", 4 steps):") && stdout.contains("completions_refused_unexplained:"), "{stdout}");
+
+    // No reaper: a crash after the claim committed leaves the job running for good.
+    let skip = repo("scenarios/skip-locked.toml");
+    let found = dir.path().join("abandoned");
+    let args = [skip.to_str().unwrap(), "--database-url", url, "--no-reaper", "--depth", "6"];
+    let (code, stdout, stderr) = explore(&[&args[..], &["--out", found.to_str().unwrap()]].concat());
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(stdout.contains(", 3 steps, then left to itself):"), "{stdout}");
+    assert!(stdout.contains("jobs_left_abandoned: left to itself") && stdout.contains("faults_recovered:"), "{stdout}");
+    assert!(stdout.contains("-- from here on, left to itself"), "{stdout}");
+    let script = std::fs::read_to_string(found.join("counterexample.sql")).unwrap();
+    assert_eq!(
+        status_after_replay(&db, &skip, &script, "qb_abandoned"),
+        "running",
+        "the replay leaves the job running:\n{script}"
+    );
+    // With the reaper, the same crash comes back: nothing to find.
+    let (code, stdout, stderr) = explore(&[skip.to_str().unwrap(), "--database-url", url, "--depth", "6"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stdout.contains("no counterexample"), "{stdout}");
+
+    // A reaper that requeues the job but forgets the holder's name, which the claim requires
+    // empty: the job waits for ever.
+    let dir2 = tempfile::tempdir().unwrap();
+    let forgets = format!(
+        "{}\nreclaim = \"UPDATE jobs SET status = 'queued', locked_until = NULL, claim_token = NULL \
+         WHERE status = 'running' AND locked_until < now() RETURNING id, status\"",
+        r#"complete = "UPDATE jobs SET status = 'done', locked_until = NULL WHERE id = :id {fence}""#
+    );
+    let forgetful = custom_queue(dir2.path(), &forgets);
+    let found = dir2.path().join("waiting");
+    let args = [forgetful.to_str().unwrap(), "--database-url", url, "--depth", "6", "--out", found.to_str().unwrap()];
+    let (code, stdout, stderr) = explore(&args);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(stdout.contains(", 3 steps, then left to itself):"), "{stdout}");
+    assert!(stdout.contains("progress: left to itself") && stdout.contains("1 waiting job never finished"), "{stdout}");
+    let script = std::fs::read_to_string(found.join("counterexample.sql")).unwrap();
+    assert_eq!(
+        status_after_replay(&db, &forgetful, &script, "qb_waiting"),
+        "queued",
+        "the replay leaves it queued:\n{script}"
+    );
+    // --safety-only judges the history alone: that crash breaks nothing there.
+    let (code, stdout, stderr) = explore(&[&args[..5], &["--safety-only"][..]].concat());
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
 }

@@ -40,6 +40,8 @@ pub struct Options {
     pub depth: usize,
     pub time: Duration,
     pub reduce: bool,
+    /// Leave each new state to itself and judge the liveness checks.
+    pub liveness: bool,
     pub reaper: bool,
     pub ticks: u32,
     pub crashes: u32,
@@ -92,7 +94,7 @@ async fn search_on(plan: &Plan, db: &crate::db::Database, o: &Options) -> Result
     let sessions = Sessions::open(db, plan.adapter.on_connect.as_deref(), actors).await?;
     let snapshot = Snapshot::take(sessions.monitor()).await?;
     let faults = Faults { ticks: o.ticks, crashes: o.crashes, heartbeats: o.heartbeats, fail: o.fail };
-    let bounds = Bounds { depth: o.depth, time: o.time, reduce: o.reduce, faults };
+    let bounds = Bounds { depth: o.depth, time: o.time, reduce: o.reduce, faults, liveness: o.liveness };
     print_header(plan, o, reaper);
     let started = Instant::now();
     let cast = Cast { workers: o.sessions, reaper, cancel, producer: o.producer };

@@ -153,6 +153,8 @@ pub struct Model<'p> {
     pub ticks: u32,
     crashes: u32,
     changes: u64,
+    /// Virtual time passed beyond the ticks while the schedule was left to itself (`pass_time`).
+    skipped_us: u64,
     pub journal: Vec<Event>,
     pub faults: Vec<FaultEvent>,
     pub records: Vec<Record>,
@@ -221,6 +223,7 @@ impl<'p> Model<'p> {
             ticks: 0,
             crashes: 0,
             changes: 1,
+            skipped_us: 0,
             journal: Vec::new(),
             faults: Vec::new(),
             records: Vec::new(),
@@ -248,9 +251,10 @@ impl<'p> Model<'p> {
         self.plan.lease.duration + Duration::from_secs(1)
     }
 
-    /// The virtual clock, µs since the schedule's start.
-    fn epoch_us(&self) -> u64 {
-        self.tick_len().as_micros() as u64 * u64::from(self.ticks)
+    /// The virtual clock, µs since the schedule's start (ticks and time passed; the
+    /// journal's own times add a µs per event on top).
+    pub fn epoch_us(&self) -> u64 {
+        self.tick_len().as_micros() as u64 * u64::from(self.ticks) + self.skipped_us
     }
 
     /// The virtual clock as the SQL reads it: the ticks past the lease, and a millisecond
@@ -349,6 +353,18 @@ impl<'p> Model<'p> {
             }
         }
         ops
+    }
+
+    /// The steps a session takes when the schedule is left to itself: its protocol, with no
+    /// fault, heartbeat or failure (a worker completes what it holds), and no tick (time
+    /// passes only when nobody can step: `pass_time`).
+    pub fn settling(&self) -> Vec<Op> {
+        let own = |op: &Op| match op {
+            Op::Start(_, kind) => !matches!(kind, StepKind::Heartbeat | StepKind::Fail),
+            Op::Next(_) | Op::Commit(_) => true,
+            Op::Tick | Op::Crash(_) => false,
+        };
+        self.enabled().into_iter().filter(own).collect()
     }
 
     /// The text a statement step sends (`BEGIN` first for a step's first statement).

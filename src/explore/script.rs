@@ -16,7 +16,8 @@ fn condensed(sql: &str) -> String {
 
 pub fn steps(f: &Found, plan: &Plan) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "\nCOUNTEREXAMPLE ({}, {} steps):", plan.adapter.name, f.depth);
+    let then = if f.settled_from.is_some() { ", then left to itself" } else { "" };
+    let _ = writeln!(out, "\nCOUNTEREXAMPLE ({}, {} steps{then}):", plan.adapter.name, f.depth);
     for v in &f.violations {
         let _ = writeln!(out, "  {}: {}", v.check.name(), v.detail);
     }
@@ -28,6 +29,9 @@ pub fn steps(f: &Found, plan: &Plan) -> String {
         .collect();
     let _ = writeln!(out, "  (the checkers' words name the sessions {})", names.join(", "));
     for (n, r) in f.records.iter().enumerate() {
+        if f.settled_from == Some(n) {
+            let _ = writeln!(out, "  -- from here on, left to itself: no more faults, every session in turn --");
+        }
         let what = match (&r.sql, r.op) {
             (Some(sql), _) => condensed(sql),
             (None, Op::Tick) => "(the clock)".into(),
@@ -58,6 +62,9 @@ pub fn psql(f: &Found, plan: &Plan) -> String {
         plan.adapter.name, plan.jobs.preload, plan.jobs.preload
     );
     for (n, r) in f.records.iter().enumerate() {
+        if f.settled_from == Some(n) {
+            let _ = writeln!(out, "-- from here on, left to itself: no more faults, every session in turn");
+        }
         match (&r.sql, r.op) {
             (Some(sql), _) => {
                 let wait = r.waited_until.map_or(String::new(), |k| format!(" (waits; returns after step {})", k + 1));

@@ -7,7 +7,7 @@
 
 use super::protocol::{Cast, Faults, Model, Op, Record};
 use super::session::{Sent, Sessions, Snapshot};
-use super::verdict::{Violation, judge};
+use super::verdict::{Violation, judge, judge_settled};
 use crate::error::Result;
 use crate::scenario::Plan;
 use std::collections::HashSet;
@@ -20,7 +20,11 @@ pub struct Bounds {
     pub time: Duration,
     pub reduce: bool,
     pub faults: Faults,
+    /// Leave each new state to itself and judge the liveness checks (`settle`).
+    pub liveness: bool,
 }
+
+pub mod settle;
 
 #[derive(Debug, Default, Clone)]
 pub struct Stats {
@@ -46,6 +50,10 @@ pub struct Stats {
     pub exhausted: bool,
     /// Some schedule's claim handed a job out (none: the search tested nothing).
     pub claimed: bool,
+    /// States left to themselves (liveness), the steps that took, and the time.
+    pub settled: u64,
+    pub settle_steps: u64,
+    pub settle_time: Duration,
 }
 
 /// A counterexample: the steps as they ran, what they broke, and the evidence the checkers read.
@@ -56,6 +64,8 @@ pub struct Found {
     pub journal: Vec<crate::collect::Event>,
     pub faults: Vec<crate::collect::FaultEvent>,
     pub final_jobs: Vec<crate::model::records::JobRow>,
+    /// The record where the schedule was left to itself (a liveness counterexample).
+    pub settled_from: Option<usize>,
 }
 
 pub struct Search<'a> {
@@ -87,6 +97,9 @@ impl<'a> Search<'a> {
         let start = self.fresh().await?;
         let first = self.key(&start).await?;
         self.visited.insert(first);
+        if let Some(found) = self.left_to_itself(start, 0).await? {
+            return Ok(Some(found));
+        }
         let mut frontier: Vec<(Vec<Op>, f64)> = vec![(Vec::new(), 1.0)];
         for depth in 1..=self.bounds.depth {
             let mut next: Vec<(Vec<Op>, f64)> = Vec::new();
@@ -113,15 +126,7 @@ impl<'a> Search<'a> {
                     let violations = judge(&m, &rows);
                     self.stats.judge_time += t.elapsed();
                     if !violations.is_empty() {
-                        let (journal, faults) = (m.journal, m.faults);
-                        return Ok(Some(Found {
-                            records: m.records,
-                            violations,
-                            depth,
-                            journal,
-                            faults,
-                            final_jobs: rows,
-                        }));
+                        return Ok(Some(found(m, violations, depth, rows, None)));
                     }
                     if self.bounds.reduce {
                         let t = Instant::now();
@@ -138,6 +143,9 @@ impl<'a> Search<'a> {
                         }
                         at.insert(key, next.len());
                     }
+                    if let Some(found) = self.left_to_itself(m, depth).await? {
+                        return Ok(Some(found));
+                    }
                     let mut longer = path.clone();
                     longer.push(op);
                     next.push((longer, *paths));
@@ -152,6 +160,25 @@ impl<'a> Search<'a> {
             frontier = next;
         }
         Ok(None)
+    }
+
+    /// A new state left to itself, and judged with the liveness checks (`settle`).
+    async fn left_to_itself(&mut self, mut m: Model<'a>, depth: usize) -> Result<Option<Found>> {
+        if !self.bounds.liveness {
+            return Ok(None);
+        }
+        let t = Instant::now();
+        let settled = self.settle(&mut m).await?;
+        self.stats.settled += 1;
+        self.stats.settle_steps += settled.steps as u64;
+        self.stats.settle_time += t.elapsed();
+        self.stats.claimed |= m.journal.iter().any(|e| e.kind == crate::collect::EventKind::Claimed);
+        let violations = judge_settled(&m, &settled);
+        if violations.is_empty() {
+            return Ok(None);
+        }
+        let from = Some(settled.from);
+        Ok(Some(found(m, violations, depth, settled.rows, from)))
     }
 
     /// A state's name: the model's own part and every table's rows.
@@ -243,5 +270,23 @@ impl<'a> Search<'a> {
                 return Ok(());
             }
         }
+    }
+}
+
+fn found(
+    m: Model<'_>,
+    violations: Vec<Violation>,
+    depth: usize,
+    rows: Vec<crate::model::records::JobRow>,
+    settled_from: Option<usize>,
+) -> Found {
+    Found {
+        records: m.records,
+        violations,
+        depth,
+        journal: m.journal,
+        faults: m.faults,
+        final_jobs: rows,
+        settled_from,
     }
 }

@@ -8,9 +8,12 @@
 //! it. Neither is a counterexample by itself.
 
 use super::protocol::Model;
+use super::search::settle::{Settled, finished};
+use crate::collect::EventKind;
 use crate::model::check::Check;
-use crate::model::records::JobRow;
+use crate::model::records::{JobRow, Status};
 use crate::model::summary::CheckResult;
+use crate::model::words::count;
 use crate::verify::{self, Evidence};
 
 /// A broken property: the check's name, what it says, and the check's own result (its
@@ -23,18 +26,92 @@ pub struct Violation {
 }
 
 /// The checks a schedule is judged by.
-pub const CHECKS: [Check; 6] = [
+pub const CHECKS: [Check; 11] = [
     Check::ExactlyOnce,
     Check::NoLostJobs,
     Check::StaleCompletionsAccepted,
     Check::OwnershipOverlap,
     Check::AttemptsWithinBudget,
     Check::CancelledJobsNotRun,
+    Check::CompletionsRefusedUnexplained,
+    Check::JobsLeftAbandoned,
+    Check::Progress,
+    Check::FaultsRecovered,
+    Check::DeadAfterOneFault,
 ];
 
+/// The checks a schedule's own history settles, at any length.
+const HISTORY: [Check; 5] = [
+    Check::NoLostJobs,
+    Check::StaleCompletionsAccepted,
+    Check::AttemptsWithinBudget,
+    Check::CancelledJobsNotRun,
+    Check::CompletionsRefusedUnexplained,
+];
+
+/// The checks only a schedule left to itself settles: what its end state comes to.
+const SETTLED: [Check; 3] = [Check::JobsLeftAbandoned, Check::FaultsRecovered, Check::DeadAfterOneFault];
+
 pub fn judge(model: &Model<'_>, final_jobs: &[JobRow]) -> Vec<Violation> {
+    judge_by(model, final_jobs, &HISTORY)
+}
+
+/// A schedule left to itself (`search::settle`): where it left the jobs. What its history
+/// broke on the way (a duplicate, a refused completion) is not judged here: the search finds
+/// such a schedule itself, at its own shortest length, not behind a fixed continuation.
+pub fn judge_settled(model: &Model<'_>, settled: &Settled) -> Vec<Violation> {
+    // A day of quiet passed: every lease has run out, on the virtual clock the observer does not read.
+    let rows: Vec<JobRow> = settled
+        .rows
+        .iter()
+        .map(|r| JobRow { lease_expired: r.lease_expired || settled.quiet_secs > 0.0, ..*r })
+        .collect();
+    let mut out: Vec<Violation> =
+        judge_by(model, &rows, &SETTLED).into_iter().filter(|v| SETTLED.contains(&v.check)).collect();
+    let how = if settled.unsettled {
+        format!("the sessions were still stepping after {} steps (a livelock?)", settled.steps)
+    } else if finished(&settled.rows) {
+        "until no job was left to run".to_string()
+    } else {
+        format!("then {} of virtual time passed with nothing changing", duration(settled.quiet_secs))
+    };
+    let said = |what: &str| format!("left to itself with no more faults, {what} {how}");
+    for v in out.iter_mut().filter(|v| SETTLED.contains(&v.check)) {
+        v.detail = format!("{}: {}", said("every session went on"), v.detail);
+    }
+    // Ready work nobody takes: a job waiting (queued, or failed and due again) at the end. A
+    // search whose sessions never claim anything says so as a whole (VACUOUS) instead.
+    let waiting: Vec<i64> =
+        settled.rows.iter().filter(|r| matches!(r.status, Status::Queued | Status::Failed)).map(|r| r.id).collect();
+    let claimed = model.journal.iter().any(|e| e.kind == EventKind::Claimed);
+    if (!waiting.is_empty() && claimed) || (settled.unsettled && !finished(&settled.rows)) {
+        let n = waiting.len().max(1) as u64;
+        let detail = said(&format!("{} never finished", count(n, "waiting job")));
+        let result = CheckResult {
+            name: Check::Progress,
+            passed: false,
+            violations: n,
+            detail: detail.clone(),
+            examples: waiting,
+        };
+        out.push(Violation { check: Check::Progress, detail, result });
+    }
+    // What the continuation broke on the way, beside the end it came to: the cause, often.
+    if !out.is_empty() {
+        let seen: Vec<Check> = out.iter().map(|v| v.check).collect();
+        let on_the_way = judge_by(model, &rows, &HISTORY).into_iter().filter(|v| !seen.contains(&v.check));
+        out.extend(on_the_way.collect::<Vec<_>>());
+    }
+    out
+}
+
+fn duration(secs: f64) -> String {
+    if secs >= 3600.0 { format!("{:.0} h", secs / 3600.0) } else { format!("{secs:.0} s") }
+}
+
+fn judge_by(model: &Model<'_>, final_jobs: &[JobRow], judged: &[Check]) -> Vec<Violation> {
     let plan = model.plan;
-    let end_us = model.journal.iter().map(|e| e.t_us).max().unwrap_or(0) + 1;
+    let end_us = (model.journal.iter().map(|e| e.t_us).max().unwrap_or(0) + 1).max(model.epoch_us());
     let e = Evidence {
         faults: &model.faults,
         hold_transaction: plan.workers.mode == crate::model::protocol::Mode::HoldTransaction,
@@ -58,9 +135,7 @@ pub fn judge(model: &Model<'_>, final_jobs: &[JobRow]) -> Vec<Violation> {
         out.push(Violation { check: Check::OwnershipOverlap, detail, result });
     }
     for c in &v.checks {
-        let judged = [Check::StaleCompletionsAccepted, Check::AttemptsWithinBudget, Check::CancelledJobsNotRun]
-            .contains(&c.name);
-        if !c.passed && judged {
+        if !c.passed && judged.contains(&c.name) {
             out.push(Violation { check: c.name, detail: c.detail.clone(), result: c.clone() });
         }
     }

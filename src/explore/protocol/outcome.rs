@@ -71,20 +71,16 @@ impl<'p> Model<'p> {
                 self.changes += 1;
                 let held: Vec<Claimed> =
                     self.actors[a].job.take().into_iter().chain(self.actors[a].got.drain(..)).collect();
-                let t_us = self.next_seq();
-                self.faults.push(FaultEvent {
-                    t_us,
-                    kind: FaultKind::Crash,
-                    worker: Some(a as u32 + 1),
-                    job: held.first().map(|j| j.id),
-                });
                 // A job the session held (a claim committed, or returned in hold-transaction
-                // mode) is let go; a claim not yet committed is rolled back with the rest.
-                if let Some(j) = held
-                    .first()
-                    .filter(|_| !matches!(self.actors[a].phase, Phase::Running { kind: StepKind::Claim, .. }))
-                {
-                    self.event(a, &j.clone(), EventKind::Abandoned);
+                // mode) is let go; a claim not yet committed is rolled back with the rest, and
+                // the crash did not hit its job.
+                let claiming = matches!(self.actors[a].phase, Phase::Running { kind: StepKind::Claim, .. });
+                let hit = held.first().filter(|_| !claiming).cloned();
+                let t_us = self.next_seq();
+                let job = hit.as_ref().map(|j| j.id);
+                self.faults.push(FaultEvent { t_us, kind: FaultKind::Crash, worker: Some(a as u32 + 1), job });
+                if let Some(j) = hit {
+                    self.event(a, &j, EventKind::Abandoned);
                 }
                 let actor = &mut self.actors[a];
                 actor.phase = Phase::Crashed;
@@ -92,6 +88,18 @@ impl<'p> Model<'p> {
             }
             _ => {}
         }
+    }
+
+    /// Left to itself, nobody can step: the clock moves on `leases` ticks' worth (a lease and
+    /// a second each), so leases run out and backoffs come due. The reaper may run again, and
+    /// every session tries its claim again. Time passing is no fault: no fault event.
+    pub fn pass_time(&mut self, leases: u64) {
+        self.ticks += 1;
+        self.changes += 1;
+        self.skipped_us += self.tick_len().as_micros() as u64 * leases.saturating_sub(1);
+        let secs = self.epoch_us() as f64 / 1e6;
+        let what = if leases == 1 { "a lease".to_string() } else { format!("{leases} leases") };
+        self.record(Op::Tick, None, format!("time passes ({what}): the clock moves to {secs:.0} s"));
     }
 
     /// Records a statement step as sent with its text; returns its record's index.
