@@ -242,13 +242,24 @@ fn every_other_built_in_holds_and_a_search_that_claims_nothing_says_so() {
     let (code, stdout, stderr) = explore(&[&[file.to_str().unwrap()][..], &producer[..]].concat());
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(stdout.contains("and a producer"), "{stdout}");
-    // Pools claim their own class; explore preloads the default one: nobody claims, and a
-    // search that tested nothing is no pass.
-    let pools = repo("scenarios/starvation-pools.toml");
-    let (code, stdout, stderr) =
-        explore(&[pools.to_str().unwrap(), "--database-url", &db.url, "--depth", "6", "--crashes", "0"]);
+    // Pools claim their own class: explore's jobs are of the first session's pool, and a
+    // quota claim's classes are taken in turn.
+    for f in ["scenarios/starvation-pools.toml", "scenarios/starvation-quota.toml"] {
+        let file = repo(f);
+        let args = [file.to_str().unwrap(), "--database-url", &db.url, "--depth", "5", "--jobs", "2", "--crashes", "0"];
+        let (code, stdout, stderr) = explore(&args);
+        assert_eq!(code, 0, "{f}: {stdout}\n{stderr}");
+        assert!(stdout.contains("no counterexample") && !stdout.contains("VACUOUS"), "{f}: {stdout}");
+    }
+    // A claim that matches nothing: a search that tested nothing is no pass (and the job left
+    // waiting is not called a progress counterexample: nothing was ever claimed).
+    let dir = tempfile::tempdir().unwrap();
+    let never = custom_queue(dir.path(), r#"complete = "UPDATE jobs SET status = 'done' WHERE id = :id {fence}""#);
+    let text = std::fs::read_to_string(&never).unwrap().replace("status = 'queued' AND", "status = 'ready' AND");
+    std::fs::write(&never, text).unwrap();
+    let (code, stdout, stderr) = explore(&[never.to_str().unwrap(), "--database-url", &db.url, "--depth", "5"]);
     assert_eq!(code, 1, "{stdout}\n{stderr}");
-    assert!(stdout.contains("VACUOUS: no session claimed a job"), "{stdout}");
+    assert!(stdout.contains("VACUOUS: no session claimed a job") && !stdout.contains("COUNTEREXAMPLE"), "{stdout}");
 }
 
 #[test]

@@ -87,7 +87,12 @@ async fn search_on(plan: &Plan, db: &crate::db::Database, o: &Options) -> Result
     let setup = pipeline::setup_of(plan);
     let client = schema::install(db, setup.as_setup(), &plan.adapter.table, &[]).await?;
     let ids = crate::adapter::keys::Interner::default();
-    crate::run::preload::preload(&client, plan, &ids).await?;
+    let classes = classes_claimed(plan);
+    if classes.is_empty() {
+        crate::run::preload::preload(&client, plan, &ids).await?;
+    } else {
+        crate::run::preload::enqueue_classes(&client, plan, &ids, plan.jobs.preload, &classes).await?;
+    }
     let reaper = o.reaper && Model::has_reaper(plan);
     let cancel = if o.cancel { Some(first_job(plan, &client).await?) } else { None };
     let actors = o.sessions + usize::from(reaper) + usize::from(cancel.is_some()) + usize::from(o.producer);
@@ -187,6 +192,18 @@ fn print_header(plan: &Plan, o: &Options, reaper: bool) {
             "virtual time: these statements read the server's clock, and explore writes the virtual clock in its place: {}",
             clocked.join("; ")
         );
+    }
+}
+
+/// The classes explore's jobs take, where the scenario has classes (empty: the default class,
+/// the usual preload). Pools claim only their own class (`:pool`): every job is of the class
+/// of the first session's pool. Otherwise the jobs take the classes in turn, the first first.
+fn classes_claimed(plan: &Plan) -> Vec<(String, i32)> {
+    let classes = &plan.load.classes;
+    let pool = plan.workers.groups.iter().find(|(_, slots)| slots.contains(&1)).map(|(name, _)| name);
+    match pool.and_then(|p| classes.iter().find(|c| &c.name == p)) {
+        Some(c) => vec![(c.name.clone(), c.priority)],
+        None => classes.iter().map(|c| (c.name.clone(), c.priority)).collect(),
     }
 }
 

@@ -382,8 +382,8 @@ impl<'p> Model<'p> {
         let s = &self.step(kind)?.statements[index];
         let mut v = Values::new(self.plan).at(self.now());
         v.worker = &actor.name;
-        // The group the worker of this slot belongs to (`:pool`), as in a run.
-        let slot = i as u32;
+        // The group the worker of this slot belongs to (`:pool`), as in a run (w1 = slot 1).
+        let slot = i as u32 + 1;
         v.pool = self.plan.workers.groups.iter().find(|(_, ids)| ids.contains(&slot)).map_or("", |(name, _)| name);
         v.ids = &actor.selected;
         v.job = if actor.role == Role::Canceller { self.target.as_ref() } else { actor.job.as_ref() };

@@ -75,9 +75,9 @@ pub fn judge_settled(model: &Model<'_>, settled: &Settled) -> Vec<Violation> {
     } else {
         format!("then {} of virtual time passed with nothing changing", duration(settled.quiet_secs))
     };
-    let said = |what: &str| format!("left to itself with no more faults, {what} {how}");
+    let said = format!("left to itself (no more faults, every session going on: {how})");
     for v in out.iter_mut().filter(|v| SETTLED.contains(&v.check)) {
-        v.detail = format!("{}: {}", said("every session went on"), v.detail);
+        v.detail = format!("{said}: {}", v.detail);
     }
     // Ready work nobody takes: a job waiting (queued, or failed and due again) at the end. A
     // search whose sessions never claim anything says so as a whole (VACUOUS) instead.
@@ -86,7 +86,7 @@ pub fn judge_settled(model: &Model<'_>, settled: &Settled) -> Vec<Violation> {
     let claimed = model.journal.iter().any(|e| e.kind == EventKind::Claimed);
     if (!waiting.is_empty() && claimed) || (settled.unsettled && !finished(&settled.rows)) {
         let n = waiting.len().max(1) as u64;
-        let detail = said(&format!("{} never finished", count(n, "waiting job")));
+        let detail = format!("{said}: {} never finished", count(n, "waiting job"));
         let result = CheckResult {
             name: Check::Progress,
             passed: false,

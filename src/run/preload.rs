@@ -103,8 +103,21 @@ async fn attempt(client: &Client, plan: &Plan, ids: &Interner, done: u64) -> std
             v.enqueue.count = (n - done) as i64;
             run_step(client, step, &v).await.map_err(|e| Failure::Db("preloading jobs (the preload statement)", e))
         }
-        None => enqueue_each(client, plan, ids, done + 1..=n).await,
+        None => enqueue_each(client, plan, ids, done + 1..=n, &[]).await,
     }
+}
+
+/// `n` jobs through the queue's enqueue step, one at a time, job k of class `classes[(k - 1) %
+/// len]` (a class name and its priority; the default class when empty): for a search that
+/// needs jobs of the classes its claim takes (`explore`).
+pub async fn enqueue_classes(
+    client: &Client,
+    plan: &Plan,
+    ids: &Interner,
+    n: u64,
+    classes: &[(String, i32)],
+) -> Result<()> {
+    enqueue_each(client, plan, ids, 1..=n, classes).await.map_err(Failure::into_error)
 }
 
 /// Every statement of a step, in one transaction when there are several.
@@ -128,6 +141,7 @@ async fn enqueue_each(
     plan: &Plan,
     ids: &Interner,
     jobs: std::ops::RangeInclusive<u64>,
+    classes: &[(String, i32)],
 ) -> std::result::Result<(), Failure> {
     const WHAT: &str = "preloading jobs (the enqueue statement, one job at a time)";
     let prepared = crate::run::conn::prepare_step(client, &plan.adapter.enqueue)
@@ -139,13 +153,15 @@ async fn enqueue_each(
         let mut keys = Vec::new();
         for k in chunk_start..(chunk_start + CHUNK).min(last + 1) {
             let mut v = Values::new(plan);
-            v.enqueue = Enqueue {
-                payload: Some(serde_json::json!({ "n": k })),
-                n: k as i64,
-                count: 0,
-                class: crate::scenario::plan::DEFAULT_CLASS,
-                priority: 0,
+            let (class, priority) = match classes {
+                [] => (crate::scenario::plan::DEFAULT_CLASS, 0),
+                _ => {
+                    let (name, priority) = &classes[(k as usize - 1) % classes.len()];
+                    (name.as_str(), *priority)
+                }
             };
+            v.enqueue =
+                Enqueue { payload: Some(serde_json::json!({ "n": k })), n: k as i64, count: 0, class, priority };
             let rows = steps::rows(client, &prepared, &v, true).await.map_err(|e| Failure::Db(WHAT, e))?;
             keys.extend(rows.first().and_then(|r| r.try_get::<_, Key>(0).ok()));
         }
