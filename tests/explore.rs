@@ -232,9 +232,23 @@ fn every_other_built_in_holds_and_a_search_that_claims_nothing_says_so() {
     // (its update re-checks only the id); SKIP LOCKED's claim re-checks the status.
     let select = repo("scenarios/naive-select-update.toml");
     let cancel = ["--cancel", "--database-url", &db.url, "--depth", "6", "--crashes", "0"];
-    let (code, stdout, stderr) = explore(&[&[select.to_str().unwrap()][..], &cancel[..]].concat());
+    let out = tempfile::tempdir().unwrap();
+    let found = out.path().join("cancelled");
+    let (code, stdout, stderr) =
+        explore(&[&[select.to_str().unwrap()][..], &cancel[..], &["--out", found.to_str().unwrap()]].concat());
     assert_eq!(code, 1, "{stdout}\n{stderr}");
     assert!(stdout.contains("cancelled_jobs_not_run:") && stdout.contains(", 5 steps):"), "{stdout}");
+    // Its script, replayed: X's cancel changes the row, then A's claim takes the job anyway.
+    let script = std::fs::read_to_string(found.join("counterexample.sql")).unwrap();
+    let o = bin()
+        .args(["prepare", select.to_str().unwrap(), "--set", "jobs.preload=1", "--set", "workers.batch=1"])
+        .args(["--database-url", &db.url, "--schema", "qb_cancel"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "prepare: {}", String::from_utf8_lossy(&o.stderr));
+    let got = replay(&db.url, "qb_cancel", &script);
+    assert!(got["X"].contains(&"changed:1".to_string()), "the cancel landed: {got:?}");
+    assert!(got["A"].iter().any(|i| !i.starts_with("changed:")), "A's claim returned the cancelled job: {got:?}");
     let (code, stdout, stderr) = explore(&[&[file.to_str().unwrap()][..], &cancel[..]].concat());
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     // A producer's job among the preloaded one: SKIP LOCKED still hands each out once.
@@ -347,6 +361,15 @@ fn a_queue_that_stops_finishing_jobs_is_caught_left_to_itself() {
     let (code, stdout, stderr) = explore(&[skip.to_str().unwrap(), "--database-url", url, "--depth", "6"]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(stdout.contains("no counterexample"), "{stdout}");
+    // Unless the budget is one attempt: the reaper's reclaim spends it, and the job ends dead.
+    let one = ["--set", "jobs.max_attempts=1"];
+    let (code, stdout, stderr) =
+        explore(&[skip.to_str().unwrap(), "--database-url", url, "--depth", "6", one[0], one[1]]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(", 3 steps, then left to itself):") && stdout.contains("dead_after_one_fault:"),
+        "{stdout}"
+    );
 
     // A reaper that requeues the job but forgets the holder's name, which the claim requires
     // empty: the job waits for ever.
