@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # explore's pace: schedules per second and the reduction factor (the schedules the explored ones
 # stand for, over those run), for 2 and 3 worker sessions, on one scenario (SKIP LOCKED with a
-# token fence by default: nothing to find, so the search runs to its time limit). Each
-# configuration searches for SECONDS against the ephemeral cluster; prints one line each, the
-# tally explore prints (docs/explore.md keeps the figures).
+# token fence by default: nothing to find, so the search runs to its time limit), each with the
+# liveness checks (every new state left to itself) and with --safety-only, to show what leaving
+# states to themselves costs. Each configuration searches for SECONDS against the ephemeral
+# cluster; prints one line each, the tally explore prints (docs/explore.md keeps the figures).
 #
 #   scripts/explore-bench.sh [--scenario FILE] [--seconds N] [--sessions "2 3"] [--crashes N]
 set -euo pipefail
@@ -29,6 +30,10 @@ done
 
 echo "explore pace: $(basename "$scenario"), $seconds s a configuration, $crashes crash(es); $("$qb" --version)"
 for n in $sessions; do
-  line=$("$qb" explore "$scenario" --sessions "$n" --crashes "$crashes" --depth 40 --time "$seconds" | tail -1)
-  echo "$n sessions: $line"
+  for mode in liveness --safety-only; do
+    flag=()
+    [ "$mode" = liveness ] || flag=("$mode")
+    line=$("$qb" explore "$scenario" --sessions "$n" --crashes "$crashes" --depth 40 --time "$seconds" "${flag[@]}" | tail -1)
+    echo "$n sessions, ${mode#--}: $line"
+  done
 done
