@@ -16,7 +16,7 @@ use std::path::{Component, Path};
 
 /// What a file is, with its limit: the limit and the words of its refusal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A scenario or adapter file (TOML), and a run folder's `scenario.toml`.
     Scenario,
     /// A `summary.json`, `evidence.json`, a saved baseline.
@@ -27,7 +27,7 @@ pub enum Kind {
 
 impl Kind {
     /// The most bytes read.
-    pub const fn limit(self) -> u64 {
+    pub(crate) const fn limit(self) -> u64 {
         match self {
             Kind::Scenario => 1 << 20,
             Kind::Summary => 256 << 20,
@@ -45,7 +45,7 @@ impl Kind {
 }
 
 /// The limit as people say it (`1 MiB`, `4 GiB`).
-pub fn size(bytes: u64) -> String {
+pub(crate) fn size(bytes: u64) -> String {
     match bytes {
         b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
         b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
@@ -82,7 +82,7 @@ fn read_limited(from: impl Read, path: &Path, kind: Kind, unpacked: bool) -> Res
 }
 
 /// The bytes of `path`, refused past `kind`'s limit without reading the rest.
-pub fn read(path: &Path, kind: Kind) -> Result<Vec<u8>> {
+pub(crate) fn read(path: &Path, kind: Kind) -> Result<Vec<u8>> {
     let file = std::fs::File::open(path).map_err(|e| Error::path(Access::Read, path, e))?;
     if let Ok(meta) = file.metadata()
         && meta.is_dir()
@@ -93,27 +93,21 @@ pub fn read(path: &Path, kind: Kind) -> Result<Vec<u8>> {
 }
 
 /// The text of `path` (UTF-8), refused past `kind`'s limit.
-pub fn read_text(path: &Path, kind: Kind) -> Result<String> {
+pub(crate) fn read_text(path: &Path, kind: Kind) -> Result<String> {
     let bytes = read(path, kind)?;
     String::from_utf8(bytes)
         .map_err(|e| Error::Input { path: path.to_path_buf(), reason: format!("not UTF-8 text: {e}") })
 }
 
-/// A gzip file's contents: the file and what it unpacks to both within `kind`'s limit.
-pub fn read_gzip(path: &Path, kind: Kind) -> Result<Vec<u8>> {
-    let gz = read(path, kind)?;
-    gunzip(&gz, path, kind)
-}
-
 /// Unpacks gzip bytes (read from `path`), refused when they unpack past `kind`'s limit.
-pub fn gunzip(gz: &[u8], path: &Path, kind: Kind) -> Result<Vec<u8>> {
+pub(crate) fn gunzip(gz: &[u8], path: &Path, kind: Kind) -> Result<Vec<u8>> {
     read_limited(flate2::read::GzDecoder::new(gz), path, kind, true)
 }
 
 /// Writes `bytes` to `dir/rel` without following a symlink: a symlinked folder on the way is
 /// refused, and the file goes through a temporary file created exclusively and renamed over
 /// the target (which replaces a link there instead of writing through it).
-pub fn write_new(dir: &Path, rel: &str, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_new(dir: &Path, rel: &str, bytes: &[u8]) -> Result<()> {
     let path = dir.join(rel);
     let parent = path.parent().unwrap_or(dir);
     if !dir.exists() {

@@ -41,11 +41,11 @@ fn random_text(rng: &mut StdRng, max: usize) -> String {
     (0..n).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect()
 }
 
-pub const SCENARIO_CASES: usize = 5_000;
-pub const SET_CASES: usize = 5_000;
-pub const EXPECT_CASES: usize = 5_000;
-pub const SQL_CASES: usize = 5_000;
-pub const URL_CASES: usize = 5_000;
+pub(crate) const SCENARIO_CASES: usize = 5_000;
+pub(crate) const SET_CASES: usize = 5_000;
+pub(crate) const EXPECT_CASES: usize = 5_000;
+pub(crate) const SQL_CASES: usize = 5_000;
+pub(crate) const URL_CASES: usize = 5_000;
 
 #[test]
 fn scenario_files_never_panic() {

@@ -9,7 +9,7 @@ use crate::error::ExitCode;
 use crate::model::summary::{CheckResult, ExpectationResult, RunSummary};
 
 /// Evaluates every expectation against the summary's own numbers.
-pub fn evaluate(expectations: &[Expectation], summary: &RunSummary) -> Vec<ExpectationResult> {
+pub(crate) fn evaluate(expectations: &[Expectation], summary: &RunSummary) -> Vec<ExpectationResult> {
     let metrics = summary.metrics();
     expectations
         .iter()
@@ -27,7 +27,7 @@ pub fn evaluate(expectations: &[Expectation], summary: &RunSummary) -> Vec<Expec
 
 /// A run's verdict: whether it passed, and the checks that failed it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Judgement {
+pub(crate) struct Judgement {
     pub passed: bool,
     /// Violated checks that no expectation names, in the summary's order.
     pub failed_checks: Vec<Check>,
@@ -38,7 +38,7 @@ pub struct Judgement {
 /// passed. An expectation on `checks.<name>` replaces that check's default: the check is then
 /// judged by the expectation alone (`"checks.exactly_once" = "> 0"` makes duplicates the
 /// expected outcome). Selectors do not apply to checks, so the name is matched as written.
-pub fn judge(s: &RunSummary) -> Judgement {
+pub(crate) fn judge(s: &RunSummary) -> Judgement {
     let failed_checks = failed_checks(&s.checks, &s.expectations);
     let finished = !s.interrupted && !s.timed_out && !s.partial && s.aborted_by.is_none();
     let passed = finished && s.expectations.iter().all(|e| e.passed) && failed_checks.is_empty();
@@ -51,12 +51,12 @@ fn failed_checks(checks: &[CheckResult], expectations: &[ExpectationResult]) -> 
 }
 
 /// The expectations that name check `check` (`checks.<name>`), which judge it instead of its default.
-pub fn gating(check: Check, expectations: &[ExpectationResult]) -> impl Iterator<Item = &ExpectationResult> {
+pub(crate) fn gating(check: Check, expectations: &[ExpectationResult]) -> impl Iterator<Item = &ExpectationResult> {
     expectations.iter().filter(move |e| e.name.strip_prefix("checks.") == Some(check.name()))
 }
 
 /// The exit code a finished run earns.
-pub fn verdict(summary: &RunSummary) -> ExitCode {
+pub(crate) fn verdict(summary: &RunSummary) -> ExitCode {
     if summary.interrupted {
         ExitCode::Interrupted
     } else if summary.partial {

@@ -5,25 +5,27 @@
 //! scenario → plan → database → run → evidence → checks → summary → exit code.
 //! `pipeline::run_one` is that list of stage calls; docs/architecture.md has the map.
 
-pub mod adapter;
-pub mod agent;
+#![warn(unreachable_pub)]
+
+pub(crate) mod adapter;
+pub(crate) mod agent;
 pub mod cli;
 pub mod collect;
-pub mod commands;
-pub mod compare;
+pub(crate) mod commands;
+pub(crate) mod compare;
 pub mod db;
 pub mod diag;
 pub mod error;
-pub mod explore;
-pub mod files;
-pub mod gate;
+pub(crate) mod explore;
+pub(crate) mod files;
+pub(crate) mod gate;
 pub mod model;
-pub mod options;
-pub mod pipeline;
+pub(crate) mod options;
+pub(crate) mod pipeline;
 pub mod report;
 pub mod run;
-pub mod scenario;
-pub mod sweep;
+pub(crate) mod scenario;
+pub(crate) mod sweep;
 pub mod verify;
 
 #[cfg(test)]

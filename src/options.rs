@@ -146,7 +146,7 @@ fn take_query_param(url: &str, name: &str) -> (String, Option<String>) {
 }
 
 /// A schema name queuebench accepts from the command line: lower-case letters, digits and _.
-pub fn check_schema_name(name: &str) -> Result<()> {
+pub(crate) fn check_schema_name(name: &str) -> Result<()> {
     let ok = name.len() <= 63
         && name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
         && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 /// A user's own claim strategy: the same shape as the built-ins.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawStrategy {
+pub(crate) struct RawStrategy {
     #[serde(default)]
     pub description: String,
     /// Optional first statement returning `id`s; the claim then gets them as `:ids`.
@@ -34,7 +34,7 @@ pub struct RawStrategy {
 }
 
 /// The names of the built-in strategies, in the order the README lists them.
-pub const BUILTINS: [&str; 10] = [
+pub(crate) const BUILTINS: [&str; 10] = [
     "naive",
     "naive-select-update",
     "for-update",
@@ -48,7 +48,7 @@ pub const BUILTINS: [&str; 10] = [
 ];
 
 /// The predicate each fencing mode adds to a completion (seed 000 and 001).
-pub fn fence_predicate(fencing: Fencing) -> &'static str {
+pub(crate) fn fence_predicate(fencing: Fencing) -> &'static str {
     match fencing {
         Fencing::None => "",
         Fencing::Status => "AND status = 'running'",
@@ -137,14 +137,14 @@ fn builtin_sql(name: &str) -> Option<(Option<&'static str>, &'static str, bool, 
 const QUOTA_TEMPLATE: &str = include_str!("sql/priority-quota.claim.sql");
 
 /// Can `name` go into a SQL string literal as is? Letters, digits, `-` and `_`.
-pub fn safe_class_name(name: &str) -> bool {
+pub(crate) fn safe_class_name(name: &str) -> bool {
     !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 /// The `priority-quota` claim for these (class, jobs per claim) pairs, in
 /// their order. Class names become SQL literals, so they are checked here
 /// too, not only in the scenario's validation.
-pub fn quota_claim(quotas: &[(String, u32)]) -> Result<String, Invalid> {
+pub(crate) fn quota_claim(quotas: &[(String, u32)]) -> Result<String, Invalid> {
     if quotas.is_empty() {
         return Err(Invalid::new("priority-quota needs workers.quotas, e.g. quotas = { high = 5, normal = 3 }"));
     }
@@ -171,7 +171,7 @@ pub fn quota_claim(quotas: &[(String, u32)]) -> Result<String, Invalid> {
 /// Finds `name` among the scenario's own strategies, then the built-ins, and checks every
 /// statement's parameters. `quotas` (class, jobs per claim) feed the generated
 /// `priority-quota` claim; other strategies ignore them.
-pub fn resolve(
+pub(crate) fn resolve(
     name: &str,
     custom: &BTreeMap<String, RawStrategy>,
     fencing: Fencing,
@@ -253,7 +253,7 @@ pub fn resolve(
 
 /// A write judged by its row count must be plain DML: a top-level SELECT reports the rows it
 /// returned, whatever its data-modifying CTEs changed.
-pub fn rows_rule_fits(name: &str, s: &Statement) -> Result<(), Invalid> {
+pub(crate) fn rows_rule_fits(name: &str, s: &Statement) -> Result<(), Invalid> {
     // A word that is no statement at all (a typo) is left for the server to name.
     let returns_rows = matches!(
         verb::top_level(&s.text).as_deref(),

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The adapters queuebench ships, by name.
-pub const SHIPPED: &[(&str, &str)] = &[
+pub(crate) const SHIPPED: &[(&str, &str)] = &[
     ("good_job", include_str!("../../adapters/good_job.toml")),
     ("graphile-worker", include_str!("../../adapters/graphile-worker.toml")),
     ("oban", include_str!("../../adapters/oban.toml")),
@@ -27,7 +27,7 @@ pub const SHIPPED: &[(&str, &str)] = &[
 
 /// The adapter a scenario names: a shipped name, else a file relative to `base` (the
 /// scenario's folder). `lease_parser` reads the adapter's `lease` as scenario durations are read.
-pub fn load(
+pub(crate) fn load(
     spec: &str,
     base: &Path,
     lease_parser: impl Fn(&str) -> std::result::Result<Duration, Invalid>,

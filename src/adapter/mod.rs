@@ -7,15 +7,15 @@
 //! (`builtin`: the claim variants in `sql/`, and a scenario's `[strategies.NAME]`); a user's
 //! queue is an adapter file (`file`), shipped ones compiled in from `adapters/`.
 
-pub mod builtin;
-pub mod drive;
-pub mod file;
-pub mod keys;
-pub mod params;
-pub mod raw;
-pub mod verb;
+pub(crate) mod builtin;
+pub(crate) mod drive;
+pub(crate) mod file;
+pub(crate) mod keys;
+pub(crate) mod params;
+pub(crate) mod raw;
+pub(crate) mod verb;
 
-pub use params::{Constant, Param};
+pub(crate) use params::{Constant, Param};
 
 use params::{Names, translate_with};
 use std::path::PathBuf;
@@ -261,7 +261,7 @@ impl Adapter {
 
 /// Builds one statement of `role`: the text trimmed of a final `;`, `{fence}` expanded, its
 /// parameters checked and numbered. `cast_keys`: the built-in table's types for the keys.
-pub fn statement(
+pub(crate) fn statement(
     role: Role,
     text: &str,
     fence: &str,
@@ -274,7 +274,7 @@ pub fn statement(
 
 /// [`statement`] for a place in a step's list: `prev`, a statement after the first, may read
 /// the previous one's columns as `:prev.COLUMN`.
-pub fn statement_at(
+pub(crate) fn statement_at(
     role: Role,
     text: &str,
     fence: &str,

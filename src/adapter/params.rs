@@ -62,7 +62,7 @@ pub enum Param {
     Prev(u16),
 }
 
-pub const ALL: [Param; 22] = [
+pub(crate) const ALL: [Param; 22] = [
     Param::Batch,
     Param::LeaseSecs,
     Param::Worker,
@@ -247,7 +247,7 @@ impl ToSql for Constant {
 /// key parameters (`:id`, `:attempt`, `:token`) are cast to the built-in table's types or left
 /// for the server to infer from the adapter's own columns.
 #[derive(Debug, Clone, Copy)]
-pub struct Names<'a> {
+pub(crate) struct Names<'a> {
     pub allowed: &'a [Param],
     pub constants: &'a [(String, Constant)],
     pub cast_keys: bool,
@@ -257,7 +257,7 @@ pub struct Names<'a> {
 
 /// SQL with `$n::type` placeholders and the parameter bound to each `$n`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Positional {
+pub(crate) struct Positional {
     pub sql: String,
     pub params: Vec<Param>,
     /// The previous statement's columns `:prev.COLUMN` names, in `Param::Prev`'s order.
@@ -266,7 +266,7 @@ pub struct Positional {
 
 /// A `:name` in a statement that cannot be bound; both list what the statement accepts.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ParamError {
+pub(crate) enum ParamError {
     #[error("unknown parameter `:{name}`; this statement accepts {accepted}")]
     Unknown { name: String, accepted: String },
     #[error("parameter `:{name}` is not available here; this statement accepts {accepted}")]
@@ -279,14 +279,15 @@ pub enum ParamError {
 }
 
 /// Rewrites `:name` to `$n::type` with the built-in table's types (see [`translate_with`]).
-pub fn translate(text: &str, allowed: &[Param]) -> Result<Positional, ParamError> {
+#[cfg(test)]
+pub(crate) fn translate(text: &str, allowed: &[Param]) -> Result<Positional, ParamError> {
     translate_with(text, &Names { allowed, constants: &[], cast_keys: true, prev: false })
 }
 
 /// Rewrites `:name` to `$n::type`, leaving string literals, quoted identifiers, comments and
 /// `::` casts alone. A key parameter is written `$n` alone unless `cast_keys`. A name that is
 /// neither a parameter the statement may use nor a constant is an error listing what is allowed.
-pub fn translate_with(text: &str, names: &Names) -> Result<Positional, ParamError> {
+pub(crate) fn translate_with(text: &str, names: &Names) -> Result<Positional, ParamError> {
     let allowed = names.allowed;
     let mut sql = String::with_capacity(text.len() + 16);
     let mut params: Vec<Param> = Vec::new();

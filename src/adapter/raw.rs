@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawAdapter {
+pub(crate) struct RawAdapter {
     pub name: String,
     #[serde(default)]
     pub description: String,
@@ -56,7 +56,7 @@ pub struct RawDrive {
 /// A step: one statement, a list (one transaction), or a table with the acceptance rule.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
-pub enum RawStep {
+pub(crate) enum RawStep {
     One(String),
     List(Vec<String>),
     Table(RawStepTable),
@@ -64,7 +64,7 @@ pub enum RawStep {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawStepTable {
+pub(crate) struct RawStepTable {
     pub sql: OneOrMany,
     /// `rows` (default), `true` or `positive`.
     pub accepted: Option<String>,
@@ -72,14 +72,14 @@ pub struct RawStepTable {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
-pub enum OneOrMany {
+pub(crate) enum OneOrMany {
     One(String),
     Many(Vec<String>),
 }
 
 impl RawStep {
     /// The statements, in order, and the declared acceptance rule.
-    pub fn parts(&self) -> (Vec<String>, Option<&str>) {
+    pub(crate) fn parts(&self) -> (Vec<String>, Option<&str>) {
         match self {
             RawStep::One(s) => (vec![s.clone()], None),
             RawStep::List(l) => (l.clone(), None),
@@ -97,7 +97,7 @@ impl RawStep {
 /// The claim's columns.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawResult {
+pub(crate) struct RawResult {
     pub id: String,
     pub attempt: Option<String>,
     pub token: Option<String>,
@@ -110,7 +110,7 @@ pub struct RawResult {
 /// How the harness reads the queue's state.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawObserve {
+pub(crate) struct RawObserve {
     pub state: String,
     pub remaining: String,
     pub depth: Option<String>,

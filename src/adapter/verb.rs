@@ -6,7 +6,7 @@
 
 /// The statement's top-level keyword, upper-cased (`SELECT`, `UPDATE`, …); None when the text
 /// has no word at all.
-pub fn top_level(sql: &str) -> Option<String> {
+pub(crate) fn top_level(sql: &str) -> Option<String> {
     let mut rest = skip_space(sql);
     let word = leading_word(rest)?;
     if word != "WITH" {
@@ -48,7 +48,7 @@ fn skip_name(s: &str) -> Option<&str> {
 }
 
 /// Is this statement plain DML, whose row count is what it changed?
-pub fn is_dml(sql: &str) -> bool {
+pub(crate) fn is_dml(sql: &str) -> bool {
     matches!(top_level(sql).as_deref(), Some("INSERT" | "UPDATE" | "DELETE" | "MERGE"))
 }
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Component, Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Bundle {
+pub(crate) struct Bundle {
     pub run_id: String,
     /// The coordinator's version: an agent of another version refuses to join.
     pub version: String,
@@ -26,7 +26,7 @@ pub struct Bundle {
 
 /// The bundle of `plan`. An adapter file must sit in the scenario's folder or below (or at
 /// most three folders up), as the agents rebuild that layout.
-pub fn of(plan: &Plan, run_id: &str, agents: u32) -> Result<Bundle> {
+pub(crate) fn of(plan: &Plan, run_id: &str, agents: u32) -> Result<Bundle> {
     let scenario = &plan.source.path;
     let folder = scenario.parent().unwrap_or(Path::new(""));
     let adapter = match &plan.adapter.origin {
@@ -73,7 +73,7 @@ fn relative_to(path: &Path, folder: &Path) -> Option<PathBuf> {
 impl Bundle {
     /// The plan, built as the coordinator built it: the files written into `dir` (three
     /// folders deep, so an adapter up to three folders up stays inside it).
-    pub fn plan(&self, dir: &Path) -> Result<Plan> {
+    pub(crate) fn plan(&self, dir: &Path) -> Result<Plan> {
         let here = dir.join("a").join("b").join("c");
         let file = here.join(sanitized(&self.file_name));
         let write = |path: &Path, text: &str| {

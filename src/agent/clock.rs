@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio_postgres::Client;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Clock {
+pub(crate) struct Clock {
     /// This clock minus the server's, µs.
     pub offset_us: i64,
     /// The offset is right within ± this many µs.
@@ -21,7 +21,7 @@ fn now_us() -> i64 {
 
 const SERVER_CLOCK: &str = include_str!("sql/server_clock.sql");
 /// `rounds` round trips (at least one), the tightest kept.
-pub async fn measure(client: &Client, rounds: u32) -> Result<Clock, tokio_postgres::Error> {
+pub(crate) async fn measure(client: &Client, rounds: u32) -> Result<Clock, tokio_postgres::Error> {
     let query = client.prepare(SERVER_CLOCK).await?;
     let mut best: Option<Clock> = None;
     for _ in 0..rounds.max(1) {
@@ -40,7 +40,7 @@ pub async fn measure(client: &Client, rounds: u32) -> Result<Clock, tokio_postgr
 impl Clock {
     /// The instant on this machine's monotonic clock when the server's clock reads `server_us`
     /// (µs since the epoch). In the past if that time has gone by.
-    pub fn instant_of(&self, server_us: i64) -> Instant {
+    pub(crate) fn instant_of(&self, server_us: i64) -> Instant {
         let here_us = server_us + self.offset_us;
         let (now, now_us) = (Instant::now(), now_us());
         let delta = here_us - now_us;

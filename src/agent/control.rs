@@ -25,15 +25,15 @@ const EVIDENCE_CLEAR: &str = include_str!("sql/evidence_clear.sql");
 const RUN_SCHEMAS: &str = include_str!("sql/run_schemas.sql");
 
 /// The table that marks a schema as a run across agents.
-pub const MARK: &str = "qb_agent_run";
+pub(crate) const MARK: &str = "qb_agent_run";
 
 /// A database error in the control tables, as the run's error.
-pub fn failed(action: &str, e: &tokio_postgres::Error) -> Error {
+pub(crate) fn failed(action: &str, e: &tokio_postgres::Error) -> Error {
     Error::Database { action: action.into(), target: None, sql: crate::db::sql(e), hint: None }
 }
 
 /// Coordinator: the control tables, with the plan, open for `agents` agents.
-pub async fn create(client: &Client, run_id: &str, agents: u32, bundle: &Bundle) -> Result<()> {
+pub(crate) async fn create(client: &Client, run_id: &str, agents: u32, bundle: &Bundle) -> Result<()> {
     client.batch_execute(TABLES).await.map_err(|e| failed("creating the agents' control tables", &e))?;
     let json = serde_json::to_value(bundle).expect("the bundle serialises");
     client
@@ -45,7 +45,7 @@ pub async fn create(client: &Client, run_id: &str, agents: u32, bundle: &Bundle)
 
 /// One agent as the coordinator sees it.
 #[derive(Debug, Clone)]
-pub struct Seen {
+pub(crate) struct Seen {
     pub agent: u32,
     pub name: String,
     pub state: String,
@@ -58,7 +58,7 @@ pub struct Seen {
 }
 
 /// Coordinator: every agent that joined, by number.
-pub async fn agents(client: &Client) -> std::result::Result<Vec<Seen>, tokio_postgres::Error> {
+pub(crate) async fn agents(client: &Client) -> std::result::Result<Vec<Seen>, tokio_postgres::Error> {
     let rows = client.query(AGENTS, &[]).await?;
     Ok(rows
         .iter()
@@ -76,28 +76,35 @@ pub async fn agents(client: &Client) -> std::result::Result<Vec<Seen>, tokio_pos
 
 /// Coordinator: the barrier. The clock starts `after` from now on the server's clock; returns
 /// that time as µs since the epoch (server clock).
-pub async fn start(client: &Client, after: std::time::Duration) -> std::result::Result<i64, tokio_postgres::Error> {
+pub(crate) async fn start(
+    client: &Client,
+    after: std::time::Duration,
+) -> std::result::Result<i64, tokio_postgres::Error> {
     let row = client.query_one(START, &[&after.as_secs_f64()]).await?;
     Ok(row.get(0))
 }
 
 /// Coordinator: tells the agents to stop (their workers stop, they upload their evidence).
-pub async fn stop(client: &Client) -> std::result::Result<(), tokio_postgres::Error> {
+pub(crate) async fn stop(client: &Client) -> std::result::Result<(), tokio_postgres::Error> {
     client.execute(STOP, &[]).await.map(|_| ())
 }
 
 /// Coordinator: the producers are done (agents' workers may then stop on an empty queue).
-pub async fn producers_done(client: &Client) -> std::result::Result<(), tokio_postgres::Error> {
+pub(crate) async fn producers_done(client: &Client) -> std::result::Result<(), tokio_postgres::Error> {
     client.execute(PRODUCERS_DONE, &[]).await.map(|_| ())
 }
 
 /// Coordinator: the run is over; late agents are told so.
-pub async fn done(client: &Client) -> std::result::Result<(), tokio_postgres::Error> {
+pub(crate) async fn done(client: &Client) -> std::result::Result<(), tokio_postgres::Error> {
     client.execute(DONE, &[]).await.map(|_| ())
 }
 
 /// Coordinator: one agent's uploaded part, its chunks in order, concatenated.
-pub async fn download(client: &Client, agent: u32, part: &str) -> std::result::Result<Vec<u8>, tokio_postgres::Error> {
+pub(crate) async fn download(
+    client: &Client,
+    agent: u32,
+    part: &str,
+) -> std::result::Result<Vec<u8>, tokio_postgres::Error> {
     let rows = client.query(DOWNLOAD, &[&(agent as i32), &part]).await?;
     let mut out = Vec::new();
     for r in rows {
@@ -108,7 +115,7 @@ pub async fn download(client: &Client, agent: u32, part: &str) -> std::result::R
 
 /// What an agent reads of the run each time it reports.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RunState {
+pub(crate) struct RunState {
     pub state: String,
     /// µs since the epoch, server clock; None until the coordinator starts the run.
     pub start_at_us: Option<i64>,
@@ -117,7 +124,7 @@ pub struct RunState {
 
 /// Agent: joins the run as agent `index` (None: the lowest free number); Err says why it
 /// cannot (the run is full, has started, or that number is taken).
-pub async fn join(
+pub(crate) async fn join(
     client: &mut Client,
     name: &str,
     index: Option<u32>,
@@ -144,12 +151,12 @@ pub async fn join(
 }
 
 /// Agent: the plan it joined.
-pub async fn bundle(client: &Client) -> std::result::Result<serde_json::Value, tokio_postgres::Error> {
+pub(crate) async fn bundle(client: &Client) -> std::result::Result<serde_json::Value, tokio_postgres::Error> {
     Ok(client.query_one(BUNDLE, &[]).await?.get(0))
 }
 
 /// Agent: a sign of life with its state (and, at the end, its report); returns the run's state.
-pub async fn report(
+pub(crate) async fn report(
     client: &Client,
     agent: u32,
     state: &str,
@@ -160,12 +167,12 @@ pub async fn report(
 }
 
 /// Agent: why it gave up, for the coordinator's verdict.
-pub async fn fail(client: &Client, agent: u32, error: &str) -> std::result::Result<(), tokio_postgres::Error> {
+pub(crate) async fn fail(client: &Client, agent: u32, error: &str) -> std::result::Result<(), tokio_postgres::Error> {
     client.execute(FAIL, &[&(agent as i32), &error]).await.map(|_| ())
 }
 
 /// Agent: one evidence part, in chunks of at most 8 MiB (a bytea value is read whole).
-pub async fn upload(
+pub(crate) async fn upload(
     client: &Client,
     agent: u32,
     part: &str,
@@ -182,7 +189,7 @@ pub async fn upload(
 
 /// Agent: the run's schema in this database: the one named (by schema or run id), else the
 /// newest one still waiting for agents. Err(reason) when there is none.
-pub async fn find_run(
+pub(crate) async fn find_run(
     client: &Client,
     wanted: Option<&str>,
 ) -> std::result::Result<std::result::Result<(String, String), NoRun>, tokio_postgres::Error> {

@@ -28,7 +28,7 @@ const DEAD_AFTER: Duration = Duration::from_secs(10);
 const STUCK_EVERY: Duration = Duration::from_secs(2);
 
 /// Runs `plan` with its workers in agents; the output holds their merged evidence.
-pub async fn run(
+pub(crate) async fn run(
     plan: &Plan,
     db: &Database,
     interrupt: &CancellationToken,
@@ -144,7 +144,7 @@ struct Fired {
 }
 
 /// What agents cannot run: a clear error (exit 2) before anything starts.
-pub fn check_plan(plan: &Plan, opts: &AgentsOptions) -> Result<()> {
+pub(crate) fn check_plan(plan: &Plan, opts: &AgentsOptions) -> Result<()> {
     let flag = if opts.spawn { "--spawn-agents" } else { "--agents" };
     let refuse = |reason: String| Err(Error::Flag { flag: flag.into(), reason });
     if opts.count == 0 {
@@ -170,7 +170,7 @@ pub fn check_plan(plan: &Plan, opts: &AgentsOptions) -> Result<()> {
 }
 
 /// A plan with faults on agents needs agents: a clear error (exit 2) for a local run.
-pub fn check_local(plan: &Plan) -> Result<()> {
+pub(crate) fn check_local(plan: &Plan) -> Result<()> {
     check_network(plan)?;
     match kill::of(plan).next() {
         None => Ok(()),

@@ -12,11 +12,11 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The parts an agent uploads, by name.
-pub const PARTS: [&str; 5] = ["journal", "samples", "histograms", "counters", "faults"];
+pub(crate) const PARTS: [&str; 5] = ["journal", "samples", "histograms", "counters", "faults"];
 
 /// What one agent recorded, as the merge needs it.
 #[derive(Debug, Default)]
-pub struct AgentEvidence {
+pub(crate) struct AgentEvidence {
     pub journal: Vec<Event>,
     pub stats: WorkerStats,
     pub latency: Samples,
@@ -81,7 +81,11 @@ fn histograms(s: &WorkerStats) -> [&Histogram<u64>; 5] {
 }
 
 /// The parts of one agent's evidence, by name (`PARTS`).
-pub fn encode(journal: &[Event], stats: &mut WorkerStats, faults: &[FaultEvent]) -> Vec<(&'static str, Vec<u8>)> {
+pub(crate) fn encode(
+    journal: &[Event],
+    stats: &mut WorkerStats,
+    faults: &[FaultEvent],
+) -> Vec<(&'static str, Vec<u8>)> {
     let mut samples = Samples::default();
     stats.take_samples(&mut samples);
     let mut lists = Vec::new();
@@ -124,7 +128,7 @@ pub fn encode(journal: &[Event], stats: &mut WorkerStats, faults: &[FaultEvent])
 }
 
 /// One agent's evidence from its parts (`part` returns a part's bytes by name).
-pub fn decode(part: impl Fn(&str) -> Vec<u8>) -> Result<AgentEvidence, BadEvidence> {
+pub(crate) fn decode(part: impl Fn(&str) -> Vec<u8>) -> Result<AgentEvidence, BadEvidence> {
     let journal_bytes = gunzip(&part("journal"), "journal")?;
     let journal = read_records::<Event>(&mut journal_bytes.as_slice(), "journal")?;
     let sample_bytes = gunzip(&part("samples"), "samples")?;

@@ -22,13 +22,13 @@ use tokio_postgres::config::Host;
 
 /// The added latency of one agent's path, each way (0: none). Read once per chunk.
 #[derive(Debug, Default)]
-pub struct Shape {
+pub(crate) struct Shape {
     delay_us: AtomicU64,
     jitter_us: AtomicU64,
 }
 
 impl Shape {
-    pub fn set(&self, delay: Duration, jitter: Duration) {
+    pub(crate) fn set(&self, delay: Duration, jitter: Duration) {
         self.jitter_us.store(jitter.as_micros() as u64, Ordering::Relaxed);
         self.delay_us.store(delay.as_micros() as u64, Ordering::Relaxed);
     }
@@ -63,7 +63,7 @@ impl Server {
 }
 
 /// One agent's forwarder; its connections close when it is dropped.
-pub struct Forwarder {
+pub(crate) struct Forwarder {
     pub addr: SocketAddr,
     pub shape: Arc<Shape>,
     task: tokio::task::JoinHandle<()>,
@@ -77,7 +77,7 @@ impl Drop for Forwarder {
 
 impl Forwarder {
     /// Listens on `ip` (a free port) and relays to the server `config` names.
-    pub async fn start(ip: Ipv4Addr, config: &tokio_postgres::Config, seed: u64) -> Result<Forwarder> {
+    pub(crate) async fn start(ip: Ipv4Addr, config: &tokio_postgres::Config, seed: u64) -> Result<Forwarder> {
         let server = Server::of(config);
         let listener = TcpListener::bind((ip, 0))
             .await

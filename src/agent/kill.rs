@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 /// The plan's `kill_agent` faults.
-pub fn of(plan: &Plan) -> impl Iterator<Item = &Fault> {
+pub(crate) fn of(plan: &Plan) -> impl Iterator<Item = &Fault> {
     plan.faults.iter().filter(|f| f.kind == Kind::KillAgent)
 }
 
 /// What cannot run, before anything starts: agents this process did not spawn, or an agent
 /// number the run does not have (exit 2).
-pub fn check(plan: &Plan, opts: &AgentsOptions) -> Result<()> {
+pub(crate) fn check(plan: &Plan, opts: &AgentsOptions) -> Result<()> {
     let file = plan.source.path.display();
     for f in of(plan) {
         if !opts.spawn {
@@ -49,7 +49,7 @@ pub fn check(plan: &Plan, opts: &AgentsOptions) -> Result<()> {
 
 /// A spawned agent, killed by a fault: for its note in the summary.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Killed {
+pub(crate) struct Killed {
     pub agent: u32,
     /// The fault's place in the scenario, from 0.
     pub fault: usize,
@@ -57,7 +57,7 @@ pub struct Killed {
 }
 
 impl Killed {
-    pub fn note(&self) -> String {
+    pub(crate) fn note(&self) -> String {
         format!("killed (SIGKILL) by faults[{}] (kind = \"kill_agent\") at {:.1} s", self.fault, self.t_us as f64 / 1e6)
     }
 }
@@ -65,7 +65,7 @@ impl Killed {
 /// Fires every fault of `faults` at its time after `start` (unless `stop` comes first): a
 /// SIGKILL to each named agent's process (`pids[k - 1]`, still an agent of `run_id`). Returns
 /// the faults as they took effect and whom they killed.
-pub async fn inject(
+pub(crate) async fn inject(
     faults: &[Fault],
     pids: &[Option<u32>],
     run_id: &str,

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 /// `queuebench agent`, resolved.
 #[derive(Debug, Clone)]
-pub struct AgentOptions {
+pub(crate) struct AgentOptions {
     pub url: String,
     /// A run id or schema; None: the newest run waiting for agents.
     pub run: Option<String>,
@@ -33,7 +33,7 @@ pub struct AgentOptions {
 
 /// What an agent reports at the end (`qb_agent.report`), beside its evidence.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Report {
+pub(crate) struct Report {
     pub clock_start: Clock,
     pub clock_end: Option<Clock>,
     /// The run's length on this agent's clock, µs.
@@ -47,10 +47,10 @@ pub struct Report {
 }
 
 /// How often an agent reports (its sign of life) and reads the run's state.
-pub const REPORT_EVERY: Duration = Duration::from_millis(250);
+pub(crate) const REPORT_EVERY: Duration = Duration::from_millis(250);
 
 /// Joins, runs, uploads. Ok when the evidence is uploaded.
-pub async fn agent(opts: &AgentOptions, interrupt: &CancellationToken) -> Result<()> {
+pub(crate) async fn agent(opts: &AgentOptions, interrupt: &CancellationToken) -> Result<()> {
     let (schema, run_id) = find(opts).await?;
     let db = Database::open(Some(&opts.url), &[], schema, true, true).await?;
     let mut client = db.connect().await?;

@@ -18,7 +18,7 @@ use tokio_postgres::Client;
 const RECOVERED_LEDGER: &str = include_str!("sql/recovered_ledger.sql");
 const RECOVERED_DONE: &str = include_str!("sql/recovered_done.sql");
 /// What the coordinator knows of the run's agents when their workers are done.
-pub struct Roll {
+pub(crate) struct Roll {
     /// The agents the run waited for.
     pub wanted: u32,
     pub seen: Vec<Seen>,
@@ -27,7 +27,7 @@ pub struct Roll {
 }
 
 /// Merges every uploaded agent's evidence into `out` and fills `out.agents`.
-pub async fn merge(plan: &Plan, client: &Client, roll: &Roll, out: &mut RunOutput) -> crate::error::Result<()> {
+pub(crate) async fn merge(plan: &Plan, client: &Client, roll: &Roll, out: &mut RunOutput) -> crate::error::Result<()> {
     let started = Instant::now();
     let mut figures = Vec::new();
     let mut longest = None::<u64>;

@@ -8,42 +8,42 @@
 //! machine look like separate hosts (a network namespace each, a forwarder to the server,
 //! `tc netem`).
 
-pub mod bundle;
-pub mod clock;
-pub mod control;
-pub mod coordinator;
-pub mod evidence;
-pub mod forward;
-pub mod kill;
-pub mod member;
-pub mod merge;
-pub mod netfault;
-pub mod netns;
-pub mod problem;
-pub mod spawn;
-pub mod stuck;
+pub(crate) mod bundle;
+pub(crate) mod clock;
+pub(crate) mod control;
+pub(crate) mod coordinator;
+pub(crate) mod evidence;
+pub(crate) mod forward;
+pub(crate) mod kill;
+pub(crate) mod member;
+pub(crate) mod merge;
+pub(crate) mod netfault;
+pub(crate) mod netns;
+pub(crate) mod problem;
+pub(crate) mod spawn;
+pub(crate) mod stuck;
 
 use crate::model::fault::Actor;
 use crate::scenario::Plan;
 use std::ops::RangeInclusive;
 
 /// Respawned workers of agent k take identities from `workers + 1 + (k - 1) × IDENTITY_SPAN`.
-pub const IDENTITY_SPAN: u32 = 100_000;
+pub(crate) const IDENTITY_SPAN: u32 = 100_000;
 
 /// Agent k's worker slots (k = 1..=agents): the workers split as evenly as they go.
-pub fn slots(workers: u32, agents: u32, k: u32) -> RangeInclusive<u32> {
+pub(crate) fn slots(workers: u32, agents: u32, k: u32) -> RangeInclusive<u32> {
     let (w, n, k) = (u64::from(workers), u64::from(agents), u64::from(k));
     ((k - 1) * w / n + 1) as u32..=(k * w / n) as u32
 }
 
 /// The first identity agent k's respawned workers take.
-pub fn identity_base(workers: u32, k: u32) -> u32 {
+pub(crate) fn identity_base(workers: u32, k: u32) -> u32 {
     workers + 1 + (k - 1) * IDENTITY_SPAN
 }
 
 /// The plan as agent k runs it: only the faults that hit its own workers (crashes, pauses,
 /// killed backends), each narrowed to them. Faults keep their scenario index.
-pub fn plan_for_agent(plan: &Plan, mine: &RangeInclusive<u32>) -> Plan {
+pub(crate) fn plan_for_agent(plan: &Plan, mine: &RangeInclusive<u32>) -> Plan {
     let mut p = plan.clone();
     p.faults.retain_mut(|f| {
         let on_workers = matches!(f.kind.kind().actor(), Actor::Worker | Actor::Injector);
@@ -55,7 +55,7 @@ pub fn plan_for_agent(plan: &Plan, mine: &RangeInclusive<u32>) -> Plan {
 
 /// The plan as the coordinator runs it: only the faults on the server (lock holds, cancels,
 /// restarts, failovers); the agents run those on workers.
-pub fn plan_for_coordinator(plan: &Plan) -> Plan {
+pub(crate) fn plan_for_coordinator(plan: &Plan) -> Plan {
     let mut p = plan.clone();
     p.faults.retain(|f| matches!(f.kind.kind().actor(), Actor::Operator | Actor::Supervisor));
     p
@@ -63,7 +63,7 @@ pub fn plan_for_coordinator(plan: &Plan) -> Plan {
 
 /// How long the plan itself keeps an agent silent (a network partition cuts its control
 /// connection too): the coordinator waits this much longer before calling it missing.
-pub fn silence_planned(plan: &Plan) -> std::time::Duration {
+pub(crate) fn silence_planned(plan: &Plan) -> std::time::Duration {
     netfault::silence(plan)
 }
 

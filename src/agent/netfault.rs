@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 /// The plan's network faults.
-pub fn of(plan: &Plan) -> impl Iterator<Item = &Fault> {
+pub(crate) fn of(plan: &Plan) -> impl Iterator<Item = &Fault> {
     plan.faults.iter().filter(|f| matches!(f.kind, Kind::Network { .. }))
 }
 
@@ -36,7 +36,7 @@ fn targets(f: &Fault, count: u32) -> Vec<u32> {
 
 /// What cannot run before anything starts: agents named that do not exist, and `loss` on a
 /// kernel without netem (tried on the first host's interface, then removed).
-pub fn preflight(plan: &Plan, hosts: &Hosts) -> Result<()> {
+pub(crate) fn preflight(plan: &Plan, hosts: &Hosts) -> Result<()> {
     let count = hosts.hosts.len() as u32;
     for f in of(plan) {
         if let Some(k) = f.agents.iter().find(|&&k| k > count) {
@@ -67,14 +67,14 @@ pub fn preflight(plan: &Plan, hosts: &Hosts) -> Result<()> {
 
 /// The agents' hosts and the forwarders to the server on them (dropped in this order: the
 /// relays close, then the namespaces go).
-pub struct Net {
+pub(crate) struct Net {
     pub forwarders: Vec<Forwarder>,
     pub hosts: Hosts,
 }
 
 impl Net {
     /// A host per agent, checked against the plan's network faults, with its forwarder.
-    pub async fn up(plan: &Plan, server: &tokio_postgres::Config, count: u32) -> Result<Net> {
+    pub(crate) async fn up(plan: &Plan, server: &tokio_postgres::Config, count: u32) -> Result<Net> {
         let hosts = tokio::task::spawn_blocking(move || Hosts::create(count))
             .await
             .map_err(|e| Error::machine("making the agents' network namespaces", e))??;
@@ -89,7 +89,7 @@ impl Net {
     /// Fires every network fault in `faults` at its time after `start`, each for its
     /// duration, ending early when `stop` is cancelled; returns what took effect, and each
     /// agent's span from on to off (its `workers` left for the caller, who knows the slots).
-    pub async fn inject(
+    pub(crate) async fn inject(
         &self,
         faults: &[Fault],
         start: Instant,
@@ -198,7 +198,7 @@ async fn blocking(
 
 /// How long the plan keeps an agent silent: its longest partition, twice (TCP's
 /// retransmission back-off after the link is up can wait about as long again), plus 5 s.
-pub fn silence(plan: &Plan) -> Duration {
+pub(crate) fn silence(plan: &Plan) -> Duration {
     of(plan)
         .filter_map(|f| match f.kind {
             Kind::Network { effect: NetEffect::Partition, duration } => Some(duration * 2 + Duration::from_secs(5)),

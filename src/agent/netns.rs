@@ -13,7 +13,7 @@ use std::process::Command;
 
 /// One agent's host: its namespace, the two ends of its veth pair and their addresses.
 #[derive(Debug, Clone)]
-pub struct Host {
+pub(crate) struct Host {
     pub ns: String,
     /// The end on this machine's side (the forwarder listens on `host_ip` here).
     pub host_if: String,
@@ -25,13 +25,13 @@ pub struct Host {
 
 impl Host {
     /// The namespace's file, for `setns` in the spawned agent.
-    pub fn ns_file(&self) -> PathBuf {
+    pub(crate) fn ns_file(&self) -> PathBuf {
         PathBuf::from("/run/netns").join(&self.ns)
     }
 }
 
 /// The hosts of one run, removed on drop.
-pub struct Hosts {
+pub(crate) struct Hosts {
     pub hosts: Vec<Host>,
 }
 
@@ -39,7 +39,7 @@ pub struct Hosts {
 const BLOCKS: u32 = 16_384;
 
 /// Why `--netns` cannot be used here, or None.
-pub fn unavailable() -> Option<String> {
+pub(crate) fn unavailable() -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Some("network namespaces need root (CAP_NET_ADMIN): run as root, or drop --netns".into());
@@ -52,7 +52,7 @@ pub fn unavailable() -> Option<String> {
 
 impl Hosts {
     /// `count` hosts, one per agent (agent k gets `hosts[k - 1]`).
-    pub fn create(count: u32) -> Result<Hosts> {
+    pub(crate) fn create(count: u32) -> Result<Hosts> {
         if let Some(why) = unavailable() {
             return Err(Error::Flag { flag: "--netns".into(), reason: why });
         }
@@ -82,7 +82,7 @@ impl Hosts {
     }
 
     /// Agent k's host.
-    pub fn of(&self, k: u32) -> Option<&Host> {
+    pub(crate) fn of(&self, k: u32) -> Option<&Host> {
         self.hosts.get(k.checked_sub(1)? as usize)
     }
 }
@@ -98,7 +98,7 @@ impl Drop for Hosts {
 }
 
 /// Runs `ip`/`tc` with `args`; its stderr on failure.
-pub fn run(program: &str, args: &[&str]) -> std::result::Result<(), CommandFailed> {
+pub(crate) fn run(program: &str, args: &[&str]) -> std::result::Result<(), CommandFailed> {
     match Command::new(program).args(args).output() {
         Ok(o) if o.status.success() => Ok(()),
         Ok(o) => Err(CommandFailed::Exited {

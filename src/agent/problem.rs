@@ -4,7 +4,7 @@
 
 /// Why an agent cannot join the run it found.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NoJoin {
+pub(crate) enum NoJoin {
     #[error("it is full or has started without this agent")]
     Full,
     #[error("--index {k}: the run has agents 1..={wanted}")]
@@ -15,7 +15,7 @@ pub enum NoJoin {
 
 /// Why no run to join was found in the database.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NoRun {
+pub(crate) enum NoRun {
     #[error("run {run_id} is {state}, no longer waiting for agents")]
     NotWaiting { run_id: String, state: String },
     #[error("no run `{0}` in this database")]
@@ -27,7 +27,7 @@ pub enum NoRun {
 /// Why an agent's uploaded evidence cannot be read; `part` names the part (`journal`,
 /// `samples`, `histograms`, `counters`, `faults`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BadEvidence {
+pub(crate) enum BadEvidence {
     #[error("{part}: a list is cut short")]
     CutShort { part: &'static str },
     #[error("{part}: not gzip: {cause}")]
@@ -40,7 +40,7 @@ pub enum BadEvidence {
 
 /// A command run for the agents' network (`ip`, `tc`) that failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CommandFailed {
+pub(crate) enum CommandFailed {
     /// It ran and exited non-zero: its stderr.
     #[error("`{command}`: {stderr}")]
     Exited { command: String, stderr: String },

@@ -20,7 +20,7 @@ use std::time::Duration;
 use tokio::process::{Child, Command};
 
 /// The spawned agents.
-pub struct Spawned {
+pub(crate) struct Spawned {
     agents: Vec<(Child, Arc<Mutex<VecDeque<String>>>)>,
     /// The agents' TMPDIR (dropped after them: `agents` is dropped first).
     _tmp: tempfile::TempDir,
@@ -48,7 +48,7 @@ const EXIT_GRACE: Duration = Duration::from_secs(30);
 
 impl Spawned {
     /// Starts `opts.count` agents; `hosts`: each in its namespace, through its forwarder.
-    pub fn start(
+    pub(crate) fn start(
         db: &Database,
         run_id: &str,
         opts: &AgentsOptions,
@@ -94,17 +94,17 @@ impl Spawned {
     }
 
     /// Each agent's process id, agent k's at `k - 1` (None once it was waited for).
-    pub fn pids(&self) -> Vec<Option<u32>> {
+    pub(crate) fn pids(&self) -> Vec<Option<u32>> {
         self.agents.iter().map(|(c, _)| c.id()).collect()
     }
 
     /// Has every spawned agent exited?
-    pub fn all_exited(&mut self) -> bool {
+    pub(crate) fn all_exited(&mut self) -> bool {
         self.agents.iter_mut().all(|(c, _)| c.try_wait().ok().flatten().is_some())
     }
 
     /// The last lines the agents wrote, for an error message ("" when there are none).
-    pub fn stderr_tail(&self) -> String {
+    pub(crate) fn stderr_tail(&self) -> String {
         let mut out = String::new();
         for (k, (_, tail)) in self.agents.iter().enumerate() {
             let t = tail.lock().unwrap();
@@ -117,7 +117,7 @@ impl Spawned {
 
     /// Waits up to `EXIT_GRACE` for every agent to exit, then kills the rest; warns about an
     /// agent that failed, with its last lines (not about those a `kill_agent` fault killed).
-    pub async fn finish(&mut self, killed: &[u32]) {
+    pub(crate) async fn finish(&mut self, killed: &[u32]) {
         for (k, (child, tail)) in self.agents.iter_mut().enumerate() {
             if killed.contains(&(k as u32 + 1)) {
                 let _ = child.wait().await;

@@ -13,7 +13,7 @@ use tokio_postgres::Client;
 const STUCK: &str = include_str!("sql/stuck.sql");
 
 /// Whether a run of this plan can be stuck that way at all.
-pub fn can_stick(plan: &Plan) -> bool {
+pub(crate) fn can_stick(plan: &Plan) -> bool {
     plan.adapter.own_table() && plan.lease.reclaim == Reclaim::Off && plan.run.stop == Stop::Drained
 }
 
@@ -30,7 +30,7 @@ fn held_by(workers: u32, wanted: u32, missing: &[&Seen]) -> (Vec<i32>, Vec<i32>)
 }
 
 /// Why the run cannot progress, when it cannot: every job left is held by a missing agent.
-pub async fn why(client: &Client, plan: &Plan, wanted: u32, missing: &[&Seen]) -> Option<String> {
+pub(crate) async fn why(client: &Client, plan: &Plan, wanted: u32, missing: &[&Seen]) -> Option<String> {
     if missing.is_empty() {
         return None;
     }

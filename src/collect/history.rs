@@ -17,13 +17,13 @@ use flate2::write::GzEncoder;
 use std::io::{Read, Write};
 
 /// The history's columns, in order (schema/history.schema.json describes each).
-pub const COLUMNS: [&str; 10] =
+pub(crate) const COLUMNS: [&str; 10] =
     ["t_us", "event", "worker", "job", "attempt", "claim", "dur_us", "token", "class", "detail"];
 
 /// A history or final-state file that is not what queuebench writes: which row, and why.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{}{reason}", row.map(|r| format!("row {r}: ")).unwrap_or_default())]
-pub struct Unreadable {
+pub(crate) struct Unreadable {
     /// The file's line (the header is line 1); None for the file as a whole.
     pub row: Option<usize>,
     pub reason: String,
@@ -57,7 +57,7 @@ pub struct History {
 
 /// The history as gzipped CSV, rows by time. `classes`: the class names, "default" first
 /// (an arrival's class is an index into them).
-pub fn write(journal: &[Event], arrivals: &[Arrival], faults: &[FaultEvent], classes: &[String]) -> Vec<u8> {
+pub(crate) fn write(journal: &[Event], arrivals: &[Arrival], faults: &[FaultEvent], classes: &[String]) -> Vec<u8> {
     enum Row<'a> {
         E(&'a Event),
         A(&'a Arrival),
@@ -138,7 +138,7 @@ fn gunzip(gz: &[u8]) -> Result<Vec<u8>, Unreadable> {
 }
 
 /// Reads a history back (`write`'s bytes); an error says which row.
-pub fn read(gz: &[u8], classes: &[String]) -> Result<History, Unreadable> {
+pub(crate) fn read(gz: &[u8], classes: &[String]) -> Result<History, Unreadable> {
     let text = gunzip(gz)?;
     let mut r = csv::Reader::from_reader(text.as_slice());
     let header: Vec<String> =
@@ -204,7 +204,7 @@ fn row(rec: &csv::StringRecord, classes: &[String], h: &mut History) -> Result<(
 
 /// The final table state (`final_state.csv.gz`): one row per job the table still held,
 /// with the queue's own id when it is not the journal's number.
-pub fn write_final_state(jobs: &[JobRow], key: impl Fn(i64) -> Option<String>) -> Vec<u8> {
+pub(crate) fn write_final_state(jobs: &[JobRow], key: impl Fn(i64) -> Option<String>) -> Vec<u8> {
     let mut w = csv::Writer::from_writer(GzEncoder::new(Vec::new(), Compression::fast()));
     let _ = w.write_record(["job", "status", "attempts", "max_attempts", "lease_expired", "key"]);
     for j in jobs {
@@ -222,7 +222,7 @@ pub fn write_final_state(jobs: &[JobRow], key: impl Fn(i64) -> Option<String>) -
     encoder.finish().expect("writing to memory")
 }
 
-pub fn read_final_state(gz: &[u8]) -> Result<Vec<JobRow>, Unreadable> {
+pub(crate) fn read_final_state(gz: &[u8]) -> Result<Vec<JobRow>, Unreadable> {
     let text = gunzip(gz)?;
     let mut r = csv::Reader::from_reader(text.as_slice());
     let mut out = Vec::new();
@@ -242,7 +242,7 @@ pub fn read_final_state(gz: &[u8]) -> Result<Vec<JobRow>, Unreadable> {
 }
 
 /// Writes `bytes` through a gzip encoder (for callers that stream).
-pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+pub(crate) fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut e = GzEncoder::new(Vec::new(), Compression::fast());
     let _ = e.write_all(bytes);
     e.finish().expect("writing to memory")

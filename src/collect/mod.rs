@@ -3,10 +3,10 @@
 //! latency. Nothing here is shared while the run is hot; the runner merges
 //! the workers' parts with `+=` at the end.
 
-pub mod history;
-pub mod phases;
-pub mod spill;
-pub mod waits;
+pub(crate) mod history;
+pub(crate) mod phases;
+pub(crate) mod spill;
+pub(crate) mod waits;
 
 pub use crate::model::fault::FaultKind;
 use hdrhistogram::Histogram;

@@ -8,9 +8,9 @@ use super::{Event, EventKind, Samples};
 use hdrhistogram::Histogram;
 
 /// One phase's window in µs since the start: `[start, end)`.
-pub type Window = (u64, u64);
+pub(crate) type Window = (u64, u64);
 
-pub struct PhaseStats {
+pub(crate) struct PhaseStats {
     pub claim: Histogram<u64>,
     pub work: Histogram<u64>,
     pub complete: Histogram<u64>,
@@ -19,11 +19,11 @@ pub struct PhaseStats {
 }
 
 /// The index of the window `t_us` falls in.
-pub fn window_of(windows: &[Window], t_us: u64) -> Option<usize> {
+pub(crate) fn window_of(windows: &[Window], t_us: u64) -> Option<usize> {
     windows.iter().position(|(s, e)| (*s..*e).contains(&t_us))
 }
 
-pub fn measure(windows: &[Window], samples: &Samples, journal: &[Event]) -> Vec<PhaseStats> {
+pub(crate) fn measure(windows: &[Window], samples: &Samples, journal: &[Event]) -> Vec<PhaseStats> {
     let mut out: Vec<PhaseStats> = windows
         .iter()
         .map(|_| PhaseStats { claim: histogram(), work: histogram(), complete: histogram(), claims: 0, executions: 0 })

@@ -11,7 +11,7 @@ use hdrhistogram::Histogram;
 use std::collections::HashMap;
 
 /// Microsecond histograms; `queue_wait[0]` is the preloaded "default" class.
-pub struct Waits {
+pub(crate) struct Waits {
     pub queue_wait: Vec<Histogram<u64>>,
     pub end_to_end: Histogram<u64>,
     pub producer_lag: Histogram<u64>,
@@ -29,14 +29,14 @@ pub struct Waits {
     pub by_phase: Vec<PhaseWaits>,
 }
 
-pub struct PhaseWaits {
+pub(crate) struct PhaseWaits {
     pub queue_wait: Vec<Histogram<u64>>,
     pub end_to_end: Histogram<u64>,
 }
 
 /// `classes` counts the open-model classes (the default class comes on top); `phases` are the load
 /// phases' windows (µs since the start). Warm-up jobs stay out of the totals but count in their phase.
-pub fn measure(
+pub(crate) fn measure(
     journal: &[Event],
     arrivals: &[Arrival],
     classes: usize,

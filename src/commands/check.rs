@@ -13,7 +13,7 @@ use crate::report::{build, scale, terminal};
 use crate::verify::{self, Evidence};
 use std::path::Path;
 
-pub fn check(dir: &Path, json: bool) -> Result<ExitCode> {
+pub(crate) fn check(dir: &Path, json: bool) -> Result<ExitCode> {
     let (run, rechecked) = recheck(dir)?;
     let agrees = same_verdicts(&run, &rechecked);
     if json {
@@ -43,7 +43,7 @@ pub fn check(dir: &Path, json: bool) -> Result<ExitCode> {
 }
 
 /// The run's summary, and the same summary with every check run again over the saved evidence.
-pub fn recheck(dir: &Path) -> Result<(RunSummary, RunSummary)> {
+pub(crate) fn recheck(dir: &Path) -> Result<(RunSummary, RunSummary)> {
     let run: RunSummary = parse(dir, "summary.json")?;
     let saved: SavedEvidence = parse(dir, "evidence.json")?;
     let history = history::read(&read(dir, "history.csv.gz")?, &saved.classes)
@@ -70,7 +70,7 @@ pub fn recheck(dir: &Path) -> Result<(RunSummary, RunSummary)> {
 }
 
 /// The same checks (names, verdicts, counts, examples) and the same verdict.
-pub fn same_verdicts(a: &RunSummary, b: &RunSummary) -> bool {
+pub(crate) fn same_verdicts(a: &RunSummary, b: &RunSummary) -> bool {
     let key = |s: &RunSummary| {
         s.checks.iter().map(|c| (c.name, c.passed, c.violations, c.examples.clone())).collect::<Vec<_>>()
     };

@@ -40,7 +40,7 @@ fn whose(comment: &str) -> Whose {
     }
 }
 
-pub async fn clean(database_url: Option<&str>, yes: bool) -> Result<ExitCode> {
+pub(crate) async fn clean(database_url: Option<&str>, yes: bool) -> Result<ExitCode> {
     let clusters = ephemeral::leftover_clusters();
     let db = match database_url {
         Some(url) => Some(Database::open(Some(url), &[], String::new(), false, yes).await?),

@@ -7,7 +7,7 @@ use std::path::Path;
 
 /// `tls`: the cluster serves TLS and DATABASE_URL says verify-full against its CA (also when
 /// the scenario sets `[postgres] tls`).
-pub async fn cluster(scenario_file: Option<&Path>, tls: bool, command: &[String]) -> Result<ExitCode> {
+pub(crate) async fn cluster(scenario_file: Option<&Path>, tls: bool, command: &[String]) -> Result<ExitCode> {
     let (settings, tls) = match scenario_file {
         Some(f) => {
             let plan = scenario::plan_from_file(f, &[], Some(0))?;

@@ -9,7 +9,7 @@ use std::path::Path;
 /// `queuebench compare OLD NEW`: the baseline table for two sets of summaries. Runs whose
 /// fingerprints differ are refused (exit 2) unless `force`; then, and for summaries without a
 /// fingerprint, the table starts with what could not be vouched for.
-pub fn compare_runs(
+pub(crate) fn compare_runs(
     old: &str,
     new: &str,
     args: &cli::BaselineArgs,

@@ -11,7 +11,7 @@ use crate::verify::story::{secs, story};
 use std::path::Path;
 use std::time::Duration;
 
-pub fn explain(dir: &Path, job: Option<i64>) -> Result<ExitCode> {
+pub(crate) fn explain(dir: &Path, job: Option<i64>) -> Result<ExitCode> {
     let read = |name: &str| super::check::read(dir, name);
     let bad = |name: &str, reason: String| Error::Input { path: dir.join(name), reason };
     let summary: RunSummary =

@@ -1,12 +1,12 @@
 //! The commands besides `run` and `sweep`: each reads its arguments and calls the stages it needs.
 
-pub mod check;
-pub mod clean;
-pub mod cluster;
-pub mod compare;
-pub mod explain;
-pub mod prepare;
-pub mod report;
-pub mod repro;
-pub mod sql;
-pub mod validate;
+pub(crate) mod check;
+pub(crate) mod clean;
+pub(crate) mod cluster;
+pub(crate) mod compare;
+pub(crate) mod explain;
+pub(crate) mod prepare;
+pub(crate) mod report;
+pub(crate) mod repro;
+pub(crate) mod sql;
+pub(crate) mod validate;

@@ -6,7 +6,13 @@ use crate::options::{DatabaseOptions, Target};
 use crate::{pipeline, scenario};
 use std::path::Path;
 
-pub async fn prepare(file: &Path, sets: &[String], url: &str, schema_name: String, reuse: bool) -> Result<ExitCode> {
+pub(crate) async fn prepare(
+    file: &Path,
+    sets: &[String],
+    url: &str,
+    schema_name: String,
+    reuse: bool,
+) -> Result<ExitCode> {
     let plan = scenario::plan_from_file(file, sets, Some(0))?;
     // The schema stays (keep): pgbench runs in it next. The URL was given on purpose: any host.
     let target = Target::Url { url: url.to_string(), allow_remote: true };

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// `queuebench report DIR`: summary.json, summary.csv, charts and report.html again from a run's files.
-pub fn rebuild_report(dir: &Path) -> Result<ExitCode> {
+pub(crate) fn rebuild_report(dir: &Path) -> Result<ExitCode> {
     // The folder is read as untrusted input: every file bounded in size (docs/safety.md).
     let read = |name: &str| {
         let kind = if name.ends_with(".toml") { files::Kind::Scenario } else { files::Kind::Summary };

@@ -29,7 +29,13 @@ use crate::scenario::{self, Plan};
 use std::path::Path;
 use std::time::Duration;
 
-pub async fn repro(file: &Path, sets: &[String], fencing: bool, target: &Target, repeat: u32) -> Result<ExitCode> {
+pub(crate) async fn repro(
+    file: &Path,
+    sets: &[String],
+    fencing: bool,
+    target: &Target,
+    repeat: u32,
+) -> Result<ExitCode> {
     let mut plan = scenario::plan_from_file(file, sets, Some(0))?;
     plan.jobs.preload = 1;
     plan.workers.batch = 1;

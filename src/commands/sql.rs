@@ -12,7 +12,7 @@ use crate::scenario::{Plan, Stop, WorkModel};
 use std::fmt::Write;
 use std::path::Path;
 
-pub fn print_sql(file: &Path, sets: &[String], pgbench: bool) -> Result<ExitCode> {
+pub(crate) fn print_sql(file: &Path, sets: &[String], pgbench: bool) -> Result<ExitCode> {
     let plan = scenario::plan_from_file(file, sets, Some(0))?;
     if pgbench {
         let script = pgbench_script(&plan).map_err(|e| Error::ScenarioFile {
@@ -28,7 +28,7 @@ pub fn print_sql(file: &Path, sets: &[String], pgbench: bool) -> Result<ExitCode
 }
 
 /// The full listing, named parameters as written.
-pub fn listing(plan: &Plan) -> String {
+pub(crate) fn listing(plan: &Plan) -> String {
     let a = &plan.adapter;
     let mut o = String::new();
     let _ = writeln!(o, "-- queuebench sql: scenario {}", plan.name);
@@ -195,7 +195,7 @@ fn mode_name(m: Mode) -> &'static str {
 
 /// What pgbench cannot do that the scenario asks for.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NoPgbench {
+pub(crate) enum NoPgbench {
     #[error("pgbench needs a fixed count per client: set workers.max_claims, or a preload divisible by workers.count")]
     NoFixedCount,
     #[error("the pgbench script needs workers.batch = 1 (pgbench's \\gset keeps one row)")]
@@ -205,7 +205,7 @@ pub enum NoPgbench {
 }
 
 /// The pgbench options that match the plan (`-c`, `-j`, and `-t` or `-T`).
-pub fn pgbench_args(plan: &Plan) -> std::result::Result<String, NoPgbench> {
+pub(crate) fn pgbench_args(plan: &Plan) -> std::result::Result<String, NoPgbench> {
     let w = plan.workers.count;
     let run = match (plan.run.stop, plan.workers.max_claims) {
         (Stop::After(d), _) => format!("-T {}", d.as_secs().max(1)),
@@ -219,7 +219,7 @@ pub fn pgbench_args(plan: &Plan) -> std::result::Result<String, NoPgbench> {
 }
 
 /// A pgbench script running the same statements per transaction as one worker round.
-pub fn pgbench_script(plan: &Plan) -> std::result::Result<String, NoPgbench> {
+pub(crate) fn pgbench_script(plan: &Plan) -> std::result::Result<String, NoPgbench> {
     if plan.workers.batch != 1 {
         return Err(NoPgbench::Batch);
     }

@@ -19,7 +19,7 @@ use crate::scenario::{self, Plan};
 use crate::{pipeline, run};
 use std::path::PathBuf;
 
-pub async fn validate(files: &[PathBuf], sets: &[String], target: &Target) -> Result<ExitCode> {
+pub(crate) async fn validate(files: &[PathBuf], sets: &[String], target: &Target) -> Result<ExitCode> {
     let mut worst = ExitCode::Passed;
     for f in files {
         let checked = match scenario::plan_from_file(f, sets, Some(0)) {

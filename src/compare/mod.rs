@@ -5,12 +5,12 @@
 //! duplicate in any repeat fails. The result is a table (terminal,
 //! compare.md, compare.json) and a verdict: exit 1 on any regression.
 
-pub mod stats;
-pub mod store;
+pub(crate) mod stats;
+pub(crate) mod store;
 
 use crate::model::fingerprint::Check;
 use crate::model::summary::RunSummary;
-pub use crate::model::tolerance::Tolerances;
+pub(crate) use crate::model::tolerance::Tolerances;
 use crate::model::tolerance::{Kind, LATENCY_SLACK_MS, Rule, kind};
 use serde::Serialize;
 use stats::{RANK_TEST_RUNS, SIGNIFICANT, Spread, num};
@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub(crate) enum Verdict {
     Ok,
     Better,
     Regressed,
@@ -29,11 +29,11 @@ pub enum Verdict {
 
 impl Verdict {
     /// Whether this row fails the comparison (exit 1).
-    pub fn fails(self) -> bool {
+    pub(crate) fn fails(self) -> bool {
         matches!(self, Verdict::Regressed | Verdict::Missing)
     }
 
-    pub fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Verdict::Ok => "ok",
             Verdict::Better => "better",
@@ -44,7 +44,7 @@ impl Verdict {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Row {
+pub(crate) struct Row {
     pub metric: String,
     pub kind: Kind,
     pub old: Spread,
@@ -61,7 +61,7 @@ pub struct Row {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Comparison {
+pub(crate) struct Comparison {
     pub old_label: String,
     pub new_label: String,
     pub old_runs: usize,
@@ -73,7 +73,7 @@ pub struct Comparison {
 }
 
 impl Comparison {
-    pub fn regressions(&self) -> impl Iterator<Item = &Row> {
+    pub(crate) fn regressions(&self) -> impl Iterator<Item = &Row> {
         self.rows.iter().filter(|r| r.verdict.fails())
     }
 }
@@ -88,7 +88,7 @@ fn runs_of(metrics: &[BTreeMap<String, f64>], metric: &str) -> Vec<f64> {
 }
 
 /// Compares `new` runs with `old` runs of the same scenario.
-pub fn compare(old: &[RunSummary], new: &[RunSummary], tol: &Tolerances, labels: (&str, &str)) -> Comparison {
+pub(crate) fn compare(old: &[RunSummary], new: &[RunSummary], tol: &Tolerances, labels: (&str, &str)) -> Comparison {
     let (om, nm) = (values(old), values(new));
     let names: BTreeSet<&String> = om.iter().chain(&nm).flat_map(|m| m.keys()).collect();
     let mut rows = Vec::new();
@@ -167,7 +167,7 @@ fn judge(metric: &str, k: Kind, (o, n): (Spread, Option<Spread>), allowed: f64, 
 }
 
 /// The comparison as a Markdown table (compare.md, the GitHub step summary).
-pub fn markdown(c: &Comparison) -> String {
+pub(crate) fn markdown(c: &Comparison) -> String {
     let mut out = format!(
         "Baseline comparison: {} ({} run{}) → {} ({} run{}). Values: median (min–max) over runs; correctness counters are judged on their worst run.\n\n",
         c.old_label,
@@ -232,7 +232,7 @@ fn beyond_allowed(r: &Row) -> bool {
 }
 
 /// The comparison as an aligned terminal table.
-pub fn table(c: &Comparison) -> String {
+pub(crate) fn table(c: &Comparison) -> String {
     let head = ["metric", "old", "new", "change", "allowed", "verdict"].map(String::from);
     let rows: Vec<[String; 6]> = std::iter::once(head).chain(c.rows.iter().map(cells)).collect();
     let width: Vec<usize> = (0..6).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();

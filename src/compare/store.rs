@@ -11,10 +11,8 @@ use crate::model::summary::RunSummary;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-pub const DEFAULT_DIR: &str = "baselines";
-
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Baseline {
+pub(crate) struct Baseline {
     pub queuebench_baseline: u32,
     pub name: String,
     pub scenario: String,
@@ -22,19 +20,19 @@ pub struct Baseline {
     pub runs: Vec<RunSummary>,
 }
 
-pub fn path(dir: &Path, name: &str, scenario: &str) -> PathBuf {
+pub(crate) fn path(dir: &Path, name: &str, scenario: &str) -> PathBuf {
     dir.join(name).join(format!("{scenario}.json"))
 }
 
 /// A baseline name is a plain file-name part: letters, digits, `-`, `_`, `.`.
-pub fn check_name(name: &str) -> Result<()> {
+pub(crate) fn check_name(name: &str) -> Result<()> {
     let ok = !name.is_empty()
         && !name.starts_with('.')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
     if ok { Ok(()) } else { Err(Error::Baseline { name: name.to_string(), problem: BaselineProblem::BadName }) }
 }
 
-pub fn save(dir: &Path, name: &str, runs: &[RunSummary]) -> Result<PathBuf> {
+pub(crate) fn save(dir: &Path, name: &str, runs: &[RunSummary]) -> Result<PathBuf> {
     let scenario = runs.first().map(|r| r.scenario.clone()).unwrap_or_default();
     let file = path(dir, name, &scenario);
     let b = Baseline {
@@ -52,7 +50,7 @@ pub fn save(dir: &Path, name: &str, runs: &[RunSummary]) -> Result<PathBuf> {
 }
 
 /// The baseline `name` of `scenario` for `run --baseline`.
-pub fn load_named(dir: &Path, name: &str, scenario: &str) -> Result<(String, Vec<RunSummary>)> {
+pub(crate) fn load_named(dir: &Path, name: &str, scenario: &str) -> Result<(String, Vec<RunSummary>)> {
     let file = path(dir, name, scenario);
     if !file.exists() {
         return Err(Error::Baseline {
@@ -64,7 +62,7 @@ pub fn load_named(dir: &Path, name: &str, scenario: &str) -> Result<(String, Vec
 }
 
 /// Whatever `compare` was given: a path (summary.json, run folder, baseline file) or a baseline name.
-pub fn load_any(arg: &str, dir: &Path) -> Result<(String, Vec<RunSummary>)> {
+pub(crate) fn load_any(arg: &str, dir: &Path) -> Result<(String, Vec<RunSummary>)> {
     let p = Path::new(arg);
     if p.is_file() {
         return Ok((arg.to_string(), read_file(p)?));

@@ -41,7 +41,10 @@ use tokio_postgres::{AsyncMessage, Client, Config, Connection, NoTls, Notificati
 /// NOTICE) to `on_message`. Aborting the task drops the socket without a
 /// Terminate message, as a crashed process would. TLS costs only here, at connect: the
 /// rustls configuration was built once when the target was opened.
-pub async fn open<F>(endpoint: &Endpoint, on_message: F) -> Result<(Client, JoinHandle<()>), tokio_postgres::Error>
+pub(crate) async fn open<F>(
+    endpoint: &Endpoint,
+    on_message: F,
+) -> Result<(Client, JoinHandle<()>), tokio_postgres::Error>
 where
     F: FnMut(AsyncMessage) + Send + 'static,
 {
@@ -89,7 +92,7 @@ where
 /// An `on_message` for [`open`] that forwards every NOTIFY to the returned receiver (for a
 /// connection that LISTENs); other messages are dropped, and so are notifications once the
 /// receiver is gone.
-pub fn notifications() -> (impl FnMut(AsyncMessage) + Send + 'static, UnboundedReceiver<Notification>) {
+pub(crate) fn notifications() -> (impl FnMut(AsyncMessage) + Send + 'static, UnboundedReceiver<Notification>) {
     let (tx, rx) = unbounded_channel();
     let forward = move |m| {
         if let AsyncMessage::Notification(n) = m {
@@ -137,7 +140,7 @@ fn unix_socket(config: &Config) -> Option<PathBuf> {
 }
 
 /// A Unix stream that waits on epoll for reads only (see the module comment).
-pub struct ReadWait {
+pub(crate) struct ReadWait {
     io: AsyncFd<StdUnixStream>,
     /// A second descriptor of the socket, registered for writability only while a write
     /// is blocked on a full buffer.
@@ -145,7 +148,7 @@ pub struct ReadWait {
 }
 
 impl ReadWait {
-    pub async fn connect(path: &std::path::Path) -> io::Result<ReadWait> {
+    pub(crate) async fn connect(path: &std::path::Path) -> io::Result<ReadWait> {
         let stream = tokio::net::UnixStream::connect(path).await?.into_std()?;
         stream.set_nonblocking(true)?;
         Ok(ReadWait { io: register(stream, Interest::READABLE)?, write_wait: None })

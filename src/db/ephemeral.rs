@@ -21,12 +21,12 @@ use std::time::{Duration, Instant};
 
 /// The port in the socket's name; nothing listens on TCP (except with `--tls`, which takes a
 /// free port on localhost).
-pub const PORT: u16 = 5432;
+pub(crate) const PORT: u16 = 5432;
 
 /// The ephemeral cluster's TLS files (`--tls`), in its directory: a throw-away CA and a
 /// server certificate for `localhost` and 127.0.0.1 that it signed.
 #[derive(Debug, Clone)]
-pub struct TlsFiles {
+pub(crate) struct TlsFiles {
     /// The CA certificate: the root the run's connections verify against (verify-full), and
     /// the root the server checks the run's client certificate against.
     pub ca: PathBuf,
@@ -50,7 +50,7 @@ hostssl all all ::1/128 cert\n";
 /// Clusters alive in this process, for the second-Ctrl-C emergency exit.
 pub(super) static LIVE: Mutex<Vec<(i32, PathBuf)>> = Mutex::new(Vec::new());
 
-pub struct Cluster {
+pub(crate) struct Cluster {
     pub dir: PathBuf,
     pub bindir: PathBuf,
     postmaster: Arc<Postmaster>,
@@ -103,21 +103,21 @@ pub enum StopError {
 
 impl Cluster {
     /// The directory holding the socket (the `host` to connect to).
-    pub fn socket_dir(&self) -> &Path {
+    pub(crate) fn socket_dir(&self) -> &Path {
         &self.dir
     }
 
-    pub fn data_dir(&self) -> PathBuf {
+    pub(crate) fn data_dir(&self) -> PathBuf {
         self.dir.join("data")
     }
 
     /// The port: in the socket's name, and on localhost with `--tls`.
-    pub fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.postmaster.port
     }
 
     /// The TLS files when the cluster serves TLS (`--tls`).
-    pub fn tls_files(&self) -> Option<&TlsFiles> {
+    pub(crate) fn tls_files(&self) -> Option<&TlsFiles> {
         self.tls.as_ref()
     }
 
@@ -126,7 +126,7 @@ impl Cluster {
     /// for it (see [`TlsFiles`]).
     /// `standby`: the cluster has a streaming standby, made from it and started by
     /// `db::standby::start` once the primary is up.
-    pub fn start(
+    pub(crate) fn start(
         settings: &[(String, String)],
         keep: bool,
         tls: bool,
@@ -186,18 +186,13 @@ impl Cluster {
     }
 
     /// The standby, when the cluster has one.
-    pub fn standby(&self) -> Option<&Standby> {
+    pub(crate) fn standby(&self) -> Option<&Standby> {
         self.standby.as_ref()
     }
 
     /// The servers, for the faults that stop, kill or promote them.
-    pub fn servers(&self) -> Servers {
+    pub(crate) fn servers(&self) -> Servers {
         Servers { primary: self.postmaster.clone(), standby: self.standby.clone() }
-    }
-
-    /// The server process, for the `postgres_restart` fault.
-    pub fn postmaster(&self) -> Arc<Postmaster> {
-        self.postmaster.clone()
     }
 
     fn initdb(&self, owner: Option<(u32, u32)>) -> Result<()> {
@@ -218,7 +213,7 @@ impl Cluster {
     }
 
     /// If the postmaster has exited, its log tail says why.
-    pub fn exited(&mut self) -> Option<String> {
+    pub(crate) fn exited(&mut self) -> Option<String> {
         let mut guard = self.postmaster.child.lock().unwrap();
         let child = guard.as_mut()?;
         match child.try_wait() {
@@ -227,12 +222,12 @@ impl Cluster {
         }
     }
 
-    pub fn log_tail(&self) -> String {
+    pub(crate) fn log_tail(&self) -> String {
         log_tail(&self.dir.join("postgres.log"))
     }
 
     /// Fast shutdown, escalating to immediate, then SIGKILL (the standby first); then the dir goes.
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         if let Some(standby) = &self.standby {
             halt(&standby.server);
         }
@@ -391,7 +386,7 @@ fn log_tail(log: &Path) -> String {
 
 /// Second Ctrl-C: no time for order. Kill every cluster of this process (immediate
 /// shutdown, SIGKILL after 2 s), wait for it to exit, remove its dir.
-pub fn emergency_cleanup() {
+pub(crate) fn emergency_cleanup() {
     let live = std::mem::take(&mut *LIVE.lock().unwrap_or_else(|e| e.into_inner()));
     for (pid, dir) in live {
         // SAFETY: kill(2) on a child we started.
@@ -528,7 +523,7 @@ fn make_dir(owner: Option<(u32, u32)>) -> Result<PathBuf> {
 /// A cluster folder an earlier harness left behind (it was SIGKILLed, or ran with `--keep`):
 /// the harness and its postmaster are both gone.
 #[derive(Debug, Clone)]
-pub struct LeftoverCluster {
+pub(crate) struct LeftoverCluster {
     pub path: PathBuf,
     pub harness_pid: i32,
     pub bytes: u64,
@@ -536,7 +531,7 @@ pub struct LeftoverCluster {
 
 /// Cluster folders (`$TMPDIR/queuebench-<pid>-*`) whose harness and postmaster are gone. A
 /// run no longer removes them on its own: it names them and points to `queuebench clean`.
-pub fn leftover_clusters() -> Vec<LeftoverCluster> {
+pub(crate) fn leftover_clusters() -> Vec<LeftoverCluster> {
     let Ok(entries) = std::fs::read_dir(temp_root()) else {
         return Vec::new();
     };
@@ -554,7 +549,7 @@ pub fn leftover_clusters() -> Vec<LeftoverCluster> {
 }
 
 /// Removes a leftover cluster folder, if its harness and postmaster are still gone.
-pub fn remove_leftover(c: &LeftoverCluster) -> std::io::Result<()> {
+pub(crate) fn remove_leftover(c: &LeftoverCluster) -> std::io::Result<()> {
     if !is_gone(&c.path, c.harness_pid) {
         return Err(std::io::Error::other("its harness or postmaster is running again"));
     }
@@ -606,7 +601,7 @@ fn note_leftover_clusters() {
 /// Finds the directory holding `initdb` and `postgres`: `QUEUEBENCH_PG_BINDIR` when set
 /// (and only there), else `pg_config --bindir`, then `PATH`, then the newest
 /// `/usr/lib/postgresql/*/bin`.
-pub fn find_bindir() -> Result<PathBuf> {
+pub(crate) fn find_bindir() -> Result<PathBuf> {
     let has_both = |d: &Path| d.join("initdb").is_file() && d.join("postgres").is_file();
     if let Some(dir) = std::env::var_os("QUEUEBENCH_PG_BINDIR").map(PathBuf::from) {
         return if has_both(&dir) { Ok(dir) } else { Err(Error::Missing(Missing::BinDir(dir))) };

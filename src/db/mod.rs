@@ -11,15 +11,15 @@
 //! reinstalled, anything else in the schema is left alone, and at the end
 //! only those tables go; the schema stays.
 
-pub mod connect;
+pub(crate) mod connect;
 pub mod docker;
-pub mod ephemeral;
-pub mod password;
-pub mod pgbouncer;
-pub mod schema;
-pub mod standby;
+pub(crate) mod ephemeral;
+pub(crate) mod password;
+pub(crate) mod pgbouncer;
+pub(crate) mod schema;
+pub(crate) mod standby;
 pub mod statements;
-pub mod tls;
+pub(crate) mod tls;
 
 use crate::error::{Error, Result, Sql, Unfit};
 use ephemeral::Cluster;

@@ -16,7 +16,7 @@ use tokio_postgres::Config;
 use tokio_postgres::config::Host;
 
 /// Where the password came from (for error messages), or None without one.
-pub fn fill(config: &mut Config) -> Option<String> {
+pub(crate) fn fill(config: &mut Config) -> Option<String> {
     if config.get_password().is_some() {
         return Some("the URL".into());
     }
@@ -55,7 +55,7 @@ fn lookup_key(config: &Config) -> (String, u16, String, String) {
 }
 
 /// The password of the first line matching all four fields (`*` matches anything).
-pub fn pgpass_lookup(text: &str, host: &str, port: u16, db: &str, user: &str) -> Option<String> {
+pub(crate) fn pgpass_lookup(text: &str, host: &str, port: u16, db: &str, user: &str) -> Option<String> {
     let port = port.to_string();
     text.lines().filter(|l| !l.trim_start().starts_with('#')).filter_map(fields).find_map(|f| {
         let ok = |pattern: &str, value: &str| pattern == "*" || pattern == value;
@@ -78,13 +78,13 @@ fn fields(line: &str) -> Option<[String; 5]> {
 }
 
 /// `postgres://user:***@host:port/db`: the server as the user named it, the password replaced.
-pub fn display_url(config: &Config) -> String {
+pub(crate) fn display_url(config: &Config) -> String {
     url(config, false)
 }
 
 /// The URL with its real password, for a child process's environment only (a setup command,
 /// a client's workers): never printed, never written to a file.
-pub fn secret_url(config: &Config) -> String {
+pub(crate) fn secret_url(config: &Config) -> String {
     url(config, true)
 }
 

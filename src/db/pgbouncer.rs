@@ -25,13 +25,13 @@ use std::time::{Duration, Instant};
 use tokio_postgres::Config;
 
 /// The role PgBouncer's server connections log in as.
-pub const POOL_ROLE: &str = "queuebench_pool";
+pub(crate) const POOL_ROLE: &str = "queuebench_pool";
 
 /// PgBouncer processes alive in this process, for the second-Ctrl-C emergency exit.
 static LIVE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
 /// A running PgBouncer of this run.
-pub struct Pooler {
+pub(crate) struct Pooler {
     pub settings: PgBouncer,
     /// Its folder: pgbouncer.ini, userlist.txt, pgbouncer.log.
     pub dir: PathBuf,
@@ -44,7 +44,7 @@ pub struct Pooler {
 impl Pooler {
     /// Writes the ini file and starts PgBouncer; readiness is checked by the caller.
     /// `clients`: the most client connections it must take at once.
-    pub fn start(cluster: &Cluster, settings: PgBouncer, clients: u32) -> Result<Pooler> {
+    pub(crate) fn start(cluster: &Cluster, settings: PgBouncer, clients: u32) -> Result<Pooler> {
         let program = find_program()?;
         let owner = cluster_owner()?;
         let dir = cluster.dir.join("pgbouncer");
@@ -86,26 +86,26 @@ impl Pooler {
     }
 
     /// How a worker connects to it: its socket, as the cluster's user, to the `postgres` database.
-    pub fn config(&self) -> Config {
+    pub(crate) fn config(&self) -> Config {
         let mut config = Config::new();
         config.host_path(&self.socket_dir).port(self.port).user("postgres").dbname("postgres");
         config
     }
 
     /// If PgBouncer has exited, its log says why.
-    pub fn exited(&mut self) -> Option<String> {
+    pub(crate) fn exited(&mut self) -> Option<String> {
         let status = self.child.as_mut()?.try_wait().ok()??;
         Some(format!("pgbouncer exited ({status}); its log ends with:\n{}", self.log_tail()))
     }
 
-    pub fn log_tail(&self) -> String {
+    pub(crate) fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(self.dir.join("pgbouncer.log")).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(10)..].join("\n")
     }
 
     /// Immediate shutdown (SIGTERM), then SIGKILL after 5 s.
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         let Some(mut child) = self.child.take() else { return };
         let pid = child.id() as i32;
         for (signal, wait) in [(libc::SIGTERM, 5), (libc::SIGKILL, 5)] {
@@ -130,7 +130,7 @@ impl Drop for Pooler {
 }
 
 /// Second Ctrl-C: stop every PgBouncer of this process at once.
-pub fn emergency_cleanup() {
+pub(crate) fn emergency_cleanup() {
     for pid in std::mem::take(&mut *LIVE.lock().unwrap_or_else(|e| e.into_inner())) {
         // SAFETY: kill(2) on a child we started.
         unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -175,7 +175,7 @@ fn write(path: &Path, text: &str) -> Result<()> {
 
 /// The `pgbouncer` program: `QUEUEBENCH_PGBOUNCER` when set (and only there), else `PATH`,
 /// then `/usr/sbin` (where Debian puts it).
-pub fn find_program() -> Result<PathBuf> {
+pub(crate) fn find_program() -> Result<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let runnable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
     if let Some(given) = std::env::var_os("QUEUEBENCH_PGBOUNCER").map(PathBuf::from) {

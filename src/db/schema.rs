@@ -18,7 +18,7 @@ fn sql_error(what: &str, e: &tokio_postgres::Error) -> Error {
 
 /// What creates the queue's tables in the run's schema.
 #[derive(Debug, Clone, Copy)]
-pub enum Setup<'a> {
+pub(crate) enum Setup<'a> {
     /// queuebench's own table (`migrations/`); with `notify`, the NOTIFY trigger too.
     OwnTable { notify: bool },
     /// An adapter's setup SQL, its constants already written in.
@@ -32,7 +32,7 @@ pub enum Setup<'a> {
 /// beside an adapter's, and the table's storage parameters. An existing schema is refused
 /// unless `--reuse` (only for queuebench's own table); then only queuebench's own tables in it
 /// are replaced. Returns the setup connection (search_path = the run's schema).
-pub async fn install(
+pub(crate) async fn install(
     db: &Database,
     setup: Setup<'_>,
     table: &str,
@@ -52,7 +52,7 @@ pub async fn install(
 }
 
 /// The run's schema (created, or reused under `--reuse`), and a connection into it.
-pub async fn create(db: &Database) -> Result<Client> {
+pub(crate) async fn create(db: &Database) -> Result<Client> {
     let admin = db.connect_admin().await?;
     create_or_reuse(db, &admin).await?;
     drop(admin);
@@ -62,7 +62,7 @@ pub async fn create(db: &Database) -> Result<Client> {
 /// The queue's tables in the run's schema (`setup`), queuebench's effects table beside an
 /// adapter's, and the table's storage parameters, on `client` (which `validate` holds in a
 /// transaction it rolls back).
-pub async fn run_setup(
+pub(crate) async fn run_setup(
     db: &Database,
     client: &Client,
     setup: Setup<'_>,
@@ -132,14 +132,14 @@ async fn run_setup_command(db: &Database, command: &[String]) -> Result<()> {
 }
 
 /// `VACUUM ANALYZE` on the queue's table (after the preload).
-pub async fn vacuum_analyze(client: &Client, table: &str) -> Result<()> {
+pub(crate) async fn vacuum_analyze(client: &Client, table: &str) -> Result<()> {
     let sql = format!("VACUUM ANALYZE \"{table}\"");
     client.batch_execute(&sql).await.map_err(|e| sql_error(&sql, &e))
 }
 
 /// The tables and function queuebench installs; each carries the comment [`MARK`].
-pub const OWN_TABLES: [&str; 3] = ["jobs", "effects", "business_rows"];
-pub const MARK: &str = "queuebench";
+pub(crate) const OWN_TABLES: [&str; 3] = ["jobs", "effects", "business_rows"];
+pub(crate) const MARK: &str = "queuebench";
 
 async fn create_or_reuse(db: &Database, admin: &Client) -> Result<()> {
     let exists = admin
@@ -188,7 +188,7 @@ async fn create_or_reuse(db: &Database, admin: &Client) -> Result<()> {
 /// mark and that process is gone; a look-alike (a user's `queuebench_20250101_000000_abcd`)
 /// has no mark and is left alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mark {
+pub(crate) struct Mark {
     pub pid: i32,
     pub host: String,
 }
@@ -197,25 +197,25 @@ const MARK_HEAD: &str = "queuebench run, pid ";
 
 impl Mark {
     /// This process's mark.
-    pub fn ours() -> Mark {
+    pub(crate) fn ours() -> Mark {
         Mark { pid: std::process::id() as i32, host: this_host() }
     }
 
     /// The comment's text (no quote can appear in it: a host name is letters, digits, `-` and `.`).
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let host: String = self.host.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.')).collect();
         format!("{MARK_HEAD}{} on {host}", self.pid)
     }
 
     /// The mark in a schema's comment; None for a schema queuebench did not create.
-    pub fn parse(comment: &str) -> Option<Mark> {
+    pub(crate) fn parse(comment: &str) -> Option<Mark> {
         let (pid, host) = comment.strip_prefix(MARK_HEAD)?.split_once(" on ")?;
         Some(Mark { pid: pid.parse().ok()?, host: host.to_string() })
     }
 
     /// Whether the process that created the schema still runs (on this machine; a mark from
     /// another machine cannot be checked, and its schema is left to the live-run check).
-    pub fn owner_alive(&self) -> bool {
+    pub(crate) fn owner_alive(&self) -> bool {
         // SAFETY: kill(2) with signal 0 only checks that the process exists.
         self.host == this_host()
             && (unsafe { libc::kill(self.pid, 0) } == 0
@@ -282,13 +282,13 @@ async fn drop_objects(db: &Database, client: &Client) -> Result<()> {
 }
 
 /// The end of a `--reuse` run: queuebench's tables go, the schema stays.
-pub async fn drop_own_objects(db: &Database) -> Result<()> {
+pub(crate) async fn drop_own_objects(db: &Database) -> Result<()> {
     let admin = db.connect_admin().await?;
     drop_objects(db, &admin).await
 }
 
 /// The end of a run that created its schema.
-pub async fn drop_schema(db: &Database) -> Result<()> {
+pub(crate) async fn drop_schema(db: &Database) -> Result<()> {
     let admin = db.connect_admin().await?;
     admin
         .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", db.schema))
@@ -297,13 +297,13 @@ pub async fn drop_schema(db: &Database) -> Result<()> {
 }
 
 /// Rows in the effects table: queuebench's own (`effects`) or beside an adapter's queue.
-pub async fn effects_rows(client: &Client, own_table: bool) -> Result<u64> {
+pub(crate) async fn effects_rows(client: &Client, own_table: bool) -> Result<u64> {
     let sql = if own_table { "SELECT count(*) FROM effects" } else { "SELECT count(*) FROM queuebench_effects" };
     let row = client.query_one(sql, &[]).await.map_err(|e| sql_error("counting effects", &e))?;
     Ok(row.get::<_, i64>(0) as u64)
 }
 
-pub async fn server_version(client: &Client) -> String {
+pub(crate) async fn server_version(client: &Client) -> String {
     match client.query_one("SELECT current_setting('server_version')", &[]).await {
         Ok(r) => r.get(0),
         Err(e) => format!("unknown ({})", error_text(&e)),
@@ -311,7 +311,7 @@ pub async fn server_version(client: &Client) -> String {
 }
 
 /// Whether this connection is encrypted, with the protocol and cipher (`pg_stat_ssl`).
-pub async fn tls_in_use(client: &Client) -> (bool, String, String) {
+pub(crate) async fn tls_in_use(client: &Client) -> (bool, String, String) {
     let sql = "SELECT ssl, coalesce(version, ''), coalesce(cipher, '') FROM pg_stat_ssl WHERE pid = pg_backend_pid()";
     match client.query_opt(sql, &[]).await {
         Ok(Some(r)) => (r.get(0), r.get(1), r.get(2)),
@@ -320,7 +320,7 @@ pub async fn tls_in_use(client: &Client) -> (bool, String, String) {
 }
 
 /// The settings a run's fingerprint records, as the server reports them (none when it cannot).
-pub async fn comparable_settings(client: &Client) -> BTreeMap<String, String> {
+pub(crate) async fn comparable_settings(client: &Client) -> BTreeMap<String, String> {
     let names: Vec<&str> = crate::model::fingerprint::SETTINGS.to_vec();
     match client.query(COMPARABLE_SETTINGS, &[&names]).await {
         Ok(rows) => rows.iter().map(|r| (r.get(0), r.get(1))).collect(),
@@ -332,7 +332,7 @@ pub async fn comparable_settings(client: &Client) -> BTreeMap<String, String> {
 }
 
 /// URL mode: what the scenario wanted and what the server has (nothing is changed).
-pub async fn report_settings(client: &Client, wanted: &[(String, String)]) -> BTreeMap<String, SettingReport> {
+pub(crate) async fn report_settings(client: &Client, wanted: &[(String, String)]) -> BTreeMap<String, SettingReport> {
     let mut out = BTreeMap::new();
     for (name, want) in wanted {
         let actual = match client.query_one("SELECT current_setting($1, true)", &[name]).await {
@@ -346,13 +346,13 @@ pub async fn report_settings(client: &Client, wanted: &[(String, String)]) -> BT
 
 /// The server's max_connections minus superuser-reserved slots minus the other clients'
 /// connections (this one is not counted: the run's budget includes it).
-pub async fn connection_slots(client: &Client) -> Result<i64> {
+pub(crate) async fn connection_slots(client: &Client) -> Result<i64> {
     let row = client.query_one(CONNECTION_SLOTS, &[]).await.map_err(|e| sql_error("reading max_connections", &e))?;
     Ok(row.get(0))
 }
 
 /// The machine and the server's non-default settings, recorded once per run.
-pub async fn environment(client: &Client) -> Environment {
+pub(crate) async fn environment(client: &Client) -> Environment {
     let pg_settings = client
         .query(SETTINGS, &[])
         .await

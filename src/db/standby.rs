@@ -20,7 +20,7 @@ use tokio_postgres::Client;
 
 /// Makes the standby from the running primary and starts it (waiting for it to stream is
 /// [`wait_streaming`]'s).
-pub fn start(primary: &Postmaster, standby: &Standby) -> Result<()> {
+pub(crate) fn start(primary: &Postmaster, standby: &Standby) -> Result<()> {
     base_backup(primary, &standby.server)?;
     standby.server.spawn()
 }
@@ -53,7 +53,7 @@ fn base_backup(primary: &Postmaster, standby: &Postmaster) -> Result<()> {
 
 /// Waits until the primary streams to the standby (`pg_stat_replication`; with `sync`, as its
 /// synchronous standby), up to 60 s. `primary` is a connection to the primary.
-pub async fn wait_streaming(primary: &Client, replication: Replication, standby: &Postmaster) -> Result<()> {
+pub(crate) async fn wait_streaming(primary: &Client, replication: Replication, standby: &Postmaster) -> Result<()> {
     let want = match replication {
         Replication::Async => "async",
         Replication::Sync => "sync",
@@ -79,19 +79,19 @@ pub async fn wait_streaming(primary: &Client, replication: Replication, standby:
 }
 
 /// The pid of the primary's walsender to the standby, if one streams.
-pub async fn walsender_pid(primary: &Client) -> Option<i32> {
+pub(crate) async fn walsender_pid(primary: &Client) -> Option<i32> {
     let row = primary.query_opt("SELECT pid FROM pg_stat_replication ORDER BY pid LIMIT 1", &[]).await.ok()??;
     row.get(0)
 }
 
 /// The primary's current WAL position, as text (`0/3000060`).
-pub async fn current_lsn(primary: &Client) -> Option<String> {
+pub(crate) async fn current_lsn(primary: &Client) -> Option<String> {
     let row = primary.query_one("SELECT pg_current_wal_lsn()::text", &[]).await.ok()?;
     Some(row.get(0))
 }
 
 /// Bytes of WAL from the standby's last received position up to `lsn` (0 if it has it all).
-pub async fn behind(standby: &Client, lsn: &str) -> Option<u64> {
+pub(crate) async fn behind(standby: &Client, lsn: &str) -> Option<u64> {
     let row = standby
         .query_one(
             "SELECT greatest(0, pg_wal_lsn_diff($1::text::pg_lsn, \
@@ -105,7 +105,7 @@ pub async fn behind(standby: &Client, lsn: &str) -> Option<u64> {
 
 /// Waits (up to `limit`) until the standby's WAL receiver no longer streams: it has read what
 /// was left in its socket and seen the primary go.
-pub async fn receiver_quiet(standby: &Client, limit: Duration) {
+pub(crate) async fn receiver_quiet(standby: &Client, limit: Duration) {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
         let streaming = standby
@@ -121,7 +121,7 @@ pub async fn receiver_quiet(standby: &Client, limit: Duration) {
 }
 
 /// Promotes the standby and waits (up to 60 s) until it has left recovery.
-pub async fn promote(standby: &Client) -> Result<()> {
+pub(crate) async fn promote(standby: &Client) -> Result<()> {
     let failed = |cause: String| Error::machine("promoting the ephemeral cluster's standby", cause);
     let row = standby.query_one("SELECT pg_promote(true, 60)", &[]).await.map_err(|e| failed(super::error_text(&e)))?;
     match row.get::<_, bool>(0) {

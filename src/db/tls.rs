@@ -42,7 +42,7 @@ pub enum SslMode {
 }
 
 /// Every accepted `sslmode`, for the message that refuses another.
-pub const MODES: &str = "disable, allow, prefer, require, verify-ca, verify-full";
+pub(crate) const MODES: &str = "disable, allow, prefer, require, verify-ca, verify-full";
 
 impl SslMode {
     pub fn parse(value: &str) -> Option<SslMode> {
@@ -76,30 +76,30 @@ impl SslMode {
 /// A TLS parameter as libpq names it, with its environment variable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Param {
-    SslMode,
-    SslRootCert,
-    SslCert,
-    SslKey,
+    Mode,
+    RootCert,
+    Cert,
+    Key,
 }
 
 impl Param {
-    const ALL: [Param; 4] = [Param::SslMode, Param::SslRootCert, Param::SslCert, Param::SslKey];
+    const ALL: [Param; 4] = [Param::Mode, Param::RootCert, Param::Cert, Param::Key];
 
     pub fn key(self) -> &'static str {
         match self {
-            Param::SslMode => "sslmode",
-            Param::SslRootCert => "sslrootcert",
-            Param::SslCert => "sslcert",
-            Param::SslKey => "sslkey",
+            Param::Mode => "sslmode",
+            Param::RootCert => "sslrootcert",
+            Param::Cert => "sslcert",
+            Param::Key => "sslkey",
         }
     }
 
     pub fn env(self) -> &'static str {
         match self {
-            Param::SslMode => "PGSSLMODE",
-            Param::SslRootCert => "PGSSLROOTCERT",
-            Param::SslCert => "PGSSLCERT",
-            Param::SslKey => "PGSSLKEY",
+            Param::Mode => "PGSSLMODE",
+            Param::RootCert => "PGSSLROOTCERT",
+            Param::Cert => "PGSSLCERT",
+            Param::Key => "PGSSLKEY",
         }
     }
 }
@@ -167,7 +167,7 @@ impl Checks {
 
 /// The TLS parameters pulled out of a connection string, the rest left for tokio-postgres.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Split {
+pub(crate) struct Split {
     pub rest: String,
     pub params: Vec<(Param, String)>,
 }
@@ -175,7 +175,7 @@ pub struct Split {
 /// Takes `sslmode`, `sslrootcert`, `sslcert` and `sslkey` out of a URL's query
 /// (`postgres://…?sslmode=require`) or a key=value string (`host=… sslmode=require`): tokio-postgres
 /// knows only three sslmodes and none of the file parameters.
-pub fn split(url: &str) -> Split {
+pub(crate) fn split(url: &str) -> Split {
     let ours = |k: &str| Param::ALL.into_iter().find(|p| p.key() == k);
     let mut params = Vec::new();
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
@@ -245,7 +245,7 @@ impl Tls {
             let from_url = url_params.iter().rev().find(|(q, _)| *q == p).map(|(_, v)| (v.clone(), Source::Url(p)));
             from_url.or_else(|| env(p.env()).filter(|v| !v.is_empty()).map(|v| (v, Source::Env(p))))
         };
-        let mode = match get(Param::SslMode) {
+        let mode = match get(Param::Mode) {
             None => SslMode::Prefer,
             Some((value, from)) => SslMode::parse(&value).ok_or(TlsSetting::UnknownMode {
                 value,
@@ -271,13 +271,13 @@ impl Tls {
                 None => Ok(None),
             }
         };
-        let mut root = existing(Param::SslRootCert)?;
+        let mut root = existing(Param::RootCert)?;
         let default_root = default_file(home.as_deref(), "root.crt");
         if root.is_none()
             && matches!(mode, SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull)
             && let Some(d) = default_root.as_ref().filter(|d| d.is_file())
         {
-            root = Some((d.clone(), Source::Default(Param::SslRootCert)));
+            root = Some((d.clone(), Source::Default(Param::RootCert)));
         }
         if mode.verifies() && root.is_none() {
             return Err(TlsSetting::NoRootCert {
@@ -295,20 +295,20 @@ impl Tls {
             (_, Some(_)) => Checks::Chain,
             (_, None) => Checks::Nothing,
         };
-        let client = match (existing(Param::SslCert)?, existing(Param::SslKey)?) {
+        let client = match (existing(Param::Cert)?, existing(Param::Key)?) {
             (Some((c, _)), Some((k, _))) => Some((c, k)),
             (Some((_, from)), None) => {
                 return Err(TlsSetting::HalfPair {
                     given: from.to_string(),
-                    missing: Param::SslKey.key(),
-                    missing_env: Param::SslKey.env(),
+                    missing: Param::Key.key(),
+                    missing_env: Param::Key.env(),
                 });
             }
             (None, Some((_, from))) => {
                 return Err(TlsSetting::HalfPair {
                     given: from.to_string(),
-                    missing: Param::SslCert.key(),
-                    missing_env: Param::SslCert.env(),
+                    missing: Param::Cert.key(),
+                    missing_env: Param::Cert.env(),
                 });
             }
             (None, None) => {
@@ -424,11 +424,11 @@ impl Tls {
                 };
                 let chain = CertificateDer::pem_file_iter(cert)
                     .and_then(|i| i.collect::<Result<Vec<_>, _>>())
-                    .map_err(|e| bad(cert, Param::SslCert, format!("not a PEM certificate file: {e}")))?;
+                    .map_err(|e| bad(cert, Param::Cert, format!("not a PEM certificate file: {e}")))?;
                 let key_der = PrivateKeyDer::from_pem_file(key)
-                    .map_err(|e| bad(key, Param::SslKey, format!("not a PEM private key: {e}")))?;
+                    .map_err(|e| bad(key, Param::Key, format!("not a PEM private key: {e}")))?;
                 builder.with_client_auth_cert(chain, key_der).map_err(|e| {
-                    bad(cert, Param::SslCert, format!("cannot be used with the key {} (sslkey): {e}", key.display()))
+                    bad(cert, Param::Cert, format!("cannot be used with the key {} (sslkey): {e}", key.display()))
                 })
             }
         }
@@ -602,11 +602,11 @@ mod tests {
         assert_eq!(s.rest, "postgres://u:p@h:5432/db?application_name=x");
         assert_eq!(
             s.params,
-            vec![(Param::SslMode, "verify-full".to_string()), (Param::SslRootCert, "/tmp/ca.pem".to_string())]
+            vec![(Param::Mode, "verify-full".to_string()), (Param::RootCert, "/tmp/ca.pem".to_string())]
         );
         let s = split("host=h sslmode=require user=u");
         assert_eq!(s.rest, "host=h user=u");
-        assert_eq!(s.params, vec![(Param::SslMode, "require".to_string())]);
+        assert_eq!(s.params, vec![(Param::Mode, "require".to_string())]);
         assert_eq!(split("postgres://h/db").rest, "postgres://h/db");
     }
 
@@ -616,7 +616,7 @@ mod tests {
         let e = Tls::resolve_with(&[], env).unwrap_err();
         assert!(matches!(&e, TlsSetting::UnknownMode { from, .. } if from == "PGSSLMODE (environment)"), "{e}");
         assert!(e.to_string().contains(MODES), "{e}");
-        let tls = Tls::resolve_with(&[(Param::SslMode, "require".into())], env).unwrap();
+        let tls = Tls::resolve_with(&[(Param::Mode, "require".into())], env).unwrap();
         assert_eq!(tls.mode, SslMode::Require);
         assert_eq!(Tls::resolve_with(&[], |_| None).unwrap().mode, SslMode::Prefer);
     }
@@ -627,9 +627,9 @@ mod tests {
         let none = |_: &str| None;
         // Nothing given: nothing added (the child defaults to prefer as the run did).
         assert_eq!(Tls::resolve_with(&[], none).unwrap().add_to("postgres://u@h/db".into()), "postgres://u@h/db");
-        let require = Tls::resolve_with(&[(Param::SslMode, "require".into())], none).unwrap();
+        let require = Tls::resolve_with(&[(Param::Mode, "require".into())], none).unwrap();
         assert_eq!(require.add_to("postgres://u@h/db".into()), "postgres://u@h/db?sslmode=require");
-        let disable = Tls::resolve_with(&[(Param::SslMode, "disable".into())], none).unwrap();
+        let disable = Tls::resolve_with(&[(Param::Mode, "disable".into())], none).unwrap();
         assert_eq!(
             disable.add_to("postgres://u@/db?host=%2Ftmp".into()),
             "postgres://u@/db?host=%2Ftmp&sslmode=disable"
@@ -640,7 +640,7 @@ mod tests {
         let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
         params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
         std::fs::write(&ca, params.self_signed(&key).unwrap().pem()).unwrap();
-        let given = [(Param::SslMode, "require".into()), (Param::SslRootCert, ca.display().to_string())];
+        let given = [(Param::Mode, "require".into()), (Param::RootCert, ca.display().to_string())];
         let tls = Tls::resolve_with(&given, none).unwrap();
         assert_eq!(tls.checks, Checks::Chain);
         assert_eq!(
@@ -654,7 +654,7 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let h = home.path().display().to_string();
         let env = |name: &str| (name == "HOME").then(|| h.clone());
-        let verify = [(Param::SslMode, "verify-full".to_string())];
+        let verify = [(Param::Mode, "verify-full".to_string())];
         let e = Tls::resolve_with(&verify, env).unwrap_err();
         assert!(e.to_string().contains(&format!("{h}/.postgresql/root.crt")), "{e}");
         std::fs::create_dir(home.path().join(".postgresql")).unwrap();
@@ -663,11 +663,8 @@ mod tests {
         params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
         std::fs::write(home.path().join(".postgresql/root.crt"), params.self_signed(&key).unwrap().pem()).unwrap();
         let tls = Tls::resolve_with(&verify, env).unwrap();
-        assert_eq!(
-            (tls.checks, tls.root.map(|r| r.1)),
-            (Checks::ChainAndName, Some(Source::Default(Param::SslRootCert)))
-        );
-        let require = Tls::resolve_with(&[(Param::SslMode, "require".into())], env).unwrap();
+        assert_eq!((tls.checks, tls.root.map(|r| r.1)), (Checks::ChainAndName, Some(Source::Default(Param::RootCert))));
+        let require = Tls::resolve_with(&[(Param::Mode, "require".into())], env).unwrap();
         assert_eq!(require.checks, Checks::Chain, "require with a root file checks the chain, as libpq");
         let prefer = Tls::resolve_with(&[], env).unwrap();
         assert_eq!(prefer.checks, Checks::Nothing);
@@ -676,7 +673,7 @@ mod tests {
     #[test]
     fn a_missing_root_file_names_itself_and_its_parameter() {
         let e = Tls::resolve_with(
-            &[(Param::SslMode, "verify-ca".into()), (Param::SslRootCert, "/nonexistent/ca.pem".into())],
+            &[(Param::Mode, "verify-ca".into()), (Param::RootCert, "/nonexistent/ca.pem".into())],
             |_| None,
         )
         .unwrap_err();

@@ -34,7 +34,7 @@ const VIRTUAL_START: u64 = 4_102_444_800;
 
 /// What `explore` searches, from its command line.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     pub sessions: usize,
     pub jobs: u32,
     pub depth: usize,
@@ -54,7 +54,7 @@ pub struct Options {
     pub out: Option<PathBuf>,
 }
 
-pub async fn explore(file: &Path, sets: &[String], target: &Target, o: &Options) -> Result<ExitCode> {
+pub(crate) async fn explore(file: &Path, sets: &[String], target: &Target, o: &Options) -> Result<ExitCode> {
     if !(2..=3).contains(&o.sessions) {
         return Err(Error::Flag { flag: "--sessions".into(), reason: "takes 2 or 3 worker sessions".into() });
     }

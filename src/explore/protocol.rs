@@ -26,7 +26,7 @@ use text::{read_only, uuids};
 
 /// Which step of the protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum StepKind {
+pub(super) enum StepKind {
     Select,
     Claim,
     Heartbeat,
@@ -39,7 +39,7 @@ pub enum StepKind {
 
 /// One schedule step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Op {
+pub(super) enum Op {
     /// `BEGIN` and the step's first statement.
     Start(usize, StepKind),
     /// The step's next statement.
@@ -52,7 +52,7 @@ pub enum Op {
 }
 
 impl Op {
-    pub fn actor(self) -> Option<usize> {
+    pub(super) fn actor(self) -> Option<usize> {
         match self {
             Op::Start(a, _) | Op::Next(a) | Op::Commit(a) | Op::Crash(a) => Some(a),
             Op::Tick => None,
@@ -62,7 +62,7 @@ impl Op {
 
 /// Where an actor is in its protocol.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Phase {
+pub(super) enum Phase {
     Idle,
     /// In a step: statements sent so far, the first one's verdict for a write.
     Running {
@@ -79,7 +79,7 @@ pub enum Phase {
 
 /// What an actor does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+pub(super) enum Role {
     /// Claims, works, heartbeats, completes or fails.
     Worker,
     /// Runs the reclaim after each tick.
@@ -102,7 +102,7 @@ impl Role {
 }
 
 #[derive(Debug, Clone)]
-pub struct Actor {
+pub(super) struct Actor {
     pub name: String,
     pub role: Role,
     pub phase: Phase,
@@ -126,7 +126,7 @@ pub struct Actor {
 
 /// The search's bounds on faults.
 #[derive(Debug, Clone, Copy)]
-pub struct Faults {
+pub(super) struct Faults {
     pub ticks: u32,
     pub crashes: u32,
     pub heartbeats: u32,
@@ -135,7 +135,7 @@ pub struct Faults {
 
 /// A step as it happened, for the printed counterexample.
 #[derive(Debug, Clone)]
-pub struct Record {
+pub(super) struct Record {
     pub op: Op,
     pub actor: String,
     /// The text sent (None for a tick).
@@ -147,7 +147,7 @@ pub struct Record {
     pub waited_until: Option<usize>,
 }
 
-pub struct Model<'p> {
+pub(super) struct Model<'p> {
     pub plan: &'p Plan,
     pub actors: Vec<Actor>,
     pub ticks: u32,
@@ -172,7 +172,7 @@ pub struct Model<'p> {
 
 /// Who takes part: the worker sessions, a reaper, a canceller (the job's key).
 #[derive(Debug, Clone)]
-pub struct Cast {
+pub(super) struct Cast {
     pub workers: usize,
     pub reaper: bool,
     pub cancel: Option<Key>,
@@ -182,7 +182,7 @@ pub struct Cast {
 const WORKERS: [&str; 3] = ["A", "B", "C"];
 
 impl<'p> Model<'p> {
-    pub fn new(plan: &'p Plan, cast: &Cast, base: SystemTime, bounds: Faults) -> Model<'p> {
+    pub(super) fn new(plan: &'p Plan, cast: &Cast, base: SystemTime, bounds: Faults) -> Model<'p> {
         let actor = |name: &str, role: Role| Actor {
             name: name.into(),
             role,
@@ -238,7 +238,7 @@ impl<'p> Model<'p> {
     }
 
     /// Whether a reaper session is worth having: the adapter reclaims in a step of its own.
-    pub fn has_reaper(plan: &Plan) -> bool {
+    pub(super) fn has_reaper(plan: &Plan) -> bool {
         plan.adapter.reclaim.is_some() && plan.lease.reclaim != Reclaim::Inline
     }
 
@@ -247,13 +247,13 @@ impl<'p> Model<'p> {
     }
 
     /// The lease plus a second: how far one tick moves the clock.
-    pub fn tick_len(&self) -> Duration {
+    pub(super) fn tick_len(&self) -> Duration {
         self.plan.lease.duration + Duration::from_secs(1)
     }
 
     /// The virtual clock, µs since the schedule's start (ticks and time passed; the
     /// journal's own times add a µs per event on top).
-    pub fn epoch_us(&self) -> u64 {
+    pub(super) fn epoch_us(&self) -> u64 {
         self.tick_len().as_micros() as u64 * u64::from(self.ticks) + self.skipped_us
     }
 
@@ -263,7 +263,7 @@ impl<'p> Model<'p> {
     /// `start_after = now()` is due to a claim that asks `start_after < now()`), while steps
     /// that change nothing (a read, an empty claim) leave the clock where it was, so two orders
     /// of them still write the same times and meet.
-    pub fn now(&self) -> SystemTime {
+    pub(super) fn now(&self) -> SystemTime {
         self.base + Duration::from_micros(self.epoch_us() + self.changes * 1000)
     }
 
@@ -288,7 +288,7 @@ impl<'p> Model<'p> {
     }
 
     /// The steps enabled now, in a fixed order.
-    pub fn enabled(&self) -> Vec<Op> {
+    pub(super) fn enabled(&self) -> Vec<Op> {
         let mut ops = Vec::new();
         for (i, a) in self.actors.iter().enumerate() {
             if a.waiting.is_some() {
@@ -358,7 +358,7 @@ impl<'p> Model<'p> {
     /// The steps a session takes when the schedule is left to itself: its protocol, with no
     /// fault, heartbeat or failure (a worker completes what it holds), and no tick (time
     /// passes only when nobody can step: `pass_time`).
-    pub fn settling(&self) -> Vec<Op> {
+    pub(super) fn settling(&self) -> Vec<Op> {
         let own = |op: &Op| match op {
             Op::Start(_, kind) => !matches!(kind, StepKind::Heartbeat | StepKind::Fail),
             Op::Next(_) | Op::Commit(_) => true,
@@ -368,7 +368,7 @@ impl<'p> Model<'p> {
     }
 
     /// The text a statement step sends (`BEGIN` first for a step's first statement).
-    pub fn sql(&self, op: Op) -> Option<String> {
+    pub(super) fn sql(&self, op: Op) -> Option<String> {
         let (i, kind, index) = match op {
             Op::Start(i, kind) => (i, kind, 0),
             Op::Next(i) => match &self.actors[i].phase {
@@ -403,7 +403,7 @@ impl<'p> Model<'p> {
     /// What two schedules must share to count as the same state (besides the tables): each
     /// actor's place, job and carried values, the clock, the faults used, and the journal
     /// without its times inside a tick.
-    pub fn key(&self) -> String {
+    pub(super) fn key(&self) -> String {
         let mut out = format!("t{} c{}\n", self.ticks, self.crashes);
         for a in &self.actors {
             let fresh = a.stamp.is_none_or(|s| self.changes > s);

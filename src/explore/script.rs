@@ -14,7 +14,7 @@ fn condensed(sql: &str) -> String {
     if one.chars().count() > 110 { format!("{}…", one.chars().take(109).collect::<String>()) } else { one }
 }
 
-pub fn steps(f: &Found, plan: &Plan) -> String {
+pub(super) fn steps(f: &Found, plan: &Plan) -> String {
     let mut out = String::new();
     let then = if f.settled_from.is_some() { ", then left to itself" } else { "" };
     let _ = writeln!(out, "\nCOUNTEREXAMPLE ({}, {} steps{then}):", plan.adapter.name, f.depth);
@@ -49,7 +49,7 @@ pub fn steps(f: &Found, plan: &Plan) -> String {
     out
 }
 
-pub fn psql(f: &Found, plan: &Plan) -> String {
+pub(super) fn psql(f: &Found, plan: &Plan) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -90,7 +90,7 @@ pub fn psql(f: &Found, plan: &Plan) -> String {
 
 /// The counterexample's job as report.html draws a failed check's example (its swimlane), and
 /// the causes `explain` would give, from the same journal the checkers read.
-pub fn swimlane(f: &Found, plan: &Plan) -> Option<crate::report::swimlane::Swimlane> {
+pub(super) fn swimlane(f: &Found, plan: &Plan) -> Option<crate::report::swimlane::Swimlane> {
     use crate::report::swimlane::{Source, swimlanes};
     let checks: Vec<_> = f.violations.iter().map(|v| v.result.clone()).collect();
     let src = Source {

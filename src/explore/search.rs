@@ -15,7 +15,7 @@ use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant, SystemTime};
 
 #[derive(Debug, Clone, Copy)]
-pub struct Bounds {
+pub(super) struct Bounds {
     pub depth: usize,
     pub time: Duration,
     pub reduce: bool,
@@ -24,10 +24,10 @@ pub struct Bounds {
     pub liveness: bool,
 }
 
-pub mod settle;
+pub(super) mod settle;
 
 #[derive(Debug, Default, Clone)]
-pub struct Stats {
+pub(super) struct Stats {
     /// Schedules run and judged (a state's path and one more step).
     pub schedules: u64,
     /// States not explored again (reduction).
@@ -57,7 +57,7 @@ pub struct Stats {
 }
 
 /// A counterexample: the steps as they ran, what they broke, and the evidence the checkers read.
-pub struct Found {
+pub(super) struct Found {
     pub records: Vec<Record>,
     pub violations: Vec<Violation>,
     pub depth: usize,
@@ -68,7 +68,7 @@ pub struct Found {
     pub settled_from: Option<usize>,
 }
 
-pub struct Search<'a> {
+pub(super) struct Search<'a> {
     pub plan: &'a Plan,
     pub sessions: Sessions,
     pub snapshot: Snapshot,
@@ -82,7 +82,13 @@ pub struct Search<'a> {
 }
 
 impl<'a> Search<'a> {
-    pub fn new(plan: &'a Plan, sessions: Sessions, snapshot: Snapshot, bounds: Bounds, cast: Cast) -> Search<'a> {
+    pub(super) fn new(
+        plan: &'a Plan,
+        sessions: Sessions,
+        snapshot: Snapshot,
+        bounds: Bounds,
+        cast: Cast,
+    ) -> Search<'a> {
         let deadline = Instant::now() + bounds.time;
         let base = SystemTime::UNIX_EPOCH + Duration::from_secs(super::VIRTUAL_START);
         let (stats, visited) = (Stats::default(), HashSet::new());
@@ -93,7 +99,7 @@ impl<'a> Search<'a> {
     /// schedule, each new state is judged as it is reached, so the first counterexample is a
     /// shortest one. With reduction, a state reached before (at this depth or a smaller one)
     /// is not expanded again; the schedules it stands for are counted.
-    pub async fn run(&mut self) -> Result<Option<Found>> {
+    pub(super) async fn run(&mut self) -> Result<Option<Found>> {
         let start = self.fresh().await?;
         let first = self.key(&start).await?;
         self.visited.insert(first);

@@ -15,7 +15,7 @@ use tokio_postgres::{Client, SimpleQueryMessage};
 
 /// A statement's rows as text (the last statement's, for a text of several).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct Rows {
+pub(super) struct Rows {
     pub columns: Vec<String>,
     pub rows: Vec<Vec<Option<String>>>,
     /// Rows the statement reported (`UPDATE 1`, `SELECT 2`).
@@ -24,7 +24,7 @@ pub struct Rows {
 
 impl Rows {
     /// A column's values, by name.
-    pub fn column(&self, name: &str) -> Option<Vec<Option<String>>> {
+    pub(super) fn column(&self, name: &str) -> Option<Vec<Option<String>>> {
         let i = self.columns.iter().position(|c| c == name)?;
         Some(self.rows.iter().map(|r| r.get(i).cloned().flatten()).collect())
     }
@@ -32,7 +32,7 @@ impl Rows {
 
 /// The server's error for a statement, as text (SQLSTATE and message).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerError(pub String);
+pub(super) struct ServerError(pub String);
 
 impl std::fmt::Display for ServerError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -41,7 +41,7 @@ impl std::fmt::Display for ServerError {
 }
 
 /// What a statement came back with: its rows, or the server's error.
-pub type Outcome = std::result::Result<Rows, ServerError>;
+pub(super) type Outcome = std::result::Result<Rows, ServerError>;
 
 type Pending = JoinHandle<std::result::Result<Vec<SimpleQueryMessage>, tokio_postgres::Error>>;
 
@@ -54,12 +54,12 @@ struct Session {
 }
 
 /// A statement sent: it returned, or it waits on a lock another session holds.
-pub enum Sent {
+pub(super) enum Sent {
     Done(Outcome),
     Blocked,
 }
 
-pub struct Sessions {
+pub(super) struct Sessions {
     endpoint: crate::db::Endpoint,
     on_connect: Option<String>,
     list: Vec<Session>,
@@ -110,7 +110,7 @@ async fn open_one(endpoint: &crate::db::Endpoint, on_connect: Option<&str>) -> R
 }
 
 impl Sessions {
-    pub async fn open(db: &Database, on_connect: Option<&str>, n: usize) -> Result<Sessions> {
+    pub(super) async fn open(db: &Database, on_connect: Option<&str>, n: usize) -> Result<Sessions> {
         let endpoint = db.worker_config();
         let mut list = Vec::with_capacity(n);
         for _ in 0..n {
@@ -127,25 +127,25 @@ impl Sessions {
     }
 
     /// The connection the harness reads and resets the schema on.
-    pub fn monitor(&self) -> &Client {
+    pub(super) fn monitor(&self) -> &Client {
         &self.monitor
     }
 
     /// Sends `sql` on session `i` and waits until it returns or blocks.
-    pub async fn send(&mut self, i: usize, sql: String) -> Result<Sent> {
+    pub(super) async fn send(&mut self, i: usize, sql: String) -> Result<Sent> {
         let client = self.list[i].client.clone();
         self.list[i].pending = Some(tokio::spawn(async move { client.simple_query(&sql).await }));
         self.settle(i, Duration::ZERO).await
     }
 
     /// Is session `i` waiting on a statement?
-    pub fn is_pending(&self, i: usize) -> bool {
+    pub(super) fn is_pending(&self, i: usize) -> bool {
         self.list[i].pending.is_some()
     }
 
     /// Waits for session `i`'s pending statement until it returns or is seen blocked (after
     /// `at_least`, for a deadlock the server is about to break).
-    pub async fn settle(&mut self, i: usize, at_least: Duration) -> Result<Sent> {
+    pub(super) async fn settle(&mut self, i: usize, at_least: Duration) -> Result<Sent> {
         let started = Instant::now();
         let pid = self.list[i].pid;
         loop {
@@ -181,7 +181,7 @@ impl Sessions {
 
     /// The session's connection goes: its backend is terminated (a blocked statement too) and
     /// its transaction rolled back; returns once the backend is gone.
-    pub async fn crash(&mut self, i: usize) -> Result<()> {
+    pub(super) async fn crash(&mut self, i: usize) -> Result<()> {
         let s = &mut self.list[i];
         if let Some(p) = s.pending.take() {
             p.abort();
@@ -214,7 +214,7 @@ impl Sessions {
 
     /// Every session back to idle outside a transaction, with no session-level advisory lock,
     /// a crashed one reconnected.
-    pub async fn quiesce(&mut self) -> Result<()> {
+    pub(super) async fn quiesce(&mut self) -> Result<()> {
         for i in 0..self.list.len() {
             if self.list[i].open && self.list[i].pending.is_none() {
                 self.rollback(i).await?;
@@ -254,14 +254,14 @@ fn monitor_err(what: &str, e: &tokio_postgres::Error) -> Error {
 
 /// The schema's tables and sequences as the preload left them, kept in temporary tables of the
 /// monitor's session, and the SQL that puts them back.
-pub struct Snapshot {
+pub(super) struct Snapshot {
     restore: String,
     /// The tables a state is read from, in a fixed order (`state`).
     tables: Vec<String>,
 }
 
 impl Snapshot {
-    pub async fn take(monitor: &Client) -> Result<Snapshot> {
+    pub(super) async fn take(monitor: &Client) -> Result<Snapshot> {
         let err = |e: tokio_postgres::Error| monitor_err("taking the schema's snapshot", &e);
         let tables = monitor
             .query(
@@ -317,13 +317,13 @@ impl Snapshot {
         Ok(Snapshot { restore, tables: names })
     }
 
-    pub async fn restore(&self, monitor: &Client) -> Result<()> {
+    pub(super) async fn restore(&self, monitor: &Client) -> Result<()> {
         monitor.batch_execute(&self.restore).await.map_err(|e| monitor_err("restoring the schema's snapshot", &e))
     }
 
     /// Every row of every table as text, in a fixed order: what two schedules must agree on to
     /// have reached the same state.
-    pub async fn state(&self, monitor: &Client) -> Result<String> {
+    pub(super) async fn state(&self, monitor: &Client) -> Result<String> {
         let mut out = String::new();
         for t in &self.tables {
             let sql = format!("SELECT coalesce(string_agg(r::text, E'\\n' ORDER BY r::text), '') FROM {t} r");

@@ -19,14 +19,14 @@ use crate::verify::{self, Evidence};
 /// A broken property: the check's name, what it says, and the check's own result (its
 /// example jobs, for the swimlane and the story).
 #[derive(Debug, Clone)]
-pub struct Violation {
+pub(super) struct Violation {
     pub check: Check,
     pub detail: String,
     pub result: CheckResult,
 }
 
 /// The checks a schedule is judged by.
-pub const CHECKS: [Check; 11] = [
+pub(super) const CHECKS: [Check; 11] = [
     Check::ExactlyOnce,
     Check::NoLostJobs,
     Check::StaleCompletionsAccepted,
@@ -52,14 +52,14 @@ const HISTORY: [Check; 5] = [
 /// The checks only a schedule left to itself settles: what its end state comes to.
 const SETTLED: [Check; 3] = [Check::JobsLeftAbandoned, Check::FaultsRecovered, Check::DeadAfterOneFault];
 
-pub fn judge(model: &Model<'_>, final_jobs: &[JobRow]) -> Vec<Violation> {
+pub(super) fn judge(model: &Model<'_>, final_jobs: &[JobRow]) -> Vec<Violation> {
     judge_by(model, final_jobs, &HISTORY)
 }
 
 /// A schedule left to itself (`search::settle`): where it left the jobs. What its history
 /// broke on the way (a duplicate, a refused completion) is not judged here: the search finds
 /// such a schedule itself, at its own shortest length, not behind a fixed continuation.
-pub fn judge_settled(model: &Model<'_>, settled: &Settled) -> Vec<Violation> {
+pub(super) fn judge_settled(model: &Model<'_>, settled: &Settled) -> Vec<Violation> {
     // A day of quiet passed: every lease has run out, on the virtual clock the observer does not read.
     let rows: Vec<JobRow> = settled
         .rows

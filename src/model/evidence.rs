@@ -7,7 +7,7 @@ use super::records::{BlockerSpan, FailoverRecord, NetworkSpan, PgSample};
 use serde::{Deserialize, Serialize};
 
 /// `evidence.json`'s `schema_version` (renaming or removing a field bumps it).
-pub const EVIDENCE_VERSION: u32 = 1;
+pub(crate) const EVIDENCE_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]

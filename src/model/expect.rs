@@ -63,7 +63,7 @@ impl Expectation {
 }
 
 /// The flat metric path of a name with `{class=…,phase=…}` selectors.
-pub fn resolve(name: &str) -> Result<String, Invalid> {
+pub(crate) fn resolve(name: &str) -> Result<String, Invalid> {
     let Some(open) = name.find('{') else { return Ok(name.to_string()) };
     let close =
         name[open..].find('}').map(|i| open + i).ok_or_else(|| Invalid::new(format!("`{name}`: `{{` without `}}`")))?;
@@ -104,7 +104,7 @@ pub fn resolve(name: &str) -> Result<String, Invalid> {
 
 /// Parses `"> 0"`, `"== 10000"`, `"<= 2.5, abort"` for `name`, checking that it names one of
 /// `names` (from `RunSummary::metric_names` for the scenario's classes, phases and vacuum steps).
-pub fn parse_expectation(name: &str, expr: &str, names: &[String]) -> Result<Expectation, Invalid> {
+pub(crate) fn parse_expectation(name: &str, expr: &str, names: &[String]) -> Result<Expectation, Invalid> {
     let (expr, abort) = match expr.trim().strip_suffix("abort").map(str::trim_end) {
         Some(e) if e.ends_with(',') => (e.trim_end_matches(',').trim(), true),
         _ => (expr.trim(), false),
@@ -113,7 +113,7 @@ pub fn parse_expectation(name: &str, expr: &str, names: &[String]) -> Result<Exp
 }
 
 /// `--expect 'latency_ms.claim.p99 < 100'` (optionally `, abort` at the end).
-pub fn parse_cli(text: &str, names: &[String]) -> Result<Expectation, Error> {
+pub(crate) fn parse_cli(text: &str, names: &[String]) -> Result<Expectation, Error> {
     let mut depth = 0;
     let split = text.char_indices().find(|&(_, c)| {
         match c {
@@ -160,7 +160,7 @@ fn build(name: &str, expr: &str, abort: bool, names: &[String]) -> Result<Expect
 }
 
 /// "`name` is not a summary metric (did you mean …?)" with the three nearest names.
-pub fn unknown_metric(name: &str, metric: &str, names: &[String]) -> Invalid {
+pub(crate) fn unknown_metric(name: &str, metric: &str, names: &[String]) -> Invalid {
     let mut near: Vec<&String> = names.iter().collect();
     near.sort_by_key(|n| strsim::levenshtein(n, metric));
     let near: Vec<String> = near.iter().take(3).map(|n| format!("`{n}`")).collect();
@@ -185,7 +185,7 @@ pub fn unknown_metric(name: &str, metric: &str, names: &[String]) -> Invalid {
 // `<=`; `==` aborts only once the value passes it) on one of these: a
 // percentile can fall again as claims come in, so only `max` is watched.
 /// The metrics an abort expectation may watch.
-pub const LIVE_METRICS: &[&str] = &[
+pub(crate) const LIVE_METRICS: &[&str] = &[
     "executions.duplicate",
     "executions.jobs_duplicated",
     "checks.exactly_once",
@@ -197,7 +197,7 @@ pub const LIVE_METRICS: &[&str] = &[
     "latency_ms.claim.max",
 ];
 
-pub fn check_abortable(metric: &str, op: Op) -> Result<(), Invalid> {
+pub(crate) fn check_abortable(metric: &str, op: Op) -> Result<(), Invalid> {
     if !LIVE_METRICS.contains(&metric) {
         return Err(Invalid::new(format!("`{metric}` cannot be watched live; these can: {}", LIVE_METRICS.join(", "))));
     }
@@ -209,7 +209,7 @@ pub fn check_abortable(metric: &str, op: Op) -> Result<(), Invalid> {
 
 /// A snapshot of the live counters.
 #[derive(Debug, Clone, Default)]
-pub struct LiveValues {
+pub(crate) struct LiveValues {
     pub duplicates: u64,
     pub jobs_duplicated: u64,
     pub stale_accepted: u64,
@@ -220,7 +220,7 @@ pub struct LiveValues {
 }
 
 impl LiveValues {
-    pub fn get(&self, metric: &str) -> Option<f64> {
+    pub(crate) fn get(&self, metric: &str) -> Option<f64> {
         let n = |v: u64| Some(v as f64);
         match metric {
             "executions.duplicate" => n(self.duplicates),
@@ -234,7 +234,7 @@ impl LiveValues {
     }
 
     /// The first abort expectation the snapshot breaks, as `label (live value V at T s)`.
-    pub fn first_failure(&self, expectations: &[Expectation], t_s: f64) -> Option<String> {
+    pub(crate) fn first_failure(&self, expectations: &[Expectation], t_s: f64) -> Option<String> {
         expectations.iter().filter(|e| e.abort).find_map(|e| {
             let v = self.get(&e.metric)?;
             // A growing value breaks `== N` only once it passes N.
@@ -245,7 +245,7 @@ impl LiveValues {
 }
 
 /// Does any abort expectation watch the claim latency?
-pub fn watches_claims(expectations: &[Expectation]) -> bool {
+pub(crate) fn watches_claims(expectations: &[Expectation]) -> bool {
     expectations.iter().any(|e| e.abort && e.metric == "latency_ms.claim.max")
 }
 

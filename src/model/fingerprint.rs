@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The server settings that change throughput and latency enough to make runs incomparable.
-pub const SETTINGS: &[&str] = &["fsync", "synchronous_commit", "shared_buffers", "max_connections"];
+pub(crate) const SETTINGS: &[&str] = &["fsync", "synchronous_commit", "shared_buffers", "max_connections"];
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -108,7 +108,7 @@ impl Fingerprint {
 /// What the fingerprints of two sets of runs say about comparing them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "state")]
-pub enum Check {
+pub(crate) enum Check {
     Same,
     /// A side has no fingerprint (a summary from before it): nothing can be said.
     Unknown {
@@ -121,7 +121,7 @@ pub enum Check {
 
 impl Check {
     /// `old` and `new`: each side's fingerprint (its first run's), None for an older summary.
-    pub fn of(old: Option<&Fingerprint>, new: Option<&Fingerprint>, labels: (&str, &str)) -> Check {
+    pub(crate) fn of(old: Option<&Fingerprint>, new: Option<&Fingerprint>, labels: (&str, &str)) -> Check {
         match (old, new) {
             (Some(o), Some(n)) => match o.differences(n) {
                 d if d.is_empty() => Check::Same,
@@ -132,7 +132,7 @@ impl Check {
         }
     }
 
-    pub fn differences(&self) -> &[Difference] {
+    pub(crate) fn differences(&self) -> &[Difference] {
         match self {
             Check::Differ { differences } => differences,
             _ => &[],
@@ -140,7 +140,7 @@ impl Check {
     }
 
     /// Lines to print above a comparison table (none when the fingerprints agree).
-    pub fn lines(&self) -> Vec<String> {
+    pub(crate) fn lines(&self) -> Vec<String> {
         match self {
             Check::Same => Vec::new(),
             Check::Unknown { side } => vec![format!(
@@ -160,7 +160,7 @@ impl Check {
 
 /// FNV-1a, 64 bits, as 16 hex digits: stable across builds and platforms (std's hasher is not
 /// promised to be), enough to tell two scenario texts apart.
-pub fn hash(text: &str) -> String {
+pub(crate) fn hash(text: &str) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in text.bytes() {
         h ^= u64::from(b);

@@ -16,17 +16,17 @@
 //! - `fingerprint`: what makes two runs comparable (scenario, run shape, machine, server).
 
 pub mod check;
-pub mod evidence;
-pub mod expect;
-pub mod fault;
-pub mod fingerprint;
-pub mod metrics;
-pub mod pooler;
-pub mod protocol;
+pub(crate) mod evidence;
+pub(crate) mod expect;
+pub(crate) mod fault;
+pub(crate) mod fingerprint;
+pub(crate) mod metrics;
+pub(crate) mod pooler;
+pub(crate) mod protocol;
 pub mod records;
 pub mod summary;
-pub mod tolerance;
-pub mod words;
+pub(crate) mod tolerance;
+pub(crate) mod words;
 
 /// The version and the commit it was built from (`build.rs`): "0.1.0 (1e74cef)", with
 /// `-dirty` for uncommitted changes, "(unknown)" outside a git checkout. `--version` prints it,

@@ -13,11 +13,11 @@ use std::collections::BTreeMap;
 /// measured with `scripts/noise.sh` on the 2-core development machine while other builds ran
 /// (docs/gating.md, "Run-to-run noise"): between medians of three unchanged runs throughput
 /// dropped up to 27.9 % and claim p99 rose up to 40.4 %, so 10 % and 20 % failed unchanged code.
-pub const THROUGHPUT_DROP: f64 = 0.30;
-pub const P99_RISE: f64 = 0.50;
+pub(crate) const THROUGHPUT_DROP: f64 = 0.30;
+pub(crate) const P99_RISE: f64 = 0.50;
 
 /// Latency rises smaller than this never count as a regression (sub-millisecond jitter).
-pub const LATENCY_SLACK_MS: f64 = 1.0;
+pub(crate) const LATENCY_SLACK_MS: f64 = 1.0;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub enum Rule {
@@ -28,7 +28,7 @@ pub enum Rule {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// Higher is better (throughput); judged on the median.
     Higher,
     /// Lower is better (latency); judged on the median.
@@ -38,7 +38,7 @@ pub enum Kind {
 }
 
 /// The correctness counters compared by default (besides every `checks.<name>`).
-pub const COUNTERS: &[&str] = &[
+pub(crate) const COUNTERS: &[&str] = &[
     "executions.duplicate",
     "jobs.lost",
     "completions.stale_accepted",
@@ -47,7 +47,7 @@ pub const COUNTERS: &[&str] = &[
     "jobs.stuck_running",
 ];
 
-pub fn kind(metric: &str) -> Kind {
+pub(crate) fn kind(metric: &str) -> Kind {
     if metric.starts_with("checks.") || COUNTERS.contains(&metric) {
         Kind::Counter
     } else if metric.contains("throughput.") || metric.ends_with("_per_sec") {
@@ -58,7 +58,7 @@ pub fn kind(metric: &str) -> Kind {
 }
 
 /// The default rule for a metric, None when it is not compared by default.
-pub fn default_rule(metric: &str) -> Option<Rule> {
+pub(crate) fn default_rule(metric: &str) -> Option<Rule> {
     let p99_latency = metric.starts_with("latency_ms.")
         && metric.ends_with(".p99")
         && ["claim.", "complete.", "end_to_end.", "queue_wait."].iter().any(|m| metric[11..].starts_with(m));
@@ -124,7 +124,7 @@ impl Tolerances {
 }
 
 /// `"10%"`, `"0"`, `"0.5%"` or `"off"`.
-pub fn parse_rule(value: &str) -> Result<Rule, Invalid> {
+pub(crate) fn parse_rule(value: &str) -> Result<Rule, Invalid> {
     let v = value.trim();
     if v == "off" {
         return Ok(Rule::Off);

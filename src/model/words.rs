@@ -2,13 +2,13 @@
 //! `count(3, "job")` is `3 jobs`. Irregular plurals are passed whole with [`count_as`].
 
 /// `n` and the noun, plural unless `n` is 1 (the plural adds `s`).
-pub fn count(n: impl Into<u128> + Copy, noun: &str) -> String {
+pub(crate) fn count(n: impl Into<u128> + Copy, noun: &str) -> String {
     let v: u128 = n.into();
     if v == 1 { format!("1 {noun}") } else { format!("{v} {noun}s") }
 }
 
 /// `n` with the singular or the given plural.
-pub fn count_as(n: impl Into<u128> + Copy, singular: &str, plural: &str) -> String {
+pub(crate) fn count_as(n: impl Into<u128> + Copy, singular: &str, plural: &str) -> String {
     let v: u128 = n.into();
     format!("{v} {}", if v == 1 { singular } else { plural })
 }

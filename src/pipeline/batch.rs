@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 /// `queuebench run FILE…`: the exit code is the worst of the scenarios'.
-pub async fn run_files(cmd: &RunCommand, interrupt: &CancellationToken) -> Result<ExitCode> {
+pub(crate) async fn run_files(cmd: &RunCommand, interrupt: &CancellationToken) -> Result<ExitCode> {
     let plans = plans(cmd)?;
     // Every run's id and folder before any runs: a folder that holds something is refused
     // (unless --force) before a run could cost anything.
@@ -238,7 +238,7 @@ fn export_batch(out_dir: &Path, runs: &[RunSummary], comparison: Option<&Compari
 }
 
 /// compare.md and compare.json.
-pub fn comparison_files(c: &Comparison) -> export::Output<impl Fn() -> Result<Vec<export::File>> + '_> {
+pub(crate) fn comparison_files(c: &Comparison) -> export::Output<impl Fn() -> Result<Vec<export::File>> + '_> {
     export::Output("compare.md and compare.json", move || {
         Ok(vec![
             export::File::new("compare.md", compare::markdown(c)),

@@ -17,7 +17,7 @@ use tokio_postgres::Client;
 
 /// Opens the run's database: an ephemeral cluster sized for the plan, the server of
 /// `--database-url`, or a container; the run's schema is `--schema` or `queuebench_<run id>`.
-pub async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> Result<Database> {
+pub(crate) async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> Result<Database> {
     let schema = match &opts.schema {
         Some(name) => name.clone(),
         None => format!("queuebench_{}", run_id.replace(['-', 'T'], "_").to_lowercase()),
@@ -54,7 +54,7 @@ pub async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> Result<D
 /// which queuebench does only to its own ephemeral cluster; a standby (and the `failover` that
 /// promotes it) is one queuebench starts beside that cluster; nor does it start PgBouncer in
 /// front of any other server.
-pub fn check_target(plan: &Plan, target: &Target) -> Result<()> {
+pub(crate) fn check_target(plan: &Plan, target: &Target) -> Result<()> {
     if plan.postgres.standby.is_some() && *target != Target::Ephemeral {
         return Err(Error::Unfit {
             target: target.given_by().to_string(),
@@ -78,14 +78,14 @@ pub fn check_target(plan: &Plan, target: &Target) -> Result<()> {
 
 /// What the database stage hands on: the setup connection (kept through the run), what the
 /// server is, and the numbering of the queue's job ids (filled by the preload and the run).
-pub struct Prepared {
+pub(crate) struct Prepared {
     pub client: Client,
     pub facts: ServerFacts,
     pub ids: Arc<Interner>,
 }
 
 /// The server and machine, recorded once per run, and how long the preload took.
-pub struct ServerFacts {
+pub(crate) struct ServerFacts {
     pub database: DatabaseInfo,
     pub environment: Environment,
     /// The settings the fingerprint records (`model::fingerprint::SETTINGS`).
@@ -94,7 +94,7 @@ pub struct ServerFacts {
 }
 
 /// Checks the connection budget, records the server, installs the schema and preloads.
-pub async fn prepare(plan: &Plan, db: &Database) -> Result<Prepared> {
+pub(crate) async fn prepare(plan: &Plan, db: &Database) -> Result<Prepared> {
     let setup = db.connect_admin().await?;
     check_connections(plan, db, &setup).await?;
     let database = DatabaseInfo {
@@ -148,7 +148,7 @@ fn pooler_info(db: &Database) -> Option<PoolerInfo> {
 
 /// The run's TLS as summary.json records it: the settings and what the server says of the
 /// setup connection.
-pub async fn tls_info(db: &Database, setup: &Client) -> TlsInfo {
+pub(super) async fn tls_info(db: &Database, setup: &Client) -> TlsInfo {
     let (used, version, cipher) = schema::tls_in_use(setup).await;
     let tls = &db.tls;
     TlsInfo {
@@ -163,14 +163,14 @@ pub async fn tls_info(db: &Database, setup: &Client) -> TlsInfo {
 }
 
 /// How the plan's queue gets its tables (an owned form of `schema::Setup`).
-pub enum SetupOf {
+pub(crate) enum SetupOf {
     Own { notify: bool },
     Sql(String),
     Command(Vec<String>),
 }
 
 impl SetupOf {
-    pub fn as_setup(&self) -> Setup<'_> {
+    pub(crate) fn as_setup(&self) -> Setup<'_> {
         match self {
             SetupOf::Own { notify } => Setup::OwnTable { notify: *notify },
             SetupOf::Sql(s) => Setup::Sql(s),
@@ -180,7 +180,7 @@ impl SetupOf {
 }
 
 /// The plan's setup: queuebench's table, the adapter's setup command, or its SQL.
-pub fn setup_of(plan: &Plan) -> SetupOf {
+pub(crate) fn setup_of(plan: &Plan) -> SetupOf {
     match (&plan.setup_command, plan.adapter.setup_sql()) {
         (Some(command), _) => SetupOf::Command(command.clone()),
         (None, Some(sql)) => SetupOf::Sql(sql),
@@ -190,7 +190,7 @@ pub fn setup_of(plan: &Plan) -> SetupOf {
 
 /// `validate --database-url`: the same connection budget as a run's, on a connection that
 /// creates nothing (no schema). Other targets are sized for the plan by queuebench.
-pub async fn check_free_connections(plan: &Plan, target: &Target) -> Result<()> {
+pub(crate) async fn check_free_connections(plan: &Plan, target: &Target) -> Result<()> {
     let Target::Url { url, allow_remote } = target else { return Ok(()) };
     let db = Database::open(Some(url), &[], String::new(), false, *allow_remote).await?;
     let client = db.connect_admin().await?;
@@ -213,7 +213,7 @@ async fn check_connections(plan: &Plan, db: &Database, setup: &Client) -> Result
 /// Connections a run opens at once: one per worker (the pool's size with `workers.pool`), plus the setup connection held through
 /// the run, the sampler, one per producer class, fault injector, blocker session and vacuum
 /// step, the reaper and the claim-plan probe, and two for reconnects and the LISTEN probe.
-pub fn connections_needed(plan: &Plan) -> i64 {
+pub(crate) fn connections_needed(plan: &Plan) -> i64 {
     let faults = plan.faults.iter().filter(|f| !f.per_job()).count();
     let blockers: u32 = plan.blockers.iter().map(|b| b.sessions).sum();
     let reaper = usize::from(plan.lease.reclaim == Reclaim::Reaper);
@@ -229,7 +229,7 @@ const EXITING_SLACK: i64 = 2;
 
 /// The ephemeral cluster's settings: the scenario's, with max_connections raised to what the
 /// run needs when the scenario leaves it out (refused before starting when it sets too few).
-pub fn ephemeral_settings(plan: &Plan) -> Result<Vec<(String, String)>> {
+pub(crate) fn ephemeral_settings(plan: &Plan) -> Result<Vec<(String, String)>> {
     let mut settings = plan.postgres.settings.clone();
     // Slots a superuser may use, plus the 3 superuser_reserved_connections (the cluster's default).
     let need = connections_needed(plan) + 3;

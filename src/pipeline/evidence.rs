@@ -22,13 +22,13 @@ use std::time::{Duration, Instant};
 use tokio_postgres::Client;
 
 /// The table as the run left it. None when the database was lost (the report is partial).
-pub struct FinalTable {
+pub(super) struct FinalTable {
     pub jobs: Option<Vec<JobRow>>,
     pub effects_rows: Option<u64>,
 }
 
 /// Reads the final state, on the setup connection or (after a server restart closed it) a new one.
-pub async fn final_table(plan: &Plan, db: &Database, setup: Client, output: &RunOutput) -> Result<FinalTable> {
+pub(super) async fn final_table(plan: &Plan, db: &Database, setup: Client, output: &RunOutput) -> Result<FinalTable> {
     let own = plan.adapter.own_table();
     let client = match output.database_lost {
         Some(_) => return Ok(FinalTable { jobs: None, effects_rows: None }),
@@ -41,7 +41,7 @@ pub async fn final_table(plan: &Plan, db: &Database, setup: Client, output: &Run
 }
 
 /// The checkers' verdicts and the measurements over the journal.
-pub struct Checked {
+pub(super) struct Checked {
     pub verification: Verification,
     pub waits: waits::Waits,
     pub phases: Vec<phases::PhaseStats>,
@@ -49,7 +49,7 @@ pub struct Checked {
 }
 
 /// What the checkers read besides the history, as saved with the run (`evidence.json`).
-pub fn saved_evidence(plan: &Plan, output: &RunOutput, table: &FinalTable) -> SavedEvidence {
+pub(super) fn saved_evidence(plan: &Plan, output: &RunOutput, table: &FinalTable) -> SavedEvidence {
     SavedEvidence {
         schema_version: EVIDENCE_VERSION,
         enqueued: plan.jobs.preload + output.arrivals.len() as u64,
@@ -84,7 +84,7 @@ fn clock_bound(agents: &[crate::model::summary::AgentFigures]) -> u64 {
 }
 
 /// Runs every checker over the evidence and measures waits and phases from the journal.
-pub fn check(plan: &Plan, output: &RunOutput, table: &FinalTable, saved: &SavedEvidence) -> Checked {
+pub(super) fn check(plan: &Plan, output: &RunOutput, table: &FinalTable, saved: &SavedEvidence) -> Checked {
     let started = Instant::now();
     let events = verify::Events { journal: &output.journal, faults: &output.faults, arrivals: &output.arrivals };
     let evidence = verify::Evidence::new(saved, events, table.jobs.as_deref().unwrap_or_default());
@@ -102,7 +102,7 @@ pub fn check(plan: &Plan, output: &RunOutput, table: &FinalTable, saved: &SavedE
 }
 
 /// A run, summarised: what the exporters get.
-pub struct Finished {
+pub(super) struct Finished {
     pub summary: RunSummary,
     pub output: RunOutput,
     pub waits: waits::Waits,
@@ -119,14 +119,14 @@ pub struct Finished {
 
 /// The summary (verdict included) from everything the stages produced.
 /// Everything the run and the checkers produced, for the summary.
-pub struct Produced {
+pub(super) struct Produced {
     pub output: RunOutput,
     pub table: FinalTable,
     pub checked: Checked,
     pub saved: SavedEvidence,
 }
 
-pub fn summarize(plan: &Plan, run_id: String, started_at: String, facts: ServerFacts, p: Produced) -> Finished {
+pub(super) fn summarize(plan: &Plan, run_id: String, started_at: String, facts: ServerFacts, p: Produced) -> Finished {
     let Produced { output, table, checked, saved } = p;
     let timeseries = timeseries::harness(plan, &output.stats, &output.latency.claim, output.duration);
     let samples = timeseries::database(plan, &output.samples, &output.horizon.probes);
@@ -178,7 +178,7 @@ fn encode_history(
 impl Finished {
     /// What the run folder holds besides the summary: time series, latency histograms (with
     /// their samples for the interval logs), the scenario as run, the environment.
-    pub fn files(&self, plan: &Plan) -> RunFiles<'_> {
+    pub(super) fn files(&self, plan: &Plan) -> RunFiles<'_> {
         let (s, w) = (&self.output.stats, &self.waits);
         let l = &self.output.latency;
         let none: &[(u32, u32)] = &[];

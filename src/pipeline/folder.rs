@@ -12,10 +12,10 @@ use crate::error::{Access, Error, Result};
 use std::path::{Path, PathBuf};
 
 /// The marker of a run folder that is not (yet) whole.
-pub const INCOMPLETE: &str = "INCOMPLETE";
+pub(crate) const INCOMPLETE: &str = "INCOMPLETE";
 
 /// Refuses an output folder that already holds something, unless `force`.
-pub fn check_output_folder(dir: &Path, force: bool) -> Result<()> {
+pub(crate) fn check_output_folder(dir: &Path, force: bool) -> Result<()> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
     let names: Vec<String> = entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
     if names.is_empty() || force {
@@ -50,11 +50,11 @@ fn earlier_run(dir: &Path) -> Option<String> {
 /// Folders made for an output (`results/<scenario>/<run id>` and any parent that was missing),
 /// deepest last, so that a run or sweep that fails before writing can remove them again.
 #[derive(Debug, Default)]
-pub struct Made(Vec<PathBuf>);
+pub(super) struct Made(Vec<PathBuf>);
 
 impl Made {
     /// Creates `path` and its missing parents, remembering which it made.
-    pub fn create(path: &Path, access: Access) -> Result<Made> {
+    pub(super) fn create(path: &Path, access: Access) -> Result<Made> {
         let missing: Vec<PathBuf> =
             path.ancestors().take_while(|a| !a.as_os_str().is_empty() && !a.exists()).map(Path::to_path_buf).collect();
         std::fs::create_dir_all(path).map_err(|e| Error::path(access, path, e))?;
@@ -63,7 +63,7 @@ impl Made {
 
     /// Removes what it made, deepest first, each only while empty (`remove_dir` removes no
     /// folder that holds anything).
-    pub fn remove_if_empty(&self) {
+    pub(super) fn remove_if_empty(&self) {
         for dir in self.0.iter().rev() {
             if std::fs::remove_dir(dir).is_err() {
                 break;
@@ -73,7 +73,7 @@ impl Made {
 }
 
 /// The results folder of one run: created (and proved writable) before anything starts.
-pub struct ResultsFolder<'a> {
+pub(super) struct ResultsFolder<'a> {
     path: &'a Path,
     /// The folders it made: removed again if the run fails before writing.
     made: Made,
@@ -81,7 +81,7 @@ pub struct ResultsFolder<'a> {
 
 impl<'a> ResultsFolder<'a> {
     /// Creates the folder and its `INCOMPLETE` marker (which also proves it writable).
-    pub fn create(path: &'a Path, run_id: &str) -> Result<Self> {
+    pub(super) fn create(path: &'a Path, run_id: &str) -> Result<Self> {
         let made = Made::create(path, Access::CreateResultsFolder)?;
         let marker = format!(
             "queuebench run {run_id} has not finished writing this folder.\n\
@@ -97,7 +97,7 @@ impl<'a> ResultsFolder<'a> {
 
     /// Passes `result` through; on an error, removes the marker and leaves no empty folder
     /// behind (`remove_dir` removes only an empty one).
-    pub fn keep_if_ok<T>(&self, result: Result<T>) -> Result<T> {
+    pub(super) fn keep_if_ok<T>(&self, result: Result<T>) -> Result<T> {
         if result.is_err() {
             let _ = std::fs::remove_file(self.path.join(INCOMPLETE));
             self.made.remove_if_empty();
@@ -106,7 +106,7 @@ impl<'a> ResultsFolder<'a> {
     }
 
     /// After the export: the marker goes when everything was written, else it lists what was not.
-    pub fn finish(&self, not_written: Option<&[String]>) {
+    pub(super) fn finish(&self, not_written: Option<&[String]>) {
         let marker = self.path.join(INCOMPLETE);
         match not_written {
             Some([]) => {

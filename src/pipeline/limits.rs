@@ -14,21 +14,21 @@ use crate::scenario::Plan;
 use crate::scenario::plan::Stop;
 
 /// The harness's memory per worker (its connection, buffers, histograms, per-second stats).
-pub const WORKER_BYTES: u64 = 1 << 20;
+pub(super) const WORKER_BYTES: u64 = 1 << 20;
 /// Per preloaded job (the id numbering, the final table, the checkers' per-job arrays).
-pub const JOB_BYTES: u64 = 300;
+pub(super) const JOB_BYTES: u64 = 300;
 /// Per job a claim may hold in flight (`workers.batch` per worker).
-pub const CLAIMED_BYTES: u64 = 300;
+pub(super) const CLAIMED_BYTES: u64 = 300;
 /// Per row of a time series (the harness's and the sampler's).
-pub const SERIES_ROW_BYTES: u64 = 256;
+pub(super) const SERIES_ROW_BYTES: u64 = 256;
 /// The harness's own base (runtime, buffers, the binary) before workers and jobs.
-pub const BASE_BYTES: u64 = 32 << 20;
+pub(super) const BASE_BYTES: u64 = 32 << 20;
 /// Open files besides the workers' connections: stdio, logs, spill files, the cluster's.
-pub const SPARE_FILES: u64 = 64;
+pub(super) const SPARE_FILES: u64 = 64;
 
 /// Checks the plan against this process's open-file limit (raising the soft limit to the
 /// hard one when that is enough) and this machine's available memory.
-pub fn check(plan: &Plan) -> Result<()> {
+pub(crate) fn check(plan: &Plan) -> Result<()> {
     check_files(plan, raise_nofile)?;
     match mem_available() {
         Some(available) => check_memory(plan, available),
@@ -37,7 +37,7 @@ pub fn check(plan: &Plan) -> Result<()> {
 }
 
 /// Open files the run needs: a connection per worker and side task, and the spare ones.
-pub fn files_needed(plan: &Plan) -> u64 {
+pub(super) fn files_needed(plan: &Plan) -> u64 {
     connections_needed(plan).max(0) as u64 + SPARE_FILES
 }
 

@@ -9,13 +9,13 @@ mod evidence;
 mod folder;
 mod limits;
 
-pub use batch::{comparison_files, run_files};
-pub use database::{
+pub(crate) use batch::{comparison_files, run_files};
+pub(crate) use database::{
     check_free_connections, check_target, connections_needed, ephemeral_settings, open as open_database,
     prepare as prepare_database, setup_of,
 };
-pub use folder::{INCOMPLETE, check_output_folder};
-pub use limits::check as check_limits;
+pub(crate) use folder::check_output_folder;
+pub(crate) use limits::check as check_limits;
 
 use crate::agent;
 use crate::error::Result;
@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 /// A finished run: its summary (the verdict), and how writing the run folder went. An `Err`
 /// in `written` means `summary.json` itself could not be written (exit 3, verdict printed).
-pub struct RunResult {
+pub(crate) struct RunResult {
     pub summary: RunSummary,
     pub written: Result<Written>,
 }
@@ -40,7 +40,7 @@ pub struct RunResult {
 /// folder is removed again if the run failed before anything was written into it.
 /// `junit`: the run folder gets its own junit.xml (false when the batch writes one there).
 /// `run_id` names the run (its schema, summary.json's run_id, and the default folder).
-pub async fn run_one(
+pub(crate) async fn run_one(
     plan: &Plan,
     opts: &RunOptions,
     (out_dir, run_id): (&Path, String),
@@ -100,6 +100,6 @@ async fn stages(
 }
 
 /// A run's id: its start (UTC, to the second) and four random hex digits.
-pub fn run_id() -> String {
+pub(crate) fn run_id() -> String {
     format!("{}-{:04x}", chrono::Utc::now().format("%Y%m%dT%H%M%S"), rand::random::<u16>())
 }

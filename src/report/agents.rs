@@ -19,7 +19,7 @@ fn p99(a: &AgentFigures) -> String {
 }
 
 /// The terminal's lines: a head line, then one per agent.
-pub fn lines(s: &RunSummary) -> Vec<(&'static str, String)> {
+pub(crate) fn lines(s: &RunSummary) -> Vec<(&'static str, String)> {
     if s.agents.is_empty() {
         return Vec::new();
     }
@@ -52,7 +52,7 @@ pub fn lines(s: &RunSummary) -> Vec<(&'static str, String)> {
 }
 
 /// report.html's "Agents" table (nothing for a local run).
-pub fn table(o: &mut String, s: &RunSummary) {
+pub(crate) fn table(o: &mut String, s: &RunSummary) {
     if s.agents.is_empty() {
         return;
     }

@@ -13,7 +13,7 @@ use crate::scenario::Plan;
 use crate::verify::Verification;
 use std::time::Duration;
 
-pub struct Context {
+pub(crate) struct Context {
     pub run_id: String,
     pub started_at: String,
     pub database: DatabaseInfo,
@@ -23,7 +23,7 @@ pub struct Context {
     pub settings: std::collections::BTreeMap<String, String>,
 }
 
-pub fn build(
+pub(crate) fn build(
     plan: &Plan,
     mut ctx: Context,
     out: &RunOutput,
@@ -136,7 +136,7 @@ fn fingerprint(plan: &Plan, s: &RunSummary, settings: std::collections::BTreeMap
 
 /// The checkers' numbers and verdicts into the summary (a run's, or `queuebench check`'s
 /// re-run over a saved history).
-pub fn apply_verification(s: &mut RunSummary, v: Verification) {
+pub(crate) fn apply_verification(s: &mut RunSummary, v: Verification) {
     s.durability = v.durability;
     s.jobs = v.jobs;
     s.executions = v.executions;
@@ -152,7 +152,7 @@ pub fn apply_verification(s: &mut RunSummary, v: Verification) {
 }
 
 /// The expectations, then the verdict (`gate::judge`).
-pub fn judge(s: &mut RunSummary, expectations: &[crate::model::expect::Expectation]) {
+pub(crate) fn judge(s: &mut RunSummary, expectations: &[crate::model::expect::Expectation]) {
     s.expectations = gate::evaluate(expectations, s);
     let verdict = gate::judge(s);
     s.passed = verdict.passed;

@@ -13,13 +13,13 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// The client a run drove: `client pg-boss (4 handlers per process)` → `pg-boss`.
-pub fn client_of(s: &RunSummary) -> Option<&str> {
+pub(crate) fn client_of(s: &RunSummary) -> Option<&str> {
     let rest = s.mode.strip_prefix("client ")?;
     Some(rest.split(" (").next().unwrap_or(rest).trim())
 }
 
 /// A client run's kind: from its faults when any fired, else the scenario name's suffix.
-pub fn kind_of(s: &RunSummary) -> &'static str {
+pub(crate) fn kind_of(s: &RunSummary) -> &'static str {
     let fired = |k: FaultKind| s.faults.by_kind.get(&k).copied().unwrap_or(0) > 0;
     let named = |k: &str| s.scenario.ends_with(&format!("-{k}"));
     if named("throughput") {
@@ -37,7 +37,7 @@ pub fn kind_of(s: &RunSummary) -> &'static str {
 
 /// One client's row. `None` = not measured (or no run of that kind in the batch).
 #[derive(Debug, Default, Clone)]
-pub struct ClientRow {
+pub(crate) struct ClientRow {
     pub client: String,
     pub scenarios: Vec<String>,
     /// Each scenario's kind, in the same order.
@@ -60,7 +60,7 @@ pub struct ClientRow {
 }
 
 /// Whether every run is a client run (then the client comparison is written).
-pub fn all_clients(runs: &[(RunSummary, String)]) -> bool {
+pub(crate) fn all_clients(runs: &[(RunSummary, String)]) -> bool {
     !runs.is_empty() && runs.iter().all(|(s, _)| client_of(s).is_some())
 }
 
@@ -75,7 +75,7 @@ fn recovery(s: &RunSummary) -> std::result::Result<f64, u64> {
 }
 
 /// One row per client, in name order.
-pub fn rows(runs: &[(RunSummary, String)]) -> Vec<ClientRow> {
+pub(crate) fn rows(runs: &[(RunSummary, String)]) -> Vec<ClientRow> {
     let mut by: BTreeMap<String, ClientRow> = BTreeMap::new();
     for (s, _) in runs {
         let Some(name) = client_of(s) else { continue };
@@ -145,7 +145,7 @@ fn recovered(v: Option<std::result::Result<f64, u64>>) -> String {
 }
 
 /// The CSV's columns, in order.
-pub const CSV_HEADER: [&str; 15] = [
+pub(crate) const CSV_HEADER: [&str; 15] = [
     "client",
     "scenarios",
     "contention_jobs_per_sec",
@@ -164,7 +164,7 @@ pub const CSV_HEADER: [&str; 15] = [
 ];
 
 /// `comparison.csv` for clients: one row per client; an empty cell = not measured.
-pub fn csv(rows: &[ClientRow]) -> String {
+pub(crate) fn csv(rows: &[ClientRow]) -> String {
     let mut w = ::csv::Writer::from_writer(Vec::new());
     let _ = w.write_record(CSV_HEADER);
     let f = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_default();
@@ -196,7 +196,7 @@ pub fn csv(rows: &[ClientRow]) -> String {
 }
 
 /// The bar charts: only clients with a measured value get a bar; a chart nobody measured is left out.
-pub fn charts(rows: &[ClientRow]) -> Result<Vec<Chart>> {
+pub(crate) fn charts(rows: &[ClientRow]) -> Result<Vec<Chart>> {
     let bars = |f: &dyn Fn(&ClientRow) -> Option<f64>| {
         rows.iter().filter_map(|r| f(r).map(|v| (r.client.clone(), v))).collect::<Vec<_>>()
     };
@@ -247,7 +247,7 @@ pub fn charts(rows: &[ClientRow]) -> Result<Vec<Chart>> {
 
 /// `comparison.html` for clients: the client table, what is not measured, the charts, then
 /// every run (as the generic comparison lists them).
-pub fn html(rows: &[ClientRow], charts: &[Chart], runs_table: &str) -> String {
+pub(crate) fn html(rows: &[ClientRow], charts: &[Chart], runs_table: &str) -> String {
     let mut o = String::from("<h1>queuebench comparison: clients</h1>");
     o.push_str(
         "<table><tr><th>client</th><th>jobs/s<br><span class=muted>contention</span></th>\

@@ -26,7 +26,7 @@ impl File {
 }
 
 /// Something that becomes files.
-pub trait Exporter {
+pub(crate) trait Exporter {
     /// What it writes, for the warning when rendering fails (`report.html`, `charts`).
     fn what(&self) -> &str;
     /// The files, rendered; no I/O.
@@ -46,7 +46,10 @@ impl<F: Fn() -> Result<Vec<File>>> Exporter for Output<F> {
 }
 
 /// A single file from a closure that renders its bytes.
-pub fn one<B: Into<Vec<u8>>>(path: &'static str, render: impl Fn() -> B) -> Output<impl Fn() -> Result<Vec<File>>> {
+pub(crate) fn one<B: Into<Vec<u8>>>(
+    path: &'static str,
+    render: impl Fn() -> B,
+) -> Output<impl Fn() -> Result<Vec<File>>> {
     Output(path, move || Ok(vec![File::new(path, render())]))
 }
 
@@ -59,7 +62,7 @@ pub struct Written {
 
 /// Writes the required exporters' files (atomically; the first failure is returned), then
 /// every other exporter's, best-effort, each failure a warning on stderr.
-pub fn write(dir: &Path, required: &[&dyn Exporter], rest: &[&dyn Exporter]) -> Result<Written> {
+pub(crate) fn write(dir: &Path, required: &[&dyn Exporter], rest: &[&dyn Exporter]) -> Result<Written> {
     let mut written = Written::default();
     for e in required {
         for f in e.files()? {
@@ -140,7 +143,7 @@ fn replaced(path: &Path, e: Error) -> Error {
 }
 
 /// Writes `path` whole or not at all, following no symlink ([`crate::files::write_new`]).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let (dir, name) = match (path.parent(), path.file_name()) {
         (Some(dir), Some(name)) => (dir, name.to_string_lossy().into_owned()),
         _ => return Err(Error::io(Access::Write, path, "not a file name")),

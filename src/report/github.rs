@@ -9,7 +9,7 @@ use crate::model::summary::RunSummary;
 use std::io::Write;
 
 /// Should the run write the GitHub summary? `--github`, or running inside GitHub Actions.
-pub fn enabled(flag: bool) -> bool {
+pub(crate) fn enabled(flag: bool) -> bool {
     detect(flag, std::env::var("GITHUB_ACTIONS").ok().as_deref(), std::env::var_os("GITHUB_STEP_SUMMARY").is_some())
 }
 
@@ -18,7 +18,7 @@ fn detect(flag: bool, actions: Option<&str>, has_summary: bool) -> bool {
 }
 
 /// The Markdown for one scenario's runs and comparison.
-pub fn markdown(runs: &[&RunSummary], comparison: Option<&Comparison>) -> String {
+pub(crate) fn markdown(runs: &[&RunSummary], comparison: Option<&Comparison>) -> String {
     let Some(first) = runs.first() else { return String::new() };
     let passed = runs.iter().all(|r| r.passed) && !comparison.is_some_and(|c| c.regressed);
     let mut out = format!(
@@ -68,7 +68,7 @@ pub fn markdown(runs: &[&RunSummary], comparison: Option<&Comparison>) -> String
 }
 
 /// Appends to `$GITHUB_STEP_SUMMARY`, or prints to stdout when it is not set.
-pub fn append(text: &str) -> Result<()> {
+pub(crate) fn append(text: &str) -> Result<()> {
     match std::env::var_os("GITHUB_STEP_SUMMARY") {
         Some(path) => {
             let mut f = std::fs::OpenOptions::new()
@@ -87,7 +87,7 @@ pub fn append(text: &str) -> Result<()> {
 
 /// `::error` workflow commands, one per failed expectation, failed check, abort and regression;
 /// a `::warning` when the baseline's fingerprint differs.
-pub fn annotations(runs: &[&RunSummary], comparison: Option<&Comparison>) -> Vec<String> {
+pub(crate) fn annotations(runs: &[&RunSummary], comparison: Option<&Comparison>) -> Vec<String> {
     let mut out = Vec::new();
     for r in runs {
         let title = format!("queuebench {}", r.scenario);

@@ -13,7 +13,7 @@ th{background:#f5f5f5}td.n{text-align:right;font-variant-numeric:tabular-nums}.o
 .fail{color:#cf222e;font-weight:600}.muted{color:#666}pre{background:#f6f8fa;padding:.8rem;overflow:auto}\
 figure{margin:1rem 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}";
 
-pub use super::escape::escape;
+pub(crate) use super::escape::escape;
 
 /// Each chart as an inline SVG figure with its caption.
 pub(crate) fn figures(o: &mut String, charts: &[Chart]) {
@@ -55,7 +55,7 @@ fn latency_row(o: &mut String, name: &str, p: &Percentiles) {
 }
 
 /// The report of one run, its charts inlined.
-pub fn report(s: &RunSummary, charts: &[Chart], lanes: &[Swimlane], scenario_text: &str) -> String {
+pub(crate) fn report(s: &RunSummary, charts: &[Chart], lanes: &[Swimlane], scenario_text: &str) -> String {
     let mut o = String::new();
     header(&mut o, s);
     expectations(&mut o, s);
@@ -162,7 +162,7 @@ fn checks(o: &mut String, s: &RunSummary) {
 }
 
 /// The "Example jobs" section of report.html.
-pub fn example_jobs(o: &mut String, lanes: &[Swimlane]) {
+pub(crate) fn example_jobs(o: &mut String, lanes: &[Swimlane]) {
     if lanes.is_empty() {
         return;
     }
@@ -222,7 +222,7 @@ fn verdict_word(status: &str) -> String {
 }
 
 /// Several runs side by side.
-pub fn comparison(runs: &[(RunSummary, String)], charts: &[Chart]) -> String {
+pub(crate) fn comparison(runs: &[(RunSummary, String)], charts: &[Chart]) -> String {
     let mut o = String::from("<h1>queuebench comparison</h1>");
     o.push_str(&runs_table(runs));
     figures(&mut o, charts);
@@ -230,7 +230,7 @@ pub fn comparison(runs: &[(RunSummary, String)], charts: &[Chart]) -> String {
 }
 
 /// The table of several runs, one row each, with a link to its report.
-pub fn runs_table(runs: &[(RunSummary, String)]) -> String {
+pub(crate) fn runs_table(runs: &[(RunSummary, String)]) -> String {
     let mut o = String::from(
         "<table><tr><th>scenario</th><th>strategy · mode</th><th>jobs/s</th><th>claim p99 ms</th><th>duplicate executions</th><th>distinct jobs</th><th>lost</th><th>verdict</th><th>report</th></tr>",
     );

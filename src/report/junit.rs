@@ -92,7 +92,7 @@ fn baseline_suite(c: &Comparison) -> TestSuite {
 }
 
 /// The XML text for `runs` (label, summary) and an optional baseline comparison.
-pub fn junit(runs: &[(String, &RunSummary)], comparison: Option<&Comparison>) -> String {
+pub(crate) fn junit(runs: &[(String, &RunSummary)], comparison: Option<&Comparison>) -> String {
     let mut report = Report::new("queuebench");
     for (label, s) in runs {
         report.add_test_suite(run_suite(label, s));

@@ -6,20 +6,20 @@
 //! on the files a run saved. `build` assembles the summary (the only place its numbers are
 //! computed).
 
-pub mod agents;
-pub mod build;
+pub(crate) mod agents;
+pub(crate) mod build;
 pub mod charts;
-pub mod clients;
+pub(crate) mod clients;
 mod escape;
-pub mod export;
-pub mod github;
-pub mod html;
-pub mod junit;
+pub(crate) mod export;
+pub(crate) mod github;
+pub(crate) mod html;
+pub(crate) mod junit;
 mod run_charts;
-pub mod scale;
-pub mod swimlane;
-pub mod terminal;
-pub mod timeseries;
+pub(crate) mod scale;
+pub(crate) mod swimlane;
+pub(crate) mod terminal;
+pub(crate) mod timeseries;
 
 use crate::error::{Error, Result};
 use crate::model::summary::{Percentiles, RunSummary};

@@ -18,7 +18,7 @@ use crate::scenario::units::format_duration;
 use crate::scenario::{Plan, scale};
 use std::time::Duration;
 
-pub fn unscale(s: &mut RunSummary, plan: &Plan) {
+pub(crate) fn unscale(s: &mut RunSummary, plan: &Plan) {
     let k = plan.time_scale;
     s.time_scale = k;
     if k == 1.0 {
@@ -63,7 +63,7 @@ pub fn unscale(s: &mut RunSummary, plan: &Plan) {
 
 /// The times the checkers measure (fault recovery, starvation ages, blocker holds), back to
 /// the scenario's units: part of `unscale`, and all `queuebench check` recomputes.
-pub fn unscale_verification(s: &mut RunSummary, k: f64) {
+pub(crate) fn unscale_verification(s: &mut RunSummary, k: f64) {
     if k == 1.0 || k == 0.0 {
         return;
     }

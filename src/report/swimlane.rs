@@ -17,7 +17,7 @@ use std::fmt::Write;
 use std::time::Duration;
 
 /// Example jobs drawn per failed check.
-pub const PER_CHECK: usize = 5;
+pub(crate) const PER_CHECK: usize = 5;
 
 /// One example job, drawn.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,7 +30,7 @@ pub struct Swimlane {
 }
 
 /// What the swimlanes are drawn from: the run's journal and faults, the final table, the lease.
-pub struct Source<'a> {
+pub(crate) struct Source<'a> {
     pub journal: &'a [Event],
     pub faults: &'a [FaultEvent],
     pub final_jobs: &'a [JobRow],
@@ -43,7 +43,7 @@ pub struct Source<'a> {
 }
 
 /// The swimlanes of every failed check's first examples (a job shown once, under its first check).
-pub fn swimlanes(checks: &[CheckResult], src: &Source) -> Vec<Swimlane> {
+pub(crate) fn swimlanes(checks: &[CheckResult], src: &Source) -> Vec<Swimlane> {
     let mut wanted: Vec<(String, i64)> = Vec::new();
     for c in checks.iter().filter(|c| !c.passed) {
         for job in c.examples.iter().take(PER_CHECK) {

@@ -5,7 +5,7 @@ use crate::model::summary::{PhaseNumbers, RunSummary};
 use crate::model::words::{count, count_as};
 use std::fmt::Write;
 
-pub fn render(s: &RunSummary) -> String {
+pub(crate) fn render(s: &RunSummary) -> String {
     let mut o = String::new();
     let status = if s.interrupted {
         "INTERRUPTED"
@@ -49,7 +49,7 @@ pub fn render(s: &RunSummary) -> String {
 }
 
 /// The checks and the expectations, as the run's summary lists them (and `queuebench check`).
-pub fn checks_and_expectations(s: &RunSummary) -> String {
+pub(crate) fn checks_and_expectations(s: &RunSummary) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "  checks");
     for c in &s.checks {
@@ -70,7 +70,7 @@ pub fn checks_and_expectations(s: &RunSummary) -> String {
 /// those of `gate::judge`: the run did not finish, an expectation failed, or a check failed that
 /// no expectation names (a check the scenario names, as naive-duplicates names `exactly_once`,
 /// is judged by that expectation instead).
-pub fn failures(s: &RunSummary) -> Vec<String> {
+pub(crate) fn failures(s: &RunSummary) -> Vec<String> {
     let stopped = [(s.timed_out, "timed out before the stop condition"), (s.interrupted, "interrupted")];
     let stopped = stopped.into_iter().filter(|(hit, _)| *hit).map(|(_, why)| why.to_string());
     let partial = s.partial.then(|| format!("PARTIAL REPORT {}", s.partial_reason));
@@ -85,7 +85,7 @@ pub fn failures(s: &RunSummary) -> Vec<String> {
 
 /// `check exactly_once failed: <detail> (name "checks.exactly_once" in [expect] if the scenario
 /// expects it)`.
-pub fn check_failure(s: &RunSummary, name: Check) -> String {
+pub(crate) fn check_failure(s: &RunSummary, name: Check) -> String {
     let detail = s.checks.iter().find(|c| c.name == name).map_or(String::new(), |c| c.detail.clone());
     format!("check {name} failed: {detail} (name \"checks.{name}\" in [expect] if the scenario expects it)")
 }
@@ -95,7 +95,7 @@ type Row = (&'static str, String);
 
 /// The labelled lines of a summary, shared by the terminal and report.html: the core lines
 /// every run has, then one group per feature the run used, in this order.
-pub fn lines(s: &RunSummary) -> Vec<Row> {
+pub(crate) fn lines(s: &RunSummary) -> Vec<Row> {
     let groups: [fn(&RunSummary) -> Vec<Row>; 16] = [
         aborted,
         time_scale,
@@ -424,7 +424,7 @@ fn mark(ok: bool) -> &'static str {
 }
 
 /// "; ceiling 16 handlers × 1 job per fetch ÷ 0.5 s poll = 32 jobs/s (reached 97%)".
-pub fn ceiling_note(t: &crate::model::summary::Throughput) -> String {
+pub(crate) fn ceiling_note(t: &crate::model::summary::Throughput) -> String {
     match t.ceiling_jobs_per_sec {
         Some(c) if c > 0.0 && !t.ceiling.is_empty() => {
             format!(" · ceiling set by configuration: {} (reached {:.0}%)", t.ceiling, 100.0 * t.jobs_per_sec / c)

@@ -60,7 +60,7 @@ impl Timeseries {
 }
 
 /// The harness's columns (`timeseries.csv`); `t_s` is the end of the interval.
-pub const HARNESS: [&str; 9] = [
+pub(crate) const HARNESS: [&str; 9] = [
     "t_s",
     "phase",
     "claims_per_s",
@@ -73,7 +73,7 @@ pub const HARNESS: [&str; 9] = [
 ];
 
 /// The sampler's columns (`samples.csv`), before the per-class ones; `t_s` is when it was taken.
-pub const DATABASE: [&str; 17] = [
+pub(crate) const DATABASE: [&str; 17] = [
     "t_s",
     "phase",
     "queued",
@@ -96,7 +96,12 @@ pub const DATABASE: [&str; 17] = [
 /// The harness's series: a row for every `interval` (whole seconds) from the start to
 /// `duration`, the last one possibly shorter. `claim_samples`: (ms since start, µs) of every
 /// claim statement.
-pub fn harness(plan: &Plan, stats: &WorkerStats, claim_samples: &[(u32, u32)], duration: Duration) -> Timeseries {
+pub(crate) fn harness(
+    plan: &Plan,
+    stats: &WorkerStats,
+    claim_samples: &[(u32, u32)],
+    duration: Duration,
+) -> Timeseries {
     let header = HARNESS.iter().map(|c| c.to_string()).collect();
     let step = plan.run.series_interval.as_millis().max(1000) as u64 / 1000 * 1000;
     let end = duration.as_millis() as u64;
@@ -134,7 +139,7 @@ pub fn harness(plan: &Plan, stats: &WorkerStats, claim_samples: &[(u32, u32)], d
 }
 
 /// The sampler's series: a row per sample, with the latest claim-plan probe at or before it.
-pub fn database(plan: &Plan, samples: &[PgSample], probes: &[ProbeSample]) -> Timeseries {
+pub(crate) fn database(plan: &Plan, samples: &[PgSample], probes: &[ProbeSample]) -> Timeseries {
     let classes: Vec<&str> = plan.load.class_names().collect();
     let mut header: Vec<String> = DATABASE.iter().map(|c| c.to_string()).collect();
     header.extend(classes.iter().map(|c| format!("queued_{c}")));

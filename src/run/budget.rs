@@ -11,14 +11,14 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// Each periodic side query's share of the run's wall time, at most.
-pub const SHARE: f64 = 0.005;
+pub(crate) const SHARE: f64 = 0.005;
 
 /// Below this a query keeps the asked interval (SHARE of the default 1 s interval).
-pub const FLOOR_S: f64 = 0.005;
+pub(crate) const FLOOR_S: f64 = 0.005;
 
 /// When the next query may start: `every` after `started`, or later if the last one took
 /// more than FLOOR_S and more than SHARE of that.
-pub fn next(started: Instant, every: Duration, took_s: f64) -> Instant {
+pub(crate) fn next(started: Instant, every: Duration, took_s: f64) -> Instant {
     if took_s <= FLOOR_S {
         return started + every;
     }

@@ -20,7 +20,7 @@ use tokio_postgres::types::Type;
 use tokio_postgres::{Client, Notification, Statement};
 
 /// A step's statements, prepared, with the step itself (parameters, acceptance rule).
-pub struct Prepared {
+pub(crate) struct Prepared {
     pub step: Step,
     pub statements: Vec<Statement>,
     /// Run as unnamed statements (`steps::query`): the connection is a transaction pooler's.
@@ -32,14 +32,14 @@ pub struct Prepared {
 
 impl Prepared {
     /// The statement whose result a claim reads: the last one of the step.
-    pub fn last(&self) -> &Statement {
+    pub(crate) fn last(&self) -> &Statement {
         self.statements.last().expect("a step has a statement")
     }
 }
 
 /// Where the claim's result keeps each part of a job.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ClaimColumns {
+pub(crate) struct ClaimColumns {
     pub id: usize,
     pub attempt: Option<usize>,
     pub token: Option<usize>,
@@ -47,7 +47,7 @@ pub struct ClaimColumns {
     pub class: Option<usize>,
 }
 
-pub struct Conn {
+pub(crate) struct Conn {
     pub client: Client,
     task: JoinHandle<()>,
     /// Notifications on the channels this connection LISTENs on; closed when the connection ends.
@@ -76,7 +76,11 @@ impl Conn {
     /// Through a transaction or statement pooler (`config.direct`) the statements are described
     /// on a short direct connection and run unnamed here, and there is no backend pid of its own
     /// (`pid` 0).
-    pub async fn open(config: &Endpoint, adapter: &Adapter, listen: Option<&str>) -> Result<Conn, SessionFailure> {
+    pub(crate) async fn open(
+        config: &Endpoint,
+        adapter: &Adapter,
+        listen: Option<&str>,
+    ) -> Result<Conn, SessionFailure> {
         let (forward, notifications) = connect::notifications();
         let (client, task) = connect::open(config, forward).await.map_err(|e| failed("connecting", &e))?;
         if let Some(init) = &adapter.on_connect {
@@ -118,7 +122,7 @@ impl Conn {
     }
 
     /// Drops the socket without a word (a crashed process).
-    pub fn abort(self) {
+    pub(crate) fn abort(self) {
         self.task.abort();
     }
 }
@@ -186,14 +190,14 @@ impl Statements {
 
 /// Where a write step's first statement hands back a new token: the `[result] token` column
 /// among what it returns (a heartbeat that renews the fence), if it returns one.
-pub fn renewed_token(step: &Prepared, adapter: &Adapter) -> Option<usize> {
+pub(crate) fn renewed_token(step: &Prepared, adapter: &Adapter) -> Option<usize> {
     let name = adapter.columns.token.as_ref()?;
     step.statements[0].columns().iter().position(|c| c.name() == name && Key::token_type_ok(c.type_()))
 }
 
 /// Where the fail step's first statement returns the job's new id (`[result] successor`); an
 /// error when the adapter names a column the statement does not return.
-pub fn successor_column(fail: &Prepared, adapter: &Adapter) -> Result<Option<usize>, SessionFailure> {
+pub(crate) fn successor_column(fail: &Prepared, adapter: &Adapter) -> Result<Option<usize>, SessionFailure> {
     let Some(name) = &adapter.columns.successor else { return Ok(None) };
     let cols = fail.statements[0].columns();
     match cols.iter().position(|c| c.name() == name) {
@@ -230,7 +234,7 @@ async fn prepare(client: &Client, what: &str, text: &str) -> Result<Statement, S
 }
 
 /// Prepares every statement of a step; an error names the step (`the adapter's claim statement`).
-pub async fn prepare_step(client: &Client, step: &Step) -> Result<Prepared, SessionFailure> {
+pub(crate) async fn prepare_step(client: &Client, step: &Step) -> Result<Prepared, SessionFailure> {
     let mut statements: Vec<Statement> = Vec::with_capacity(step.statements.len());
     let mut carry = Vec::with_capacity(step.statements.len());
     for (i, s) in step.statements.iter().enumerate() {
@@ -265,13 +269,13 @@ pub async fn prepare_step(client: &Client, step: &Step) -> Result<Prepared, Sess
 }
 
 /// `"name"`, for LISTEN (channel names are identifiers; the schema name is lower case already).
-pub fn quote_ident(name: &str) -> String {
+pub(crate) fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// Finds the claim's columns by the adapter's names: the id (any integer, uuid or text), and
 /// the attempt and token when the other statements bind them.
-pub fn claim_columns(
+pub(crate) fn claim_columns(
     claim: &Statement,
     select: Option<&Statement>,
     adapter: &Adapter,

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Runs one failover; what happened, if the primary was killed (times in µs after `start`;
 /// `up_us` is `u64::MAX` if no read-write connection succeeded).
-pub async fn run(
+pub(crate) async fn run(
     start: Instant,
     servers: Option<&Servers>,
     config: &Endpoint,

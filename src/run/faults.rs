@@ -21,7 +21,7 @@ use tokio_postgres::Client;
 use tokio_util::sync::CancellationToken;
 
 /// Shared by all workers and the injector; only atomics, touched once per job at most.
-pub struct FaultState {
+pub(crate) struct FaultState {
     pub start: Instant,
     faults: Vec<Fault>,
     fired: Vec<AtomicU64>,
@@ -46,7 +46,7 @@ pub struct Restart {
 }
 
 impl FaultState {
-    pub fn new(plan: &Plan, start: Instant, ids: Arc<Interner>) -> FaultState {
+    pub(crate) fn new(plan: &Plan, start: Instant, ids: Arc<Interner>) -> FaultState {
         let n = plan.workers.count as usize + 1;
         FaultState {
             start,
@@ -83,7 +83,7 @@ impl FaultState {
     }
 
     /// The per-job fault (if any) that hits `slot` at `point` on its `nth` job.
-    pub fn at_point(&self, slot: u32, point: Point, nth: u64, rng: &mut StdRng) -> Option<&Kind> {
+    pub(crate) fn at_point(&self, slot: u32, point: Point, nth: u64, rng: &mut StdRng) -> Option<&Kind> {
         self.faults.iter().find_map(|f| {
             let here = match &f.kind {
                 Kind::Crash { point: p, .. } => *p == point,
@@ -103,13 +103,13 @@ impl FaultState {
     }
 
     /// Freezes `slot` for `d` from now.
-    pub fn pause(&self, slot: u32, d: Duration) {
+    pub(crate) fn pause(&self, slot: u32, d: Duration) {
         let until = self.now_us() + d.as_micros() as u64;
         self.paused_until[slot as usize].fetch_max(until, Ordering::Relaxed);
     }
 
     /// Waits while `slot` is paused (a stop-the-world pause: nothing of the worker runs).
-    pub async fn gate(&self, slot: u32, stop: &CancellationToken) {
+    pub(crate) async fn gate(&self, slot: u32, stop: &CancellationToken) {
         loop {
             let until = self.paused_until[slot as usize].load(Ordering::Relaxed);
             if until == 0 {
@@ -129,7 +129,7 @@ impl FaultState {
 
 /// Runs the faults that fire at a time or a rate until `stop`; returns what fired.
 /// `servers` are the ephemeral cluster's (`postgres_restart` and `failover` need them).
-pub async fn inject(
+pub(crate) async fn inject(
     plan: &Plan,
     state: &FaultState,
     config: &Endpoint,

@@ -54,7 +54,7 @@ async fn sleep_until(start: Instant, at: Duration, stop: &CancellationToken) -> 
 }
 
 /// Runs the blockers and the vacuum steps; done when the last one is (or at `stop`).
-pub async fn actors(
+pub(crate) async fn actors(
     plan: &Plan,
     config: &Endpoint,
     start: Instant,
@@ -180,7 +180,7 @@ async fn vacuum(
 }
 
 /// "tuples: 2001 removed, 8542 remain, 0 are dead but not yet removable" from VACUUM VERBOSE's INFO.
-pub fn parse_vacuum_tuples(msg: &str) -> Option<(i64, i64, i64)> {
+pub(crate) fn parse_vacuum_tuples(msg: &str) -> Option<(i64, i64, i64)> {
     let line = msg.lines().find_map(|l| l.trim().strip_prefix("tuples: "))?;
     let nums: Vec<i64> =
         line.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).filter_map(|s| s.parse().ok()).collect();
@@ -190,7 +190,12 @@ pub fn parse_vacuum_tuples(msg: &str) -> Option<(i64, i64, i64)> {
     }
 }
 
-pub async fn probe(plan: &Plan, config: &Endpoint, start: Instant, stop: &CancellationToken) -> Vec<ProbeSample> {
+pub(crate) async fn probe(
+    plan: &Plan,
+    config: &Endpoint,
+    start: Instant,
+    stop: &CancellationToken,
+) -> Vec<ProbeSample> {
     let mut out = Vec::new();
     let Some(every) = plan.run.plan_probe else { return out };
     if plan.adapter.select.is_some() || !plan.adapter.claim.is_single() {

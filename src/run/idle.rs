@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 /// The poll schedule of one worker.
 #[derive(Debug, Clone)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     steps: Vec<Duration>,
     jitter: bool,
     /// Index of the next step.
@@ -37,18 +37,18 @@ pub struct Backoff {
 }
 
 impl Backoff {
-    pub fn new(idle: &Idle) -> Backoff {
+    pub(crate) fn new(idle: &Idle) -> Backoff {
         assert!(!idle.backoff.is_empty(), "the plan rejects an empty schedule");
         Backoff { steps: idle.backoff.clone(), jitter: idle.jitter, next: 0 }
     }
 
     /// A claim returned work: the next idle sleep is the first step again.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.next = 0;
     }
 
     /// The sleep after one more empty claim; advances the schedule.
-    pub fn next_sleep(&mut self, rng: &mut impl Rng) -> Duration {
+    pub(crate) fn next_sleep(&mut self, rng: &mut impl Rng) -> Duration {
         let step = self.steps[self.next];
         self.next = (self.next + 1).min(self.steps.len() - 1);
         if self.jitter { step.mul_f64(rng.random::<f64>()) } else { step }
@@ -57,7 +57,7 @@ impl Backoff {
 
 /// Why an idle wait ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Woken {
+pub(crate) enum Woken {
     /// The backoff sleep or the fallback poll ran out.
     Timer,
     /// This many notifications arrived (all that were queued are consumed).
@@ -68,7 +68,7 @@ pub enum Woken {
 /// One idle wait: the next backoff step (poll), or a notification or the
 /// fallback poll (listen). Notifications that arrived while the worker was
 /// busy end the wait at once: new jobs may be waiting.
-pub async fn wait(
+pub(crate) async fn wait(
     idle: &Idle,
     backoff: &mut Backoff,
     rng: &mut impl Rng,
@@ -98,7 +98,7 @@ pub async fn wait(
 }
 
 /// Consumes every queued notification; how many there were.
-pub fn drain(rx: &mut UnboundedReceiver<Notification>) -> u64 {
+pub(crate) fn drain(rx: &mut UnboundedReceiver<Notification>) -> u64 {
     let mut n = 0;
     while rx.try_recv().is_ok() {
         n += 1;
@@ -118,7 +118,7 @@ pub struct Probe {
 /// LISTENs on `channel`, sends `NOTIFY` from a second session inside a
 /// transaction that rolls back, waits `quiet` and counts what arrived; then
 /// sends one that commits and waits up to 5 s for it. Payloads tell the two apart.
-pub async fn probe_rollback(config: &Endpoint, channel: &str, quiet: Duration) -> Result<Probe, SessionFailure> {
+pub(crate) async fn probe_rollback(config: &Endpoint, channel: &str, quiet: Duration) -> Result<Probe, SessionFailure> {
     let connect = || async {
         let (forward, rx) = crate::db::connect::notifications();
         let (client, task) = crate::db::connect::open(config, forward).await.map_err(|e| SessionFailure::Sql {

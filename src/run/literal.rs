@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 /// Where `:now` and the SQL's own clock come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Clock {
+pub(crate) enum Clock {
     /// The server's: `:now` is written as `now()` and the SQL is left as it is.
     Server,
     /// A virtual clock (`explore`): `:now` and every `now()`, `clock_timestamp()`,
@@ -19,11 +19,11 @@ pub enum Clock {
 }
 
 /// The SQL functions that read the server's clock, as they are written (lower case).
-pub const SERVER_CLOCK: [&str; 5] =
+pub(crate) const SERVER_CLOCK: [&str; 5] =
     ["now()", "clock_timestamp()", "statement_timestamp()", "transaction_timestamp()", "current_timestamp"];
 
 /// The server-clock functions a statement's text calls (lower case, each once).
-pub fn server_clock_calls(sql: &str) -> Vec<&'static str> {
+pub(crate) fn server_clock_calls(sql: &str) -> Vec<&'static str> {
     let lower = sql.to_ascii_lowercase();
     SERVER_CLOCK.iter().copied().filter(|f| find_call(&lower, f, 0).is_some()).collect()
 }
@@ -31,7 +31,7 @@ pub fn server_clock_calls(sql: &str) -> Vec<&'static str> {
 /// The adapter's worker and reclaim statements that read the server's clock, as
 /// `role (now(), …)`: what `validate` and `explore` name (explore writes its virtual clock in
 /// their place).
-pub fn clocked_statements(adapter: &crate::adapter::Adapter) -> Vec<String> {
+pub(crate) fn clocked_statements(adapter: &crate::adapter::Adapter) -> Vec<String> {
     let steps = adapter.worker_steps().chain(&adapter.reclaim);
     let mut out = Vec::new();
     for s in steps.flat_map(|step| &step.statements) {
@@ -60,7 +60,7 @@ fn find_call(lower: &str, f: &str, from: usize) -> Option<usize> {
 }
 
 /// A `timestamptz` literal for an instant, to the microsecond.
-pub fn timestamp(t: SystemTime) -> String {
+pub(crate) fn timestamp(t: SystemTime) -> String {
     let t: chrono::DateTime<chrono::Utc> = t.into();
     format!("'{}'::timestamptz", t.format("%Y-%m-%d %H:%M:%S%.6f+00"))
 }
@@ -91,7 +91,7 @@ fn array<T: ToString>(items: impl Iterator<Item = T>) -> String {
 /// A statement with its parameters written in. A job's key that no claim has returned yet
 /// stays a placeholder (`:id`); `:prev.COLUMN` is the previous statement's column from
 /// `carried` (by the statement's carried names; a placeholder when missing).
-pub fn literal(s: &Statement, v: &Values<'_>, carried: &[Vec<String>], clock: Clock) -> String {
+pub(crate) fn literal(s: &Statement, v: &Values<'_>, carried: &[Vec<String>], clock: Clock) -> String {
     let mut sql = s.sql.clone();
     for (i, p) in s.params.iter().enumerate().rev() {
         let value = match v.resolve(*p) {

@@ -22,7 +22,7 @@ struct JobSeen {
     latest: Option<(i32, u32, u32)>,
 }
 
-pub struct Live {
+pub(crate) struct Live {
     jobs: Vec<Mutex<HashMap<i64, JobSeen>>>,
     duplicates: AtomicU64,
     jobs_duplicated: AtomicU64,
@@ -34,7 +34,7 @@ pub struct Live {
 
 impl Live {
     /// Some when the plan has an abort expectation.
-    pub fn for_plan(plan: &Plan) -> Option<Live> {
+    pub(crate) fn for_plan(plan: &Plan) -> Option<Live> {
         plan.expectations.iter().any(|e| e.abort).then(|| Live::new(watches_claims(&plan.expectations)))
     }
 
@@ -50,7 +50,7 @@ impl Live {
     }
 
     /// A staleness witness taken before a completion is sent: the job's newest claim then.
-    pub fn latest_claim(&self, job: i64) -> Option<(i32, u32, u32)> {
+    pub(crate) fn latest_claim(&self, job: i64) -> Option<(i32, u32, u32)> {
         self.shard(job).get(&job).and_then(|j| j.latest)
     }
 
@@ -59,7 +59,7 @@ impl Live {
     }
 
     /// One journal event; `before_send` is `latest_claim` taken when an Accepted completion was sent.
-    pub fn observe(&self, e: &Event, before_send: Option<(i32, u32, u32)>) {
+    pub(crate) fn observe(&self, e: &Event, before_send: Option<(i32, u32, u32)>) {
         if !matches!(e.kind, EventKind::Claimed | EventKind::Executed | EventKind::Accepted) {
             return;
         }
@@ -90,13 +90,13 @@ impl Live {
         }
     }
 
-    pub fn record_claim(&self, micros: u64) {
+    pub(crate) fn record_claim(&self, micros: u64) {
         if let Some(max) = &self.claim_max_us {
             max.fetch_max(micros, Ordering::Relaxed);
         }
     }
 
-    pub fn snapshot(&self, errors: u64) -> LiveValues {
+    pub(crate) fn snapshot(&self, errors: u64) -> LiveValues {
         LiveValues {
             duplicates: self.duplicates.load(Ordering::Relaxed),
             jobs_duplicated: self.jobs_duplicated.load(Ordering::Relaxed),
@@ -110,7 +110,7 @@ impl Live {
 
 /// Judges the live counters every 100 ms until `stop`; on the first broken abort expectation,
 /// stops the run and returns its description.
-pub async fn watch(
+pub(crate) async fn watch(
     live: &Live,
     plan: &Plan,
     errors: &AtomicU64,

@@ -3,26 +3,26 @@
 //! on the scenario's stop condition, the run timeout or Ctrl-C, and merges
 //! what they recorded.
 
-pub mod budget;
-pub mod conn;
-pub mod failover;
-pub mod faults;
-pub mod horizon;
-pub mod idle;
+pub(crate) mod budget;
+pub(crate) mod conn;
+pub(crate) mod failover;
+pub(crate) mod faults;
+pub(crate) mod horizon;
+pub(crate) mod idle;
 pub mod lanes;
-pub mod literal;
-pub mod live;
-pub mod observe;
-pub mod pool;
-pub mod preload;
-pub mod process;
-pub mod producer;
-pub mod reaper;
-pub mod sampler;
-pub mod steps;
-pub mod values;
-pub mod work;
-pub mod worker;
+pub(crate) mod literal;
+pub(crate) mod live;
+pub(crate) mod observe;
+pub(crate) mod pool;
+pub(crate) mod preload;
+pub(crate) mod process;
+pub(crate) mod producer;
+pub(crate) mod reaper;
+pub(crate) mod sampler;
+pub(crate) mod steps;
+pub(crate) mod values;
+pub(crate) mod work;
+pub(crate) mod worker;
 
 use crate::adapter::keys::Interner;
 use crate::collect::{Arrival, Event, FaultEvent, Samples, WorkerStats};

@@ -16,7 +16,7 @@ fn failed(what: &str, e: &tokio_postgres::Error) -> Error {
 }
 
 /// The final table state, by the adapter's `observe.state`.
-pub async fn final_state(client: &Client, plan: &Plan, ids: &Interner) -> Result<Vec<JobRow>> {
+pub(crate) async fn final_state(client: &Client, plan: &Plan, ids: &Interner) -> Result<Vec<JobRow>> {
     let what = "reading the final job table (observe.state)";
     let st = &plan.adapter.observe.state;
     let prepared = client.prepare(&st.sql).await.map_err(|e| failed(what, &e))?;

@@ -24,7 +24,7 @@ use sqlx::{ConnectOptions, PgPool};
 use std::time::Duration;
 
 /// The error code an acquire timeout is counted under (`errors.acquire_timeout`).
-pub const ACQUIRE_TIMEOUT: &str = "acquire_timeout";
+pub(crate) const ACQUIRE_TIMEOUT: &str = "acquire_timeout";
 
 /// How long opening the pool's connections may take.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -41,7 +41,7 @@ pub(crate) async fn acquire_within(
 }
 
 /// Opens the pool and all its connections before the clock starts.
-pub async fn open(config: &crate::db::Endpoint, settings: PoolSettings) -> Result<PgPool, sqlx::Error> {
+pub(crate) async fn open(config: &crate::db::Endpoint, settings: PoolSettings) -> Result<PgPool, sqlx::Error> {
     let pool = PgPoolOptions::new()
         .max_connections(settings.size)
         .min_connections(settings.size)
@@ -125,6 +125,6 @@ fn tls_options(o: PgConnectOptions, config: &crate::db::Endpoint) -> PgConnectOp
     o
 }
 
-pub use steps::Pooled;
+pub(crate) use steps::Pooled;
 
 mod steps;

@@ -49,7 +49,7 @@ fn failed(what: &str, e: &tokio_postgres::Error) -> Error {
 }
 
 /// One attempt, no retry (`queuebench repro` between its rounds); returns the inserts' time.
-pub async fn preload(client: &Client, plan: &Plan, ids: &Interner) -> Result<Duration> {
+pub(crate) async fn preload(client: &Client, plan: &Plan, ids: &Interner) -> Result<Duration> {
     let started = Instant::now();
     attempt(client, plan, ids, 0).await.map_err(Failure::into_error)?;
     let took = started.elapsed();
@@ -59,7 +59,7 @@ pub async fn preload(client: &Client, plan: &Plan, ids: &Interner) -> Result<Dur
 
 /// The run's preload: resumes after a lost connection (see the module docs). Returns the
 /// connection to go on with (a new one after a reconnect) and the inserts' time.
-pub async fn preload_resuming(
+pub(crate) async fn preload_resuming(
     db: &Database,
     mut client: Client,
     plan: &Plan,
@@ -110,7 +110,7 @@ async fn attempt(client: &Client, plan: &Plan, ids: &Interner, done: u64) -> std
 /// `n` jobs through the queue's enqueue step, one at a time, job k of class `classes[(k - 1) %
 /// len]` (a class name and its priority; the default class when empty): for a search that
 /// needs jobs of the classes its claim takes (`explore`).
-pub async fn enqueue_classes(
+pub(crate) async fn enqueue_classes(
     client: &Client,
     plan: &Plan,
     ids: &Interner,

@@ -26,7 +26,7 @@ use tokio_postgres::Statement;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Default)]
-pub struct ProducerOutput {
+pub(crate) struct ProducerOutput {
     pub arrivals: Vec<Arrival>,
     /// Scheduled arrivals not sent before the load ended or the run stopped.
     pub unsent: u64,
@@ -43,7 +43,7 @@ struct ClassOutput {
 
 /// Runs every class's producer until the phases end; merges their journals.
 /// `ids` numbers the jobs an adapter's enqueue returns; the payload's `n` continues after the preload.
-pub async fn run(
+pub(crate) async fn run(
     plan: &Plan,
     config: &Endpoint,
     start: Instant,
@@ -63,7 +63,7 @@ pub async fn run(
 }
 
 /// The schedule: intended arrival times of one class, from 0 to the end of the last phase.
-pub fn schedule(plan: &Plan, class: usize) -> Vec<Duration> {
+pub(crate) fn schedule(plan: &Plan, class: usize) -> Vec<Duration> {
     let c = &plan.load.classes[class];
     let mut rng = StdRng::seed_from_u64(plan.seed ^ (0xA77 + class as u64));
     let mut out = Vec::new();

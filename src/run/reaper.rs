@@ -17,7 +17,7 @@ pub struct ReaperStats {
     pub marked_dead: u64,
 }
 
-pub async fn run(plan: &Plan, config: &Endpoint, stop: &CancellationToken) -> ReaperStats {
+pub(crate) async fn run(plan: &Plan, config: &Endpoint, stop: &CancellationToken) -> ReaperStats {
     let mut stats = ReaperStats::default();
     let Some(mut side) = super::Side::connect(config, "the reaper").await else { return stats };
     let step = plan.adapter.reclaim.as_ref().expect("validated: reclaim = \"reaper\" needs the adapter's reclaim");

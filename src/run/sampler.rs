@@ -23,11 +23,11 @@ use std::time::Instant;
 use tokio_postgres::{Client, Statement};
 use tokio_util::sync::CancellationToken;
 
-pub struct SamplerOptions {
+pub(crate) struct SamplerOptions {
     pub progress: bool,
 }
 
-pub async fn run(
+pub(crate) async fn run(
     plan: &Plan,
     config: &Endpoint,
     start: Instant,

@@ -18,7 +18,7 @@ use tokio_postgres::types::{FromSql, ToSql, Type};
 use tokio_postgres::{Client, Row, Statement};
 
 /// The rows of the step's last statement (a claim, a select).
-pub async fn rows(
+pub(crate) async fn rows(
     client: &Client,
     p: &Prepared,
     v: &Values<'_>,
@@ -64,7 +64,12 @@ fn columns(rows: &[Row], at: Option<&Vec<usize>>) -> Result<Vec<Vec<Key>>, tokio
 }
 
 /// Runs a write step (complete, fail, heartbeat) and says whether it landed.
-pub async fn write(client: &Client, p: &Prepared, v: &Values<'_>, in_tx: bool) -> Result<bool, tokio_postgres::Error> {
+pub(crate) async fn write(
+    client: &Client,
+    p: &Prepared,
+    v: &Values<'_>,
+    in_tx: bool,
+) -> Result<bool, tokio_postgres::Error> {
     let first = &p.step.statements[0];
     traced(first, v);
     if p.statements.len() == 1 && p.step.accepted == Accepted::Rows {
@@ -93,7 +98,7 @@ pub async fn write(client: &Client, p: &Prepared, v: &Values<'_>, in_tx: bool) -
 
 /// A write whose first statement hands back a new token in `column` (a heartbeat that renews
 /// its fence): whether it landed, by the step's rule, and the token when it did.
-pub async fn write_renewing(
+pub(crate) async fn write_renewing(
     client: &Client,
     p: &Prepared,
     v: &Values<'_>,
@@ -123,7 +128,7 @@ pub async fn write_renewing(
 
 /// Runs every statement of a step (one transaction when several) and returns the rows its
 /// first statement changed (a reclaim without `RETURNING`).
-pub async fn affected(client: &Client, p: &Prepared, v: &Values<'_>) -> Result<u64, tokio_postgres::Error> {
+pub(crate) async fn affected(client: &Client, p: &Prepared, v: &Values<'_>) -> Result<u64, tokio_postgres::Error> {
     in_transaction(client, p.statements.len() == 1, async {
         let mut first = None;
         let mut carried = Vec::new();
@@ -139,7 +144,7 @@ pub async fn affected(client: &Client, p: &Prepared, v: &Values<'_>) -> Result<u
 }
 
 /// The first row of a statement (an observer query), if any; `unnamed`: see [`query`].
-pub async fn first_row<'a>(
+pub(crate) async fn first_row<'a>(
     client: &Client,
     (st, sql, unnamed): (&Statement, &str, bool),
     params: impl ExactSizeIterator<Item = &'a (dyn ToSql + Sync)>,
@@ -175,7 +180,7 @@ async fn step_execute(
 /// statement pooler, `Endpoint::direct`) its text as the unnamed statement, bound with the
 /// parameter types learned when it was prepared: Parse, Bind, Execute and Sync in one round
 /// trip, so nothing is left on the server connection for the next transaction to miss.
-pub async fn query<'a>(
+pub(crate) async fn query<'a>(
     client: &Client,
     (st, sql, unnamed): (&Statement, &str, bool),
     params: impl ExactSizeIterator<Item = &'a (dyn ToSql + Sync)>,
@@ -187,7 +192,7 @@ pub async fn query<'a>(
 }
 
 /// The rows a statement changed (as [`query`], for a write).
-pub async fn execute<'a>(
+pub(crate) async fn execute<'a>(
     client: &Client,
     (st, sql, unnamed): (&Statement, &str, bool),
     params: impl ExactSizeIterator<Item = &'a (dyn ToSql + Sync)>,
@@ -224,14 +229,14 @@ async fn in_transaction<T>(
 }
 
 /// A statement without parameters (`BEGIN`, `COMMIT`, `ROLLBACK`), announced at `trace`.
-pub async fn batch(client: &Client, sql: &str) -> Result<(), tokio_postgres::Error> {
+pub(crate) async fn batch(client: &Client, sql: &str) -> Result<(), tokio_postgres::Error> {
     tracing::trace!(sql, "statement");
     client.batch_execute(sql).await
 }
 
 /// At `trace`: the statement about to run, its role and its parameters. The parameters are
 /// formatted only when an event is written.
-pub fn traced(s: &crate::adapter::Statement, v: &Values<'_>) {
+pub(crate) fn traced(s: &crate::adapter::Statement, v: &Values<'_>) {
     if tracing::enabled!(tracing::Level::TRACE) {
         tracing::trace!(worker = v.worker, step = s.role.name(), sql = %OneLine(&s.sql), params = ?Shown(s, v), "statement");
     }
@@ -273,7 +278,7 @@ impl std::fmt::Debug for Colon {
 }
 
 /// Did the write land, by a rule that reads the first column of the first row?
-pub fn judge(row: Option<&Row>, rule: Accepted) -> bool {
+pub(crate) fn judge(row: Option<&Row>, rule: Accepted) -> bool {
     let value = row.and_then(|r| r.try_get::<_, Option<Number>>(0).ok().flatten());
     match (rule, value) {
         (Accepted::True, Some(Number::Bool(b))) => b,
@@ -283,7 +288,7 @@ pub fn judge(row: Option<&Row>, rule: Accepted) -> bool {
 }
 
 /// An observer's "anything left?": true, or a count above 0.
-pub fn truthy(row: Option<&Row>) -> bool {
+pub(crate) fn truthy(row: Option<&Row>) -> bool {
     row.and_then(|r| r.try_get::<_, Option<Number>>(0).ok().flatten()).is_some_and(|n| n.value() > 0.0)
 }
 

@@ -12,7 +12,7 @@ use tokio_postgres::types::ToSql;
 
 /// A job as the claim returned it; `seq` numbers the worker's claims.
 #[derive(Debug, Clone)]
-pub struct Claimed {
+pub(crate) struct Claimed {
     /// The job's number in the journal (its id when the id is an integer).
     pub id: i64,
     /// The queue's own id, bound back as `:id`.
@@ -31,7 +31,7 @@ pub struct Claimed {
 
 /// What an enqueue or a preload binds.
 #[derive(Debug, Clone, Default)]
-pub struct Enqueue<'a> {
+pub(crate) struct Enqueue<'a> {
     pub payload: Option<serde_json::Value>,
     pub n: i64,
     pub count: i64,
@@ -40,7 +40,7 @@ pub struct Enqueue<'a> {
 }
 
 /// The values for one statement.
-pub struct Values<'a> {
+pub(crate) struct Values<'a> {
     pub plan: &'a Plan,
     batch: i64,
     lease_secs: f64,
@@ -63,7 +63,7 @@ pub struct Values<'a> {
 
 /// One parameter's value, resolved (see [`Values::resolve`]).
 #[derive(Debug, Clone, Copy)]
-pub enum Value<'a> {
+pub(crate) enum Value<'a> {
     Int(i64),
     Int4(i32),
     Float(f64),
@@ -85,7 +85,7 @@ static NO_ROWS: Vec<Key> = Vec::new();
 
 impl<'a> Values<'a> {
     /// The plan's values, for a statement the harness sends itself (no worker, no job).
-    pub fn new(plan: &'a Plan) -> Values<'a> {
+    pub(crate) fn new(plan: &'a Plan) -> Values<'a> {
         Values {
             plan,
             batch: i64::from(plan.workers.batch),
@@ -109,27 +109,27 @@ impl<'a> Values<'a> {
 
     /// The same values with another `:batch` and `:lease_secs` (validate's smoke cycle claims one
     /// job at a time, and one with a lease that has already run out).
-    pub fn with_claim(mut self, batch: i64, lease_secs: f64) -> Values<'a> {
+    pub(crate) fn with_claim(mut self, batch: i64, lease_secs: f64) -> Values<'a> {
         self.batch = batch;
         self.lease_secs = lease_secs;
         self
     }
 
     /// The same values at another instant (`:now`; `explore`'s virtual clock).
-    pub fn at(mut self, now: SystemTime) -> Values<'a> {
+    pub(crate) fn at(mut self, now: SystemTime) -> Values<'a> {
         self.now = now;
         self
     }
 
     /// The instant `:now` stands for.
-    pub fn now(&self) -> SystemTime {
+    pub(crate) fn now(&self) -> SystemTime {
         self.now
     }
 
     /// The value of one parameter, resolved: what a transport that does not take
     /// tokio-postgres's `ToSql` (the sqlx pool, a printed psql script) encodes. The direct
     /// path binds [`Values::bind`] instead, without this step.
-    pub fn resolve(&'a self, p: Param) -> Value<'a> {
+    pub(crate) fn resolve(&'a self, p: Param) -> Value<'a> {
         match p {
             Param::Batch => Value::Int(self.batch),
             Param::LeaseSecs => Value::Float(self.lease_secs),
@@ -159,12 +159,12 @@ impl<'a> Values<'a> {
     }
 
     /// The statement's parameters in order.
-    pub fn bind(&'a self, params: &'a [Param]) -> impl ExactSizeIterator<Item = &'a (dyn ToSql + Sync)> + 'a {
+    pub(crate) fn bind(&'a self, params: &'a [Param]) -> impl ExactSizeIterator<Item = &'a (dyn ToSql + Sync)> + 'a {
         params.iter().map(|p| self.value(*p))
     }
 
     /// The same, with the columns the step's previous statement returned (`:prev.COLUMN`).
-    pub fn bind_carried<'b>(
+    pub(crate) fn bind_carried<'b>(
         &'b self,
         params: &'b [Param],
         carried: &'b [Vec<Key>],

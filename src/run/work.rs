@@ -11,7 +11,7 @@ use std::time::Duration;
 const PRECISE_BELOW: Duration = Duration::from_millis(50);
 
 /// Simulates `d` of work.
-pub async fn sleep(d: Duration) {
+pub(crate) async fn sleep(d: Duration) {
     if d < PRECISE_BELOW {
         let _ = tokio::task::spawn_blocking(move || std::thread::sleep(d)).await;
     } else {
@@ -30,7 +30,7 @@ fn normal(rng: &mut impl RngExt) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
-pub fn sample(model: &WorkModel, rng: &mut impl RngExt) -> Duration {
+pub(crate) fn sample(model: &WorkModel, rng: &mut impl RngExt) -> Duration {
     match *model {
         WorkModel::Fixed(d) => d,
         WorkModel::Uniform { min, max } => min + (max - min).mul_f64(rng.random::<f64>()),

@@ -6,7 +6,7 @@
 /// only on its own socket, where queuebench puts it: a scenario (perhaps somebody else's, a CI
 /// gate on a pull request) may not widen that. Names are matched as PostgreSQL does, ignoring
 /// case.
-pub const BOUNDARY_SETTINGS: &[&str] = &[
+pub(super) const BOUNDARY_SETTINGS: &[&str] = &[
     "listen_addresses",
     "port",
     "unix_socket_directories",

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 /// A ceiling and how it follows from the configuration.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Ceiling {
+pub(crate) struct Ceiling {
     pub jobs_per_sec: f64,
     /// e.g. "16 handlers (4 processes × 4) × 1 job per fetch ÷ 0.5 s poll = 32 jobs/s".
     pub words: String,
@@ -47,7 +47,7 @@ fn seconds(d: Duration) -> String {
 /// The lower of the poll-paced and the work-paced ceilings of a client run with `processes`
 /// worker processes; None when the configuration sets neither (e.g. a library that fetches
 /// again at once while jobs wait, with work that is not a fixed time).
-pub fn of_client(client: &ClientPlan, processes: u32, work: &WorkModel) -> Option<Ceiling> {
+pub(crate) fn of_client(client: &ClientPlan, processes: u32, work: &WorkModel) -> Option<Ceiling> {
     let handlers = processes as f64 * client.concurrency as f64;
     let noun = if handlers == 1.0 { "handler" } else { "handlers" };
     let who = if processes > 1 {

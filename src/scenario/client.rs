@@ -136,7 +136,7 @@ mod humantime_opt {
     use serde::{Deserialize, Deserializer};
     use std::time::Duration;
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         let s = Option::<String>::deserialize(d)?;
         s.map(|s| super::parse_duration(&s).map_err(serde::de::Error::custom)).transpose()
     }
@@ -145,7 +145,7 @@ mod humantime_opt {
 /// Resolves `client` and rewrites `raw` for the rest of validation: the adapter defaults to
 /// the client's name, the setup command to `<client>/run setup`, and `[[faults]]` are taken
 /// out. None when the scenario names no client (then the client-only keys are refused).
-pub fn take(raw: &mut RawScenario, source: &Source) -> Result<Option<ClientPlan>> {
+pub(crate) fn take(raw: &mut RawScenario, source: &Source) -> Result<Option<ClientPlan>> {
     let Some(spec) = raw.client.clone() else {
         return refuse_client_keys(raw, source).map(|()| None);
     };

@@ -136,10 +136,10 @@ pub struct JobType {
 }
 
 /// The failure codes a job type may declare (seed 000's small fixed set).
-pub const FAIL_CODES: [&str; 5] = ["TIMEOUT", "RATE_LIMIT", "INVALID_PAYLOAD", "LEASE_EXPIRED", "PERMANENT"];
+pub(crate) const FAIL_CODES: [&str; 5] = ["TIMEOUT", "RATE_LIMIT", "INVALID_PAYLOAD", "LEASE_EXPIRED", "PERMANENT"];
 
 /// Job types by id: `count` ids per type, spread evenly over 1..=preload.
-pub fn job_types(raw: &[RawJobType], preload: u64) -> Result<(Vec<JobType>, HashMap<i64, u16>), Invalid> {
+pub(crate) fn job_types(raw: &[RawJobType], preload: u64) -> Result<(Vec<JobType>, HashMap<i64, u16>), Invalid> {
     let mut types = Vec::new();
     let mut by_id = HashMap::new();
     for (i, t) in raw.iter().enumerate() {
@@ -176,7 +176,7 @@ pub fn job_types(raw: &[RawJobType], preload: u64) -> Result<(Vec<JobType>, Hash
 }
 
 /// Worker ids by group name; without groups every worker is in group "all".
-pub fn groups(raw: &[RawGroup], workers: u32) -> Result<Vec<(String, Vec<u32>)>, Invalid> {
+pub(crate) fn groups(raw: &[RawGroup], workers: u32) -> Result<Vec<(String, Vec<u32>)>, Invalid> {
     if raw.is_empty() {
         return Ok(vec![("all".into(), (1..=workers).collect())]);
     }
@@ -199,7 +199,7 @@ pub fn groups(raw: &[RawGroup], workers: u32) -> Result<Vec<(String, Vec<u32>)>,
     Ok(out)
 }
 
-pub fn fault(i: usize, f: &RawFault, groups: &[(String, Vec<u32>)], workers: u32) -> Result<Fault, Invalid> {
+pub(crate) fn fault(i: usize, f: &RawFault, groups: &[(String, Vec<u32>)], workers: u32) -> Result<Fault, Invalid> {
     let trigger = trigger(f)?;
     let kind = kind(f, trigger)?;
     if f.mode.is_some() && !matches!(kind, Kind::PostgresRestart { .. }) {

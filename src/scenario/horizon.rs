@@ -46,7 +46,7 @@ pub struct VacuumStep {
     pub command: String,
 }
 
-pub fn blockers(raw: &[RawBlocker]) -> Result<Vec<Blocker>, Invalid> {
+pub(crate) fn blockers(raw: &[RawBlocker]) -> Result<Vec<Blocker>, Invalid> {
     raw.iter()
         .enumerate()
         .map(|(i, b)| {
@@ -79,7 +79,7 @@ pub fn blockers(raw: &[RawBlocker]) -> Result<Vec<Blocker>, Invalid> {
         .collect()
 }
 
-pub fn vacuum_steps(raw: &[RawVacuum]) -> Result<Vec<VacuumStep>, Invalid> {
+pub(crate) fn vacuum_steps(raw: &[RawVacuum]) -> Result<Vec<VacuumStep>, Invalid> {
     let mut out: Vec<VacuumStep> = Vec::new();
     for v in raw {
         let ok = !v.name.is_empty() && v.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');

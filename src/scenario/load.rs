@@ -63,7 +63,7 @@ impl Source {
 }
 
 /// Reads and parses `path`, then applies `sets` on top.
-pub fn load(path: &Path, sets: &[String]) -> Result<(RawScenario, Source)> {
+pub(crate) fn load(path: &Path, sets: &[String]) -> Result<(RawScenario, Source)> {
     let text = match crate::files::read_text(path, crate::files::Kind::Scenario) {
         Err(Error::Path { cause, .. }) => {
             return Err(Error::Path { action: Access::ReadScenario, path: path.into(), cause });
@@ -101,13 +101,13 @@ impl RawScenario {
 }
 
 /// Parses scenario text; the error names line and column and suggests the nearest key.
-pub fn parse_text(text: &str) -> std::result::Result<RawScenario, Invalid> {
+pub(crate) fn parse_text(text: &str) -> std::result::Result<RawScenario, Invalid> {
     toml::from_str::<RawScenario>(text).map_err(|e| Invalid::new(toml_hint(e.to_string(), SCENARIO_KEYS)))
 }
 
 /// Applies one `dotted.key=value`. The value is read as TOML if it parses
 /// (`16`, `true`, `"x"`, `{ p50 = "8ms", p99 = "70ms" }`) and as a string otherwise (`30s`).
-pub fn apply_override(table: &mut toml::Table, set: &str) -> std::result::Result<(), Invalid> {
+pub(crate) fn apply_override(table: &mut toml::Table, set: &str) -> std::result::Result<(), Invalid> {
     let (key, value) =
         set.split_once('=').ok_or_else(|| Invalid::new("expected key=value, e.g. --set workers.count=16"))?;
     let path = split_key(key.trim())?;
@@ -170,7 +170,7 @@ fn split_key(key: &str) -> std::result::Result<Vec<String>, Invalid> {
     Ok(parts)
 }
 
-pub use crate::error::find_key_line;
+pub(crate) use crate::error::find_key_line;
 
 #[cfg(test)]
 mod tests {

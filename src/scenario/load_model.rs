@@ -8,7 +8,7 @@ use super::units::parse_duration;
 use crate::error::Invalid;
 use std::time::Duration;
 
-pub fn build(
+pub(crate) fn build(
     classes: &[RawClass],
     phases: &[RawPhase],
     arrivals: &str,

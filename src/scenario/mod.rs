@@ -4,30 +4,30 @@
 
 mod at;
 mod boundary;
-pub mod ceiling;
-pub mod client;
+pub(crate) mod ceiling;
+pub(crate) mod client;
 mod drive;
-pub mod faults;
-pub mod horizon;
-pub mod load;
-pub mod load_model;
-pub mod name;
-pub mod plan;
-pub mod pool;
+pub(crate) mod faults;
+pub(crate) mod horizon;
+pub(crate) mod load;
+pub(crate) mod load_model;
+pub(crate) mod name;
+pub(crate) mod plan;
+pub(crate) mod pool;
 mod postgres;
-pub mod raw;
-pub mod scale;
-pub mod units;
-pub mod validate;
+pub(crate) mod raw;
+pub(crate) mod scale;
+pub(crate) mod units;
+pub(crate) mod validate;
 mod values;
 
-pub use plan::{Plan, Stop, WorkModel};
+pub(crate) use plan::{Plan, Stop, WorkModel};
 
 use crate::error::Result;
 use std::path::Path;
 
 /// Reads, overrides and validates one scenario file.
-pub fn plan_from_file(path: &Path, sets: &[String], seed: Option<u64>) -> Result<Plan> {
+pub(crate) fn plan_from_file(path: &Path, sets: &[String], seed: Option<u64>) -> Result<Plan> {
     let (raw, source) = load::load(path, sets)?;
     validate::validate(raw, source, seed)
 }

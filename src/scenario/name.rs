@@ -4,7 +4,7 @@ use crate::error::Invalid;
 
 /// A scenario name names a folder (`results/<name>/`): 1 to 64 ASCII letters, digits, `-`
 /// and `_`, not starting with `-` (so no `.`, `..`, slash, space or control character).
-pub fn check_name(name: &str) -> std::result::Result<(), Invalid> {
+pub(crate) fn check_name(name: &str) -> std::result::Result<(), Invalid> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && !name.starts_with('-')

@@ -274,7 +274,7 @@ impl Stop {
 }
 
 /// The class of preloaded jobs (and their `queue` column).
-pub const DEFAULT_CLASS: &str = "default";
+pub(crate) const DEFAULT_CLASS: &str = "default";
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Class {

@@ -12,7 +12,7 @@ use crate::model::fault::FaultKind;
 use crate::model::protocol::Mode;
 use crate::scenario::plan::Wakeup;
 
-pub fn settings(raw: &RawPool) -> Result<PoolSettings, Invalid> {
+pub(crate) fn settings(raw: &RawPool) -> Result<PoolSettings, Invalid> {
     if !(1..=10_000).contains(&raw.size) {
         return Err(Invalid::new(format!("size must be between 1 and 10000, got {}", raw.size)));
     }
@@ -25,7 +25,7 @@ pub fn settings(raw: &RawPool) -> Result<PoolSettings, Invalid> {
 }
 
 /// What the pooled client does not run (yet); each refusal names the key to change.
-pub fn fits(plan: &Plan) -> Result<(), Invalid> {
+pub(crate) fn fits(plan: &Plan) -> Result<(), Invalid> {
     if plan.workers.pool.is_none() {
         return Ok(());
     }

@@ -3,13 +3,13 @@
 //! validation. `plan.rs` turns this into a `Plan`.
 
 use crate::adapter::builtin::RawStrategy;
-pub use crate::model::protocol::{Fencing, Mode, Reclaim};
+pub(crate) use crate::model::protocol::{Fencing, Mode, Reclaim};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawScenario {
+pub(crate) struct RawScenario {
     pub name: String,
     #[serde(default)]
     pub description: String,
@@ -55,7 +55,7 @@ pub struct RawScenario {
 /// One expectation: the comparison alone, or with `abort = true` (stop the run when it fails live).
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
-pub enum RawExpect {
+pub(crate) enum RawExpect {
     Expr(String),
     Table(RawExpectTable),
 }
@@ -81,7 +81,7 @@ impl<'de> Deserialize<'de> for RawExpect {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawExpectTable {
+pub(crate) struct RawExpectTable {
     pub expr: String,
     #[serde(default)]
     pub abort: bool,
@@ -90,7 +90,7 @@ pub struct RawExpectTable {
 /// `[baseline]`: how a run is compared with a saved baseline.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawBaseline {
+pub(crate) struct RawBaseline {
     /// `"metric" = "10%"` (the change allowed in the bad direction), `"0"` or `"off"`.
     #[serde(default)]
     pub tolerance: BTreeMap<String, String>,
@@ -98,7 +98,7 @@ pub struct RawBaseline {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawJobs {
+pub(crate) struct RawJobs {
     #[serde(default)]
     pub preload: i64,
     #[serde(default = "default_max_attempts")]
@@ -123,7 +123,7 @@ fn default_arrivals() -> String {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawClass {
+pub(crate) struct RawClass {
     pub name: String,
     #[serde(default)]
     pub priority: i64,
@@ -150,7 +150,7 @@ impl Default for RawJobs {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawJobType {
+pub(crate) struct RawJobType {
     pub name: String,
     /// How many of the preloaded jobs are of this type (spread evenly over the ids).
     pub count: i64,
@@ -170,7 +170,7 @@ fn default_fail_code() -> String {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawRetry {
+pub(crate) struct RawRetry {
     #[serde(default = "default_retry_base")]
     pub base: String,
     #[serde(default = "default_retry_cap")]
@@ -195,7 +195,7 @@ fn default_retry_cap() -> String {
 /// One injected fault. Which fields apply depends on `kind`; `plan` checks them.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawFault {
+pub(crate) struct RawFault {
     /// crash | pause | kill_backend | lock_hold | cancel | postgres_restart | failover | partition | latency | loss
     pub kind: String,
     /// crash / pause: after_claim | mid_work | after_effect | before_complete
@@ -243,7 +243,7 @@ fn default_max_attempts() -> i64 {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawWorkers {
+pub(crate) struct RawWorkers {
     #[serde(default = "one")]
     pub count: i64,
     #[serde(default = "default_strategy")]
@@ -296,7 +296,7 @@ pub struct RawWorkers {
 /// `workers.pool = { size = 4, acquire_timeout = "2s" }`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawPool {
+pub(crate) struct RawPool {
     pub size: i64,
     #[serde(default = "default_acquire_timeout")]
     pub acquire_timeout: String,
@@ -318,7 +318,7 @@ fn default_deadline() -> String {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawGroup {
+pub(crate) struct RawGroup {
     pub name: String,
     pub count: i64,
 }
@@ -370,7 +370,7 @@ fn default_fallback_poll() -> String {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawLease {
+pub(crate) struct RawLease {
     #[serde(default = "default_lease")]
     pub duration: String,
     #[serde(default)]
@@ -410,7 +410,7 @@ fn default_lease() -> String {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawRun {
+pub(crate) struct RawRun {
     #[serde(default = "default_stop")]
     pub stop: String,
     #[serde(default = "default_timeout")]
@@ -463,7 +463,7 @@ fn default_series_interval() -> String {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawPhase {
+pub(crate) struct RawPhase {
     pub name: String,
     pub duration: String,
     /// Multiplies every class's rate.
@@ -508,7 +508,7 @@ fn yes() -> bool {
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawPostgres {
+pub(crate) struct RawPostgres {
     #[serde(default)]
     pub settings: BTreeMap<String, toml::Value>,
     /// Storage parameters of the jobs table (per-table autovacuum settings).
@@ -528,7 +528,7 @@ pub struct RawPostgres {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawPgBouncer {
+pub(crate) struct RawPgBouncer {
     /// session | transaction | statement
     pub pool_mode: String,
     /// Server connections in the pool (default: one per worker).
@@ -538,7 +538,7 @@ pub struct RawPgBouncer {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawBlocker {
+pub(crate) struct RawBlocker {
     /// idle_in_transaction | repeatable_read | long_query
     pub kind: String,
     /// When it starts, after the run starts.
@@ -562,7 +562,7 @@ fn default_scan_every() -> String {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawVacuum {
+pub(crate) struct RawVacuum {
     pub name: String,
     pub at: String,
     /// Count dead tuples exactly with pgstattuple first (it reads every page and

@@ -25,12 +25,12 @@ use crate::error::{Error, Invalid};
 use std::time::Duration;
 
 /// Scales accepted by `run.time_scale` / `--time-scale`.
-pub const RANGE: std::ops::RangeInclusive<f64> = 0.0001..=1000.0;
+pub(crate) const RANGE: std::ops::RangeInclusive<f64> = 0.0001..=1000.0;
 
 const MIN: Duration = Duration::from_millis(1);
 
 /// Applies `plan.time_scale` to every duration and rate of the plan (once: the scale stays recorded).
-pub fn apply(plan: &mut Plan) -> Result<(), Invalid> {
+pub(crate) fn apply(plan: &mut Plan) -> Result<(), Invalid> {
     let k = plan.time_scale;
     if k == 1.0 {
         return Ok(());
@@ -92,7 +92,7 @@ pub fn apply(plan: &mut Plan) -> Result<(), Invalid> {
 }
 
 /// `--set` overrides plus `--time-scale X` as one more (`run.time_scale=X`); both at once is an error.
-pub fn with_flag(sets: &[String], scale: Option<f64>) -> Result<Vec<String>, Error> {
+pub(crate) fn with_flag(sets: &[String], scale: Option<f64>) -> Result<Vec<String>, Error> {
     let mut out = sets.to_vec();
     if let Some(k) = scale {
         if sets.iter().any(|s| s.split('=').next().map(str::trim) == Some("run.time_scale")) {
@@ -118,12 +118,12 @@ fn at_least_1ms(key: &str, d: Duration, k: f64) -> Result<Duration, Invalid> {
 }
 
 /// A work model with every duration multiplied by `k`.
-pub fn work(m: WorkModel, k: f64) -> WorkModel {
+pub(crate) fn work(m: WorkModel, k: f64) -> WorkModel {
     map_work(m, |d| d.mul_f64(k))
 }
 
 /// A work model with `s` applied to every duration.
-pub fn map_work(m: WorkModel, s: impl Fn(Duration) -> Duration) -> WorkModel {
+pub(crate) fn map_work(m: WorkModel, s: impl Fn(Duration) -> Duration) -> WorkModel {
     match m {
         WorkModel::Fixed(d) => WorkModel::Fixed(s(d)),
         WorkModel::Uniform { min, max } => WorkModel::Uniform { min: s(min), max: s(max) },

@@ -24,7 +24,7 @@ impl From<DurationError> for Invalid {
 
 /// Parses a human duration. A bare number is rejected: the unit is what
 /// makes `lease = "90"` unambiguous.
-pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let t = text.trim();
     let split =
         t.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(|| DurationError::NoUnit(text.to_string()))?;
@@ -48,7 +48,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
 }
 
 /// Formats a duration the way `parse_duration` reads it back.
-pub fn format_duration(d: Duration) -> String {
+pub(crate) fn format_duration(d: Duration) -> String {
     let us = d.as_micros();
     if us == 0 {
         "0ms".into()

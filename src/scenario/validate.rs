@@ -21,7 +21,7 @@ use crate::model::tolerance::Tolerances;
 use std::time::Duration;
 
 /// Checks `raw` and resolves every default. `seed` (from `--seed`) wins over the file's.
-pub fn validate(mut raw: RawScenario, source: Source, seed: Option<u64>) -> Result<Plan> {
+pub(crate) fn validate(mut raw: RawScenario, source: Source, seed: Option<u64>) -> Result<Plan> {
     let client = super::client::take(&mut raw, &source)?;
     let at = At(&source);
     check_name(&raw.name).map_err(|e| at.invalid("name", e))?;

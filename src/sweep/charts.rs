@@ -11,17 +11,17 @@ use crate::scenario::units::parse_duration;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-pub const BATCH: &str = "workers.batch";
-pub const LEASE: &str = "lease.duration";
+pub(crate) const BATCH: &str = "workers.batch";
+pub(crate) const LEASE: &str = "lease.duration";
 
 /// A cell as the charts see it: its params and its numbers.
-pub struct Point<'a> {
+pub(crate) struct Point<'a> {
     pub params: &'a [(String, String)],
     pub m: &'a Measured,
 }
 
 /// Every chart the grid allows.
-pub fn draw(grid: &Grid, points: &[Point]) -> Result<Vec<Chart>> {
+pub(crate) fn draw(grid: &Grid, points: &[Point]) -> Result<Vec<Chart>> {
     let mut out = Vec::new();
     if grid.axis(BATCH).is_some() {
         for (name, title, y, f) in [

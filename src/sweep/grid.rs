@@ -7,13 +7,13 @@ use crate::error::{Error, Invalid};
 
 /// One swept key and its values in the order given.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Axis {
+pub(crate) struct Axis {
     pub key: String,
     pub values: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Grid {
+pub(crate) struct Grid {
     /// `key=value` overrides every cell gets.
     pub fixed: Vec<String>,
     pub axes: Vec<Axis>,
@@ -21,23 +21,24 @@ pub struct Grid {
 
 /// One point of the grid: its values, one per axis, in axis order.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Cell {
+pub(crate) struct Cell {
     pub index: usize,
     pub params: Vec<(String, String)>,
 }
 
 impl Cell {
     /// The cell's own `--set` overrides.
-    pub fn sets(&self) -> Vec<String> {
+    pub(crate) fn sets(&self) -> Vec<String> {
         self.params.iter().map(|(k, v)| format!("{k}={v}")).collect()
     }
 
     /// `workers.batch=10 lease.duration=90s`
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         self.sets().join(" ")
     }
 
-    pub fn value(&self, key: &str) -> Option<&str> {
+    #[cfg(test)]
+    pub(crate) fn value(&self, key: &str) -> Option<&str> {
         self.params.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 }
@@ -45,7 +46,7 @@ impl Cell {
 /// Reads the `--set` arguments of a sweep. A key may be given once; a value
 /// list splits at commas outside quotes, brackets and braces, so
 /// `workers.work={ p50 = "8s", p99 = "70s" }` stays one value.
-pub fn parse(sets: &[String]) -> Result<Grid, Error> {
+pub(crate) fn parse(sets: &[String]) -> Result<Grid, Error> {
     let mut grid = Grid::default();
     let mut seen: Vec<String> = Vec::new();
     for set in sets {
@@ -78,7 +79,7 @@ pub fn parse(sets: &[String]) -> Result<Grid, Error> {
 
 impl Grid {
     /// Every combination, the first axis varying slowest.
-    pub fn cells(&self) -> Vec<Cell> {
+    pub(crate) fn cells(&self) -> Vec<Cell> {
         let mut cells: Vec<Vec<(String, String)>> = vec![Vec::new()];
         for axis in &self.axes {
             cells = cells
@@ -95,7 +96,7 @@ impl Grid {
         cells.into_iter().enumerate().map(|(index, params)| Cell { index, params }).collect()
     }
 
-    pub fn axis(&self, key: &str) -> Option<&Axis> {
+    pub(crate) fn axis(&self, key: &str) -> Option<&Axis> {
         self.axes.iter().find(|a| a.key == key)
     }
 }

@@ -7,11 +7,11 @@
 //! grid → plans (all validated before anything runs) → run_one per cell and
 //! repeat → CellResult → Measured → recommendation → exporters.
 
-pub mod charts;
-pub mod grid;
-pub mod output;
-pub mod recommend;
-pub mod results;
+pub(crate) mod charts;
+pub(crate) mod grid;
+pub(crate) mod output;
+pub(crate) mod recommend;
+pub(crate) mod results;
 
 use crate::error::{Access, Error, ExitCode, Result};
 use crate::options::{RunOptions, SweepCommand};
@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 /// More cells than this is almost certainly a typo in a list.
 const MAX_CELLS: usize = 500;
 
-pub async fn sweep(args: &SweepCommand, interrupt: &CancellationToken) -> Result<ExitCode> {
+pub(crate) async fn sweep(args: &SweepCommand, interrupt: &CancellationToken) -> Result<ExitCode> {
     let (grid, plans) = plan_cells(args)?;
     let first = plans[0].1.clone();
     let first = &first;

@@ -12,7 +12,7 @@ use std::fmt::Write;
 
 /// `sweep.csv`: cell, the swept keys, repeats, passed, the two rates the rules
 /// read (worst repeat), then every summary metric (median), sorted like `summary.csv`.
-pub fn sweep_csv(grid: &Grid, cells: &[CellResult]) -> String {
+pub(crate) fn sweep_csv(grid: &Grid, cells: &[CellResult]) -> String {
     let medians: Vec<_> = cells.iter().map(CellResult::medians).collect();
     let mut cols: Vec<&String> = medians.iter().flat_map(|m| m.keys()).collect();
     cols.sort();
@@ -68,7 +68,7 @@ fn table_rows(grid: &Grid, cells: &[CellResult]) -> (Vec<String>, Vec<Vec<String
     (head, rows)
 }
 
-pub fn terminal(grid: &Grid, cells: &[CellResult], lines: &[Line]) -> String {
+pub(crate) fn terminal(grid: &Grid, cells: &[CellResult], lines: &[Line]) -> String {
     let (head, rows) = table_rows(grid, cells);
     let widths: Vec<usize> = (0..head.len())
         .map(|i| rows.iter().map(|r| r[i].chars().count()).chain([head[i].chars().count()]).max().unwrap_or(0))
@@ -90,7 +90,14 @@ pub fn terminal(grid: &Grid, cells: &[CellResult], lines: &[Line]) -> String {
     o
 }
 
-pub fn html(name: &str, scale: f64, grid: &Grid, cells: &[CellResult], lines: &[Line], charts: &[Chart]) -> String {
+pub(crate) fn html(
+    name: &str,
+    scale: f64,
+    grid: &Grid,
+    cells: &[CellResult],
+    lines: &[Line],
+    charts: &[Chart],
+) -> String {
     let mut o = format!("<h1>{} — sweep of {} cells</h1>", escape(name), cells.len());
     if scale != 1.0 {
         let _ = write!(

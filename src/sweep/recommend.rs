@@ -19,15 +19,15 @@ use super::results::Measured;
 use crate::compare::stats::median;
 use std::collections::BTreeMap;
 
-pub const MIN_LEASE_S: f64 = 30.0;
-pub const MAX_LEASE_S: f64 = 300.0;
-pub const MAX_EXPIRED: f64 = 0.005;
-pub const MAX_CLAIM_P99_MS: f64 = 100.0;
-pub const WITHIN_BEST: f64 = 0.05;
+pub(crate) const MIN_LEASE_S: f64 = 30.0;
+pub(crate) const MAX_LEASE_S: f64 = 300.0;
+pub(crate) const MAX_EXPIRED: f64 = 0.005;
+pub(crate) const MAX_CLAIM_P99_MS: f64 = 100.0;
+pub(crate) const WITHIN_BEST: f64 = 0.05;
 
 /// One recommendation: a value (None: no cell qualified), the rule, the evidence.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Line {
+pub(crate) struct Line {
     pub topic: &'static str,
     pub value: Option<String>,
     pub rule: String,
@@ -37,7 +37,7 @@ pub struct Line {
 /// What the sweep set out to measure, so a line can tell a value that was never swept from
 /// one whose cells did not finish (an interrupted sweep, cells that failed).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Planned {
+pub(crate) struct Planned {
     /// Cells in the grid.
     pub cells: usize,
     /// The cells that ran to their end (finished or failed) before the sweep stopped.
@@ -60,12 +60,13 @@ impl Planned {
 }
 
 /// The recommendation from the cells alone (as if every planned cell was measured).
-pub fn recommend(cells: &[Measured]) -> Vec<Line> {
+#[cfg(test)]
+pub(crate) fn recommend(cells: &[Measured]) -> Vec<Line> {
     recommend_for(cells, &Planned::default())
 }
 
 /// The recommendation from the measured cells, told apart from what was planned.
-pub fn recommend_for(cells: &[Measured], planned: &Planned) -> Vec<Line> {
+pub(crate) fn recommend_for(cells: &[Measured], planned: &Planned) -> Vec<Line> {
     if cells.is_empty() {
         let evidence = if planned.interrupted {
             format!("{} before any cell finished", planned.stopped().split(';').next().unwrap_or_default())
@@ -84,17 +85,17 @@ fn work_p99(cells: &[Measured]) -> f64 {
     median(&cells.iter().map(|c| c.work_p99_s).collect::<Vec<_>>()).unwrap_or(0.0)
 }
 
-pub fn pct(f: f64) -> String {
+pub(crate) fn pct(f: f64) -> String {
     format!("{:.2} %", f * 100.0)
 }
 
 /// Three significant digits at most: 1234 → "1234", 12.34 → "12.3", 0.0123 → "0.0123".
-pub fn num(v: f64) -> String {
+pub(crate) fn num(v: f64) -> String {
     let digits = if v.abs() >= 100.0 || v == 0.0 { 0 } else { (2.0 - v.abs().log10().floor()).max(0.0) as usize };
     format!("{v:.digits$}")
 }
 
-pub fn secs(s: f64) -> String {
+pub(crate) fn secs(s: f64) -> String {
     if s >= 100.0 || s.fract() == 0.0 {
         format!("{s:.0} s")
     } else if s >= 10.0 {

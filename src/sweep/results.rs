@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 /// One cell after its repeats ran.
 #[derive(Debug, Clone)]
-pub struct CellResult {
+pub(crate) struct CellResult {
     pub cell: Cell,
     /// The repeats that finished (an interrupted or failed repeat is left out).
     pub runs: Vec<RunSummary>,
@@ -23,7 +23,7 @@ pub struct CellResult {
 
 impl CellResult {
     /// Every summary metric, as the median over the repeats.
-    pub fn medians(&self) -> BTreeMap<String, f64> {
+    pub(crate) fn medians(&self) -> BTreeMap<String, f64> {
         let all: Vec<BTreeMap<String, f64>> = self.runs.iter().map(RunSummary::metrics).collect();
         let keys: std::collections::BTreeSet<&String> = all.iter().flat_map(|m| m.keys()).collect();
         keys.into_iter()
@@ -35,13 +35,13 @@ impl CellResult {
     }
 
     /// Every repeat met the scenario's expectations.
-    pub fn passed(&self) -> bool {
+    pub(crate) fn passed(&self) -> bool {
         !self.runs.is_empty() && self.errors.is_empty() && self.runs.iter().all(|r| r.passed)
     }
 
     /// The numbers the rules read: medians for speed, the worst repeat for
     /// correctness rates (one bad repeat is not averaged away). None without a finished repeat.
-    pub fn measured(&self) -> Option<Measured> {
+    pub(crate) fn measured(&self) -> Option<Measured> {
         if self.runs.is_empty() {
             return None;
         }
@@ -68,19 +68,19 @@ impl CellResult {
 /// Leases that ran out before their job was completed, per lease granted
 /// (claimed job): what the reaper took back or marked dead, or (inline
 /// reclaim, no reaper) the executions that followed an expired lease.
-pub fn expired_lease_rate(r: &RunSummary) -> f64 {
+pub(crate) fn expired_lease_rate(r: &RunSummary) -> f64 {
     let expired = (r.reaper.reclaimed + r.reaper.marked_dead).max(r.executions.duplicate_lease_expired);
     expired as f64 / r.claims.jobs.max(1) as f64
 }
 
 /// Executions beyond the first of each job, per execution.
-pub fn duplicate_rate(r: &RunSummary) -> f64 {
+pub(crate) fn duplicate_rate(r: &RunSummary) -> f64 {
     r.executions.duplicate as f64 / r.executions.total.max(1) as f64
 }
 
 /// One cell's numbers as the recommendation rules read them; times in the scenario's seconds.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Measured {
+pub(crate) struct Measured {
     pub label: String,
     pub batch: u32,
     pub workers: u32,

@@ -12,7 +12,7 @@ use crate::collect::{Event, EventKind};
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy)]
-pub struct ClaimSpan {
+pub(crate) struct ClaimSpan {
     pub worker: u32,
     pub claim: u32,
     pub attempt: i32,
@@ -38,7 +38,7 @@ impl ClaimSpan {
     /// acknowledged hand-back, measured on the harness's clock; and before the computed lease
     /// end less `tolerance` (clocks, the queue's time resolution), after which the queue may have
     /// let the job go although the holder's completion landed later (a state-only fence).
-    pub fn holds_at(&self, sent_us: u64, tolerance: u64) -> bool {
+    pub(crate) fn holds_at(&self, sent_us: u64, tolerance: u64) -> bool {
         if self.handed_back {
             sent_us < self.lease_end_us && sent_us.saturating_add(tolerance) < self.lease_until_us
         } else {
@@ -54,13 +54,13 @@ impl ClaimSpan {
 /// How far before another claim's computed lease end a claim may be sent and still count as
 /// after it: harness clocks run a little behind the server's (a quarter of the lease, at most
 /// 50 ms), and agents' clocks differ by up to twice their error bound (`clock_us`, docs/agents.md).
-pub fn race_tolerance(lease: Duration, clock_us: u64) -> u64 {
+pub(crate) fn race_tolerance(lease: Duration, clock_us: u64) -> u64 {
     (lease.as_micros() as u64 / 4).min(50_000).max(2 * clock_us)
 }
 
 /// How long a claim holds its job when nobody gives it back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Held {
+pub(crate) enum Held {
     /// For the lease from the claim, moved by heartbeats.
     Lease,
     /// hold-transaction mode: until the transaction ends, at most the lease.
@@ -71,7 +71,7 @@ pub enum Held {
 }
 
 impl Held {
-    pub fn of(hold_transaction: bool, session_lease: bool) -> Held {
+    pub(crate) fn of(hold_transaction: bool, session_lease: bool) -> Held {
         match (session_lease, hold_transaction) {
             (true, _) => Held::Session,
             (false, true) => Held::Transaction,
@@ -80,12 +80,12 @@ impl Held {
     }
 }
 
-pub fn spans(events: &[Event], lease: Duration, hold_transaction: bool) -> Vec<ClaimSpan> {
+pub(crate) fn spans(events: &[Event], lease: Duration, hold_transaction: bool) -> Vec<ClaimSpan> {
     spans_held(events, lease, Held::of(hold_transaction, false))
 }
 
 /// [`spans`], for any way a claim holds its job.
-pub fn spans_held(events: &[Event], lease: Duration, held: Held) -> Vec<ClaimSpan> {
+pub(crate) fn spans_held(events: &[Event], lease: Duration, held: Held) -> Vec<ClaimSpan> {
     let lease_us = if held == Held::Session { u64::MAX / 4 } else { lease.as_micros() as u64 };
     let mut spans: Vec<ClaimSpan> = events
         .iter()

@@ -35,7 +35,7 @@ use crate::model::summary::{CheckResult, Durability};
 use std::collections::HashMap;
 
 /// (summary numbers, the `durability` check when it was tested).
-pub fn check(e: &Evidence, per_job: &[&[Event]]) -> (Durability, Option<CheckResult>) {
+pub(super) fn check(e: &Evidence, per_job: &[&[Event]]) -> (Durability, Option<CheckResult>) {
     if e.restarts.is_empty() {
         let note = "no server restart or failover in this run".to_string();
         return (Durability { note, ..Default::default() }, None);

@@ -12,11 +12,16 @@ use crate::model::summary::{CheckResult, Executions};
 use std::time::Duration;
 
 /// Ids of every executed job, sorted.
-pub type Executed = Vec<i64>;
+pub(super) type Executed = Vec<i64>;
 
 /// `held`: when a claim ends if nobody gives the job back (see `claims::spans_held`). `clock_us`:
 /// the agents' clock error bound (0 for a local run), see `claims::race_tolerance`.
-pub fn check(per_job: &[&[Event]], lease: Duration, held: Held, clock_us: u64) -> (Executions, Executed, CheckResult) {
+pub(super) fn check(
+    per_job: &[&[Event]],
+    lease: Duration,
+    held: Held,
+    clock_us: u64,
+) -> (Executions, Executed, CheckResult) {
     let tolerance = super::claims::race_tolerance(lease, clock_us);
     let mut x = Executions::default();
     let mut executed = Vec::new();

@@ -8,7 +8,7 @@ use crate::collect::{Event, EventKind};
 use crate::model::summary::Fifo;
 
 /// `per_job`: each job's events, the jobs in id order (as `verify` groups them).
-pub fn check(per_job: &[&[Event]]) -> Fifo {
+pub(super) fn check(per_job: &[&[Event]]) -> Fifo {
     // (first accepted completion, job), in id order.
     let done: Vec<(u64, i64)> = per_job
         .iter()

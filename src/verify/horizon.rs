@@ -10,7 +10,7 @@ use crate::model::records::BlockerSpan;
 use crate::model::records::PgSample;
 use crate::model::summary::{CheckResult, Horizon};
 
-pub fn check(samples: &[PgSample], blockers: &[BlockerSpan]) -> (Horizon, Option<CheckResult>) {
+pub(super) fn check(samples: &[PgSample], blockers: &[BlockerSpan]) -> (Horizon, Option<CheckResult>) {
     let (Some(first), Some(last_end)) =
         (blockers.iter().map(|b| b.start_us).min(), blockers.iter().map(|b| b.end_us).max())
     else {

@@ -6,7 +6,7 @@ use crate::model::check::Check;
 use crate::model::summary::CheckResult;
 
 /// None when the effects table is disabled: a check that did not run is not reported as passed.
-pub fn check(e: &Evidence, journal_executions: u64) -> Option<CheckResult> {
+pub(super) fn check(e: &Evidence, journal_executions: u64) -> Option<CheckResult> {
     let rows = e.effects_rows?;
     // A killed agent's executions whose rows died in its batch are known to be missing.
     let expected = journal_executions.saturating_sub(e.effects_unwritten);

@@ -44,22 +44,22 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 /// The shortest stall `progress` reports, whatever the lease and the work.
-pub const STALL_MIN: Duration = Duration::from_secs(10);
+pub(super) const STALL_MIN: Duration = Duration::from_secs(10);
 /// A stall must also outlast this many leases …
-pub const STALL_LEASES: u64 = 3;
+pub(super) const STALL_LEASES: u64 = 3;
 /// … and this many times the longest piece of work executed in the run.
-pub const STALL_WORKS: u64 = 3;
+pub(super) const STALL_WORKS: u64 = 3;
 
 /// How long `progress` allows without an execution while work waits: the largest of 10 s,
 /// 3 leases and 3 × the longest work the run executed. Loose on purpose: a loaded 2-core
 /// machine, a pause, a lock held for a second or a server restart must not fail a correct
 /// queue; a queue that stops does not come back within it either.
-pub fn stall_threshold(lease: Duration, longest_work_us: u64) -> u64 {
+pub(super) fn stall_threshold(lease: Duration, longest_work_us: u64) -> u64 {
     (STALL_MIN.as_micros() as u64).max(STALL_LEASES * lease.as_micros() as u64).max(STALL_WORKS * longest_work_us)
 }
 
 /// A fault later than this before a stop by the clock is not judged: twice the lease and a second.
-pub fn recovery_grace(lease: Duration) -> u64 {
+pub(super) fn recovery_grace(lease: Duration) -> u64 {
     2 * lease.as_micros() as u64 + 1_000_000
 }
 
@@ -76,7 +76,7 @@ fn cuts_connection(kind: FaultKind) -> bool {
 }
 
 /// The five liveness checks (the last two only when a fault hit a job).
-pub fn check(e: &Evidence, per_job: &[&[Event]]) -> Vec<CheckResult> {
+pub(super) fn check(e: &Evidence, per_job: &[&[Event]]) -> Vec<CheckResult> {
     let mut checks = vec![refused(e, per_job), abandoned(e, per_job), progress(e, per_job)];
     checks.extend(faults_recovered(e, per_job));
     checks.extend(dead_after_one_fault(e, per_job));

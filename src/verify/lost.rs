@@ -80,7 +80,7 @@ fn vanished(e: &Evidence, gone: &Gone) -> (u64, Vec<i64>) {
     ((ids.len() as u64).max(by_count), ids)
 }
 
-pub fn check(e: &Evidence, per_job: &[&[Event]], executed: &Executed) -> (Jobs, CheckResult, CheckResult) {
+pub(super) fn check(e: &Evidence, per_job: &[&[Event]], executed: &Executed) -> (Jobs, CheckResult, CheckResult) {
     let ran = |id: i64| executed.binary_search(&id).is_ok();
     let rows = e.final_jobs;
     let gone = gone(e, per_job, &ran);

@@ -2,7 +2,7 @@
 //! effects count, injected faults). No network, no clock. Each returns
 //! numbers for the summary and a named `CheckResult` with example job ids.
 
-pub mod claims;
+pub(crate) mod claims;
 mod durability;
 mod exactly_once;
 mod fifo;
@@ -14,7 +14,7 @@ mod ownership;
 mod recovery;
 mod stale;
 pub mod starvation;
-pub mod story;
+pub(crate) mod story;
 mod successors;
 
 use crate::collect::history::History;
@@ -290,7 +290,7 @@ mod tests {
     use crate::collect::EventKind::{self, *};
     use crate::collect::FaultKind;
 
-    pub fn ev(t_us: u64, job: i64, attempt: i32, worker: u32, kind: EventKind) -> Event {
+    pub(super) fn ev(t_us: u64, job: i64, attempt: i32, worker: u32, kind: EventKind) -> Event {
         Event { t_us, job, attempt, worker, claim: attempt as u32, kind, dur_us: 0, token: 0 }
     }
 
@@ -298,7 +298,12 @@ mod tests {
         JobRow { id, status, attempts: 1, max_attempts: 5, lease_expired: false }
     }
 
-    pub fn evidence<'a>(journal: &'a [Event], jobs: &'a [JobRow], enqueued: u64, effects: Option<u64>) -> Evidence<'a> {
+    pub(super) fn evidence<'a>(
+        journal: &'a [Event],
+        jobs: &'a [JobRow],
+        enqueued: u64,
+        effects: Option<u64>,
+    ) -> Evidence<'a> {
         Evidence { effects_rows: effects, ..Evidence::bare(journal, jobs, enqueued, Duration::from_secs(1)) }
     }
 

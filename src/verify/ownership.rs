@@ -14,7 +14,7 @@ use crate::model::check::Check;
 use crate::model::summary::{CheckResult, Ownership};
 use std::time::Duration;
 
-pub fn check(per_job: &[&[Event]], lease: Duration, held: Held) -> (Ownership, CheckResult) {
+pub(super) fn check(per_job: &[&[Event]], lease: Duration, held: Held) -> (Ownership, CheckResult) {
     let mut jobs = Vec::new();
     let mut during_lease = 0;
     for events in per_job {

@@ -13,7 +13,7 @@ fn events_of<'a>(per_job: &[&'a [Event]], job: i64) -> &'a [Event] {
 }
 
 /// Jobs executed after their cancellation was accepted (None when nothing was cancelled).
-pub fn cancel_check(faults: &[FaultEvent], per_job: &[&[Event]]) -> Option<CheckResult> {
+pub(super) fn cancel_check(faults: &[FaultEvent], per_job: &[&[Event]]) -> Option<CheckResult> {
     let bad: Vec<i64> = faults
         .iter()
         .filter(|f| f.kind == FaultKind::Cancel)
@@ -38,7 +38,7 @@ pub fn cancel_check(faults: &[FaultEvent], per_job: &[&[Event]]) -> Option<Check
     })
 }
 
-pub fn check(faults: &[FaultEvent], per_job: &[&[Event]]) -> Faults {
+pub(super) fn check(faults: &[FaultEvent], per_job: &[&[Event]]) -> Faults {
     let mut f = Faults::default();
     for k in FaultKind::ALL {
         f.by_kind.insert(k, 0);
@@ -64,6 +64,6 @@ pub fn check(faults: &[FaultEvent], per_job: &[&[Event]]) -> Faults {
 }
 
 /// The job's first accepted completion at or after the fault, if any (`events`: the job's).
-pub fn recovered_after<'a>(fault: &FaultEvent, events: &'a [Event]) -> Option<&'a Event> {
+pub(super) fn recovered_after<'a>(fault: &FaultEvent, events: &'a [Event]) -> Option<&'a Event> {
     events.iter().find(|e| e.kind == EventKind::Accepted && e.t_us >= fault.t_us)
 }

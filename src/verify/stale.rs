@@ -27,7 +27,7 @@ use crate::collect::{Event, EventKind};
 use crate::model::check::Check;
 use crate::model::summary::{CheckResult, Completions, Stale};
 
-pub fn check(per_job: &[&[Event]]) -> (Completions, Stale, CheckResult) {
+pub(super) fn check(per_job: &[&[Event]]) -> (Completions, Stale, CheckResult) {
     let mut c = Completions::default();
     let mut s = Stale::default();
     let mut bad = Vec::new();

@@ -10,10 +10,10 @@ use crate::model::records::{JobRow, Status};
 use std::time::Duration;
 
 /// A moment of the story: its time (µs after the start) and what happened.
-pub type Line = (u64, String);
+pub(crate) type Line = (u64, String);
 
 #[derive(Debug, Default, PartialEq)]
-pub struct Story {
+pub(crate) struct Story {
     pub lines: Vec<Line>,
     /// What went wrong, one line each ("ran exactly once" when nothing did).
     pub causes: Vec<String>,
@@ -22,7 +22,7 @@ pub struct Story {
 /// `events`: the job's journal (any order); `faults`: the run's; `row`: the job in the final
 /// table (None: gone, or no table); `deleted_ok`: the queue removes what it finishes.
 /// `clock_us`: the agents' clock error bound (`claims::race_tolerance`).
-pub fn story(
+pub(crate) fn story(
     events: &[Event],
     faults: &[FaultEvent],
     row: Option<&JobRow>,
@@ -87,7 +87,7 @@ fn event_lines(e: &Event, claims: &[ClaimSpan]) -> Vec<Line> {
 }
 
 /// Seconds with milliseconds, as the story prints times.
-pub fn secs(t_us: u64) -> String {
+pub(crate) fn secs(t_us: u64) -> String {
     format!("{:.3} s", t_us as f64 / 1e6)
 }
 

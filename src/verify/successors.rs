@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 
 /// The journal and the final table with every chain under its first id (the journal sorted
 /// again in the checkers' order).
-pub fn follow(journal: &[Event], rows: &[JobRow], successors: &[(i64, i64)]) -> (Vec<Event>, Vec<JobRow>) {
+pub(super) fn follow(journal: &[Event], rows: &[JobRow], successors: &[(i64, i64)]) -> (Vec<Event>, Vec<JobRow>) {
     let previous: HashMap<i64, i64> = successors.iter().map(|&(old, new)| (new, old)).collect();
     let root = |mut id: i64| {
         // Bounded: a malformed history with a cycle stops after as many steps as there are links.

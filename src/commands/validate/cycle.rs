@@ -36,7 +36,7 @@ const EXPIRED_SECS: f64 = -60.0;
 const BACKOFF_SECS: f64 = 3600.0;
 
 /// The adapter's steps, prepared on validate's connection.
-pub struct Steps {
+pub(super) struct Steps {
     pub select: Option<Prepared>,
     pub claim: Prepared,
     pub complete: Prepared,
@@ -51,7 +51,7 @@ pub struct Steps {
 
 /// What the cycle ran, and what it found that does not stop a run.
 #[derive(Debug, Default)]
-pub struct Cycle {
+pub(super) struct Cycle {
     pub ran: Vec<&'static str>,
     pub warnings: Vec<String>,
     /// What observe.state must say of a job a write landed on (or leave it out: a queue that
@@ -77,7 +77,7 @@ impl Cx<'_> {
 
 /// Runs the cycle on `client`, inside the caller's transaction (no step commits: every list
 /// runs as part of it).
-pub async fn run(plan: &Plan, client: &Client, steps: &Steps) -> Result<Cycle> {
+pub(super) async fn run(plan: &Plan, client: &Client, steps: &Steps) -> Result<Cycle> {
     let pool = plan.workers.groups.first().map_or("", |(name, _)| name.as_str());
     let cx = Cx { plan, client, steps, pool };
     no_transaction_control(plan)?;
@@ -473,6 +473,6 @@ fn nothing_reclaimed(plan: &Plan, job: &Claimed) -> String {
 }
 
 /// The first line of a statement that is not a comment, cut to 60 characters.
-pub fn first_words(text: &str) -> String {
+pub(super) fn first_words(text: &str) -> String {
     text.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with("--")).unwrap_or("").chars().take(60).collect()
 }

@@ -40,7 +40,7 @@ impl<'p> Model<'p> {
     }
 
     /// A statement step's text was sent as record `index`, and it waits on a lock.
-    pub fn blocked(&mut self, op: Op, index: usize) {
+    pub(crate) fn blocked(&mut self, op: Op, index: usize) {
         self.records[index].result = "waits on a lock".into();
         if let Some(a) = op.actor() {
             self.actors[a].waiting = Some((op, index));
@@ -55,7 +55,7 @@ impl<'p> Model<'p> {
     }
 
     /// Applies a step that needs no statement (a tick, a crash once the session is gone).
-    pub fn apply_fault(&mut self, op: Op) {
+    pub(crate) fn apply_fault(&mut self, op: Op) {
         match op {
             Op::Tick => {
                 self.ticks += 1;
@@ -93,7 +93,7 @@ impl<'p> Model<'p> {
     /// Left to itself, nobody can step: the clock moves on `leases` ticks' worth (a lease and
     /// a second each), so leases run out and backoffs come due. The reaper may run again, and
     /// every session tries its claim again. Time passing is no fault: no fault event.
-    pub fn pass_time(&mut self, leases: u64) {
+    pub(crate) fn pass_time(&mut self, leases: u64) {
         self.ticks += 1;
         self.changes += 1;
         self.skipped_us += self.tick_len().as_micros() as u64 * leases.saturating_sub(1);
@@ -103,7 +103,7 @@ impl<'p> Model<'p> {
     }
 
     /// Records a statement step as sent with its text; returns its record's index.
-    pub fn sent(&mut self, op: Op, sql: String) -> usize {
+    pub(crate) fn sent(&mut self, op: Op, sql: String) -> usize {
         let a = op.actor().expect("a statement step has an actor");
         self.actors[a].draws += self.step_draws(op);
         let index = self.record(op, Some(sql), String::new());
@@ -130,12 +130,12 @@ impl<'p> Model<'p> {
     }
 
     /// A statement step's outcome, as it returned at once (`index`: its record).
-    pub fn outcome(&mut self, op: Op, out: &Outcome, index: usize) {
+    pub(crate) fn outcome(&mut self, op: Op, out: &Outcome, index: usize) {
         self.finish(op, out, index, false);
     }
 
     /// The outcome of actor `a`'s step that waited on a lock.
-    pub fn settled(&mut self, a: usize, out: &Outcome) {
+    pub(crate) fn settled(&mut self, a: usize, out: &Outcome) {
         if let Some((op, index)) = self.actors[a].waiting.take() {
             self.finish(op, out, index, true);
         }

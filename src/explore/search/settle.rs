@@ -14,7 +14,7 @@ use crate::model::records::{JobRow, Status};
 
 /// How the continuation ended.
 #[derive(Debug, Clone)]
-pub struct Settled {
+pub(crate) struct Settled {
     /// Steps it took (statements, commits, the clock).
     pub steps: usize,
     /// It stopped at the step bound with sessions still stepping (a livelock, or a bound too small).
@@ -33,7 +33,7 @@ const QUIET_LIMIT_SECS: f64 = 86_400.0;
 const QUIET_GROWTH: u64 = 4;
 
 /// Every job is where it stays: done, dead or cancelled (a job gone from the table is not listed).
-pub fn finished(rows: &[JobRow]) -> bool {
+pub(crate) fn finished(rows: &[JobRow]) -> bool {
     rows.iter().all(|r| matches!(r.status, Status::Done | Status::Dead | Status::Cancelled))
 }
 

@@ -23,13 +23,13 @@ use tokio_postgres::Notification;
 
 /// Why a pooled step did not land (already counted).
 #[derive(Debug)]
-pub struct Cut {
+pub(crate) struct Cut {
     /// The acquire timed out (else the statement failed).
     timed_out: bool,
 }
 
 /// A worker's view of the shared pool.
-pub struct Pooled {
+pub(crate) struct Pooled {
     pool: PgPool,
     /// sqlx's `persistent`: false through a transaction or statement pooler (the unnamed
     /// statement; sqlx still parses it in a round trip of its own before binding it).
@@ -37,7 +37,7 @@ pub struct Pooled {
 }
 
 impl Pooled {
-    pub fn new(pool: PgPool, persistent: bool) -> Pooled {
+    pub(crate) fn new(pool: PgPool, persistent: bool) -> Pooled {
         Pooled { pool, persistent }
     }
 

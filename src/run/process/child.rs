@@ -8,13 +8,13 @@ use crate::scenario::client::ClientPlan;
 use std::collections::VecDeque;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 /// An event line (`{"ev":"start","job":"…","n":7,"worker":"p3","t":…}`).
 #[derive(Debug, Clone, serde::Deserialize)]
-pub struct ClientEvent {
+pub(crate) struct ClientEvent {
     pub ev: String,
     pub job: String,
     pub worker: String,
@@ -22,16 +22,15 @@ pub struct ClientEvent {
 }
 
 /// What a process's environment needs from the run.
-pub struct Env<'a> {
+pub(crate) struct Env<'a> {
     pub url: &'a str,
     pub schema: &'a str,
     pub queue: &'a str,
 }
 
-pub struct Proc {
+pub(crate) struct Proc {
     /// The worker's number: `QUEUEBENCH_WORKER=p<identity>`.
     pub identity: u32,
-    pub started: Instant,
     child: Child,
     pub paused: bool,
     pub events: Arc<Mutex<Vec<ClientEvent>>>,
@@ -54,7 +53,7 @@ fn read_events(out: Option<tokio::process::ChildStdout>, events: Arc<Mutex<Vec<C
 /// Keeps the last 12 lines of stderr.
 /// Makes `cmd` a process group of its own that is killed when dropped and dies with
 /// queuebench, even a SIGKILLed one (`PR_SET_PDEATHSIG` = SIGKILL).
-pub fn tie_to_us(cmd: &mut Command) {
+pub(crate) fn tie_to_us(cmd: &mut Command) {
     cmd.kill_on_drop(true).process_group(0);
     // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec. The
     // runtime's threads live as long as queuebench, so the signal comes at its exit.
@@ -69,7 +68,7 @@ pub fn tie_to_us(cmd: &mut Command) {
 }
 
 /// Keeps the last 12 lines `err` writes in `tail`.
-pub fn keep_tail(err: Option<tokio::process::ChildStderr>, tail: Arc<Mutex<VecDeque<String>>>) {
+pub(crate) fn keep_tail(err: Option<tokio::process::ChildStderr>, tail: Arc<Mutex<VecDeque<String>>>) {
     let Some(err) = err else { return };
     tokio::spawn(async move {
         let mut lines = BufReader::new(err).lines();
@@ -84,12 +83,12 @@ pub fn keep_tail(err: Option<tokio::process::ChildStderr>, tail: Arc<Mutex<VecDe
 }
 
 /// `clients/x/run work`, as errors show it.
-pub fn shown(client: &ClientPlan) -> String {
+pub(crate) fn shown(client: &ClientPlan) -> String {
     format!("{} work", client.program.display())
 }
 
 impl Proc {
-    pub fn spawn(client: &ClientPlan, env: &Env, identity: u32) -> Result<Proc> {
+    pub(crate) fn spawn(client: &ClientPlan, env: &Env, identity: u32) -> Result<Proc> {
         let mut cmd = Command::new(&client.program);
         cmd.arg("work")
             .current_dir(&client.dir)
@@ -125,15 +124,15 @@ impl Proc {
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
         read_events(child.stdout.take(), events.clone());
         keep_tail(child.stderr.take(), stderr.clone());
-        Ok(Proc { identity, started: Instant::now(), child, paused: false, events, stderr })
+        Ok(Proc { identity, child, paused: false, events, stderr })
     }
 
-    pub fn pid(&self) -> Option<i32> {
+    pub(crate) fn pid(&self) -> Option<i32> {
         self.child.id().map(|p| p as i32)
     }
 
     /// Sends `sig` to the process's group (the worker and anything it started).
-    pub fn signal(&self, sig: i32) {
+    pub(crate) fn signal(&self, sig: i32) {
         if let Some(pid) = self.pid() {
             // SAFETY: plain kill(2) on our own child's process group.
             unsafe { libc::kill(-pid, sig) };
@@ -141,19 +140,19 @@ impl Proc {
     }
 
     /// The exit status if it has exited (reaped).
-    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+    pub(crate) fn exited(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().ok().flatten()
     }
 
     /// SIGKILL and reap.
-    pub async fn kill(&mut self) {
+    pub(crate) async fn kill(&mut self) {
         self.signal(libc::SIGKILL);
         let _ = self.child.kill().await;
     }
 
     /// SIGTERM (SIGCONT first if paused), then up to `grace` for the exit; SIGKILL after it.
     /// Returns the exit status, or None when it had to be killed.
-    pub async fn stop(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
+    pub(crate) async fn stop(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
         if let Some(status) = self.exited() {
             return Some(status);
         }
@@ -171,7 +170,7 @@ impl Proc {
     }
 
     /// The last lines it wrote on stderr, for an error message.
-    pub fn stderr_tail(&self) -> String {
+    pub(crate) fn stderr_tail(&self) -> String {
         let t = self.stderr.lock().unwrap();
         if t.is_empty() { "(nothing on stderr)".into() } else { t.iter().cloned().collect::<Vec<_>>().join("\n  ") }
     }

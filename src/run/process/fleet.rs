@@ -15,9 +15,9 @@ use tokio_postgres::Client;
 /// After a process exits on its own, its slot gets a new one this much later.
 const RESTART_AFTER_EXIT: Duration = Duration::from_millis(500);
 /// The contract: a worker exits within 5 s of SIGTERM (4.5 s grace, then exit 3).
-pub const STOP_GRACE: Duration = Duration::from_millis(5_500);
+pub(crate) const STOP_GRACE: Duration = Duration::from_millis(5_500);
 
-pub fn now_ms() -> f64 {
+pub(crate) fn now_ms() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
 }
 
@@ -38,7 +38,7 @@ struct Scheduled {
 /// lines), so that it hits work in flight rather than an idle poller.
 const WAIT_FOR_WORK: Duration = Duration::from_secs(1);
 
-pub struct Fleet<'a> {
+pub(crate) struct Fleet<'a> {
     client: &'a ClientPlan,
     env: Env<'a>,
     start: Instant,
@@ -57,7 +57,7 @@ pub struct Fleet<'a> {
 }
 
 impl<'a> Fleet<'a> {
-    pub fn start(client: &'a ClientPlan, env: Env<'a>, count: u32) -> Result<Fleet<'a>> {
+    pub(crate) fn start(client: &'a ClientPlan, env: Env<'a>, count: u32) -> Result<Fleet<'a>> {
         let scheduled = client.faults.iter().map(|f| Scheduled { fault: f.clone(), next: f.at, fired: 0 }).collect();
         let mut fleet = Fleet {
             client,
@@ -91,7 +91,7 @@ impl<'a> Fleet<'a> {
 
     /// Restarts and resumes that are due, and processes that exited on their own (an error
     /// while nothing has run yet: the client is broken, not faulted).
-    pub fn tend(&mut self, anything_ran: bool, job_of: impl Fn(&str) -> i64) -> Result<()> {
+    pub(crate) fn tend(&mut self, anything_ran: bool, job_of: impl Fn(&str) -> i64) -> Result<()> {
         let now = Instant::now();
         if anything_ran && self.ready.is_none() {
             self.ready = Some(now);
@@ -121,7 +121,11 @@ impl<'a> Fleet<'a> {
                     ),
                 });
             }
-            eprintln!("warning: worker p{} exited on its own ({status}); restarting it like a crash", p.identity);
+            eprintln!(
+                "warning: worker p{} exited on its own ({status}); restarting it like a crash; its last stderr lines:\n  {}",
+                p.identity,
+                p.stderr_tail()
+            );
             let (identity, job) = (p.identity, first_in_flight(&p.events).map(|j| job_of(&j)));
             self.killed.push(Killed { identity, at_ms: now_ms() });
             self.faults.push(FaultEvent { t_us: self.t_us(), kind: FaultKind::Exit, worker: Some(identity), job });
@@ -133,7 +137,7 @@ impl<'a> Fleet<'a> {
     }
 
     /// Fires the faults that are due.
-    pub async fn inject(&mut self, side: &Client, job_of: impl Fn(&str) -> i64) {
+    pub(crate) async fn inject(&mut self, side: &Client, job_of: impl Fn(&str) -> i64) {
         let Some(ready) = self.ready else { return };
         let elapsed = ready.elapsed();
         for k in 0..self.scheduled.len() {
@@ -195,7 +199,7 @@ impl<'a> Fleet<'a> {
 
     /// SIGTERM to every process (SIGCONT to a paused one), all at once; SIGKILL after the
     /// contract's grace. A process that did not exit 0 is a warning.
-    pub async fn stop(&mut self) {
+    pub(crate) async fn stop(&mut self) {
         let stops = self.slots.iter_mut().filter_map(|s| s.proc.as_mut()).map(|p| async move {
             let status = p.stop(STOP_GRACE).await;
             (p.identity, status, p.stderr_tail())

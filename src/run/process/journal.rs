@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 /// One `queuebench_effects` row.
 #[derive(Debug, Clone)]
-pub struct Effect {
+pub(crate) struct Effect {
     pub job_id: String,
     pub worker: String,
     pub attempt: Option<i32>,
@@ -25,14 +25,14 @@ pub struct Effect {
 }
 
 /// A SIGKILL: worker identity and epoch milliseconds.
-pub struct Killed {
+pub(crate) struct Killed {
     pub identity: u32,
     pub at_ms: f64,
 }
 
 /// The key a job id given as text stands for: an integer, a uuid, or the text itself (the
 /// observer query returns the id in its own column type).
-pub fn key_of(text: &str) -> Key {
+pub(crate) fn key_of(text: &str) -> Key {
     if let Ok(i) = text.parse::<i64>() {
         return Key::Int(i);
     }
@@ -43,7 +43,7 @@ pub fn key_of(text: &str) -> Key {
 }
 
 /// `p7` → 7 (0 for a name not made by queuebench).
-pub fn identity(worker: &str) -> u32 {
+pub(crate) fn identity(worker: &str) -> u32 {
     worker.strip_prefix('p').and_then(|n| n.parse().ok()).unwrap_or(0)
 }
 
@@ -130,7 +130,7 @@ impl Builder<'_> {
 
 /// The journal (sorted as the checkers expect) and the harness-side counters. `finals` is the
 /// library's table as the paired adapter reads it after the run (empty: not read).
-pub fn build(
+pub(crate) fn build(
     start_ms: f64,
     events: &[ClientEvent],
     effects: &[Effect],

@@ -6,9 +6,9 @@
 //! checkers read (`journal.rs`). The final state is read by the paired adapter's observer
 //! query, as for SQL workers.
 
-pub mod child;
-pub mod fleet;
-pub mod journal;
+pub(crate) mod child;
+pub(crate) mod fleet;
+pub(crate) mod journal;
 
 use super::RunOutput;
 use crate::adapter::keys::Interner;
@@ -26,7 +26,7 @@ use tokio_postgres::Client;
 use tokio_util::sync::CancellationToken;
 
 /// The queue every client uses (the contract's `QUEUEBENCH_QUEUE` default; setup creates it).
-pub const QUEUE: &str = "queuebench";
+pub(crate) const QUEUE: &str = "queuebench";
 /// With nothing recorded this long (or by the timeout, if sooner), the client is broken.
 const STARTUP_LIMIT: Duration = Duration::from_secs(30);
 
@@ -36,7 +36,13 @@ fn db_error(action: &str, e: &tokio_postgres::Error) -> Error {
 
 /// Enqueues `jobs.preload` jobs through the client's `enqueue.sql` (payload `{"n", "work_ms"}`,
 /// `work_ms` drawn from the scenario's work model with its seed), 500 to a transaction.
-pub async fn preload(client: &Client, plan: &Plan, c: &ClientPlan, schema: &str, ids: &Interner) -> Result<Duration> {
+pub(crate) async fn preload(
+    client: &Client,
+    plan: &Plan,
+    c: &ClientPlan,
+    schema: &str,
+    ids: &Interner,
+) -> Result<Duration> {
     let started = Instant::now();
     let what = format!("enqueueing through {}", c.dir.join("enqueue.sql").display());
     for s in &c.enqueue.session {
@@ -62,7 +68,12 @@ pub async fn preload(client: &Client, plan: &Plan, c: &ClientPlan, schema: &str,
 }
 
 /// Runs the client's worker processes until drained, the timeout or Ctrl-C.
-pub async fn run(plan: &Plan, db: &Database, interrupt: &CancellationToken, ids: Arc<Interner>) -> Result<RunOutput> {
+pub(crate) async fn run(
+    plan: &Plan,
+    db: &Database,
+    interrupt: &CancellationToken,
+    ids: Arc<Interner>,
+) -> Result<RunOutput> {
     let c = plan.client.as_ref().expect("a client plan");
     let side = db.connect().await?;
     let url = db.child_url();

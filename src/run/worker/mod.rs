@@ -37,14 +37,14 @@ const EFFECT_BATCH: usize = 64;
 
 /// Counters the live progress line reads; bumped once per claim and per completion.
 #[derive(Debug, Default)]
-pub struct Progress {
+pub(crate) struct Progress {
     pub claims: AtomicU64,
     pub completed: AtomicU64,
     pub errors: AtomicU64,
 }
 
 /// What the runner hands every worker.
-pub struct Shared {
+pub(crate) struct Shared {
     pub plan: Arc<Plan>,
     /// Direct to the server, with the run's search_path: the reaper, sampler, faults, probes.
     pub config: Endpoint,
@@ -94,7 +94,7 @@ pub(crate) struct Worker<T: Transport> {
 }
 
 /// What a worker hands back: its counters, journal, faults, and why it stopped early, if it did.
-pub type Finished = (WorkerStats, Spill<Event>, Vec<FaultEvent>, Option<WorkerFailure>);
+pub(crate) type Finished = (WorkerStats, Spill<Event>, Vec<FaultEvent>, Option<WorkerFailure>);
 
 /// Why a worker stopped early (reported, not fatal to the run).
 #[derive(Debug, Clone, thiserror::Error)]
@@ -178,7 +178,7 @@ impl<T: Transport> Worker<T> {
     }
 
     /// Runs until the stop condition, the cancel token or a connection that cannot be restored.
-    pub async fn run(mut self) -> Finished {
+    pub(crate) async fn run(mut self) -> Finished {
         let failure = self.run_loop().await.err();
         if self.core.sh.plan.run.effects_table && self.t.is_open() {
             let mut effects = std::mem::take(&mut self.core.effects);
@@ -351,6 +351,6 @@ impl<T: Transport> Worker<T> {
 }
 
 /// SQLSTATE, or `io` when the connection itself failed.
-pub fn error_code(e: &tokio_postgres::Error) -> String {
+pub(crate) fn error_code(e: &tokio_postgres::Error) -> String {
     e.code().map_or_else(|| "io".to_string(), |c| c.code().to_string())
 }

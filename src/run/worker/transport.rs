@@ -19,7 +19,7 @@ use tokio_postgres::Notification;
 
 /// Why a round stopped short. `E` is the transport's own error, already counted when it is
 /// handed back; the run loop passes it to [`Transport::recover`].
-pub enum Halt<E> {
+pub(crate) enum Halt<E> {
     Db(E),
     Crash { respawn_after: Duration, new_identity: bool },
     Stopped,
@@ -33,21 +33,21 @@ impl<E> From<E> for Halt<E> {
 
 /// A write step of the round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Write {
+pub(crate) enum Write {
     Heartbeat,
     Complete,
     Fail,
 }
 
 /// A claim's jobs, when it was sent (µs since the start) and how long it took (µs).
-pub struct Claim {
+pub(crate) struct Claim {
     pub jobs: Vec<Claimed>,
     pub t0_us: u64,
     pub took_us: u64,
 }
 
 /// A write's verdict, when it was sent (µs since the start) and how long it took (µs).
-pub struct Sent {
+pub(crate) struct Sent {
     pub accepted: bool,
     pub t_us: u64,
     pub took_us: u64,
@@ -58,7 +58,7 @@ pub struct Sent {
 
 /// What a transport may touch of its worker: the run's shared state, the worker's current
 /// identity and name, its slot, and its counters.
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     pub sh: &'a Shared,
     pub id: u32,
     pub name: &'a str,
@@ -68,18 +68,18 @@ pub struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     /// µs since the run's start.
-    pub fn now_us(&self) -> u64 {
+    pub(crate) fn now_us(&self) -> u64 {
         self.sh.faults.start.elapsed().as_micros() as u64
     }
 
     /// µs from the run's start to `t` (when a statement was sent).
-    pub fn since_start(&self, t: std::time::Instant) -> u64 {
+    pub(crate) fn since_start(&self, t: std::time::Instant) -> u64 {
         t.saturating_duration_since(self.sh.faults.start).as_micros() as u64
     }
 
     /// The values for one statement of this worker (not tied to `self`'s borrow, so the
     /// transport can take `&mut self` beside them).
-    pub fn values(&self, job: Option<&'a Claimed>, backoff_secs: f64, error: &'a str) -> Values<'a> {
+    pub(crate) fn values(&self, job: Option<&'a Claimed>, backoff_secs: f64, error: &'a str) -> Values<'a> {
         let sh: &'a Shared = self.sh;
         let mut v = Values::new(&sh.plan);
         v.worker = self.name;
@@ -93,14 +93,14 @@ impl<'a> Ctx<'a> {
 
 /// The name of the group a slot belongs to (`:pool`); the slot, not the connection, decides,
 /// so a respawned worker keeps its pool.
-pub fn group_of(sh: &Shared, slot: u32) -> &str {
+pub(crate) fn group_of(sh: &Shared, slot: u32) -> &str {
     sh.plan.workers.groups.iter().find(|(_, ids)| ids.contains(&slot)).map_or("", |(name, _)| name)
 }
 
 /// Executions not yet in the effects table: the journal's numbers and attempts, and for an
 /// adapter the queue's own ids as text.
 #[derive(Debug, Default)]
-pub struct Effects {
+pub(crate) struct Effects {
     pub ids: Vec<i64>,
     pub attempts: Vec<i32>,
     pub keys: Vec<String>,
@@ -112,7 +112,7 @@ pub struct Effects {
 }
 
 impl Effects {
-    pub fn push(&mut self, job: &Claimed, keys: bool) {
+    pub(crate) fn push(&mut self, job: &Claimed, keys: bool) {
         self.ids.push(job.id);
         self.attempts.push(job.attempt);
         if keys {
@@ -120,7 +120,7 @@ impl Effects {
         }
     }
 
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.ids.clear();
         self.attempts.clear();
         self.keys.clear();
@@ -130,7 +130,7 @@ impl Effects {
 
     /// Names the pending batch for a write (the same name on every try of it): the worker's
     /// identity in the high bits, its count of batches in the low 40.
-    pub fn name_batch(&mut self, worker: u32) -> i64 {
+    pub(crate) fn name_batch(&mut self, worker: u32) -> i64 {
         if self.batch == 0 {
             self.sent += 1;
             self.batch = (i64::from(worker) << 40) | (self.sent & ((1 << 40) - 1));
