@@ -67,7 +67,7 @@ pub(crate) fn tie_to_us(cmd: &mut Command) {
     }
 }
 
-/// Keeps the last 12 lines `err` writes in `tail`.
+/// Keeps the last 40 lines `err` writes in `tail` (a stack trace fits).
 pub(crate) fn keep_tail(err: Option<tokio::process::ChildStderr>, tail: Arc<Mutex<VecDeque<String>>>) {
     let Some(err) = err else { return };
     tokio::spawn(async move {
@@ -75,7 +75,7 @@ pub(crate) fn keep_tail(err: Option<tokio::process::ChildStderr>, tail: Arc<Mute
         while let Ok(Some(line)) = lines.next_line().await {
             let mut t = tail.lock().unwrap();
             t.push_back(line);
-            if t.len() > 12 {
+            if t.len() > 40 {
                 t.pop_front();
             }
         }
