@@ -5,7 +5,7 @@
 
 use super::problem::BadEvidence;
 use crate::collect::spill::Record;
-use crate::collect::{Event, FaultEvent, FaultKind, Samples, Second, WorkerStats, history};
+use crate::collect::{Event, FaultEvent, FaultKind, Sample, Samples, Second, WorkerStats, history};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use serde::{Deserialize, Serialize};
@@ -135,9 +135,9 @@ pub(crate) fn decode(part: impl Fn(&str) -> Vec<u8>) -> Result<AgentEvidence, Ba
     let mut rest = sample_bytes.as_slice();
     let mut lists = Vec::new();
     for _ in 0..4 {
-        lists.push(read_records::<(u32, u32)>(&mut rest, "samples")?);
+        lists.push(read_records::<Sample>(&mut rest, "samples")?);
     }
-    let [claim, tx, work, complete]: [Vec<(u32, u32)>; 4] = lists.try_into().expect("four lists");
+    let [claim, tx, work, complete]: [Vec<Sample>; 4] = lists.try_into().expect("four lists");
     let mut stats = counters(&part("counters"))?;
     let hist = part("histograms");
     let mut rest = hist.as_slice();
@@ -233,7 +233,8 @@ mod tests {
         assert_eq!(back.faults, faults);
         assert_eq!(back.stats.claim_latency, claim_h);
         assert_eq!(back.stats.work_latency, work_h);
-        assert_eq!(back.latency.claim, vec![(1, 250), (2000, 9000), (3500, 1)]);
+        let want: Vec<Sample> = [(1, 250), (2000, 9000), (3500, 1)].map(|(at_ms, us)| Sample { at_ms, us }).to_vec();
+        assert_eq!(back.latency.claim, want);
         assert_eq!((back.stats.claims, back.stats.outages.clone()), (3, vec![(5, 9)]));
         assert_eq!(back.stats.errors.get("40001"), Some(&1));
         assert_eq!(back.stats.per_second.len(), 4);

@@ -179,13 +179,21 @@ impl Record for Event {
     }
 }
 
-/// Latency samples, (ms since start, µs), one list per measured latency.
+/// One measured latency: when it was taken (ms since the run's start) and how long it was
+/// (µs). Ordered by time first, as the time series and the interval logs read them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Sample {
+    pub at_ms: u32,
+    pub us: u32,
+}
+
+/// Latency samples, one list per measured latency.
 #[derive(Debug, Default)]
 pub struct Samples {
-    pub claim: Vec<(u32, u32)>,
-    pub tx: Vec<(u32, u32)>,
-    pub work: Vec<(u32, u32)>,
-    pub complete: Vec<(u32, u32)>,
+    pub claim: Vec<Sample>,
+    pub tx: Vec<Sample>,
+    pub work: Vec<Sample>,
+    pub complete: Vec<Sample>,
 }
 
 /// Counters and latency histograms of one worker (or, merged, of all).
@@ -212,13 +220,13 @@ pub struct WorkerStats {
     pub complete_latency: Histogram<u64>,
     /// Waits for a pooled connection (`workers.pool`; empty with a connection per worker).
     pub acquire_latency: Histogram<u64>,
-    /// (ms since start, µs) of every claim statement: the claim-latency time series and interval log.
+    /// Every claim statement's latency sample: the claim-latency time series and interval log.
     /// Spilled to disk as they grow; `take_samples` reads them back.
-    pub claim_samples: Spill<(u32, u32)>,
+    pub claim_samples: Spill<Sample>,
     /// The same for claim transactions, work and completions (their interval logs).
-    pub tx_samples: Spill<(u32, u32)>,
-    pub work_samples: Spill<(u32, u32)>,
-    pub complete_samples: Spill<(u32, u32)>,
+    pub tx_samples: Spill<Sample>,
+    pub work_samples: Spill<Sample>,
+    pub complete_samples: Spill<Sample>,
     pub per_second: Vec<Second>,
 }
 
@@ -253,7 +261,7 @@ impl WorkerStats {
     /// Records a latency measured at `t_us` after the start.
     pub fn record(&mut self, which: Latency, t_us: u64, micros: u64) {
         let v = micros.max(1);
-        let sample = ((t_us / 1000) as u32, v.min(u64::from(u32::MAX)) as u32);
+        let sample = Sample { at_ms: (t_us / 1000) as u32, us: v.min(u64::from(u32::MAX)) as u32 };
         let (hist, samples) = match which {
             Latency::Claim => (&mut self.claim_latency, &mut self.claim_samples),
             Latency::ClaimTx => (&mut self.claim_tx_latency, &mut self.tx_samples),

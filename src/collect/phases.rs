@@ -32,7 +32,7 @@ pub(crate) fn measure(windows: &[Window], samples: &Samples, journal: &[Event]) 
         return out;
     }
     for (list, which) in [(&samples.claim, 0), (&samples.work, 1), (&samples.complete, 2)] {
-        for &(ms, us) in list {
+        for &super::Sample { at_ms: ms, us } in list {
             let Some(i) = window_of(windows, u64::from(ms) * 1000) else { continue };
             let p = &mut out[i];
             match which {

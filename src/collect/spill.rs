@@ -115,14 +115,15 @@ fn anonymous_file() -> std::io::Result<File> {
     Err(std::io::Error::other("no unique spill file name"))
 }
 
-impl Record for (u32, u32) {
+impl Record for super::Sample {
     const SIZE: usize = 8;
     fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.0.to_le_bytes());
-        out.extend_from_slice(&self.1.to_le_bytes());
+        out.extend_from_slice(&self.at_ms.to_le_bytes());
+        out.extend_from_slice(&self.us.to_le_bytes());
     }
     fn decode(b: &[u8]) -> Self {
-        (u32::from_le_bytes(b[0..4].try_into().unwrap()), u32::from_le_bytes(b[4..8].try_into().unwrap()))
+        let word = |r: std::ops::Range<usize>| u32::from_le_bytes(b[r].try_into().unwrap());
+        super::Sample { at_ms: word(0..4), us: word(4..8) }
     }
 }
 
@@ -135,17 +136,17 @@ mod tests {
         let mut s = Spill::new();
         let n = CHUNK * 2 + 17;
         for i in 0..n as u32 {
-            s.push((i, i * 3));
+            s.push(super::super::Sample { at_ms: i, us: i * 3 });
         }
         assert_eq!(s.len(), n);
         assert!(s.tail.len() < CHUNK, "most of it went to the file");
         let v = s.into_vec();
         assert_eq!(v.len(), n);
-        assert!(v.iter().enumerate().all(|(i, &(a, b))| a == i as u32 && b == a * 3));
+        assert!(v.iter().enumerate().all(|(i, s)| s.at_ms == i as u32 && s.us == s.at_ms * 3));
     }
 
     #[test]
     fn nothing_pushed_is_nothing_back() {
-        assert!(Spill::<(u32, u32)>::new().into_vec().is_empty());
+        assert!(Spill::<super::super::Sample>::new().into_vec().is_empty());
     }
 }

@@ -6,7 +6,7 @@
 
 use super::histogram;
 use super::phases::{Window, window_of};
-use super::{Arrival, Event, EventKind};
+use super::{Arrival, Event, EventKind, Sample};
 use hdrhistogram::Histogram;
 use std::collections::HashMap;
 
@@ -21,10 +21,10 @@ pub(crate) struct Waits {
     pub pickup: Histogram<u64>,
     /// Jobs left out because they were meant to arrive during a warm-up phase.
     pub excluded_warmup: u64,
-    /// (ms since start of the claim, µs waited) per class, and (ms of the completion, µs) end to end:
+    /// The queue wait per class (taken at the claim), and end to end (taken at the completion):
     /// the interval logs.
-    pub queue_wait_samples: Vec<Vec<(u32, u32)>>,
-    pub end_to_end_samples: Vec<(u32, u32)>,
+    pub queue_wait_samples: Vec<Vec<Sample>>,
+    pub end_to_end_samples: Vec<Sample>,
     /// Per load phase (by the job's intended enqueue time): queue wait per class and end to end.
     pub by_phase: Vec<PhaseWaits>,
 }
@@ -89,7 +89,8 @@ pub(crate) fn measure(
             w.excluded_warmup += 1;
             continue;
         }
-        let sample = |t: u64| ((t / 1000) as u32, t.saturating_sub(at).clamp(1, u64::from(u32::MAX)) as u32);
+        let sample =
+            |t: u64| Sample { at_ms: (t / 1000) as u32, us: t.saturating_sub(at).clamp(1, u64::from(u32::MAX)) as u32 };
         if let Some(c) = claimed {
             w.queue_wait[class as usize].saturating_record(c.saturating_sub(at).max(1));
             w.queue_wait_samples[class as usize].push(sample(c));

@@ -1,7 +1,7 @@
 //! `queuebench compare OLD NEW`: the baseline table for two sets of summaries.
 
 use crate::cli;
-use crate::compare;
+use crate::compare::{self, Labels};
 use crate::error::{Access, Error, ExitCode, Result};
 use crate::pipeline;
 use std::path::Path;
@@ -30,7 +30,7 @@ pub(crate) fn compare_runs(
     for t in &args.tolerance {
         tol.set_cli(t, &names)?;
     }
-    let c = compare::compare(&old_runs, &new_runs, &tol, (&old_label, &new_label));
+    let c = compare::compare(&old_runs, &new_runs, &tol, Labels { old: &old_label, new: &new_label });
     let differences = c.fingerprint.differences();
     if !differences.is_empty() && !force {
         return Err(Error::NotComparable {

@@ -9,6 +9,7 @@ pub(crate) mod stats;
 pub(crate) mod store;
 
 use crate::model::fingerprint::Check;
+pub(crate) use crate::model::fingerprint::Labels;
 use crate::model::summary::RunSummary;
 pub(crate) use crate::model::tolerance::Tolerances;
 use crate::model::tolerance::{Kind, LATENCY_SLACK_MS, Rule, kind};
@@ -88,7 +89,7 @@ fn runs_of(metrics: &[BTreeMap<String, f64>], metric: &str) -> Vec<f64> {
 }
 
 /// Compares `new` runs with `old` runs of the same scenario.
-pub(crate) fn compare(old: &[RunSummary], new: &[RunSummary], tol: &Tolerances, labels: (&str, &str)) -> Comparison {
+pub(crate) fn compare(old: &[RunSummary], new: &[RunSummary], tol: &Tolerances, labels: Labels<'_>) -> Comparison {
     let (om, nm) = (values(old), values(new));
     let names: BTreeSet<&String> = om.iter().chain(&nm).flat_map(|m| m.keys()).collect();
     let mut rows = Vec::new();
@@ -109,8 +110,8 @@ pub(crate) fn compare(old: &[RunSummary], new: &[RunSummary], tol: &Tolerances, 
     let first = |runs: &[RunSummary]| runs.first().and_then(|r| r.fingerprint.clone());
     let fingerprint = Check::of(first(old).as_ref(), first(new).as_ref(), labels);
     Comparison {
-        old_label: labels.0.to_string(),
-        new_label: labels.1.to_string(),
+        old_label: labels.old.to_string(),
+        new_label: labels.new.to_string(),
         old_runs: old.len(),
         new_runs: new.len(),
         rows,
@@ -283,12 +284,12 @@ mod tests {
     #[test]
     fn a_synthetic_regression_fails() {
         let t = Tolerances::default();
-        let c = compare(&[run(1000.0, 10.0, 0)], &[run(650.0, 10.0, 0)], &t, ("old", "new"));
+        let c = compare(&[run(1000.0, 10.0, 0)], &[run(650.0, 10.0, 0)], &t, Labels { old: "old", new: "new" });
         assert!(c.regressed);
         assert_eq!(verdict(&c, "throughput.jobs_per_sec"), Verdict::Regressed);
-        let c = compare(&[run(1000.0, 10.0, 0)], &[run(750.0, 10.0, 0)], &t, ("old", "new"));
+        let c = compare(&[run(1000.0, 10.0, 0)], &[run(750.0, 10.0, 0)], &t, Labels { old: "old", new: "new" });
         assert_eq!(verdict(&c, "throughput.jobs_per_sec"), Verdict::Ok, "a 25 % drop is within the measured noise");
-        let c = compare(&[run(1000.0, 10.0, 0)], &[run(1000.0, 16.0, 0)], &t, ("old", "new"));
+        let c = compare(&[run(1000.0, 10.0, 0)], &[run(1000.0, 16.0, 0)], &t, Labels { old: "old", new: "new" });
         assert_eq!(verdict(&c, "latency_ms.claim.p99"), Verdict::Regressed);
         assert!(table(&c).contains("REGRESSED") && markdown(&c).contains("**REGRESSED**"));
     }
@@ -298,17 +299,17 @@ mod tests {
         let t = Tolerances::default();
         let old = [run(1000.0, 10.0, 0), run(1040.0, 11.0, 0), run(960.0, 9.0, 0)];
         let new = [run(930.0, 11.5, 0), run(980.0, 12.0, 0), run(700.0, 30.0, 0)];
-        let c = compare(&old, &new, &t, ("old", "new"));
+        let c = compare(&old, &new, &t, Labels { old: "old", new: "new" });
         assert!(!c.regressed, "{}", table(&c));
         assert_eq!(verdict(&c, "throughput.jobs_per_sec"), Verdict::Ok, "median 930 vs 1000 is a 7% drop");
         let r = c.rows.iter().find(|r| r.metric == "throughput.jobs_per_sec").unwrap();
         assert_eq!((r.new.unwrap().min, r.new.unwrap().max), (700.0, 980.0), "min and max are shown too");
         // A sub-millisecond rise is never a regression even when it is +100 %.
-        let c = compare(&[run(1000.0, 0.3, 0)], &[run(1000.0, 0.6, 0)], &t, ("old", "new"));
+        let c = compare(&[run(1000.0, 0.3, 0)], &[run(1000.0, 0.6, 0)], &t, Labels { old: "old", new: "new" });
         assert_eq!(verdict(&c, "latency_ms.claim.p99"), Verdict::Ok);
         assert_eq!(
             verdict(
-                &compare(&[run(1000.0, 10.0, 0)], &[run(1400.0, 5.0, 0)], &t, ("o", "n")),
+                &compare(&[run(1000.0, 10.0, 0)], &[run(1400.0, 5.0, 0)], &t, Labels { old: "o", new: "n" }),
                 "throughput.jobs_per_sec"
             ),
             Verdict::Better
@@ -320,14 +321,14 @@ mod tests {
         use crate::model::fingerprint::Fingerprint;
         let t = Tolerances::default();
         let (mut a, mut b) = (run(1000.0, 10.0, 0), run(1000.0, 10.0, 0));
-        let c = compare(std::slice::from_ref(&a), std::slice::from_ref(&b), &t, ("old", "new"));
+        let c = compare(std::slice::from_ref(&a), std::slice::from_ref(&b), &t, Labels { old: "old", new: "new" });
         assert!(table(&c).contains("warning: old has no fingerprint"), "{}", table(&c));
         a.fingerprint = Some(Fingerprint { workers: 8, cores: 2, ..Default::default() });
         b.fingerprint = Some(Fingerprint { workers: 8, cores: 2, ..Default::default() });
-        let c = compare(std::slice::from_ref(&a), std::slice::from_ref(&b), &t, ("old", "new"));
+        let c = compare(std::slice::from_ref(&a), std::slice::from_ref(&b), &t, Labels { old: "old", new: "new" });
         assert!(c.fingerprint.differences().is_empty() && !table(&c).contains("warning"));
         b.fingerprint.as_mut().unwrap().workers = 16;
-        let c = compare(&[a], &[b], &t, ("old", "new"));
+        let c = compare(&[a], &[b], &t, Labels { old: "old", new: "new" });
         let text = table(&c);
         assert!(
             text.starts_with(
@@ -350,7 +351,7 @@ mod tests {
         // median p99 is +74 % on the old, past the +50 % tolerance, but the runs interleave.
         let old = [run(980.0, 2.7, 0), run(1000.0, 4.2, 0), run(1090.0, 7.5, 0)];
         let new = [run(1010.0, 3.1, 0), run(960.0, 7.3, 0), run(1050.0, 7.9, 0)];
-        let c = compare(&old, &new, &t, ("old", "new"));
+        let c = compare(&old, &new, &t, Labels { old: "old", new: "new" });
         assert!(!c.regressed, "{}", table(&c));
         let r = c.rows.iter().find(|r| r.metric == "latency_ms.claim.p99").unwrap();
         assert!(r.change.unwrap() > 0.5 && r.p.unwrap() > 0.05, "{r:?}");
@@ -358,15 +359,15 @@ mod tests {
         // A real 2× slowdown: every new run worse than every old one.
         let slow = [run(490.0, 8.4, 0), run(505.0, 9.0, 0), run(520.0, 8.8, 0)];
         let old = [run(980.0, 4.2, 0), run(1000.0, 4.4, 0), run(1040.0, 4.0, 0)];
-        let c = compare(&old, &slow, &t, ("old", "new"));
+        let c = compare(&old, &slow, &t, Labels { old: "old", new: "new" });
         assert_eq!(verdict(&c, "throughput.jobs_per_sec"), Verdict::Regressed, "{}", table(&c));
         assert_eq!(verdict(&c, "latency_ms.claim.p99"), Verdict::Regressed, "{}", table(&c));
         assert!(table(&c).contains("REGRESSED (p=0.050)"), "{}", table(&c));
         // Separated but within the tolerance: no regression either (a 5 % drop).
         let close = [run(940.0, 4.5, 0), run(950.0, 4.6, 0), run(960.0, 4.7, 0)];
-        assert!(!compare(&old, &close, &t, ("old", "new")).regressed);
+        assert!(!compare(&old, &close, &t, Labels { old: "old", new: "new" }).regressed);
         // One run a side: the tolerance alone judges, as before.
-        let c = compare(&old[..1], &slow[..1], &t, ("old", "new"));
+        let c = compare(&old[..1], &slow[..1], &t, Labels { old: "old", new: "new" });
         assert!(c.rows.iter().all(|r| r.p.is_none()) && c.regressed);
     }
 
@@ -375,12 +376,17 @@ mod tests {
         let t = Tolerances::default();
         let old = [run(1000.0, 10.0, 0), run(1000.0, 10.0, 0), run(1000.0, 10.0, 0)];
         let new = [run(1000.0, 10.0, 0), run(1000.0, 10.0, 1), run(1000.0, 10.0, 0)];
-        let c = compare(&old, &new, &t, ("old", "new"));
+        let c = compare(&old, &new, &t, Labels { old: "old", new: "new" });
         assert_eq!(verdict(&c, "executions.duplicate"), Verdict::Regressed, "the median is 0 but one repeat had one");
         assert!(c.regressed);
         // Turned off, it is not compared.
         let mut off = Tolerances::default();
         off.rules.insert("executions.duplicate".into(), Rule::Off);
-        assert!(!compare(&old, &new, &off, ("old", "new")).rows.iter().any(|r| r.metric == "executions.duplicate"));
+        assert!(
+            !compare(&old, &new, &off, Labels { old: "old", new: "new" })
+                .rows
+                .iter()
+                .any(|r| r.metric == "executions.duplicate")
+        );
     }
 }

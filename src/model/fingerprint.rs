@@ -105,6 +105,13 @@ impl Fingerprint {
     }
 }
 
+/// The names the two sides of a comparison go by in its messages ("baseline main", "this run").
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Labels<'a> {
+    pub(crate) old: &'a str,
+    pub(crate) new: &'a str,
+}
+
 /// What the fingerprints of two sets of runs say about comparing them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "state")]
@@ -121,14 +128,14 @@ pub(crate) enum Check {
 
 impl Check {
     /// `old` and `new`: each side's fingerprint (its first run's), None for an older summary.
-    pub(crate) fn of(old: Option<&Fingerprint>, new: Option<&Fingerprint>, labels: (&str, &str)) -> Check {
+    pub(crate) fn of(old: Option<&Fingerprint>, new: Option<&Fingerprint>, labels: Labels<'_>) -> Check {
         match (old, new) {
             (Some(o), Some(n)) => match o.differences(n) {
                 d if d.is_empty() => Check::Same,
                 differences => Check::Differ { differences },
             },
-            (None, _) => Check::Unknown { side: labels.0.to_string() },
-            (_, None) => Check::Unknown { side: labels.1.to_string() },
+            (None, _) => Check::Unknown { side: labels.old.to_string() },
+            (_, None) => Check::Unknown { side: labels.new.to_string() },
         }
     }
 
@@ -210,11 +217,13 @@ mod tests {
     #[test]
     fn the_check_says_same_unknown_or_what_differs() {
         let (a, b) = (print(8, 2, "on"), print(8, 4, "on"));
-        assert_eq!(Check::of(Some(&a), Some(&a), ("old", "new")), Check::Same);
-        assert!(Check::of(Some(&a), Some(&a), ("old", "new")).lines().is_empty());
-        assert_eq!(Check::of(None, Some(&a), ("old", "new")), Check::Unknown { side: "old".into() });
-        assert!(Check::of(Some(&a), None, ("o", "new")).lines()[0].contains("new has no fingerprint"));
-        let lines = Check::of(Some(&a), Some(&b), ("o", "n")).lines();
+        assert_eq!(Check::of(Some(&a), Some(&a), Labels { old: "old", new: "new" }), Check::Same);
+        assert!(Check::of(Some(&a), Some(&a), Labels { old: "old", new: "new" }).lines().is_empty());
+        assert_eq!(Check::of(None, Some(&a), Labels { old: "old", new: "new" }), Check::Unknown { side: "old".into() });
+        assert!(
+            Check::of(Some(&a), None, Labels { old: "o", new: "new" }).lines()[0].contains("new has no fingerprint")
+        );
+        let lines = Check::of(Some(&a), Some(&b), Labels { old: "o", new: "n" }).lines();
         assert_eq!(
             lines,
             ["warning: not comparable: a different kind of machine or server (1 differences)", "  cores: 2 → 4"]

@@ -4,7 +4,7 @@
 //! baseline, compare.md/json, the GitHub step summary, and comparison.html across scenarios.
 
 use super::{RunResult, check_output_folder, check_target, run_id, run_one};
-use crate::compare::{self, Comparison, store};
+use crate::compare::{self, Comparison, Labels, store};
 use crate::error::{ExitCode, Result};
 use crate::model::expect;
 use crate::model::summary::RunSummary;
@@ -54,8 +54,13 @@ pub(crate) async fn run_files(cmd: &RunCommand, interrupt: &CancellationToken) -
     if finished.len() > 1 {
         let batch_dir =
             cmd.out.clone().unwrap_or_else(|| PathBuf::from("results").join(format!("comparison-{}", run_id())));
-        let runs: Vec<(RunSummary, String)> =
-            finished.into_iter().map(|(s, dir)| (s, relative(&batch_dir, &dir.join("report.html")))).collect();
+        let runs: Vec<report::ComparedRun> = finished
+            .into_iter()
+            .map(|(summary, dir)| report::ComparedRun {
+                summary,
+                report: relative(&batch_dir, &dir.join("report.html")),
+            })
+            .collect();
         report::export_comparison(&batch_dir, &runs)?;
         if !cmd.quiet {
             println!("\ncomparison of {} runs: {}", runs.len(), batch_dir.join("comparison.html").display());
@@ -169,7 +174,7 @@ fn gate_against_baseline(plan: &Plan, cmd: &RunCommand, runs: &[RunSummary]) -> 
     let comparison = match &cmd.baseline.compare {
         Some(name) => {
             let (label, old) = store::load_named(dir, name, &plan.name)?;
-            let c = compare::compare(&old, runs, &plan.tolerances, (&label, "this run"));
+            let c = compare::compare(&old, runs, &plan.tolerances, Labels { old: &label, new: "this run" });
             if cmd.quiet {
                 // A baseline from another kind of machine: the warning, even when quiet.
                 for line in c.fingerprint.lines() {

@@ -181,7 +181,7 @@ impl Finished {
     pub(super) fn files(&self, plan: &Plan) -> RunFiles<'_> {
         let (s, w) = (&self.output.stats, &self.waits);
         let l = &self.output.latency;
-        let none: &[(u32, u32)] = &[];
+        let none: &[crate::collect::Sample] = &[];
         let mut histograms: Vec<report::Latency> = vec![
             ("claim".to_string(), &s.claim_latency, l.claim.as_slice()),
             ("claim-tx".into(), &s.claim_tx_latency, &l.tx),

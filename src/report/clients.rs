@@ -4,6 +4,7 @@
 //! kill-backend), with the metrics each kind answers. A metric a run does not measure is
 //! shown as "—" (an empty CSV cell), never as 0.
 
+use super::ComparedRun;
 use super::charts::{self, BarChart, Chart};
 use super::html::{escape, figures, page};
 use crate::error::Result;
@@ -60,8 +61,8 @@ pub(crate) struct ClientRow {
 }
 
 /// Whether every run is a client run (then the client comparison is written).
-pub(crate) fn all_clients(runs: &[(RunSummary, String)]) -> bool {
-    !runs.is_empty() && runs.iter().all(|(s, _)| client_of(s).is_some())
+pub(crate) fn all_clients(runs: &[ComparedRun]) -> bool {
+    !runs.is_empty() && runs.iter().all(|r| client_of(&r.summary).is_some())
 }
 
 /// The slowest recovery, unless a fault's job never came back: then how many did not (a run
@@ -75,9 +76,9 @@ fn recovery(s: &RunSummary) -> std::result::Result<f64, u64> {
 }
 
 /// One row per client, in name order.
-pub(crate) fn rows(runs: &[(RunSummary, String)]) -> Vec<ClientRow> {
+pub(crate) fn rows(runs: &[ComparedRun]) -> Vec<ClientRow> {
     let mut by: BTreeMap<String, ClientRow> = BTreeMap::new();
-    for (s, _) in runs {
+    for s in runs.iter().map(|r| &r.summary) {
         let Some(name) = client_of(s) else { continue };
         let r = by.entry(name.to_string()).or_insert_with(|| ClientRow {
             client: name.to_string(),
@@ -306,7 +307,7 @@ pub(crate) fn html(rows: &[ClientRow], charts: &[Chart], runs_table: &str) -> St
 mod tests {
     use super::*;
 
-    fn run(scenario: &str, client: &str) -> (RunSummary, String) {
+    fn run(scenario: &str, client: &str) -> ComparedRun {
         let mut s = RunSummary {
             scenario: scenario.into(),
             mode: format!("client {client} (4 handlers per process)"),
@@ -314,21 +315,21 @@ mod tests {
             ..Default::default()
         };
         s.throughput.jobs_per_sec = 40.0;
-        (s, format!("{scenario}/report.html"))
+        ComparedRun { summary: s, report: format!("{scenario}/report.html") }
     }
 
     #[test]
     fn one_row_per_client_with_kinds_grouped() {
         let mut crash = run("pg-boss-crash", "pg-boss");
-        crash.0.faults.by_kind.insert(FaultKind::Crash, 1);
-        crash.0.faults.unrecovered = 1;
+        crash.summary.faults.by_kind.insert(FaultKind::Crash, 1);
+        crash.summary.faults.unrecovered = 1;
         // It recovered from another fault in 2 ms: the loss shows, not the time.
-        crash.0.faults.recovered = 1;
-        crash.0.faults.recovery_ms_max = 2.0;
+        crash.summary.faults.recovered = 1;
+        crash.summary.faults.recovery_ms_max = 2.0;
         let mut pause = run("pgqueuer-pause", "pgqueuer");
-        pause.0.faults.recovered = 1;
-        pause.0.faults.recovery_ms_max = 3050.0;
-        pause.0.executions.duplicate_lease_expired = 2;
+        pause.summary.faults.recovered = 1;
+        pause.summary.faults.recovery_ms_max = 3050.0;
+        pause.summary.executions.duplicate_lease_expired = 2;
         let runs = [run("pg-boss-contention", "pg-boss"), crash, run("pgqueuer-contention", "pgqueuer"), pause];
         assert!(all_clients(&runs));
         let rows = rows(&runs);

@@ -1,6 +1,7 @@
 //! `report.html` (one run) and `comparison.html` (several): single
 //! self-contained files, charts inlined as SVG, no scripts, no fetches.
 
+use super::ComparedRun;
 use super::charts::Chart;
 use super::swimlane::Swimlane;
 use crate::model::summary::{Percentiles, RunSummary};
@@ -222,7 +223,7 @@ fn verdict_word(status: &str) -> String {
 }
 
 /// Several runs side by side.
-pub(crate) fn comparison(runs: &[(RunSummary, String)], charts: &[Chart]) -> String {
+pub(crate) fn comparison(runs: &[ComparedRun], charts: &[Chart]) -> String {
     let mut o = String::from("<h1>queuebench comparison</h1>");
     o.push_str(&runs_table(runs));
     figures(&mut o, charts);
@@ -230,11 +231,11 @@ pub(crate) fn comparison(runs: &[(RunSummary, String)], charts: &[Chart]) -> Str
 }
 
 /// The table of several runs, one row each, with a link to its report.
-pub(crate) fn runs_table(runs: &[(RunSummary, String)]) -> String {
+pub(crate) fn runs_table(runs: &[ComparedRun]) -> String {
     let mut o = String::from(
         "<table><tr><th>scenario</th><th>strategy · mode</th><th>jobs/s</th><th>claim p99 ms</th><th>duplicate executions</th><th>distinct jobs</th><th>lost</th><th>verdict</th><th>report</th></tr>",
     );
-    for (s, link) in runs {
+    for ComparedRun { summary: s, report: link } in runs {
         let _ = write!(
             o,
             "<tr><td>{}</td><td>{} · {}</td><td class=n>{:.1}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td><td><a href=\"{}\">report</a></td></tr>",
@@ -263,7 +264,10 @@ mod tests {
         let mut measured = RunSummary { scenario: "m".into(), ..Default::default() };
         measured.latency_ms.claim = Percentiles { count: 10, p99: 1.5, ..Default::default() };
         let client = RunSummary { scenario: "c".into(), ..Default::default() };
-        let t = runs_table(&[(measured, "m.html".into()), (client, "c.html".into())]);
+        let t = runs_table(&[
+            ComparedRun { summary: measured, report: "m.html".into() },
+            ComparedRun { summary: client, report: "c.html".into() },
+        ]);
         assert!(t.contains("<td class=n>1.50</td>"), "{t}");
         assert!(t.contains("<td class=n>—</td>") && !t.contains("<td class=n>0.00</td>"), "{t}");
     }

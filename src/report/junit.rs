@@ -106,7 +106,7 @@ pub(crate) fn junit(runs: &[(String, &RunSummary)], comparison: Option<&Comparis
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::{Tolerances, compare};
+    use crate::compare::{Labels, Tolerances, compare};
     use crate::model::check::Check;
     use crate::model::summary::{CheckResult, ExpectationResult};
 
@@ -141,7 +141,8 @@ mod tests {
         better.throughput.jobs_per_sec = 1000.0;
         let mut worse = s.clone();
         worse.throughput.jobs_per_sec = 500.0;
-        let cmp = compare(&[better], &[worse], &Tolerances::default(), ("baseline main", "this run"));
+        let cmp =
+            compare(&[better], &[worse], &Tolerances::default(), Labels { old: "baseline main", new: "this run" });
         let xml = junit(&[("smoke".into(), &s)], Some(&cmp));
         let doc = roxmltree::Document::parse(&xml).expect("junit.xml is well-formed XML");
         let root = doc.root_element();

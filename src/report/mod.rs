@@ -48,7 +48,7 @@ pub fn percentiles(h: &Histogram<u64>) -> Percentiles {
 }
 
 /// One latency: its file stem, its µs histogram and its samples as (ms since start, µs).
-pub type Latency<'a> = (String, &'a Histogram<u64>, &'a [(u32, u32)]);
+pub type Latency<'a> = (String, &'a Histogram<u64>, &'a [crate::collect::Sample]);
 
 /// What a run leaves for the exporters besides the summary.
 pub struct RunFiles<'a> {
@@ -191,13 +191,23 @@ pub fn summary_csv(runs: &[RunSummary]) -> String {
 /// The charts of one run (`run_charts.rs` lists them).
 pub use run_charts::run_charts;
 
+/// A run in a comparison: its summary, and its report.html's path relative to the comparison's
+/// folder (the link in comparison.html).
+#[derive(Debug, Clone)]
+pub struct ComparedRun {
+    pub summary: RunSummary,
+    pub report: String,
+}
+
 /// `comparison.html`, `comparison.csv` and their bar charts for several runs, through the
-/// fan-out; `runs` pairs a summary with its report's relative path.
-pub fn export_comparison(dir: &Path, runs: &[(RunSummary, String)]) -> Result<Written> {
+/// fan-out.
+pub fn export_comparison(dir: &Path, runs: &[ComparedRun]) -> Result<Written> {
     if clients::all_clients(runs) {
         return export_client_comparison(dir, runs);
     }
-    let bars = |f: fn(&RunSummary) -> f64| runs.iter().map(|(s, _)| (s.scenario.clone(), f(s))).collect::<Vec<_>>();
+    let bars = |f: fn(&RunSummary) -> f64| {
+        runs.iter().map(|r| (r.summary.scenario.clone(), f(&r.summary))).collect::<Vec<_>>()
+    };
     let drawn: Result<Vec<Chart>> = [
         (
             "Jobs executed per second.",
@@ -224,7 +234,7 @@ pub fn export_comparison(dir: &Path, runs: &[(RunSummary, String)]) -> Result<Wr
     .into_iter()
     .map(|(caption, name, title, y_label, bars)| charts::bars(&BarChart { title, y_label, bars }, name, caption))
     .collect();
-    let summaries: Vec<RunSummary> = runs.iter().map(|(s, _)| s.clone()).collect();
+    let summaries: Vec<RunSummary> = runs.iter().map(|r| r.summary.clone()).collect();
     let csv = export::one("comparison.csv", || summary_csv(&summaries));
     let chart_files = charts_output(&drawn);
     let html = export::one("comparison.html", || html::comparison(runs, drawn.as_deref().unwrap_or_default()));
@@ -233,10 +243,10 @@ pub fn export_comparison(dir: &Path, runs: &[(RunSummary, String)]) -> Result<Wr
 
 /// The client comparison (`clients.rs`): `comparison.html` and `comparison.csv` one row per
 /// client, the per-run CSV as `comparison-runs.csv`.
-fn export_client_comparison(dir: &Path, runs: &[(RunSummary, String)]) -> Result<Written> {
+fn export_client_comparison(dir: &Path, runs: &[ComparedRun]) -> Result<Written> {
     let rows = clients::rows(runs);
     let drawn = clients::charts(&rows);
-    let summaries: Vec<RunSummary> = runs.iter().map(|(s, _)| s.clone()).collect();
+    let summaries: Vec<RunSummary> = runs.iter().map(|r| r.summary.clone()).collect();
     let csv = export::one("comparison.csv", || clients::csv(&rows));
     let runs_csv = export::one("comparison-runs.csv", || summary_csv(&summaries));
     let chart_files = charts_output(&drawn);
@@ -283,7 +293,7 @@ pub fn percentile_distribution(h: &Histogram<u64>) -> String {
 
 /// An HdrHistogram interval log (one interval per second, values in µs, shown in ms),
 /// mergeable with logs from other processes by the usual HdrHistogram tools.
-pub fn interval_log(samples: &[(u32, u32)], tag: &str) -> Result<Vec<u8>> {
+pub fn interval_log(samples: &[crate::collect::Sample], tag: &str) -> Result<Vec<u8>> {
     use hdrhistogram::serialization::V2DeflateSerializer;
     use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
     let mut sorted = samples.to_vec();
@@ -295,12 +305,12 @@ pub fn interval_log(samples: &[(u32, u32)], tag: &str) -> Result<Vec<u8>> {
         .with_max_value_divisor(1000.0)
         .begin_log_with(&mut buf, &mut ser)
         .map_err(|e| err(e.to_string()))?;
-    for chunk in sorted.chunk_by(|a, b| a.0 / 1000 == b.0 / 1000) {
+    for chunk in sorted.chunk_by(|a, b| a.at_ms / 1000 == b.at_ms / 1000) {
         let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
-        for (_, us) in chunk {
-            h.saturating_record(u64::from(*us).max(1));
+        for s in chunk {
+            h.saturating_record(u64::from(s.us).max(1));
         }
-        let second = std::time::Duration::from_secs(u64::from(chunk[0].0 / 1000));
+        let second = std::time::Duration::from_secs(u64::from(chunk[0].at_ms / 1000));
         w.write_histogram(&h, second, std::time::Duration::from_secs(1), Tag::new(tag))
             .map_err(|e| err(e.to_string()))?;
     }
@@ -332,7 +342,8 @@ mod tests {
 
     #[test]
     fn interval_log_has_one_interval_per_second() {
-        let samples = [(10, 100), (20, 200), (1500, 300), (3200, 400)];
+        let samples =
+            [(10, 100), (20, 200), (1500, 300), (3200, 400)].map(|(at_ms, us)| crate::collect::Sample { at_ms, us });
         let log = interval_log(&samples, "claim").unwrap();
         let intervals = hdrhistogram::serialization::interval_log::IntervalLogIterator::new(&log)
             .filter(|e| matches!(e, Ok(hdrhistogram::serialization::interval_log::LogEntry::Interval(_))))

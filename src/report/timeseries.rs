@@ -8,7 +8,7 @@
 //!
 //! Both are read back by `queuebench report`, so the charts need nothing else.
 
-use crate::collect::{Second, WorkerStats};
+use crate::collect::{Sample, Second, WorkerStats};
 use crate::error::{Access, Error, Result};
 use crate::model::records::PgSample;
 use crate::model::records::ProbeSample;
@@ -94,18 +94,12 @@ pub(crate) const DATABASE: [&str; 17] = [
 ];
 
 /// The harness's series: a row for every `interval` (whole seconds) from the start to
-/// `duration`, the last one possibly shorter. `claim_samples`: (ms since start, µs) of every
-/// claim statement.
-pub(crate) fn harness(
-    plan: &Plan,
-    stats: &WorkerStats,
-    claim_samples: &[(u32, u32)],
-    duration: Duration,
-) -> Timeseries {
+/// `duration`, the last one possibly shorter. `claim_samples`: every claim statement's latency.
+pub(crate) fn harness(plan: &Plan, stats: &WorkerStats, claim_samples: &[Sample], duration: Duration) -> Timeseries {
     let header = HARNESS.iter().map(|c| c.to_string()).collect();
     let step = plan.run.series_interval.as_millis().max(1000) as u64 / 1000 * 1000;
     let end = duration.as_millis() as u64;
-    let mut claims: Vec<(u32, u32)> = claim_samples.to_vec();
+    let mut claims: Vec<Sample> = claim_samples.to_vec();
     claims.sort_unstable();
     let mut rows = Vec::new();
     let mut from = 0;
@@ -113,9 +107,9 @@ pub(crate) fn harness(
         let to = (from + step).min(end);
         let counts = sum_seconds(&stats.per_second, from, to);
         let secs = (to - from) as f64 / 1000.0;
-        let lo = claims.partition_point(|c| u64::from(c.0) < from);
-        let hi = claims.partition_point(|c| u64::from(c.0) < to);
-        let mut window: Vec<u32> = claims[lo..hi].iter().map(|c| c.1).collect();
+        let lo = claims.partition_point(|c| u64::from(c.at_ms) < from);
+        let hi = claims.partition_point(|c| u64::from(c.at_ms) < to);
+        let mut window: Vec<u32> = claims[lo..hi].iter().map(|c| c.us).collect();
         window.sort_unstable();
         let q = |p: f64| match window.len() {
             0 => String::new(),
@@ -237,7 +231,8 @@ mod tests {
         };
         stats.per_second[2] = Second::default();
         // Claims in seconds 0, 1, 3 and 4; none in second 2.
-        let claims = [(100, 2000), (900, 4000), (1500, 1000), (3100, 3000), (4999, 5000)];
+        let claims = [(100, 2000), (900, 4000), (1500, 1000), (3100, 3000), (4999, 5000)]
+            .map(|(at_ms, us)| Sample { at_ms, us });
         let ts = harness(&plan("1s"), &stats, &claims, Duration::from_millis(4500));
         assert_eq!(ts.column("t_s").unwrap(), [1.0, 2.0, 3.0, 4.0, 4.5], "every second, the last one short");
         let p50 = ts.column("claim_p50_ms").unwrap();
