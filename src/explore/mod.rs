@@ -200,8 +200,7 @@ fn print_header(plan: &Plan, o: &Options, reaper: bool) {
 /// of the first session's pool. Otherwise the jobs take the classes in turn, the first first.
 fn classes_claimed(plan: &Plan) -> Vec<(String, i32)> {
     let classes = &plan.load.classes;
-    let pool = plan.workers.groups.iter().find(|(_, slots)| slots.contains(&1)).map(|(name, _)| name);
-    match pool.and_then(|p| classes.iter().find(|c| &c.name == p)) {
+    match plan.workers.group_of(1).and_then(|p| classes.iter().find(|c| c.name == p)) {
         Some(c) => vec![(c.name.clone(), c.priority)],
         None => classes.iter().map(|c| (c.name.clone(), c.priority)).collect(),
     }

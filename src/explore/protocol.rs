@@ -384,7 +384,7 @@ impl<'p> Model<'p> {
         v.worker = &actor.name;
         // The group the worker of this slot belongs to (`:pool`), as in a run (w1 = slot 1).
         let slot = i as u32 + 1;
-        v.pool = self.plan.workers.groups.iter().find(|(_, ids)| ids.contains(&slot)).map_or("", |(name, _)| name);
+        v.pool = self.plan.workers.group_of(slot).unwrap_or("");
         v.ids = &actor.selected;
         v.job = if actor.role == Role::Canceller { self.target.as_ref() } else { actor.job.as_ref() };
         v.error = "explore";

@@ -128,7 +128,7 @@ impl<'a> Search<'a> {
                     self.stats.covered += paths;
                     self.stats.claimed |= m.journal.iter().any(|e| e.kind == crate::collect::EventKind::Claimed);
                     let t = Instant::now();
-                    let rows = crate::run::observe::final_state(self.sessions.monitor(), self.plan, &m.ids).await?;
+                    let rows = self.rows(&m).await?;
                     let violations = judge(&m, &rows);
                     self.stats.judge_time += t.elapsed();
                     if !violations.is_empty() {

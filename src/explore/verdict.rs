@@ -76,7 +76,7 @@ pub(super) fn judge_settled(model: &Model<'_>, settled: &Settled) -> Vec<Violati
         format!("then {} of virtual time passed with nothing changing", duration(settled.quiet_secs))
     };
     let said = format!("left to itself (no more faults, every session going on: {how})");
-    for v in out.iter_mut().filter(|v| SETTLED.contains(&v.check)) {
+    for v in &mut out {
         v.detail = format!("{said}: {}", v.detail);
     }
     // Ready work nobody takes: a job waiting (queued, or failed and due again) at the end. A

@@ -73,6 +73,13 @@ pub struct WorkerSettings {
     pub pool: Option<PoolSettings>,
 }
 
+impl WorkerSettings {
+    /// The `[[workers.groups]]` entry worker slot `slot` belongs to (w1 = slot 1): its `:pool`.
+    pub fn group_of(&self, slot: u32) -> Option<&str> {
+        self.groups.iter().find(|(_, ids)| ids.contains(&slot)).map(|(name, _)| name.as_str())
+    }
+}
+
 /// The pool's size and how long a step waits for one of its connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolSettings {

@@ -97,7 +97,7 @@ impl<'a> Search<'a> {
         }
     }
 
-    async fn rows(&mut self, m: &Model<'a>) -> Result<Vec<JobRow>> {
+    pub(super) async fn rows(&mut self, m: &Model<'a>) -> Result<Vec<JobRow>> {
         crate::run::observe::final_state(self.sessions.monitor(), self.plan, &m.ids).await
     }
 }

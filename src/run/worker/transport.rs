@@ -83,18 +83,12 @@ impl<'a> Ctx<'a> {
         let sh: &'a Shared = self.sh;
         let mut v = Values::new(&sh.plan);
         v.worker = self.name;
-        v.pool = group_of(sh, self.slot);
+        v.pool = sh.plan.workers.group_of(self.slot).unwrap_or("");
         v.job = job;
         v.backoff_secs = backoff_secs;
         v.error = error;
         v
     }
-}
-
-/// The name of the group a slot belongs to (`:pool`); the slot, not the connection, decides,
-/// so a respawned worker keeps its pool.
-pub(crate) fn group_of(sh: &Shared, slot: u32) -> &str {
-    sh.plan.workers.groups.iter().find(|(_, ids)| ids.contains(&slot)).map_or("", |(name, _)| name)
 }
 
 /// Executions not yet in the effects table: the journal's numbers and attempts, and for an
