@@ -139,13 +139,7 @@ fn shortest_duplicate_replays(scenario: &str, steps_expected: usize) {
     let svg = std::fs::read_to_string(dir.join("counterexample.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("w2"), "the job's swimlane, both sessions' lanes: {svg}");
     let script = std::fs::read_to_string(dir.join("counterexample.sql")).unwrap();
-    let o = bin()
-        .args(["prepare", file.to_str().unwrap(), "--set", "jobs.preload=1", "--set", "workers.batch=1"])
-        .args(["--database-url", &db.url, "--schema", "qb_explore"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "prepare: {}", String::from_utf8_lossy(&o.stderr));
-    let got = replay(&db.url, "qb_explore", &script);
+    let got = replay_prepared(&db, &file, &[], "qb_explore", &script);
     let (a, b) = (&got["A"], &got["B"]);
     assert!(
         !a.is_empty() && a.iter().any(|id| b.contains(id)),
@@ -181,14 +175,7 @@ fn a_late_completion_lands_without_a_fence_and_not_with_a_token() {
     let (code, _, _) = explore(&[&base[..], &inline[..], &with_out[..]].concat());
     assert_eq!(code, 1);
     let script = std::fs::read_to_string(dir.join("counterexample.sql")).unwrap();
-    let o = bin()
-        .args(["prepare", file.to_str().unwrap(), "--set", "jobs.preload=1", "--set", "workers.batch=1"])
-        .args(["--set", "workers.strategy=skip-locked-inline-reclaim"])
-        .args(["--database-url", &db.url, "--schema", "qb_explore"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "prepare: {}", String::from_utf8_lossy(&o.stderr));
-    let got = replay(&db.url, "qb_explore", &script);
+    let got = replay_prepared(&db, &file, &["workers.strategy=skip-locked-inline-reclaim"], "qb_explore", &script);
     let claimed = |w: &str| got[w].iter().find(|i| !i.starts_with("changed:")).cloned();
     assert!(claimed("A").is_some() && claimed("A") == claimed("B"), "both claimed the job: {got:?}");
     // A's claim changed the row, and so did its late completion (a fence would leave it at 1).
@@ -240,13 +227,7 @@ fn every_other_built_in_holds_and_a_search_that_claims_nothing_says_so() {
     assert!(stdout.contains("cancelled_jobs_not_run:") && stdout.contains(", 5 steps):"), "{stdout}");
     // Its script, replayed: X's cancel changes the row, then A's claim takes the job anyway.
     let script = std::fs::read_to_string(found.join("counterexample.sql")).unwrap();
-    let o = bin()
-        .args(["prepare", select.to_str().unwrap(), "--set", "jobs.preload=1", "--set", "workers.batch=1"])
-        .args(["--database-url", &db.url, "--schema", "qb_cancel"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "prepare: {}", String::from_utf8_lossy(&o.stderr));
-    let got = replay(&db.url, "qb_cancel", &script);
+    let got = replay_prepared(&db, &select, &[], "qb_cancel", &script);
     assert!(got["X"].contains(&"changed:1".to_string()), "the cancel landed: {got:?}");
     assert!(got["A"].iter().any(|i| !i.starts_with("changed:")), "A's claim returned the cancelled job: {got:?}");
     let (code, stdout, stderr) = explore(&[&[file.to_str().unwrap()][..], &cancel[..]].concat());
@@ -314,16 +295,29 @@ RETURNING id, attempts, claim_token"""
     file
 }
 
+/// Makes a schema with `file`'s table and one waiting job (`prepare`, `sets` on top), then
+/// replays the script there.
+fn replay_prepared(
+    db: &ScratchDb,
+    file: &std::path::Path,
+    sets: &[&str],
+    schema: &str,
+    script: &str,
+) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut cmd = bin();
+    cmd.args(["prepare", file.to_str().unwrap(), "--set", "jobs.preload=1", "--set", "workers.batch=1"]);
+    for set in sets {
+        cmd.args(["--set", set]);
+    }
+    let o = cmd.args(["--database-url", &db.url, "--schema", schema]).output().unwrap();
+    assert!(o.status.success(), "prepare: {}", String::from_utf8_lossy(&o.stderr));
+    replay(&db.url, schema, script)
+}
+
 /// Replays a counterexample's script in a schema `prepare` made from `file`, and returns the
 /// job's status where the script left it.
 fn status_after_replay(db: &ScratchDb, file: &std::path::Path, script: &str, schema: &str) -> String {
-    let o = bin()
-        .args(["prepare", file.to_str().unwrap(), "--set", "jobs.preload=1", "--set", "workers.batch=1"])
-        .args(["--database-url", &db.url, "--schema", schema])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "prepare: {}", String::from_utf8_lossy(&o.stderr));
-    replay(&db.url, schema, script);
+    replay_prepared(db, file, &[], schema, script);
     let sql = format!("SELECT string_agg(status, ',' ORDER BY id) FROM {schema}.jobs");
     let out = std::process::Command::new("psql").args([db.url.as_str(), "-XAtc", &sql]).output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_string()
