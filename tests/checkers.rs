@@ -531,7 +531,7 @@ fn reference(h: &History) -> Numbers {
 /// Fault kinds that cut a connection: an answer may be lost and the statement sent again.
 const CUTS: [&str; 5] = ["kill_backend", "postgres_restart", "partition", "latency", "loss"];
 
-/// The liveness checks, from their documented semantics (src/verify/liveness.rs's header): the
+/// The liveness checks, from their documented semantics (src/verify/liveness/'s header): the
 /// lease windows are the reference's own (`leases`), the tolerance the one above.
 fn reference_liveness(h: &History, n: &mut Numbers) {
     let jobs: BTreeSet<i64> = h.journal.iter().map(|e| e.job).collect();

@@ -74,7 +74,7 @@ qb_crate_version() {
 }
 
 # The directory holding initdb and postgres, searched as queuebench does
-# (src/db/ephemeral.rs, find_bindir): QUEUEBENCH_PG_BINDIR, pg_config --bindir, PATH, then
+# (src/db/ephemeral/, find_bindir): QUEUEBENCH_PG_BINDIR, pg_config --bindir, PATH, then
 # the newest /usr/lib/postgresql/*/bin. Prints nothing when there is none.
 qb_pg_bindir() {
   local dir candidates=()

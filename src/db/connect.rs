@@ -35,7 +35,7 @@ use tokio_postgres::config::SslMode as DriverSslMode;
 use tokio_postgres::config::{Host, TargetSessionAttrs};
 use tokio_postgres::{AsyncMessage, Client, Config, Connection, NoTls, Notification};
 
-/// Connects like `Config::connect` with the endpoint's TLS (src/db/tls.rs: libpq's sslmode
+/// Connects like `Config::connect` with the endpoint's TLS (src/db/tls/: libpq's sslmode
 /// rules; a Unix socket is always plain) and spawns the task that drives the
 /// connection until it closes, handing every asynchronous message (NOTIFY,
 /// NOTICE) to `on_message`. Aborting the task drops the socket without a

@@ -10,6 +10,7 @@ use crate::model::expect;
 use crate::model::summary::RunSummary;
 use crate::options::RunCommand;
 use crate::report::export::{self, Exporter};
+use crate::report::junit::LabelledRun;
 use crate::scenario::{self, Plan};
 use crate::{gate, report};
 use std::path::{Path, PathBuf};
@@ -217,10 +218,13 @@ fn save_baseline(name: &str, cmd: &RunCommand, runs: &[RunSummary]) -> Result<()
 /// The batch's outputs for one scenario: junit.xml over its repeats and the baseline (when
 /// there is more than one run or a baseline), compare.md/json, the GitHub step summary.
 fn export_batch(out_dir: &Path, runs: &[RunSummary], comparison: Option<&Comparison>, github: bool) -> Result<()> {
-    let labelled: Vec<(String, &RunSummary)> = runs
+    let labelled: Vec<LabelledRun> = runs
         .iter()
         .enumerate()
-        .map(|(i, s)| (if runs.len() > 1 { format!("{} #{}", s.scenario, i + 1) } else { s.scenario.clone() }, s))
+        .map(|(i, s)| LabelledRun {
+            label: if runs.len() > 1 { format!("{} #{}", s.scenario, i + 1) } else { s.scenario.clone() },
+            summary: s,
+        })
         .collect();
     let junit = export::one("junit.xml", || report::junit::junit(&labelled, comparison));
     let compared = comparison.map(comparison_files);

@@ -91,11 +91,18 @@ fn baseline_suite(c: &Comparison) -> TestSuite {
     suite
 }
 
-/// The XML text for `runs` (label, summary) and an optional baseline comparison.
-pub(crate) fn junit(runs: &[(String, &RunSummary)], comparison: Option<&Comparison>) -> String {
+/// One run of a junit.xml: its test suite's name ("smoke", or "smoke #2" among repeats) and
+/// its summary.
+pub(crate) struct LabelledRun<'a> {
+    pub(crate) label: String,
+    pub(crate) summary: &'a RunSummary,
+}
+
+/// The XML text for `runs` and an optional baseline comparison.
+pub(crate) fn junit(runs: &[LabelledRun<'_>], comparison: Option<&Comparison>) -> String {
     let mut report = Report::new("queuebench");
-    for (label, s) in runs {
-        report.add_test_suite(run_suite(label, s));
+    for run in runs {
+        report.add_test_suite(run_suite(&run.label, run.summary));
     }
     if let Some(c) = comparison {
         report.add_test_suite(baseline_suite(c));
@@ -143,7 +150,7 @@ mod tests {
         worse.throughput.jobs_per_sec = 500.0;
         let cmp =
             compare(&[better], &[worse], &Tolerances::default(), Labels { old: "baseline main", new: "this run" });
-        let xml = junit(&[("smoke".into(), &s)], Some(&cmp));
+        let xml = junit(&[LabelledRun { label: "smoke".into(), summary: &s }], Some(&cmp));
         let doc = roxmltree::Document::parse(&xml).expect("junit.xml is well-formed XML");
         let root = doc.root_element();
         assert_eq!(root.tag_name().name(), "testsuites");
@@ -183,7 +190,7 @@ mod tests {
             passed: false,
         });
         s.aborted_by = Some("executions.duplicate == 0, abort (live value 3 at 0.4 s)".into());
-        let xml = junit(&[("smoke".into(), &s)], None);
+        let xml = junit(&[LabelledRun { label: "smoke".into(), summary: &s }], None);
         let doc = roxmltree::Document::parse(&xml).unwrap();
         let failed: Vec<&str> = doc
             .descendants()
@@ -215,7 +222,7 @@ mod tests {
             actual: Some(12.0),
             passed: true,
         }];
-        let all = cases(&junit(&[("smoke".into(), &s)], None));
+        let all = cases(&junit(&[LabelledRun { label: "smoke".into(), summary: &s }], None));
         assert!(all.iter().all(|(_, f)| f.is_none()), "the scenario expects the duplicates: {all:?}");
         assert!(all.iter().any(|(n, _)| n == "check exactly_once"));
 
@@ -223,7 +230,7 @@ mod tests {
         s.checks[0] = CheckResult { name: Check::ExactlyOnce, passed: true, ..Default::default() };
         s.expectations[0].actual = Some(0.0);
         s.expectations[0].passed = false;
-        let all = cases(&junit(&[("smoke".into(), &s)], None));
+        let all = cases(&junit(&[LabelledRun { label: "smoke".into(), summary: &s }], None));
         let failed: Vec<_> = all.iter().filter_map(|(n, f)| Some((n.as_str(), f.as_deref()?))).collect();
         assert_eq!(
             failed,

@@ -140,7 +140,9 @@ fn rebuildable<'a>(
     let mut out: Vec<Box<dyn Exporter + 'a>> =
         vec![Box::new(export::one("summary.csv", || summary_csv(std::slice::from_ref(summary))))];
     if junit {
-        out.push(Box::new(export::one("junit.xml", || junit::junit(&[(summary.scenario.clone(), summary)], None))));
+        out.push(Box::new(export::one("junit.xml", || {
+            junit::junit(&[junit::LabelledRun { label: summary.scenario.clone(), summary }], None)
+        })));
     }
     out.push(Box::new(charts_output(charts)));
     out.push(Box::new(export::one("report.html", move || {
