@@ -253,7 +253,7 @@ fn the_shipped_kill_agent_scenario_kills_agent_2_and_the_reaper_brings_its_jobs_
     assert_eq!(s["faults"]["by_kind"]["kill_agent"], 1);
     assert!(s["reaper"]["reclaimed"].as_u64().unwrap() >= 1, "the jobs agent 2 held came back: {}", s["reaper"]);
     assert_eq!(s["jobs"]["lost"], 0, "{}", s["jobs"]);
-    assert_eq!(s["jobs"]["completed"], 300);
+    assert_eq!(s["jobs"]["completed"], 60);
     assert_eq!(run.check("no_lost_jobs"), 0);
     assert_eq!(run.check("effects_ledger_agrees"), 0);
     assert!(!run.stderr.contains("warning: agent 2"), "a planned kill is no agent failure: {}", run.stderr);
