@@ -78,14 +78,50 @@ pub fn queuebench_env(args: &[&str], env: &[(&str, &str)]) -> Run {
         cmd.arg("--out").arg(&out);
     }
     let o: Output = cmd.output().unwrap();
-    Run {
+    let run = Run {
         code: o.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&o.stdout).into(),
         stderr: String::from_utf8_lossy(&o.stderr).into(),
         out,
         tmp,
         _outdir: outdir,
+    };
+    if env.is_empty() {
+        note_smoke_run(args, &run);
     }
+    run
+}
+
+/// The smoke ledger (`QUEUEBENCH_SMOKE_LEDGER`, set by `.ci/run`): a run of a shipped scenario
+/// exactly as CI's smoke gate runs it (the file with no other flag than `--quiet`, or
+/// `--spawn-agents 3` for the agents' scenarios) is written down with its exit code and whether
+/// `queuebench check` agrees with it, one tab-separated line: path under the repository, flags,
+/// exit code, agreement. The smoke gate then does not run that file a second time: the same run
+/// was judged here. Nothing is written without the variable.
+fn note_smoke_run(args: &[&str], run: &Run) {
+    let Some(ledger) = std::env::var_os("QUEUEBENCH_SMOKE_LEDGER") else { return };
+    let [cmd, file, rest @ ..] = args else { return };
+    let shipped = Path::new(file).strip_prefix(repo("")).ok().map(|p| p.to_string_lossy().into_owned());
+    let Some(rel) = shipped else { return };
+    let hidden = Path::new(&rel).file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'));
+    if *cmd != "run" || !rel.starts_with("scenarios/") || !rel.ends_with(".toml") || hidden {
+        return;
+    }
+    let flags: Vec<&str> = rest.iter().copied().filter(|a| *a != "--quiet").collect();
+    let agents = rel.starts_with("scenarios/agents/");
+    if !(flags.is_empty() || agents && flags == ["--spawn-agents", "3"]) {
+        return;
+    }
+    let agrees = bin()
+        .args(["check", run.out.to_str().unwrap(), "--json"])
+        .output()
+        .ok()
+        .and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok())
+        .is_some_and(|v| v["agrees_with_run"] == true);
+    let line = format!("{rel}\t{}\t{}\t{agrees}\n", flags.join(" "), run.code);
+    use std::io::Write;
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(ledger);
+    file.and_then(|mut f| f.write_all(line.as_bytes())).expect("the smoke ledger is writable");
 }
 
 /// Processes whose command line holds every one of `words`.
