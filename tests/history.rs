@@ -94,6 +94,26 @@ fn a_changed_history_is_noticed() {
 }
 
 #[test]
+fn the_readmes_sample_lists_the_checks_the_run_prints() {
+    // README's quick start shows what `run scenarios/naive-duplicates.toml` prints: a new check
+    // (or one no longer judged without faults) must show up there too.
+    let readme = std::fs::read_to_string(repo("README.md")).unwrap();
+    let start = readme.find("naive-duplicates — PASSED").expect("the quick start's sample");
+    let sample = &readme[start..];
+    let sample = &sample[sample.find("\n  checks\n").expect("its checks")..];
+    let sample = &sample[..sample.find("\n  expectations\n").expect("its expectations")];
+    let shown: Vec<&str> = sample
+        .lines()
+        .filter_map(|l| l.strip_prefix("    ok   ").or_else(|| l.strip_prefix("    FAIL ")))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    let r = naive();
+    let judged: Vec<String> =
+        r.summary()["checks"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap().to_string()).collect();
+    assert_eq!(shown, judged, "README.md's sample output lists other checks than a run judges");
+}
+
+#[test]
 fn explain_tells_a_racing_duplicate_and_the_report_draws_it() {
     let r = naive();
     let dir = r.out.to_str().unwrap();
