@@ -12,24 +12,11 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-fn installed(client: &str) -> bool {
-    let dep = match client {
-        "pg-boss" | "graphile-worker" => format!("clients/{client}/node_modules"),
-        _ => "clients/.venv/bin/python".into(),
-    };
-    let ok = repo(&dep).exists();
-    assert!(ok || std::env::var_os("CI").is_none(), "{dep} missing: run `bash clients/install.sh` first");
-    if !ok {
-        eprintln!("skipped: {dep} missing (run `bash clients/install.sh`)");
-    }
-    ok
-}
-
 /// The four contention runs at once (each mostly waits on its library's polling).
 #[test]
 fn each_client_runs_each_job_of_its_contention_run_once() {
-    let clients: Vec<&str> =
-        ["pg-boss", "graphile-worker", "procrastinate", "pgqueuer"].into_iter().filter(|c| installed(c)).collect();
+    let clients = ["pg-boss", "graphile-worker", "procrastinate", "pgqueuer"];
+    clients.iter().for_each(|c| common::require_client(c));
     std::thread::scope(|scope| {
         let runs: Vec<_> = clients
             .iter()
@@ -55,9 +42,7 @@ fn each_client_runs_each_job_of_its_contention_run_once() {
 
 #[test]
 fn a_client_that_runs_each_job_twice_fails_exactly_once() {
-    if !installed("pg-boss") {
-        return;
-    }
+    common::require_client("pg-boss");
     let s = repo("scenarios/clients/pg-boss-contention.toml");
     let r = queuebench(&["run", s.to_str().unwrap(), "--set", "workers.client_bug=twice"]);
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
@@ -67,9 +52,7 @@ fn a_client_that_runs_each_job_twice_fails_exactly_once() {
 
 #[test]
 fn a_client_that_acks_before_the_work_loses_jobs_and_no_lost_jobs_says_so() {
-    if !installed("pg-boss") {
-        return;
-    }
+    common::require_client("pg-boss");
     let s = repo("scenarios/clients/pg-boss-contention.toml");
     let r = queuebench(&["run", s.to_str().unwrap(), "--set", "workers.client_bug=ack-first"]);
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
@@ -193,9 +176,7 @@ fn tmpdir() -> tempfile::TempDir {
 
 #[test]
 fn sigterm_to_queuebench_stops_every_worker() {
-    if !installed("pg-boss") {
-        return;
-    }
+    common::require_client("pg-boss");
     let (schema, out, tmp) = (format!("qb_term_{}", rand_u32()), tempfile::tempdir().unwrap(), tmpdir());
     let mut child = long_run(&schema, out.path(), tmp.path());
     common::pg::signal(&child, libc::SIGTERM);
@@ -206,9 +187,7 @@ fn sigterm_to_queuebench_stops_every_worker() {
 
 #[test]
 fn sigkill_of_queuebench_takes_its_workers_with_it() {
-    if !installed("pg-boss") {
-        return;
-    }
+    common::require_client("pg-boss");
     let (schema, out, tmp) = (format!("qb_kill_{}", rand_u32()), tempfile::tempdir().unwrap(), tmpdir());
     let mut child = long_run(&schema, out.path(), tmp.path());
     common::pg::signal(&child, libc::SIGKILL);
@@ -236,9 +215,7 @@ fn executing_workers(run: &common::Run) -> std::collections::BTreeSet<u64> {
 #[test]
 fn process_faults_fire_are_counted_and_restart_workers() {
     let wanted = [("pg-boss", "crash"), ("pg-boss", "pause"), ("pgqueuer", "kill-backend")];
-    if !wanted.iter().all(|(c, _)| installed(c)) {
-        return;
-    }
+    wanted.iter().for_each(|(c, _)| common::require_client(c));
     let runs: Vec<common::Run> = std::thread::scope(|scope| {
         let handles: Vec<_> = wanted
             .iter()
@@ -293,9 +270,7 @@ fn history_rows(run: &common::Run) -> Vec<Vec<String>> {
 /// worker (no_lost_jobs fails); taking the `end` line's word, a completion that never landed.
 #[test]
 fn a_procrastinate_finish_write_that_dies_is_abandoned_and_the_job_goes_back_to_the_queue() {
-    if !installed("procrastinate") {
-        return;
-    }
+    common::require_client("procrastinate");
     let dir = tmpdir();
     let setup = dir.path().join("setup.sh");
     let run = repo("clients/procrastinate/run");
@@ -355,9 +330,7 @@ SQL
 /// saying whose claim it is. The queue depth is the library's (the one class counts its rows).
 #[test]
 fn a_client_report_says_what_is_not_measured_and_probes_the_paired_adapter_s_claim() {
-    if !installed("pg-boss") {
-        return;
-    }
+    common::require_client("pg-boss");
     let s = repo("scenarios/clients/pg-boss-contention.toml");
     let r = queuebench(&["run", s.to_str().unwrap(), "--set", "run.plan_probe=200ms"]);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
@@ -418,9 +391,8 @@ fn client_scenario_mistakes_are_usage_errors_naming_the_key() {
 /// client with the client columns, "—" / an empty cell where a kind was not run.
 #[test]
 fn a_batch_of_client_scenarios_writes_the_client_comparison() {
-    if !installed("graphile-worker") || !installed("pg-boss") {
-        return;
-    }
+    common::require_client("graphile-worker");
+    common::require_client("pg-boss");
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("cmp");
     let (a, b) =

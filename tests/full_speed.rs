@@ -6,15 +6,6 @@ use crate::common;
 use common::pg::rand_u32;
 use common::{queuebench, repo};
 
-fn installed(dep: &str) -> bool {
-    let ok = repo(dep).exists();
-    assert!(ok || std::env::var_os("CI").is_none(), "{dep} missing: run `bash clients/install.sh` first");
-    if !ok {
-        eprintln!("skipped: {dep} missing (run `bash clients/install.sh`)");
-    }
-    ok
-}
-
 /// Writes a scenario under scenarios/clients/ (so `client = "…"` resolves), runs `args` on it.
 fn run_scenario(body: &str, cmd: &str) -> common::Run {
     let path = repo(&format!("scenarios/clients/.test-full-speed-{}.toml", rand_u32()));
@@ -29,9 +20,7 @@ fn run_scenario(body: &str, cmd: &str) -> common::Run {
 /// passes only if the batch reached pg-boss. The ceiling is 1 × 30 ÷ 0.5 s = 60 jobs/s.
 #[test]
 fn a_batch_reaches_the_library_and_the_ceiling_is_named() {
-    if !installed("clients/pg-boss/node_modules") {
-        return;
-    }
+    common::require_client("pg-boss");
     let r = run_scenario(
         "name = \"pg-boss-batch\"\nclient = \"pg-boss\"\n[jobs]\npreload = 60\n[workers]\ncount = 1\n\
          concurrency = 1\npoll = \"500ms\"\nbatch = 30\nwork = \"0ms\"\n[run]\nstop = \"drained\"\ntimeout = \"12s\"\n",
@@ -58,9 +47,7 @@ fn a_batch_the_library_cannot_fetch_is_refused_and_no_ceiling_is_invented() {
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("workers.batch: procrastinate fetches one job per handler"), "{}", r.stderr);
-    if !installed("clients/graphile-worker/node_modules") {
-        return;
-    }
+    common::require_client("graphile-worker");
     let r = run_scenario(
         "name = \"gw\"\nclient = \"graphile-worker\"\n[jobs]\npreload = 40\n[workers]\ncount = 1\nconcurrency = 4\n\
          batch = 10\nwork = \"0ms\"\n[run]\nstop = \"drained\"\ntimeout = \"30s\"\n",

@@ -61,6 +61,22 @@ pub fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
 }
 
+/// Fails the test unless the reference client's library is installed (`bash clients/install.sh`,
+/// which `scripts/test.sh` and `.ci/run` run first): a test that cannot run is not reported as
+/// passed.
+pub fn require_client(client: &str) {
+    let dep = match client {
+        "pg-boss" | "graphile-worker" => format!("clients/{client}/node_modules"),
+        "procrastinate" | "pgqueuer" => "clients/.venv/bin/python".into(),
+        other => panic!("no reference client {other}"),
+    };
+    assert!(
+        repo(&dep).exists(),
+        "{client} is not installed ({dep} missing): run `bash clients/install.sh` (npm and pip, pinned), \
+         or run the tests with `scripts/test.sh`, which installs what they use"
+    );
+}
+
 /// `queuebench ARGS --out <tmp>` with a private TMPDIR; DATABASE_URL is removed
 /// unless the test passes --database-url itself.
 pub fn queuebench(args: &[&str]) -> Run {
