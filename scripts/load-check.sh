@@ -31,6 +31,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 case $rounds$hog in *[!0-9]*) echo "load-check.sh: --rounds and --hog take whole numbers" >&2; exit 2 ;; esac
+if [ "$smoke" = 1 ] && [ $# -gt 0 ]; then
+  echo "load-check.sh: --smoke runs every shipped scenario and takes no cargo test arguments (given: $*)" >&2
+  exit 2
+fi
 if ! command -v stress-ng >/dev/null 2>&1; then
   echo "load-check.sh: stress-ng is not installed; install it with: apt-get install stress-ng" >&2
   exit 2
