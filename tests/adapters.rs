@@ -150,7 +150,7 @@ fn default_fail_and_heartbeat_never_need_a_column_the_claim_lacks() {
     // the default fail statement, which must not ask for claim_token.
     let text = "name = \"x\"\n[jobs]\npreload = 40\n[[jobs.types]]\nname = \"flaky\"\ncount = 10\nfail_probability = 1.0\n\
         [workers]\ncount = 2\nstrategy = \"mine\"\n[run]\ntimeout = \"60s\"\n\
-        [expect]\n\"checks.exactly_once\" = \"== 10\"\n[strategies.mine]\n\
+        [expect]\n\"checks.exactly_once\" = \"== 0\"\n[strategies.mine]\n\
         claim = \"UPDATE jobs SET status = 'running', attempts = attempts + 1 WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= now() ORDER BY id LIMIT :batch FOR UPDATE SKIP LOCKED) RETURNING id\"\n\
         complete = \"UPDATE jobs SET status = 'done' WHERE id = :id AND status = 'running'\"\n";
     let s = write(dir.path(), "s.toml", text);

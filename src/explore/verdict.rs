@@ -26,8 +26,9 @@ pub(super) struct Violation {
 }
 
 /// The checks a schedule is judged by.
-pub(super) const CHECKS: [Check; 11] = [
+pub(super) const CHECKS: [Check; 12] = [
     Check::ExactlyOnce,
+    Check::RunAfterCompletion,
     Check::NoLostJobs,
     Check::StaleCompletionsAccepted,
     Check::OwnershipOverlap,
@@ -41,7 +42,8 @@ pub(super) const CHECKS: [Check; 11] = [
 ];
 
 /// The checks a schedule's own history settles, at any length.
-const HISTORY: [Check; 5] = [
+const HISTORY: [Check; 6] = [
+    Check::RunAfterCompletion,
     Check::NoLostJobs,
     Check::StaleCompletionsAccepted,
     Check::AttemptsWithinBudget,

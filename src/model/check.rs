@@ -26,11 +26,12 @@ pub enum Check {
     EffectsLedgerAgrees,
     Starvation,
     Durability,
+    RunAfterCompletion,
 }
 
 impl Check {
     /// Every check; `checks.<name>` of each is a metric an expectation may name.
-    pub const ALL: [Check; 15] = [
+    pub const ALL: [Check; 16] = [
         Check::VacuumCaughtUp,
         Check::ExactlyOnce,
         Check::NoLostJobs,
@@ -46,6 +47,7 @@ impl Check {
         Check::EffectsLedgerAgrees,
         Check::Starvation,
         Check::Durability,
+        Check::RunAfterCompletion,
     ];
 
     pub fn name(self) -> &'static str {
@@ -65,6 +67,7 @@ impl Check {
             Check::EffectsLedgerAgrees => "effects_ledger_agrees",
             Check::Starvation => "starvation",
             Check::Durability => "durability",
+            Check::RunAfterCompletion => "run_after_completion",
         }
     }
 
@@ -90,7 +93,8 @@ impl Check {
             | Check::CompletionsRefusedUnexplained
             | Check::Progress
             | Check::CancelledJobsNotRun
-            | Check::Starvation => false,
+            | Check::Starvation
+            | Check::RunAfterCompletion => false,
         }
     }
 }

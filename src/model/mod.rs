@@ -10,6 +10,8 @@
 //! - `records`: what the run produces for later stages (final job rows, samples, spans);
 //! - `evidence`: what the checkers read besides the history, saved as `evidence.json`;
 //! - `protocol`: the lease protocol's choices (mode, fencing, reclaim);
+//! - `rerun`: why a job ran again (`Rerun`: a race, a lease run out, a crash, after its
+//!   completion, a retry), one cause for the checkers, `explain` and the summary;
 //! - `fault`: the fault kinds (`FaultKind`: names, who carries each out);
 //! - `pooler`: a connection pooler's mode and size (`[postgres.pgbouncer]`);
 //! - `words`: counted nouns (`1 job`, `2 jobs`).
@@ -24,6 +26,7 @@ pub(crate) mod metrics;
 pub(crate) mod pooler;
 pub(crate) mod protocol;
 pub mod records;
+pub mod rerun;
 pub mod summary;
 pub(crate) mod tolerance;
 pub(crate) mod words;

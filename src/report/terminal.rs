@@ -149,8 +149,16 @@ fn core(s: &RunSummary) -> Vec<Row> {
         (
             "executions",
             format!(
-                "{} total · {} distinct jobs · {} duplicate ({} racing claims, {} after lease expiry) · max {} per job",
-                x.total, x.distinct_jobs, x.duplicate, x.duplicate_race, x.duplicate_lease_expired, x.max_per_job
+                "{} total · {} distinct jobs · {} duplicate ({} racing claims, {} after lease expiry, {} after a crash, {} after completion) · {} · max {} per job",
+                x.total,
+                x.distinct_jobs,
+                x.duplicate,
+                x.duplicate_race,
+                x.duplicate_lease_expired,
+                x.duplicate_after_crash,
+                x.duplicate_after_completion,
+                crate::model::words::count_as(x.retries, "retry", "retries"),
+                x.max_per_job
             ),
         ),
         (

@@ -69,7 +69,8 @@ impl CellResult {
 /// (claimed job): what the reaper took back or marked dead, or (inline
 /// reclaim, no reaper) the executions that followed an expired lease.
 pub(crate) fn expired_lease_rate(r: &RunSummary) -> f64 {
-    let expired = (r.reaper.reclaimed + r.reaper.marked_dead).max(r.executions.duplicate_lease_expired);
+    let x = &r.executions;
+    let expired = (r.reaper.reclaimed + r.reaper.marked_dead).max(x.duplicate_lease_expired + x.duplicate_after_crash);
     expired as f64 / r.claims.jobs.max(1) as f64
 }
 

@@ -1,13 +1,14 @@
-//! Exactly-once: how often each job's side effect happened, and why the
-//! extra executions happened. An execution whose claim came while another
-//! claim's lease on the same job still ran is a race (the bug); one whose
-//! claim came after every other lease had expired is the at-least-once a
-//! lease promises (the previous holder was paused, slow or dead).
+//! Exactly-once: how often each job's side effect happened, and why the extra executions
+//! happened (`rerun::why`, one cause each: a racing claim, a lease that ran out, a crash, a
+//! run after the job's completion was accepted, or a retry after an accepted failure). A
+//! retry is no duplicate; every other cause is.
 
 use super::claims::{Held, spans_held};
 use super::examples;
+use super::rerun::{landed_completions, why};
 use crate::collect::{Event, EventKind};
 use crate::model::check::Check;
+use crate::model::rerun::Rerun;
 use crate::model::summary::{CheckResult, Executions};
 use std::time::Duration;
 
@@ -38,40 +39,62 @@ pub(super) fn check(
         if runs.len() == 1 {
             continue;
         }
-        duplicated.push(job);
         let claims = spans_held(events, lease, held);
+        let landed = landed_completions(events, held == Held::Transaction);
+        let mut duplicates = 0;
         for run in &runs[1..] {
-            let Some(c) = claims.iter().find(|c| c.worker == run.worker && c.claim == run.claim) else { continue };
-            // A race: the job was handed out while another claim's lease still ran (either way round).
-            let by_race = claims.iter().any(|o| {
-                (o.worker, o.claim) != (c.worker, c.claim)
-                    && o.holds_at(c.sent_us, tolerance)
-                    && c.holds_at(o.sent_us, tolerance)
-            });
-            if by_race {
-                x.duplicate_race += 1;
-            } else {
-                x.duplicate_lease_expired += 1;
-            }
+            let cause = match claims.iter().find(|c| c.worker == run.worker && c.claim == run.claim) {
+                Some(c) => why(events, &claims, c, &landed, tolerance).cause,
+                // An execution without its claim in the journal: nothing tells it from a race
+                // but a lease, so it counts as the at-least-once of one.
+                None => Rerun::LeaseExpired,
+            };
+            *match cause {
+                Rerun::Race => &mut x.duplicate_race,
+                Rerun::LeaseExpired => &mut x.duplicate_lease_expired,
+                Rerun::AfterCrash => &mut x.duplicate_after_crash,
+                Rerun::AfterCompletion => &mut x.duplicate_after_completion,
+                Rerun::Retry => &mut x.retries,
+            } += 1;
+            duplicates += u64::from(cause.is_duplicate());
+        }
+        if duplicates > 0 {
+            duplicated.push(job);
         }
     }
     x.distinct_jobs = executed.len() as u64;
-    x.duplicate = x.total - x.distinct_jobs;
+    x.duplicate = x.total - x.distinct_jobs - x.retries;
     x.jobs_duplicated = duplicated.len() as u64;
+    let retries = match x.retries {
+        0 => String::new(),
+        n => format!(
+            "; {} after an accepted failure (no duplicates)",
+            crate::model::words::count_as(n, "retry", "retries")
+        ),
+    };
     let check = CheckResult {
         name: Check::ExactlyOnce,
         passed: x.jobs_duplicated == 0,
         violations: x.jobs_duplicated,
         detail: if x.jobs_duplicated == 0 {
-            format!("{} executed, each once", crate::model::words::count(x.distinct_jobs, "job"))
+            format!("{} executed, each once{retries}", crate::model::words::count(x.distinct_jobs, "job"))
         } else {
+            let causes: Vec<String> = [
+                (x.duplicate_race, Rerun::Race),
+                (x.duplicate_lease_expired, Rerun::LeaseExpired),
+                (x.duplicate_after_crash, Rerun::AfterCrash),
+                (x.duplicate_after_completion, Rerun::AfterCompletion),
+            ]
+            .into_iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, cause)| format!("{n} {}", cause.words()))
+            .collect();
             format!(
-                "{} of {} executed jobs ran more than once ({} extra executions: {} by racing claims, {} after a lease expired; up to {} for one job)",
+                "{} of {} executed jobs ran more than once ({} extra executions: {}; up to {} runs of one job){retries}",
                 x.jobs_duplicated,
                 x.distinct_jobs,
                 x.duplicate,
-                x.duplicate_race,
-                x.duplicate_lease_expired,
+                causes.join(", "),
                 x.max_per_job
             )
         },

@@ -2,6 +2,7 @@
 //! effects count, injected faults). No network, no clock. Each returns
 //! numbers for the summary and a named `CheckResult` with example job ids.
 
+mod after_completion;
 pub(crate) mod claims;
 mod durability;
 mod exactly_once;
@@ -12,6 +13,7 @@ mod liveness;
 mod lost;
 mod ownership;
 mod recovery;
+pub(crate) mod rerun;
 mod stale;
 pub mod starvation;
 pub(crate) mod story;
@@ -210,7 +212,8 @@ pub fn verify(e: &Evidence) -> Verification {
     let (completions, stale, stale_check) = stale::check(&per_job);
     let (ownership, overlap) = ownership::check(&per_job, e.lease, held);
     let faults = recovery::check(e.faults, &per_job);
-    let mut checks = vec![once, lost, stale_check, overlap, budget];
+    let after_completion = after_completion::check(&per_job, e.lease, held, e.clock_us);
+    let mut checks = vec![once, after_completion, lost, stale_check, overlap, budget];
     checks.extend(liveness::check(e, &per_job));
     checks.extend(recovery::cancel_check(e.faults, &per_job));
     let (horizon, vacuum) = horizon::check(e.samples, e.blockers);
@@ -358,7 +361,13 @@ mod tests {
             ev(1_040, 9, 2, 2, Accepted),
         ];
         let v = verify(&evidence(&journal, &[row(9, Status::Done)], 1, None));
-        assert_eq!((v.executions.duplicate_race, v.executions.duplicate_lease_expired), (0, 1));
+        let x = &v.executions;
+        assert_eq!((x.duplicate_race, x.duplicate_lease_expired, x.retries, x.duplicate), (0, 0, 1, 0));
+        assert!(
+            v.checks[0].passed && v.checks[0].detail.contains("1 retry after an accepted failure"),
+            "{:?}",
+            v.checks[0]
+        );
         assert_eq!(v.ownership.claims_during_lease, 0);
         // The naive race with zero work: w2's claim was sent (at 5) before w1's claim came back
         // (at 50) and returned after w1 had already completed: no two beliefs overlap, yet the
@@ -452,10 +461,15 @@ mod tests {
         ];
         let jobs = [row(4, Status::Done)];
         let mut e = evidence(&journal, &jobs, 1, None);
-        assert_eq!(verify(&e).executions.duplicate_race, 0, "the accepted completion gave the job back");
+        let v = verify(&e);
+        assert_eq!(v.executions.duplicate_race, 0, "the accepted completion gave the job back");
+        assert_eq!(v.executions.duplicate_after_completion, 1, "and a claim took the finished job again");
+        assert!(failed(&v).contains(&"run_after_completion"), "{:?}", v.checks);
         e.hold_transaction = true;
-        let x = verify(&e).executions;
-        assert_eq!((x.duplicate_race, x.duplicate_lease_expired), (0, 1));
+        let v = verify(&e);
+        let x = &v.executions;
+        assert_eq!((x.duplicate_race, x.duplicate_lease_expired, x.duplicate_after_crash), (0, 0, 1));
+        assert!(!failed(&v).contains(&"run_after_completion"), "the rolled-back completion never landed");
     }
 
     #[test]

@@ -5,8 +5,10 @@
 //! report.html draws the same events as a swimlane.
 
 use super::claims::{ClaimSpan, race_tolerance, spans};
+use super::rerun::{Why, landed_completions, why};
 use crate::collect::{Event, EventKind, FaultEvent};
 use crate::model::records::{JobRow, Status};
+use crate::model::rerun::Rerun;
 use std::time::Duration;
 
 /// A moment of the story: its time (µs after the start) and what happened.
@@ -38,7 +40,7 @@ pub(crate) fn story(
         lines.push((f.t_us, format!("fault: {} ({who})", f.kind)));
     }
     lines.sort_by_key(|l| l.0);
-    Story { lines, causes: causes(&evs, &claims, row, race_tolerance(lease, clock_us)) }
+    Story { lines, causes: causes(&evs, &claims, row, (race_tolerance(lease, clock_us), hold)) }
 }
 
 fn event_lines(e: &Event, claims: &[ClaimSpan]) -> Vec<Line> {
@@ -91,55 +93,13 @@ pub(crate) fn secs(t_us: u64) -> String {
     format!("{:.3} s", t_us as f64 / 1e6)
 }
 
-fn causes(evs: &[Event], claims: &[ClaimSpan], row: Option<&JobRow>, tolerance: u64) -> Vec<String> {
+fn causes(evs: &[Event], claims: &[ClaimSpan], row: Option<&JobRow>, (tolerance, hold): (u64, bool)) -> Vec<String> {
     let mut out = Vec::new();
     let runs: Vec<&Event> = evs.iter().filter(|e| e.kind == EventKind::Executed).collect();
+    let landed = landed_completions(evs, hold);
     for run in runs.iter().skip(1) {
         let Some(c) = claims.iter().find(|c| (c.worker, c.claim) == (run.worker, run.claim)) else { continue };
-        let rival = claims.iter().find(|o| {
-            (o.worker, o.claim) != (c.worker, c.claim)
-                && o.holds_at(c.sent_us, tolerance)
-                && c.holds_at(o.sent_us, tolerance)
-        });
-        out.push(match rival {
-            Some(o) => format!(
-                "racing claim: w{}'s claim (sent t={}, returned t={}) handed out the job while w{}'s lease ran until t={}",
-                c.worker,
-                secs(c.sent_us),
-                secs(c.start_us),
-                o.worker,
-                secs(o.lease_end_us)
-            ),
-            None => {
-                let before = claims.iter().filter(|o| o.start_us < c.start_us).max_by_key(|o| o.start_us);
-                match before {
-                    Some(o) if o.handed_back => format!(
-                        "ran again after w{} gave the job back at t={} (a retry: at-least-once, no race)",
-                        o.worker,
-                        secs(o.lease_end_us)
-                    ),
-                    Some(o) if o.lease_end_us <= c.sent_us => format!(
-                        "after lease expiry: w{}'s lease ran out at t={} before w{}'s claim at t={} (at-least-once, no race)",
-                        o.worker,
-                        secs(o.lease_end_us),
-                        c.worker,
-                        secs(c.sent_us)
-                    ),
-                    Some(o) => format!(
-                        "after lease expiry: w{}'s lease ran out at t={}, {} ms after w{}'s claim was sent at t={}: within \
-                         the {} ms the clocks and the lease's resolution leave open, so not counted as a race \
-                         (at-least-once)",
-                        o.worker,
-                        secs(o.lease_end_us),
-                        (o.lease_end_us - c.sent_us).div_ceil(1000),
-                        c.worker,
-                        secs(c.sent_us),
-                        tolerance.div_ceil(1000)
-                    ),
-                    None => format!("ran again by w{} (claim at t={})", c.worker, secs(c.start_us)),
-                }
-            }
-        });
+        out.push(rerun_words(c, &why(evs, claims, c, &landed, tolerance), tolerance));
     }
     out.extend(stale_writes(evs));
     out.extend(lost(evs, row));
@@ -151,6 +111,49 @@ fn causes(evs: &[Event], claims: &[ClaimSpan], row: Option<&JobRow>, tolerance: 
         });
     }
     out
+}
+
+/// One execution's cause in words (`rerun::why`'s verdict, told with its workers and times).
+fn rerun_words(c: &ClaimSpan, why: &Why, tolerance: u64) -> String {
+    let (w, sent) = (c.worker, secs(c.sent_us));
+    match (why.cause, why.other, why.completion) {
+        (Rerun::Race, Some(o), _) => format!(
+            "racing claim: w{w}'s claim (sent t={sent}, returned t={}) handed out the job while w{}'s lease ran until t={}",
+            secs(c.start_us),
+            o.worker,
+            secs(o.lease_end_us)
+        ),
+        (Rerun::AfterCompletion, _, Some(d)) => format!(
+            "run after its completion: w{}'s completion was accepted (sent t={}, answered t={}), and w{w}'s claim (sent t={sent}) returned the finished job again",
+            d.worker,
+            secs(d.sent_us),
+            secs(d.answered_us)
+        ),
+        (Rerun::Retry, Some(o), _) => format!(
+            "a retry: w{}'s failure was accepted and the queue scheduled the job again; w{w}'s claim at t={sent} ran it (no duplicate)",
+            o.worker
+        ),
+        (Rerun::AfterCrash, Some(o), _) => format!(
+            "after a crash: w{} let go of the job without finishing it (a crash or a lost connection) at t={}, and w{w}'s claim at t={sent} took it (at-least-once, no race)",
+            o.worker,
+            secs(o.released_us.unwrap_or(o.lease_end_us))
+        ),
+        (Rerun::LeaseExpired, Some(o), _) if o.lease_end_us <= c.sent_us => format!(
+            "after lease expiry: w{}'s lease ran out at t={} before w{w}'s claim at t={sent} (at-least-once, no race)",
+            o.worker,
+            secs(o.lease_end_us)
+        ),
+        (Rerun::LeaseExpired, Some(o), _) => format!(
+            "after lease expiry: w{}'s lease ran out at t={}, {} ms after w{w}'s claim was sent at t={sent}: within \
+             the {} ms the clocks and the lease's resolution leave open, so not counted as a race \
+             (at-least-once)",
+            o.worker,
+            secs(o.lease_end_us),
+            (o.lease_end_us - c.sent_us).div_ceil(1000),
+            tolerance.div_ceil(1000)
+        ),
+        _ => format!("ran again by w{w} (claim at t={})", secs(c.start_us)),
+    }
 }
 
 /// Writes that landed after another claim superseded their own (the `stale` checker's rule).

@@ -170,15 +170,25 @@ pub struct Reaper {
 #[serde(default)]
 pub struct Executions {
     pub total: u64,
-    /// Executions beyond the first of each job.
+    /// Executions beyond the first of each job, retries after an accepted failure left out:
+    /// the sum of the four `duplicate_*` causes.
     pub duplicate: u64,
     /// Duplicates whose claim came while the previous holder's lease still ran (the bug).
     pub duplicate_race: u64,
-    /// Duplicates whose claim came after the previous lease expired (at-least-once).
+    /// Duplicates whose claim came after the previous lease ran out while its holder lived
+    /// (at-least-once).
     pub duplicate_lease_expired: u64,
+    /// Duplicates whose claim came after the previous holder let go without finishing (a
+    /// crash, a lost connection; at-least-once).
+    pub duplicate_after_crash: u64,
+    /// Duplicates whose claim came after a completion of the job was accepted (the queue gave
+    /// a finished job out again: `checks.run_after_completion`).
+    pub duplicate_after_completion: u64,
+    /// Executions after an accepted failure: retries, which are no duplicates.
+    pub retries: u64,
     /// Distinct jobs executed at least once.
     pub distinct_jobs: u64,
-    /// Jobs executed more than once.
+    /// Jobs executed more than once, retries left out.
     pub jobs_duplicated: u64,
     pub max_per_job: u64,
 }
