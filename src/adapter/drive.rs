@@ -20,7 +20,7 @@ pub enum LeaseKind {
 }
 
 /// What the adapter declared; the defaults leave every run as it was.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Drive {
     /// The only mode the queue may be run in (None: either).
     pub mode: Option<Mode>,
@@ -30,6 +30,8 @@ pub struct Drive {
     /// After a crash the worker comes back under a new name (Some(true)), the same one
     /// (Some(false)), or as the scenario's fault says (None).
     pub new_identity_after_crash: Option<bool>,
+    /// `expected_errors`: SQLSTATEs the queue's statements end with by design.
+    pub expected_errors: Vec<String>,
 }
 
 impl Drive {
@@ -71,7 +73,16 @@ impl Drive {
                 return Err(Invalid::at("identity_after_crash", format!("`{other}`; accepted: same, new")));
             }
         };
-        Ok(Drive { mode, lease, time_resolution, new_identity_after_crash })
+        if let Some(bad) = raw.expected_errors.iter().find(|c| !crate::model::errors::is_sqlstate(c)) {
+            return Err(Invalid::at(
+                "expected_errors",
+                format!(
+                    "`{bad}` is no SQLSTATE: five digits or capital letters, e.g. \"40001\" (serialization_failure)"
+                ),
+            ));
+        }
+        let expected_errors = raw.expected_errors.clone();
+        Ok(Drive { mode, lease, time_resolution, new_identity_after_crash, expected_errors })
     }
 
     /// The mode's name as a scenario writes it.

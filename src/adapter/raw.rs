@@ -51,6 +51,9 @@ pub struct RawDrive {
     pub time_resolution: Option<String>,
     /// `same` or `new`: the worker's name after a crash and restart.
     pub identity_after_crash: Option<String>,
+    /// SQLSTATEs the queue's statements may end with by design (`unexpected_errors`).
+    #[serde(default)]
+    pub expected_errors: Vec<String>,
 }
 
 /// A step: one statement, a list (one transaction), or a table with the acceptance rule.

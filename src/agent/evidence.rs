@@ -36,6 +36,11 @@ struct Counters {
     drained_checks: u64,
     notifications: u64,
     errors: BTreeMap<String, u64>,
+    /// By statement and code, with each one's first message (`WorkerStats::errors_at`).
+    #[serde(default)]
+    errors_at: BTreeMap<String, u64>,
+    #[serde(default)]
+    first_errors: BTreeMap<String, String>,
     /// claims, empty claims, drained checks, executions, completions per second.
     per_second: Vec<[u32; 5]>,
 }
@@ -110,6 +115,8 @@ pub(crate) fn encode(
         drained_checks: stats.drained_checks,
         notifications: stats.notifications,
         errors: stats.errors.clone(),
+        errors_at: stats.errors_at.clone(),
+        first_errors: stats.first_errors.clone(),
         per_second: stats
             .per_second
             .iter()
@@ -176,6 +183,8 @@ fn counters(bytes: &[u8]) -> Result<WorkerStats, BadEvidence> {
         drained_checks: c.drained_checks,
         notifications: c.notifications,
         errors: c.errors,
+        errors_at: c.errors_at,
+        first_errors: c.first_errors,
         per_second: c
             .per_second
             .into_iter()
@@ -211,7 +220,7 @@ mod tests {
             stats.second(t).claims += 1;
         }
         stats.claims = 3;
-        stats.record_error("40001");
+        stats.record_error("40001", "could not serialize access");
         stats.outages.push((5, 9));
         let journal: Vec<Event> = (0..1000)
             .map(|i| Event {

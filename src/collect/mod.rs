@@ -8,6 +8,7 @@ pub(crate) mod phases;
 pub(crate) mod spill;
 pub(crate) mod waits;
 
+use crate::model::errors::Statement;
 pub use crate::model::fault::FaultKind;
 use hdrhistogram::Histogram;
 use spill::{Record, Spill};
@@ -214,6 +215,12 @@ pub struct WorkerStats {
     /// Notifications consumed by idle waits (wakeup = "listen").
     pub notifications: u64,
     pub errors: BTreeMap<String, u64>,
+    /// The same errors by statement and code (`model::errors::key`: `claim:40001`).
+    pub errors_at: BTreeMap<String, u64>,
+    /// The first message of each `errors_at` key.
+    pub first_errors: BTreeMap<String, String>,
+    /// The statement the worker is running now: where an error it records came from.
+    pub at: Statement,
     pub claim_latency: Histogram<u64>,
     pub claim_tx_latency: Histogram<u64>,
     pub work_latency: Histogram<u64>,
@@ -243,6 +250,9 @@ impl Default for WorkerStats {
             drained_checks: 0,
             notifications: 0,
             errors: BTreeMap::new(),
+            errors_at: BTreeMap::new(),
+            first_errors: BTreeMap::new(),
+            at: Statement::Other,
             claim_latency: histogram(),
             claim_tx_latency: histogram(),
             work_latency: histogram(),
@@ -285,8 +295,14 @@ impl WorkerStats {
         &mut self.per_second[i]
     }
 
-    pub fn record_error(&mut self, code: &str) {
+    /// An error of the statement the worker is running (`at`), with its message.
+    pub fn record_error(&mut self, code: &str, message: &str) {
         *self.errors.entry(code.to_string()).or_default() += 1;
+        let key = crate::model::errors::key(self.at, code);
+        if !self.first_errors.contains_key(&key) {
+            self.first_errors.insert(key.clone(), message.to_string());
+        }
+        *self.errors_at.entry(key).or_default() += 1;
     }
 
     /// Moves this worker's latency samples (read back from disk) onto the end of `all`.
@@ -316,6 +332,12 @@ impl AddAssign<&WorkerStats> for WorkerStats {
         self.notifications += other.notifications;
         for (k, v) in &other.errors {
             *self.errors.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &other.errors_at {
+            *self.errors_at.entry(k.clone()).or_default() += v;
+        }
+        for (k, m) in &other.first_errors {
+            self.first_errors.entry(k.clone()).or_insert_with(|| m.clone());
         }
         for (mine, theirs) in [
             (&mut self.claim_latency, &other.claim_latency),
@@ -408,7 +430,7 @@ mod tests {
         b.claims = 3;
         b.record(Latency::Claim, 20, 300);
         b.second(500_000).claims += 2;
-        b.record_error("40P01");
+        b.record_error("40P01", "deadlock detected");
         a += &b;
         assert_eq!(a.claims, 5);
         assert_eq!(a.claim_latency.len(), 2);

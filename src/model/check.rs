@@ -27,11 +27,12 @@ pub enum Check {
     Starvation,
     Durability,
     RunAfterCompletion,
+    UnexpectedErrors,
 }
 
 impl Check {
     /// Every check; `checks.<name>` of each is a metric an expectation may name.
-    pub const ALL: [Check; 16] = [
+    pub const ALL: [Check; 17] = [
         Check::VacuumCaughtUp,
         Check::ExactlyOnce,
         Check::NoLostJobs,
@@ -48,6 +49,7 @@ impl Check {
         Check::Starvation,
         Check::Durability,
         Check::RunAfterCompletion,
+        Check::UnexpectedErrors,
     ];
 
     pub fn name(self) -> &'static str {
@@ -68,6 +70,7 @@ impl Check {
             Check::Starvation => "starvation",
             Check::Durability => "durability",
             Check::RunAfterCompletion => "run_after_completion",
+            Check::UnexpectedErrors => "unexpected_errors",
         }
     }
 
@@ -94,7 +97,8 @@ impl Check {
             | Check::Progress
             | Check::CancelledJobsNotRun
             | Check::Starvation
-            | Check::RunAfterCompletion => false,
+            | Check::RunAfterCompletion
+            | Check::UnexpectedErrors => false,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! what the run saw: the counts, the lease, the classes, the Postgres time series, the
 //! blockers' spans, the restarts.
 
+use super::errors::ErrorCount;
 use super::records::{BlockerSpan, FailoverRecord, NetworkSpan, PgSample};
 use serde::{Deserialize, Serialize};
 
@@ -73,6 +74,12 @@ pub struct SavedEvidence {
     /// local run and in evidence written before the field.
     #[serde(default)]
     pub network: Vec<NetworkSpan>,
+    /// The workers' statement errors by statement and code, each with its first message.
+    #[serde(default)]
+    pub errors: Vec<ErrorCount>,
+    /// SQLSTATEs the adapter and the scenario declare expected (`unexpected_errors` leaves them).
+    #[serde(default)]
+    pub expected_errors: Vec<String>,
 }
 
 impl SavedEvidence {

@@ -18,6 +18,7 @@
 //! - `fingerprint`: what makes two runs comparable (scenario, run shape, machine, server).
 
 pub mod check;
+pub mod errors;
 pub(crate) mod evidence;
 pub(crate) mod expect;
 pub(crate) mod fault;

@@ -7,6 +7,7 @@ use crate::adapter::keys::Key;
 use crate::collect::{history, phases, waits};
 use crate::db::{Database, schema};
 use crate::error::Result;
+use crate::model::errors::{ErrorCount, Statement};
 use crate::model::evidence::{EVIDENCE_VERSION, SavedEvidence};
 use crate::model::protocol::Mode;
 use crate::model::records::JobRow;
@@ -75,7 +76,22 @@ pub(super) fn saved_evidence(plan: &Plan, output: &RunOutput, table: &FinalTable
         time_resolution_us: plan.adapter.drive.time_resolution.as_micros() as u64,
         successors: output.ids.successors(),
         network: output.network.clone(),
+        errors: error_counts(&output.stats),
+        expected_errors: plan.adapter.drive.expected_errors.iter().chain(&plan.run.expected_errors).cloned().collect(),
     }
+}
+
+/// The workers' `errors_at` tally as the evidence keeps it.
+fn error_counts(stats: &crate::collect::WorkerStats) -> Vec<ErrorCount> {
+    stats
+        .errors_at
+        .iter()
+        .filter_map(|(key, &count)| {
+            let (at, code) = key.split_once(':')?;
+            let first = stats.first_errors.get(key).cloned().unwrap_or_default();
+            Some(ErrorCount { statement: Statement::parse(at)?, code: code.to_string(), count, first })
+        })
+        .collect()
 }
 
 /// The largest clock error bound among the agents (at the start or the end), µs.

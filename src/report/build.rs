@@ -92,7 +92,11 @@ pub(crate) fn build(
             heartbeats: st.heartbeats,
             reconnects: st.reconnects,
         },
-        errors: Errors { total: st.errors.values().sum(), by_code: st.errors.clone() },
+        errors: Errors {
+            total: st.errors.values().sum(),
+            by_code: st.errors.clone(),
+            by_statement: st.errors_at.clone(),
+        },
         effects: Effects { journal: 0, table_rows: ctx.effects_rows },
         latency_ms: latencies(plan, out, w),
         producer: producer(out, w),

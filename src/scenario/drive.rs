@@ -19,7 +19,7 @@ pub(super) fn apply(
     workers: &mut WorkerSettings,
     faults: &mut [Fault],
 ) -> Result<()> {
-    let d = adapter.drive;
+    let d = &adapter.drive;
     let file = match &adapter.origin {
         Origin::File(p) => p.display().to_string(),
         _ => format!("`{}`", adapter.name),

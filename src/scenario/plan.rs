@@ -114,6 +114,8 @@ pub struct RunSettings {
     pub plan_probe: Option<Duration>,
     /// A class whose oldest ready job waits longer than this is starving.
     pub starvation_threshold: Duration,
+    /// `run.expected_errors`: SQLSTATEs `unexpected_errors` leaves alone.
+    pub expected_errors: Vec<String>,
 }
 
 /// `[postgres]`: server settings and the jobs table's storage parameters.

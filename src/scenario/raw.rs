@@ -443,6 +443,10 @@ pub(crate) struct RawRun {
     /// How long the harness waits for a lost server to come back before it ends the run (exit 3).
     #[serde(default = "default_reconnect_timeout")]
     pub reconnect_timeout: String,
+    /// SQLSTATEs the queue's statements may end with, not judged by `unexpected_errors`
+    /// (e.g. "40001" under SERIALIZABLE, "55P03" with NOWAIT).
+    #[serde(default)]
+    pub expected_errors: Vec<String>,
 }
 
 fn default_reconnect_timeout() -> String {
@@ -492,6 +496,7 @@ impl Default for RawRun {
             starvation_threshold: default_starvation_threshold(),
             time_scale: 1.0,
             reconnect_timeout: default_reconnect_timeout(),
+            expected_errors: Vec::new(),
         }
     }
 }

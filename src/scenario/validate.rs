@@ -333,6 +333,12 @@ fn run_settings(raw: &RawScenario, at: &At) -> Result<RunSettings> {
     if starvation_threshold.is_zero() {
         return Err(at.err("run.starvation_threshold", "must be above 0, e.g. \"10s\""));
     }
+    if let Some(bad) = r.expected_errors.iter().find(|c| !crate::model::errors::is_sqlstate(c)) {
+        return Err(at.err(
+            "run.expected_errors",
+            format!("`{bad}` is no SQLSTATE: five digits or capital letters, e.g. \"40001\" (serialization_failure)"),
+        ));
+    }
     let plan_probe = match r.plan_probe.as_str() {
         "off" => None,
         text => Some(at.duration("run.plan_probe", text)?.max(Duration::from_millis(100))),
@@ -347,6 +353,7 @@ fn run_settings(raw: &RawScenario, at: &At) -> Result<RunSettings> {
         series_interval,
         plan_probe,
         starvation_threshold,
+        expected_errors: r.expected_errors.clone(),
     })
 }
 

@@ -5,6 +5,7 @@
 mod after_completion;
 pub(crate) mod claims;
 mod durability;
+mod errors;
 mod exactly_once;
 mod fifo;
 mod horizon;
@@ -21,6 +22,7 @@ mod successors;
 
 use crate::collect::history::History;
 use crate::collect::{Arrival, Event, EventKind, FaultEvent};
+use crate::model::errors::ErrorCount;
 use crate::model::evidence::SavedEvidence;
 use crate::model::records::PgSample;
 use crate::model::records::{BlockerSpan, FailoverRecord};
@@ -75,6 +77,9 @@ pub struct Evidence<'a> {
     pub stopped_us: Option<u64>,
     /// How long the run lasted, µs (0: unknown; the last event then marks the end).
     pub end_us: u64,
+    /// The workers' statement errors, and the codes declared expected (`errors`).
+    pub errors: &'a [ErrorCount],
+    pub expected_errors: &'a [String],
 }
 
 pub struct Verification {
@@ -138,6 +143,8 @@ impl<'a> Evidence<'a> {
             clock_us: saved.boundary_us(),
             stopped_us: saved.stopped_us,
             end_us: saved.duration_us,
+            errors: &saved.errors,
+            expected_errors: &saved.expected_errors,
         }
     }
 
@@ -168,6 +175,8 @@ impl<'a> Evidence<'a> {
             clock_us: 0,
             stopped_us: None,
             end_us: 0,
+            errors: &[],
+            expected_errors: &[],
         }
     }
 }
@@ -219,6 +228,7 @@ pub fn verify(e: &Evidence) -> Verification {
     let (horizon, vacuum) = horizon::check(e.samples, e.blockers);
     checks.extend(vacuum);
     checks.extend(ledger::check(e, executions.total));
+    checks.extend(errors::check(e));
     let (durability, lasting) = durability::check(e, &per_job);
     checks.extend(lasting);
     let starvation = match starving {

@@ -226,6 +226,8 @@ pub struct Errors {
     pub total: u64,
     /// Errors by SQLSTATE (or `io` for a lost connection).
     pub by_code: BTreeMap<String, u64>,
+    /// The same by the statement that failed and the code: `claim:40001`.
+    pub by_statement: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -49,7 +49,7 @@ impl Pooled {
             _ => "io".to_string(),
         };
         tracing::debug!(worker = %cx.name, error = %e, "pooled step failed");
-        cx.stats.record_error(&code);
+        cx.stats.record_error(&code, &e.to_string());
         cx.sh.progress.errors.fetch_add(1, Ordering::Relaxed);
         Halt::Db(Cut { timed_out: matches!(e, sqlx::Error::PoolTimedOut) })
     }

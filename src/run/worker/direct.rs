@@ -212,7 +212,7 @@ impl Transport for Direct {
     }
 
     async fn recover(&mut self, cx: &mut Ctx<'_>, e: &Self::Error, hold: bool) -> Result<(), WorkerFailure> {
-        cx.stats.record_error(&super::error_code(e));
+        cx.stats.record_error(&super::error_code(e), &crate::db::error_text(e));
         cx.sh.progress.errors.fetch_add(1, Ordering::Relaxed);
         let lost = self.conn.as_ref().is_none_or(|c| crate::run::connection_lost(e, &c.client));
         if lost {

@@ -5,6 +5,7 @@
 use super::Worker;
 use super::transport::{Halt, Transport, Write};
 use crate::collect::{EventKind, FaultEvent, FaultKind, Latency};
+use crate::model::errors::Statement;
 use crate::run::values::Claimed;
 use crate::run::work;
 use crate::scenario::faults::{Kind, Point};
@@ -125,6 +126,7 @@ impl<T: Transport> Worker<T> {
     /// One heartbeat. Ok(false): the job is no longer ours.
     async fn heartbeat(&mut self, job: &mut Claimed, failures: &mut u32) -> Result<bool, Halt<T::Error>> {
         let hold = self.hold();
+        self.core.stats.at = Statement::Heartbeat;
         let (t, mut cx) = self.split();
         let v = cx.values(Some(job), 0.0, "");
         let result = t.write(&mut cx, Write::Heartbeat, &v, hold).await;
@@ -189,6 +191,7 @@ impl<T: Transport> Worker<T> {
         let mut resends = 0;
         loop {
             let witness = self.core.sh.live.as_ref().filter(|_| !fail).and_then(|l| l.latest_claim(job.id));
+            self.core.stats.at = if fail { Statement::Fail } else { Statement::Complete };
             let (t, mut cx) = self.split();
             let v = cx.values(Some(job), backoff, code);
             match t.write(&mut cx, what, &v, hold).await {

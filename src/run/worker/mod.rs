@@ -18,6 +18,7 @@ use crate::collect::spill::Spill;
 use crate::collect::{Event, EventKind, FaultEvent, Latency, WorkerStats};
 use crate::db::Endpoint;
 use crate::error::SessionFailure;
+use crate::model::errors::Statement;
 use crate::model::protocol::Mode;
 use crate::scenario::{Plan, Stop};
 use rand::SeedableRng;
@@ -236,6 +237,7 @@ impl<T: Transport> Worker<T> {
 
     async fn flush_effects(&mut self) -> Result<(), Halt<T::Error>> {
         let mut effects = std::mem::take(&mut self.core.effects);
+        self.core.stats.at = Statement::Effects;
         let (t, mut cx) = self.split();
         let flushed = t.flush_effects(&mut cx, &mut effects, false).await;
         self.core.effects = effects;
@@ -274,6 +276,7 @@ impl<T: Transport> Worker<T> {
         let now = self.now_us();
         self.core.stats.drained_checks += 1;
         self.core.stats.second(now).drained_checks += 1;
+        self.core.stats.at = Statement::Other;
         let (t, mut cx) = self.split();
         let v = cx.values(None, 0.0, "");
         match t.anything_left(&mut cx, &v).await {
@@ -291,9 +294,11 @@ impl<T: Transport> Worker<T> {
         let hold = self.hold();
         let (tx_start, tx_start_us) = self.clock();
         if hold {
+            self.core.stats.at = Statement::Other;
             let (t, mut cx) = self.split();
             t.begin(&mut cx).await?;
         }
+        self.core.stats.at = Statement::Claim;
         let (t, mut cx) = self.split();
         let v = cx.values(None, 0.0, "");
         let claim = t.claim(&mut cx, v, hold).await?;
@@ -314,6 +319,7 @@ impl<T: Transport> Worker<T> {
             c.stats.empty_claims += 1;
             c.stats.second(t0_us).empty_claims += 1;
             if hold {
+                self.core.stats.at = Statement::Commit;
                 let (t, mut cx) = self.split();
                 t.commit(&mut cx).await?;
             }
@@ -336,6 +342,7 @@ impl<T: Transport> Worker<T> {
             }
         }
         if hold {
+            self.core.stats.at = Statement::Commit;
             let (t, mut cx) = self.split();
             if let Err(h) = t.commit(&mut cx).await {
                 // Not acknowledged: the round's completions may not have happened.

@@ -72,7 +72,7 @@ pub(super) fn recovery_grace(lease: Duration) -> u64 {
 /// Whether a fault of this kind cuts a worker's connection between a claim and its answer (an
 /// answer may be lost and the statement sent again). A restart or a failover cuts them too:
 /// judged by its outage (`restarts`), not by the moment it fired.
-fn cuts_connection(kind: FaultKind) -> bool {
+pub(super) fn cuts_connection(kind: FaultKind) -> bool {
     match kind {
         FaultKind::KillBackend | FaultKind::Partition | FaultKind::Latency | FaultKind::Loss => true,
         FaultKind::PostgresRestart | FaultKind::Failover => false,
