@@ -81,6 +81,8 @@ impl History {
             clock_us: 0,
             stopped_us: self.stopped,
             end_us: self.end,
+            errors: &[],
+            expected_errors: &[],
         }
     }
 
