@@ -79,7 +79,7 @@ fn virtual_clock(sql: &str, at: &str) -> String {
 }
 
 fn quoted(t: &str) -> String {
-    format!("'{}'", t.replace('\'', "''"))
+    crate::quote::literal(t)
 }
 
 fn array<T: ToString>(items: impl Iterator<Item = T>) -> String {
