@@ -71,9 +71,9 @@ fn an_agent_reads_a_hostile_schema_name_as_a_name_and_runs_none_of_its_functions
     psql(
         &as_role,
         &format!(
-            "CREATE SCHEMA a; CREATE TABLE a.ran (who text); \
+            "CREATE SCHEMA a; CREATE TABLE a.ran (who text, way text); \
              CREATE FUNCTION a.evil() RETURNS int LANGUAGE plpgsql AS $$ \
-               BEGIN INSERT INTO a.ran VALUES (current_user); ALTER ROLE {r} SUPERUSER; RETURN 1; END $$; \
+               BEGIN INSERT INTO a.ran VALUES (current_user, 'name'); ALTER ROLE {r} SUPERUSER; RETURN 1; END $$; \
              CREATE TABLE a.qb_agent_run (run_id text, state text, created_at timestamptz); \
              INSERT INTO a.qb_agent_run VALUES ('r1', 'done', now()); \
              CREATE SCHEMA {h}; \
@@ -89,7 +89,7 @@ fn an_agent_reads_a_hostile_schema_name_as_a_name_and_runs_none_of_its_functions
         &format!(
             "CREATE SCHEMA b; CREATE TYPE b.t AS (x int); \
              CREATE FUNCTION b.evil(b.t) RETURNS text LANGUAGE plpgsql AS $$ \
-               BEGIN INSERT INTO a.ran VALUES (current_user); ALTER ROLE {r} SUPERUSER; RETURN 'x'; END $$; \
+               BEGIN INSERT INTO a.ran VALUES (current_user, 'cast'); ALTER ROLE {r} SUPERUSER; RETURN 'x'; END $$; \
              CREATE CAST (b.t AS text) WITH FUNCTION b.evil(b.t); \
              CREATE TABLE b.qb_agent_run (run_id text, state text, created_at b.t); \
              INSERT INTO b.qb_agent_run VALUES ('r3', 'waiting', ROW(1));"
@@ -97,21 +97,23 @@ fn an_agent_reads_a_hostile_schema_name_as_a_name_and_runs_none_of_its_functions
     );
     assert!(!role.is_superuser());
 
-    // Any run: the two plain control tables are found and read, neither is waiting.
-    let (code, err) = agent(&db, &[]);
-    assert_eq!(code, Some(3), "{err}");
-    assert!(err.contains("no run is waiting for agents in this database (2 run(s)"), "{err}");
-    // The hostile schema by its name: its own table is read (run r2), nothing else.
-    let (code, err) = agent(&db, &["--run", hostile]);
-    assert_eq!(code, Some(3), "{err}");
-    assert!(err.contains("run r2 is done, no longer waiting for agents"), "{err}");
-    // The look-alike whose columns are not the control table's is not a run at all.
-    let (code, err) = agent(&db, &["--run", "r3"]);
-    assert_eq!(code, Some(3), "{err}");
-    assert!(err.contains("no run `r3` in this database"), "{err}");
-
-    assert_eq!(db.sql("SELECT count(*) FROM a.ran").trim(), "0", "a function of the role ran as the agent's role");
+    // Any run; the hostile schema by its name; the look-alike's run id.
+    let any = agent(&db, &[]);
+    let by_name = agent(&db, &["--run", hostile]);
+    let lookalike = agent(&db, &["--run", "r3"]);
+    let ran = db.sql("SELECT string_agg(DISTINCT who || ' through the ' || way, ', ') FROM a.ran");
+    assert_eq!(ran.trim(), "", "a function of the role ran as the agent's role");
     assert!(!role.is_superuser(), "the role became a superuser through `queuebench agent`");
+
+    // The two plain control tables are found and read, neither is waiting.
+    assert_eq!(any.0, Some(3), "{}", any.1);
+    assert!(any.1.contains("no run is waiting for agents in this database (2 run(s)"), "{}", any.1);
+    // The hostile schema by its name: its own table is read (run r2), nothing else.
+    assert_eq!(by_name.0, Some(3), "{}", by_name.1);
+    assert!(by_name.1.contains("run r2 is done, no longer waiting for agents"), "{}", by_name.1);
+    // The look-alike whose columns are not the control table's is not a run at all.
+    assert_eq!(lookalike.0, Some(3), "{}", lookalike.1);
+    assert!(lookalike.1.contains("no run `r3` in this database"), "{}", lookalike.1);
     drop(db);
 }
 
@@ -231,8 +233,8 @@ fn a_hostile_text_constant_is_written_into_the_setup_as_one_literal() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(db.sql("SELECT count(*) FROM pg_class WHERE relname = 'pwned'").trim(), "0", "the note ran as SQL");
     assert_eq!(db.sql("SELECT note FROM qb_hostile.qb_notes").trim_end_matches('\n'), note);
-    assert_eq!(db.sql("SELECT count(*) FROM pg_class WHERE relname = 'pwned'").trim(), "0");
     let side = format!("SELECT count(*) FROM qb_hostile.{}", q(HOSTILE[1]));
     assert_eq!(db.sql(&side).trim(), "2", "the setup's own hostile table is there, rows and all");
 }
