@@ -258,3 +258,93 @@ fn explore_restores_tables_and_sequences_with_hostile_names() {
     assert!(out.contains("no counterexample"), "{out}");
     assert_eq!(db.harness_schemas(""), "", "explore drops its schema");
 }
+
+/// The jobs table's storage parameters go into `ALTER TABLE "jobs" SET (…)` as literals, and
+/// anything but plain words or numbers is refused (exit 2) before any SQL; a leftover schema's
+/// suggested `DROP SCHEMA` names it quoted, safe to paste.
+#[test]
+fn table_settings_and_the_leftover_hint_quote_what_they_write() {
+    let db = ScratchDb::new("hostile_settings");
+    let s = repo("scenarios/skip-locked.toml");
+    let s = s.to_str().unwrap();
+    let prepare = |schema: &str, sets: &[&str]| {
+        let mut cmd = bin();
+        cmd.args(["prepare", s, "--database-url", &db.url, "--schema", schema, "--set", "jobs.preload=10"]);
+        for set in sets {
+            cmd.args(["--set", set]);
+        }
+        let o = cmd.env_remove("DATABASE_URL").output().unwrap();
+        (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let (code, err) = prepare(
+        "qb_settings",
+        &["postgres.table_settings.fillfactor=70", "postgres.table_settings.autovacuum_enabled=false"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let options =
+        db.sql("SELECT array_to_string(reloptions, ',') FROM pg_class WHERE oid = 'qb_settings.jobs'::regclass");
+    assert_eq!(options.trim(), "autovacuum_enabled=off,fillfactor=70");
+    for hostile in ["'70); DROP TABLE qb_settings.jobs; --'", "'70 $1'", "'ünï'", "'a\\\\b'"] {
+        let (code, err) = prepare("qb_refused", &[&format!("postgres.table_settings.fillfactor={hostile}")]);
+        assert_eq!(code, Some(2), "{hostile}: {err}");
+        assert!(err.contains("names and values are plain words or numbers"), "{hostile}: {err}");
+    }
+    let (code, err) = prepare("qb_refused", &["postgres.table_settings.\"fill;factor\"=70"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(db.sql("SELECT count(*) FROM qb_settings.jobs").trim(), "10");
+    assert_eq!(db.sql("SELECT count(*) FROM pg_namespace WHERE nspname = 'qb_refused'").trim(), "0");
+
+    db.sql("CREATE SCHEMA queuebench_leftover");
+    let r = queuebench(&["run", s, "--database-url", &db.url, "--schema", "queuebench_leftover"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("(DROP SCHEMA \"queuebench_leftover\" CASCADE)"), "{}", r.stderr);
+}
+
+/// An adapter's `table` (named in VACUUM, LOCK TABLE, the blockers' scans and the row count)
+/// takes letters, digits and _ only: a hostile one is refused (exit 2) before any database.
+#[test]
+fn a_hostile_adapter_table_name_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = hostile_river(dir.path(), "note");
+    let adapter = dir.path().join("hostile-river.toml");
+    let text = std::fs::read_to_string(&adapter).unwrap();
+    for name in HOSTILE {
+        let line = format!("table = {}", toml::Value::String(name.into()));
+        std::fs::write(&adapter, text.replacen("table = \"river_job\"", &line, 1)).unwrap();
+        let o = bin().args(["sql", file.to_str().unwrap()]).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name:?}: {err}");
+        assert!(err.contains("a table name of letters, digits and _"), "{name:?}: {err}");
+    }
+}
+
+/// A process client's `enqueue.sql` gets `{schema}` as a quoted identifier, where a name goes:
+/// in a session statement and in the enqueue statement (clients/CONTRACT.md). The preload runs
+/// through both; the worker here then records nothing, which is the error the run ends with.
+#[test]
+fn a_client_enqueue_gets_the_schema_as_a_quoted_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = dir.path().join("quoted");
+    std::fs::create_dir_all(&client).unwrap();
+    std::fs::write(
+        client.join("enqueue.sql"),
+        "-- session: SET search_path TO {schema}\n\
+         SELECT md5($1::text || $2::text || (SELECT count(*) FROM {schema}.queuebench_effects)::text \
+         || current_schema())\n",
+    )
+    .unwrap();
+    let run = client.join("run");
+    std::fs::write(&run, "#!/bin/sh\ncase \"$1\" in setup) exit 0;; esac\nexec sleep 600\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let scenario = dir.path().join("quoted.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"quoted\"\nclient = \"./quoted\"\nadapter = \"pg-boss\"\n[jobs]\npreload = 5\n[run]\ntimeout = \"3s\"\n",
+    )
+    .unwrap();
+    let schema = format!("qb_quoted_{}", rand_u32());
+    let r = queuebench(&["run", scenario.to_str().unwrap(), "--schema", &schema]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("no job recorded an execution in 3 s"), "the preload went through: {}", r.stderr);
+}
