@@ -52,6 +52,28 @@ pub(crate) fn literal(text: &str) -> String {
     out
 }
 
+/// A text array as one string literal (`'{"a","b c"}'`): each element double-quoted inside the
+/// array's own syntax (its `"` and `\` escaped), the whole written by [`literal`]. The server
+/// casts it to the parameter's array type.
+pub(crate) fn array_literal<T: ToString>(items: impl Iterator<Item = T>) -> String {
+    let mut inner = String::from("{");
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            inner.push(',');
+        }
+        inner.push('"');
+        for c in item.to_string().chars() {
+            if c == '"' || c == '\\' {
+                inner.push('\\');
+            }
+            inner.push(c);
+        }
+        inner.push('"');
+    }
+    inner.push('}');
+    literal(&inner)
+}
+
 /// `name=value` for a connection's `options` (`-c search_path=…`): the value is the quoted
 /// identifier, and every space and backslash in it is escaped with a backslash, as the server
 /// splits `options` into words at unescaped white space.
@@ -154,6 +176,16 @@ mod tests {
         }
         assert_eq!(literal("it's"), "'it''s'");
         assert_eq!(literal("a\\b"), "E'a\\\\b'");
+    }
+
+    #[test]
+    fn an_array_literal_keeps_each_element_whole() {
+        assert_eq!(array_literal([1, 2].iter()), "'{\"1\",\"2\"}'");
+        assert_eq!(array_literal(std::iter::empty::<i64>()), "'{}'");
+        // a"b, c\d and it's: the array's escapes inside, then the literal's around them.
+        let l = array_literal(["a\"b", "c\\d", "it's"].iter());
+        assert_eq!(l, r#"E'{"a\\"b","c\\\\d","it''s"}'"#);
+        assert_eq!(unliteral(&l), r#"{"a\"b","c\\d","it's"}"#);
     }
 
     #[test]
