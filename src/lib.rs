@@ -22,6 +22,7 @@ pub(crate) mod gate;
 pub mod model;
 pub(crate) mod options;
 pub(crate) mod pipeline;
+pub(crate) mod quote;
 pub mod report;
 pub mod run;
 pub(crate) mod scenario;

@@ -263,7 +263,7 @@ fn no_permission_to_create_a_schema() {
     let r = queuebench(&["run", s.to_str().unwrap(), "--database-url", &url]);
     assert_eq!(r.code, 3, "{}", r.stderr);
     assert!(r.stderr.contains("permission denied for database") && r.stderr.contains("42501"), "{}", r.stderr);
-    assert!(r.stderr.contains(&format!("GRANT CREATE ON DATABASE {} TO {role}", db.name)), "{}", r.stderr);
+    assert!(r.stderr.contains(&format!("GRANT CREATE ON DATABASE \"{}\" TO \"{role}\"", db.name)), "{}", r.stderr);
     assert!(r.stderr.contains("--schema NAME --reuse"), "{}", r.stderr);
     assert_eq!(db.harness_schemas(""), "", "no schema was created");
     drop(db);

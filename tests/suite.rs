@@ -28,6 +28,7 @@ mod full_speed;
 mod gate;
 mod history;
 mod horizon;
+mod hostile_names;
 mod idle;
 mod interrupt;
 mod isolation;

@@ -161,7 +161,8 @@ pub(crate) fn quota_claim(quotas: &[(String, u32)]) -> Result<String, Invalid> {
         }
         let q = format!("q{}", i + 1);
         ctes.push(format!(
-            "{q} AS (\n  SELECT id FROM jobs\n  WHERE queue = 'default' AND status = 'queued' AND run_at <= now() AND class = '{class}'\n  ORDER BY priority DESC, run_at\n  LIMIT {n}\n  FOR UPDATE SKIP LOCKED\n)"
+            "{q} AS (\n  SELECT id FROM jobs\n  WHERE queue = 'default' AND status = 'queued' AND run_at <= now() AND class = {}\n  ORDER BY priority DESC, run_at\n  LIMIT {n}\n  FOR UPDATE SKIP LOCKED\n)",
+            crate::quote::literal(class)
         ));
         union.push(format!("SELECT id FROM {q}"));
     }

@@ -187,7 +187,7 @@ impl Constant {
     /// As a SQL literal (the adapter's `setup`, which runs as a simple query without parameters).
     pub fn literal(&self) -> String {
         match self {
-            Constant::Text(t) => format!("'{}'", t.replace('\'', "''")),
+            Constant::Text(t) => crate::quote::literal(t),
             Constant::Int(i) => i.to_string(),
             Constant::Float(f) => format!("{f:?}"),
             Constant::Bool(b) => b.to_string(),

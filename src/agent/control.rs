@@ -196,7 +196,8 @@ pub(crate) async fn find_run(
     let schemas: Vec<String> = client.query(RUN_SCHEMAS, &[&MARK]).await?.iter().map(|r| r.get(0)).collect();
     let mut waiting = Vec::new();
     for schema in &schemas {
-        let q = format!("SELECT run_id, state, created_at::text FROM \"{schema}\".{MARK}");
+        // Any role that may create a schema chose this name: it is quoted, read as a name.
+        let q = format!("SELECT run_id, state, created_at::text FROM ONLY {}", crate::quote::qualified(schema, MARK));
         let Ok(row) = client.query_one(&q, &[]).await else { continue };
         let (run_id, state, created): (String, String, String) = (row.get(0), row.get(1), row.get(2));
         match wanted {

@@ -137,8 +137,8 @@ async fn drop_schemas(db: &Database, schemas: &[LeftoverSchema]) -> Result<usize
     let client = db.connect_admin().await?;
     let mut failed = 0;
     for s in schemas {
-        // The names matched queuebench's own patterns (letters, digits, _): quoting is enough.
-        let sql = format!("DROP SCHEMA \"{}\" CASCADE", s.name.replace('"', "\"\""));
+        // The names matched queuebench's own patterns (letters, digits, _); quoted all the same.
+        let sql = format!("DROP SCHEMA {} CASCADE", crate::quote::ident(&s.name));
         match client.batch_execute(&sql).await {
             Ok(()) => println!("dropped schema {}", s.name),
             Err(e) => {

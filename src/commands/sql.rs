@@ -109,7 +109,7 @@ fn setup_listing(o: &mut String, plan: &Plan) {
             statements(o, &a.enqueue);
         }
     }
-    let _ = writeln!(o, "VACUUM ANALYZE \"{}\";", a.table);
+    let _ = writeln!(o, "VACUUM ANALYZE {};", crate::quote::ident(&a.table));
 }
 
 /// One worker step with what it is for.
@@ -236,7 +236,7 @@ pub(crate) fn pgbench_script(plan: &Plan) -> std::result::Result<String, NoPgben
         .groups
         .iter()
         .flat_map(|(name, ids)| ids.iter().map(move |id| (name, id)))
-        .map(|(name, id)| format!(" WHEN {} THEN '{}'", id - 1, name.replace('\'', "''")))
+        .map(|(name, id)| format!(" WHEN {} THEN {}", id - 1, crate::quote::literal(name)))
         .collect();
     let pool = format!("(CASE :client_id{arms} END)");
     let worker = |t: &str| {

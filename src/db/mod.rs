@@ -290,8 +290,9 @@ impl Database {
         if self.kind == Kind::Url {
             let what = if created { "schema" } else { "queuebench's tables in schema" };
             LIVE_SCHEMAS.lock().unwrap_or_else(|e| e.into_inner()).push(format!(
-                "{what} {s} in {t} (remove it with: DROP SCHEMA {s} CASCADE{only})",
+                "{what} {s} in {t} (remove it with: DROP SCHEMA {q} CASCADE{only})",
                 s = self.schema,
+                q = crate::quote::ident(&self.schema),
                 t = self.url,
                 only = if created { "" } else { ", or reinstall with --reuse" }
             ));
@@ -376,7 +377,7 @@ impl Database {
     pub fn worker_config(&self) -> Endpoint {
         let mut config = self.config.clone();
         let options = config.get_options().map(|o| format!("{o} ")).unwrap_or_default();
-        config.options(format!("{options}-c search_path={}", self.schema));
+        config.options(format!("{options}-c {}", crate::quote::option_ident("search_path", &self.schema)));
         self.endpoint(self.named(config))
     }
 

@@ -202,10 +202,9 @@ impl super::Database {
             return Err(Error::machine("starting PgBouncer", "there is no ephemeral cluster to put it in front of"));
         };
         let admin = self.connect_admin().await?;
-        let role = format!(
-            "CREATE ROLE {POOL_ROLE} LOGIN SUPERUSER; ALTER ROLE {POOL_ROLE} SET search_path = \"{}\"",
-            self.schema.replace('"', "\"\"")
-        );
+        let (pool_role, schema) = (crate::quote::ident(POOL_ROLE), crate::quote::ident(&self.schema));
+        let role =
+            format!("CREATE ROLE {pool_role} LOGIN SUPERUSER; ALTER ROLE {pool_role} SET search_path = {schema}");
         admin.batch_execute(&role).await.map_err(|e| Error::Database {
             action: format!("creating the role PgBouncer's server connections log in as ({POOL_ROLE})"),
             target: Some(self.target.clone()),

@@ -4,6 +4,7 @@
 use super::{Database, error_text, sql};
 use crate::error::{Error, Result, Unfit};
 use crate::model::summary::{Environment, SettingReport};
+use crate::quote;
 use std::collections::BTreeMap;
 use tokio_postgres::Client;
 
@@ -89,9 +90,10 @@ pub(crate) async fn run_setup(
         }
     }
     if !table_settings.is_empty() {
-        // Names and values were checked to be plain words or numbers when the scenario was validated.
-        let list: Vec<String> = table_settings.iter().map(|(k, v)| format!("{k} = {v}")).collect();
-        let alter = format!("ALTER TABLE \"{table}\" SET ({})", list.join(", "));
+        // Names and values were checked to be plain words or numbers when the scenario was
+        // validated; still, each value goes in as a literal (a storage parameter takes a string).
+        let list: Vec<String> = table_settings.iter().map(|(k, v)| format!("{k} = {}", quote::literal(v))).collect();
+        let alter = format!("ALTER TABLE {} SET ({})", quote::ident(table), list.join(", "));
         client.batch_execute(&alter).await.map_err(|e| sql_error(&alter, &e))?;
     }
     Ok(())
@@ -133,7 +135,7 @@ async fn run_setup_command(db: &Database, command: &[String]) -> Result<()> {
 
 /// `VACUUM ANALYZE` on the queue's table (after the preload).
 pub(crate) async fn vacuum_analyze(client: &Client, table: &str) -> Result<()> {
-    let sql = format!("VACUUM ANALYZE \"{table}\"");
+    let sql = format!("VACUUM ANALYZE {}", quote::ident(table));
     client.batch_execute(&sql).await.map_err(|e| sql_error(&sql, &e))
 }
 
@@ -162,16 +164,19 @@ async fn create_or_reuse(db: &Database, admin: &Client) -> Result<()> {
         return Ok(());
     }
     // The schema and its mark in one implicit transaction: `clean` drops only marked schemas.
-    let create = format!("CREATE SCHEMA \"{}\"", db.schema);
-    let marked = format!("{create}; COMMENT ON SCHEMA \"{}\" IS '{}'", db.schema, Mark::ours().text());
+    let schema = quote::ident(&db.schema);
+    let create = format!("CREATE SCHEMA {schema}");
+    let marked = format!("{create}; COMMENT ON SCHEMA {schema} IS {}", quote::literal(&Mark::ours().text()));
     admin.batch_execute(&marked).await.map_err(|e| {
         let hint = match e.code().map(|c| c.code()) {
             Some("42501") => {
                 let (user, dbname) = db.user_and_database();
                 Some(format!(
                     "this user may not create schemas in the database. Grant it (GRANT CREATE ON DATABASE \
-                     {dbname} TO {user}), or have a schema created for it and run with --schema NAME --reuse, or \
-                     leave out --database-url to let queuebench start its own cluster"
+                     {} TO {}), or have a schema created for it and run with --schema NAME --reuse, or \
+                     leave out --database-url to let queuebench start its own cluster",
+                    quote::ident(&dbname),
+                    quote::ident(&user)
                 ))
             }
             Some("42P06") => Some("that schema appeared meanwhile: run again".to_string()),
@@ -262,14 +267,14 @@ async fn drop_objects(db: &Database, client: &Client) -> Result<()> {
         .iter()
         .map(|r| r.get::<_, String>(0))
         .filter(|n| n != "jobs_notify")
-        .map(|n| format!("\"{s}\".\"{n}\""))
+        .map(|n| quote::qualified(s, &n))
         .collect();
     let mut sql = String::new();
     if !tables.is_empty() {
         sql.push_str(&format!("DROP TABLE {};", tables.join(", ")));
     }
     if rows.iter().any(|r| r.get::<_, String>(0) == "jobs_notify") {
-        sql.push_str(&format!("DROP FUNCTION \"{s}\".jobs_notify();"));
+        sql.push_str(&format!("DROP FUNCTION {}();", quote::qualified(s, "jobs_notify")));
     }
     client.batch_execute(&sql).await.map_err(|e| {
         let hint = (e.code().map(|c| c.code()) == Some("2BP01")).then(|| {
@@ -291,7 +296,7 @@ pub(crate) async fn drop_own_objects(db: &Database) -> Result<()> {
 pub(crate) async fn drop_schema(db: &Database) -> Result<()> {
     let admin = db.connect_admin().await?;
     admin
-        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", db.schema))
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", quote::ident(&db.schema)))
         .await
         .map_err(|e| sql_error(&format!("dropping schema {}", db.schema), &e))
 }

@@ -19,6 +19,7 @@ pub const EFFECTS_INSERT: &str = include_str!("sql/effects_insert.sql");
 pub fn effects_again(own_table: bool) -> String {
     let (table, insert, batch) =
         if own_table { ("effects", EFFECTS_INSERT, 4) } else { ("queuebench_effects", ADAPTER_EFFECTS_INSERT, 5) };
+    let table = crate::quote::ident(table);
     format!("WITH gone AS (DELETE FROM {table} WHERE batch = ${batch}::int8)\n{}", listed(insert))
 }
 /// The application's own row, enqueued beside a job (`jobs.business_row`).

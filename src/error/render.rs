@@ -88,7 +88,10 @@ pub(super) fn unfit(target: &str, problem: &Unfit) -> String {
         Unfit::SchemaExists { schema } => {
             // Suggest dropping it only when the name says it is a leftover of ours.
             let leftover = if schema.starts_with("queuebench_") {
-                format!(", drop it if it is left over from an earlier run (DROP SCHEMA {schema} CASCADE)")
+                format!(
+                    ", drop it if it is left over from an earlier run (DROP SCHEMA {} CASCADE)",
+                    crate::quote::ident(schema)
+                )
             } else {
                 String::new()
             };

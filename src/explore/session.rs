@@ -8,6 +8,7 @@
 use crate::db::Database;
 use crate::db::connect;
 use crate::error::{Error, Result};
+use crate::quote;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
@@ -263,14 +264,15 @@ pub(super) struct Snapshot {
 impl Snapshot {
     pub(super) async fn take(monitor: &Client) -> Result<Snapshot> {
         let err = |e: tokio_postgres::Error| monitor_err("taking the schema's snapshot", &e);
+        // The adapter's setup chose these names: they are read as data and quoted here.
         let tables = monitor
             .query(
-                "SELECT c.oid::regclass::text, \
-                        (SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) FROM pg_attribute a \
+                "SELECT n.nspname::text, c.relname::text, \
+                        (SELECT array_agg(a.attname::text ORDER BY a.attnum) FROM pg_attribute a \
                           WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '') \
                    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
                   WHERE n.nspname = current_schema() AND (c.relkind = 'p' OR (c.relkind = 'r' AND NOT c.relispartition)) \
-                  ORDER BY 1",
+                  ORDER BY c.relname",
                 &[],
             )
             .await
@@ -278,14 +280,17 @@ impl Snapshot {
         let replica = monitor.batch_execute("SET session_replication_role = replica").await.is_ok();
         let mut restore = String::from("BEGIN;\nSET LOCAL synchronous_commit = off;\n");
         let mut names = Vec::new();
+        let name = |row: &tokio_postgres::Row| quote::qualified(row.get::<_, &str>(0), row.get::<_, &str>(1));
         if !replica && !tables.is_empty() {
-            let all: Vec<String> = tables.iter().map(|r| r.get::<_, String>(0)).collect();
+            let all: Vec<String> = tables.iter().map(name).collect();
             restore.push_str(&format!("TRUNCATE {};\n", all.join(", ")));
         }
         for (k, row) in tables.iter().enumerate() {
-            let (table, columns): (String, Option<String>) = (row.get(0), row.get(1));
-            let Some(columns) = columns else { continue };
-            let copy = format!("qb_explore_snapshot_{k}");
+            let table = name(row);
+            let Some(columns) = row.get::<_, Option<Vec<String>>>(2) else { continue };
+            let columns: Vec<String> = columns.iter().map(|c| quote::ident(c)).collect();
+            let columns = columns.join(", ");
+            let copy = quote::ident(&format!("qb_explore_snapshot_{k}"));
             monitor
                 .batch_execute(&format!("CREATE TEMP TABLE {copy} AS SELECT {columns} FROM {table}"))
                 .await
@@ -300,18 +305,17 @@ impl Snapshot {
         }
         let sequences = monitor
             .query(
-                "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
-                  WHERE n.nspname = current_schema() AND c.relkind = 'S' ORDER BY 1",
+                "SELECT n.nspname::text, c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                  WHERE n.nspname = current_schema() AND c.relkind = 'S' ORDER BY c.relname",
                 &[],
             )
             .await
             .map_err(err)?;
         for row in &sequences {
-            let seq: String = row.get(0);
+            let seq = name(row);
             let at = monitor.query_one(&format!("SELECT last_value, is_called FROM {seq}"), &[]).await.map_err(err)?;
             let (last, called): (i64, bool) = (at.get(0), at.get(1));
-            let quoted = seq.replace('\'', "''");
-            restore.push_str(&format!("SELECT setval('{quoted}', {last}, {called});\n"));
+            restore.push_str(&format!("SELECT setval({}, {last}, {called});\n", quote::literal(&seq)));
         }
         restore.push_str("COMMIT;");
         Ok(Snapshot { restore, tables: names })

@@ -87,7 +87,7 @@ impl Conn {
             client.batch_execute(init).await.map_err(|e| failed("the adapter's on_connect", &e))?;
         }
         if let Some(channel) = listen {
-            let listen = format!("LISTEN {}", quote_ident(channel));
+            let listen = format!("LISTEN {}", crate::quote::ident(channel));
             client.batch_execute(&listen).await.map_err(|e| failed(&listen, &e))?;
         }
         let s = match &config.direct {
@@ -266,11 +266,6 @@ pub(crate) async fn prepare_step(client: &Client, step: &Step) -> Result<Prepare
         statements.push(prepared);
     }
     Ok(Prepared { step: step.clone(), statements, unnamed: false, carry })
-}
-
-/// `"name"`, for LISTEN (channel names are identifiers; the schema name is lower case already).
-pub(crate) fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// Finds the claim's columns by the adapter's names: the id (any integer, uuid or text), and

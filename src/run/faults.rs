@@ -248,8 +248,8 @@ async fn on_database(
 /// adapter's queue by its `observe.state` (the highest numbers among the queued).
 async fn cancel_candidates(plan: &Plan, state: &FaultState, admin: &Client, rows: i64) -> Vec<i64> {
     if plan.adapter.own_table() {
-        let pick = format!("SELECT id FROM jobs WHERE status = 'queued' ORDER BY run_at DESC LIMIT {rows}");
-        return admin.query(&pick, &[]).await.map(|r| r.iter().map(|r| r.get(0)).collect()).unwrap_or_default();
+        let pick = "SELECT id FROM jobs WHERE status = 'queued' ORDER BY run_at DESC LIMIT $1";
+        return admin.query(pick, &[&rows]).await.map(|r| r.iter().map(|r| r.get(0)).collect()).unwrap_or_default();
     }
     let Ok(jobs) = super::observe::final_state(admin, plan, &state.ids).await else { return Vec::new() };
     let mut queued: Vec<i64> = jobs.iter().filter(|j| j.status == Status::Queued).map(|j| j.id).collect();
@@ -336,17 +336,16 @@ async fn hold_locks(
 ) -> Option<Option<i64>> {
     let held = match rows {
         Some(n) => {
-            let lock = format!(
-                "SELECT id FROM jobs WHERE status = 'queued' AND run_at <= now() \
-                 ORDER BY run_at LIMIT {n} FOR UPDATE SKIP LOCKED"
-            );
+            let lock = "SELECT id FROM jobs WHERE status = 'queued' AND run_at <= now() \
+                        ORDER BY run_at LIMIT $1 FOR UPDATE SKIP LOCKED";
             match admin.batch_execute("BEGIN").await {
-                Ok(()) => admin.query(&lock, &[]).await.ok().and_then(|r| r.first().map(|r| Some(r.get::<_, i64>(0)))),
+                Ok(()) => admin.query(lock, &[&n]).await.ok().and_then(|r| r.first().map(|r| Some(r.get::<_, i64>(0)))),
                 Err(_) => None,
             }
         }
         None => {
-            admin.batch_execute(&format!("BEGIN; LOCK TABLE \"{table}\" IN EXCLUSIVE MODE")).await.ok().map(|()| None)
+            let lock = format!("BEGIN; LOCK TABLE {} IN EXCLUSIVE MODE", crate::quote::ident(table));
+            admin.batch_execute(&lock).await.ok().map(|()| None)
         }
     };
     if held.is_some() {

@@ -100,7 +100,7 @@ async fn blocker(
 
 /// One blocker session, from its start to `until`; a reader scans the queue's `table`.
 async fn hold(b: &Blocker, table: &str, c: &Client, start: Instant, until: Duration, stop: &CancellationToken) {
-    let scan = format!("SELECT count(*) FROM \"{table}\"");
+    let scan = format!("SELECT count(*) FROM {}", crate::quote::ident(table));
     let reader = format!("BEGIN ISOLATION LEVEL REPEATABLE READ; {scan};");
     let begin = match b.kind {
         BlockerKind::IdleInTransaction => "BEGIN; SELECT txid_current();",
@@ -162,7 +162,7 @@ async fn vacuum(
     } else {
         None
     };
-    let command = step.command.replace("{table}", &format!("\"{table}\""));
+    let command = step.command.replace("{table}", &crate::quote::ident(table));
     if let Err(e) = client.batch_execute(&command).await {
         eprintln!("warning: vacuum step {}: {}", step.name, error_text(&e));
         return None;

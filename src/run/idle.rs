@@ -16,7 +16,6 @@
 //! NOTIFY is transactional: one sent inside a transaction that rolls back
 //! is never delivered. `probe_rollback` shows it at the start of a listen run.
 
-use super::conn::quote_ident;
 use crate::db::Endpoint;
 use crate::db::sql;
 use crate::error::SessionFailure;
@@ -130,7 +129,7 @@ pub(crate) async fn probe_rollback(config: &Endpoint, channel: &str, quiet: Dura
     };
     let (listener, mut rx, listener_task) = connect().await?;
     let (sender, _, sender_task) = connect().await?;
-    let ch = quote_ident(channel);
+    let ch = crate::quote::ident(channel);
     let result = async {
         run(&listener, format!("LISTEN {ch}")).await?;
         run(&sender, format!("BEGIN; NOTIFY {ch}, 'rolled-back'; ROLLBACK")).await?;

@@ -79,22 +79,20 @@ fn virtual_clock(sql: &str, at: &str) -> String {
 }
 
 fn quoted(t: &str) -> String {
-    format!("'{}'", t.replace('\'', "''"))
+    crate::quote::literal(t)
 }
 
 fn array<T: ToString>(items: impl Iterator<Item = T>) -> String {
-    let inner: Vec<String> =
-        items.map(|i| format!("\"{}\"", i.to_string().replace('\\', "\\\\").replace('"', "\\\""))).collect();
-    quoted(&format!("{{{}}}", inner.join(",")))
+    crate::quote::array_literal(items)
 }
 
 /// A statement with its parameters written in. A job's key that no claim has returned yet
 /// stays a placeholder (`:id`); `:prev.COLUMN` is the previous statement's column from
 /// `carried` (by the statement's carried names; a placeholder when missing).
 pub(crate) fn literal(s: &Statement, v: &Values<'_>, carried: &[Vec<String>], clock: Clock) -> String {
-    let mut sql = s.sql.clone();
-    for (i, p) in s.params.iter().enumerate().rev() {
-        let value = match v.resolve(*p) {
+    let mut values = Vec::with_capacity(s.params.len());
+    for p in &s.params {
+        values.push(match v.resolve(*p) {
             Value::Int(n) => n.to_string(),
             Value::Int4(n) => n.to_string(),
             Value::Float(f) => format!("{f:?}"),
@@ -118,13 +116,33 @@ pub(crate) fn literal(s: &Statement, v: &Values<'_>, carried: &[Vec<String>], cl
                     None => format!(":prev.{}", s.carried.get(i).map_or("?", String::as_str)),
                 }
             }
-        };
-        sql = sql.replace(&format!("${}", i + 1), &value);
+        });
     }
-    match clock {
-        Clock::Server => sql,
-        Clock::Virtual => virtual_clock(&sql, &timestamp(v.now())),
+    // The clock first, then the values: a value's text is never read again.
+    let sql = match clock {
+        Clock::Server => s.sql.clone(),
+        Clock::Virtual => virtual_clock(&s.sql, &timestamp(v.now())),
+    };
+    written_in(&sql, &values)
+}
+
+/// `$1`, `$2`, … in `sql` replaced by `values` in one pass: a value that holds `$1` or
+/// `now()` stays as it is. A `$N` with no value (`$0`, one past the last) is left alone.
+fn written_in(sql: &str, values: &[String]) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut rest = sql;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        match after[..digits].parse::<usize>() {
+            Ok(n) if (1..=values.len()).contains(&n) => out.push_str(&values[n - 1]),
+            _ => out.push_str(&rest[at..at + 1 + digits]),
+        }
+        rest = &after[digits..];
     }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
@@ -145,6 +163,14 @@ mod tests {
         let at = "'2026-01-01 00:00:00.000000+00'::timestamptz";
         let out = virtual_clock("SELECT now(), Now() + interval '1s', clock_timestamp(), my_now()", at);
         assert_eq!(out, format!("SELECT {at}, {at} + interval '1s', {at}, my_now()"));
+    }
+
+    #[test]
+    fn values_are_written_in_once_and_never_read_again() {
+        let values = ["'$2'".to_string(), "' || now() || '".to_string(), "x".to_string()];
+        let sql = written_in("SELECT $1, $2, $3, $0, $4, $12, $", &values[..2]);
+        assert_eq!(sql, "SELECT '$2', ' || now() || ', $3, $0, $4, $12, $");
+        assert_eq!(written_in("$1$2 ünï $1", &values), "'$2'' || now() || ' ünï '$2'");
     }
 
     #[test]

@@ -195,7 +195,7 @@ async fn reconnect(db: &Database, timeout: Duration, lost: &tokio_postgres::Erro
 }
 
 async fn count_rows(client: &Client, table: &str) -> Result<u64> {
-    let q = format!("SELECT count(*) FROM \"{}\"", table.replace('"', "\"\""));
+    let q = format!("SELECT count(*) FROM {}", crate::quote::ident(table));
     let row = client.query_one(&q, &[]).await.map_err(|e| failed("counting the jobs the preload left", &e))?;
     Ok(row.get::<_, i64>(0) as u64)
 }

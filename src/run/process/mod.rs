@@ -45,10 +45,12 @@ pub(crate) async fn preload(
 ) -> Result<Duration> {
     let started = Instant::now();
     let what = format!("enqueueing through {}", c.dir.join("enqueue.sql").display());
+    // `{schema}` stands where a name goes (`{schema}.job`, `SET search_path TO {schema}`).
+    let quoted = crate::quote::ident(schema);
     for s in &c.enqueue.session {
-        client.batch_execute(&s.replace("{schema}", schema)).await.map_err(|e| db_error(&what, &e))?;
+        client.batch_execute(&s.replace("{schema}", &quoted)).await.map_err(|e| db_error(&what, &e))?;
     }
-    let sql = c.enqueue.statement.replace("{schema}", schema);
+    let sql = c.enqueue.statement.replace("{schema}", &quoted);
     let types = [tokio_postgres::types::Type::TEXT, tokio_postgres::types::Type::TEXT];
     let stmt = client.prepare_typed(&sql, &types).await.map_err(|e| db_error(&what, &e))?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(plan.seed);
