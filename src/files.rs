@@ -16,7 +16,7 @@ use std::path::{Component, Path};
 
 /// What a file is, with its limit: the limit and the words of its refusal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub enum Kind {
     /// A scenario or adapter file (TOML), and a run folder's `scenario.toml`.
     Scenario,
     /// A `summary.json`, `evidence.json`, a saved baseline.
@@ -260,7 +260,7 @@ fn pseudo(file: &std::fs::File) -> Option<&'static str> {
 }
 
 /// The text of `path` (UTF-8), refused past `kind`'s limit.
-pub(crate) fn read_text(path: &Path, kind: Kind) -> Result<String> {
+pub fn read_text(path: &Path, kind: Kind) -> Result<String> {
     let bytes = read(path, kind)?;
     String::from_utf8(bytes)
         .map_err(|e| Error::Input { path: path.to_path_buf(), reason: format!("not UTF-8 text: {e}") })
