@@ -1,9 +1,13 @@
 //! Files queuebench reads and writes at its boundary, read and written as untrusted.
 //!
 //! Reads: every file queuebench reads (a scenario, an adapter, a baseline, a run folder's
-//! summary, evidence and history) has a size limit, checked while reading, so a huge or
-//! endless path (`/dev/zero`, a doctored run folder, a gzip bomb) is refused with exit 2
-//! instead of filling the machine's memory. The limits are documented in docs/safety.md.
+//! summary, evidence and history) is a regular file, checked on the opened handle before a
+//! byte is read: a FIFO (which would block), a device (`/dev/zero`), a socket, a folder and a
+//! pseudo-file of /proc or /sys (`/proc/self/environ` holds every environment variable) are
+//! refused with exit 2, naming their kind. Each has a size limit, checked while reading, so a
+//! huge file (a doctored run folder, a gzip bomb) is refused instead of filling the machine's
+//! memory. A run folder's files are read only inside the folder, never through a symbolic
+//! link ([`read_in_folder`]). The refusals and limits are documented in docs/safety.md.
 //!
 //! Writes: [`write_new`] never follows a symlink. The file is written to a new temporary file
 //! (created exclusively, so a planted link at that name is not followed) and renamed over the
