@@ -7,7 +7,7 @@
 
 use crate::common;
 use common::pg::ScratchDb;
-use common::{bin, queuebench, repo};
+use common::{bin, queuebench, repo, small_run};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -114,14 +114,6 @@ fn validate_with_a_url_leaves_nothing_of_an_adapters_setup_behind() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("ends the transaction"), "{}", text(&o));
     assert_eq!(db.harness_schemas(""), "");
-}
-
-/// A small finished run folder.
-fn small_run() -> common::Run {
-    let s = repo("scenarios/skip-locked.toml");
-    let r = queuebench(&["run", s.to_str().unwrap(), "--set", "jobs.preload=200", "--quiet"]);
-    assert!(matches!(r.code, 0 | 1), "{}", r.stderr);
-    r
 }
 
 #[test]

@@ -5,7 +5,7 @@
 //! report.html; a FIFO hung; a TOML error quoted its line whole, a secret in it too.
 
 use crate::common;
-use common::{bin, queuebench, repo};
+use common::{bin, small_run};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -127,14 +127,6 @@ fn a_link_to_a_secret_file_is_not_printed_back() {
     assert_eq!(code, 2, "{t}");
     assert!(t.contains("s.toml") && t.contains("line 1"), "{t}");
     assert!(!t.contains(&hash[..12]) && !t.contains("Qm4Xr8Zt"), "the line is not printed: {t}");
-}
-
-/// A small finished run folder.
-fn small_run() -> common::Run {
-    let s = repo("scenarios/skip-locked.toml");
-    let r = queuebench(&["run", s.to_str().unwrap(), "--set", "jobs.preload=200", "--quiet"]);
-    assert!(matches!(r.code, 0 | 1), "{}", r.stderr);
-    r
 }
 
 #[test]

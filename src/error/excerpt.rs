@@ -178,8 +178,9 @@ fn url_passwords(chars: &[char]) -> Vec<Range<usize>> {
     out
 }
 
-/// Words of at least 16 characters with at least 4 letters and 2 digits (a token, a key, a
-/// password hash), except a path or a URL: they look random, and may be secrets.
+/// Words that look random (a token, a key, a password hash), except a path or a URL: at least
+/// 16 characters, 4 letters and 2 digits, and at least one change of kind (upper case, lower
+/// case, digit, other) every three characters, which words, names and paths seldom have.
 fn random(chars: &[char]) -> Vec<Range<usize>> {
     let splits = |c: char| ends_value(c) || matches!(c, '=' | '(' | ')' | '[' | ']' | '{' | '}' | '<' | '>');
     let mut out = Vec::new();
@@ -190,7 +191,9 @@ fn random(chars: &[char]) -> Vec<Range<usize>> {
         let letters = word.iter().filter(|c| c.is_alphabetic()).count();
         let digits = word.iter().filter(|c| c.is_ascii_digit()).count();
         let path = matches!(word.first(), Some('/' | '.' | '~')) || word.windows(3).any(|w| w == [':', '/', '/']);
-        if len >= 16 && letters >= 4 && digits >= 2 && !path {
+        let class = |c: &char| (c.is_uppercase(), c.is_lowercase(), c.is_ascii_digit());
+        let changes = word.windows(2).filter(|w| class(&w[0]) != class(&w[1])).count();
+        if len >= 16 && letters >= 4 && digits >= 2 && changes * 3 >= len && !path {
             out.push(i..i + len);
         }
         i += len.max(1);
@@ -212,6 +215,9 @@ mod tests {
         assert_eq!(filter("X=Zq8v2LmN4pRt6sWy9"), "X=***");
         assert_eq!(filter("root:$6$saltsalt$Q9x8c7v6b5n4m3:19000:0:99999:7:::"), "***");
         assert_eq!(filter("workers.count = 8x"), "workers.count = 8x");
+        let names = "adapter = \"adapters/my-adapter-2024v2.toml\" at results/skip-locked/20261201T011303-d796";
+        assert_eq!(filter(names), names);
+        assert_eq!(filter("sha 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"), "sha ***");
         assert_eq!(
             filter("at 2026-12-03T19:33:07Z in /tmp/run-20261203T193307"),
             "at 2026-12-03T19:33:07Z in /tmp/run-20261203T193307"
