@@ -173,6 +173,14 @@ fn linked(path: &Path, link: &Path) -> Error {
 fn open_regular(path: &Path, kind: Kind, links: Links) -> Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     use std::os::unix::io::AsRawFd;
+    // A device is refused before it is opened too (opening some has effects: a watchdog
+    // starts); what decides is the check on the opened handle below, not this look at the path.
+    let look = if links == Links::Follow { std::fs::metadata(path) } else { std::fs::symlink_metadata(path) };
+    if let Ok(meta) = look
+        && let Some(what) = special(&meta.file_type()).filter(|w| w.ends_with("device"))
+    {
+        return Err(not_regular(path, what, kind));
+    }
     let mut flags = libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
     if links == Links::Refuse {
         flags |= libc::O_NOFOLLOW;
