@@ -155,13 +155,14 @@ enum Links {
     Refuse,
 }
 
+/// `path` (or `link`, a folder on its way) is a symbolic link.
 fn linked(path: &Path, link: &Path) -> Error {
+    let which = if link == path { String::new() } else { format!("{} ", link.display()) };
     Error::Input {
         path: path.to_path_buf(),
         reason: format!(
-            "{} is a symbolic link; queuebench reads a run folder's files only as regular files inside the \
-             folder, never through a link (put the file itself there)",
-            link.display()
+            "{which}is a symbolic link; queuebench reads a run folder's files only as regular files inside the \
+             folder, never through a link (put the file itself there)"
         ),
     }
 }

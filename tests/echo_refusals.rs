@@ -140,7 +140,7 @@ fn report_check_and_explain_refuse_a_run_folder_file_that_is_a_link() {
         let t = text(&o);
         assert_eq!(o.status.code(), Some(2), "{cmd}: {t}");
         assert_no_canary(cmd, &t);
-        assert!(t.contains("scenario.toml is a symbolic link"), "{cmd}: {t}");
+        assert!(t.contains("scenario.toml: is a symbolic link"), "{cmd}: {t}");
     }
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert_no_canary("report.html", &html);
