@@ -15,8 +15,10 @@
 //! and key, or [`Error::FlagValue`] with the flag).
 
 mod echo;
+mod excerpt;
 mod render;
-pub use echo::{SHOWN_CHARS, find_key_line, shorten_values, shown, toml_hint};
+pub use echo::{SHOWN_CHARS, find_key_line, shorten_values, shown, toml_error, toml_hint};
+pub use excerpt::filter;
 use render::{access, baseline, missing, scenario, unfit, with_sets};
 use std::fmt;
 use std::path::PathBuf;

@@ -17,7 +17,7 @@ pub mod db;
 pub mod diag;
 pub mod error;
 pub(crate) mod explore;
-pub(crate) mod files;
+pub mod files;
 pub(crate) mod gate;
 pub mod model;
 pub(crate) mod options;

@@ -7,7 +7,7 @@
 
 use crate::common;
 use common::pg::ScratchDb;
-use common::{bin, queuebench, repo};
+use common::{bin, queuebench, repo, small_run};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -33,19 +33,26 @@ fn run_measured(cmd: &mut std::process::Command) -> (i32, String, i64) {
 #[test]
 fn an_endless_scenario_adapter_or_baseline_is_refused_without_reading_it_all() {
     let started = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    // A scenario larger than the limit (a sparse file: nothing is really stored).
+    let big = dir.path().join("big.toml");
+    std::fs::File::create(&big).unwrap().set_len(64 << 20).unwrap();
     for cmd in ["validate", "run"] {
-        let (code, t, peak_kib) = run_measured(bin().args([cmd, "/dev/zero"]).env_remove("DATABASE_URL"));
+        let (code, t, peak_kib) = run_measured(bin().args([cmd, big.to_str().unwrap()]).env_remove("DATABASE_URL"));
         assert_eq!(code, 2, "{t}");
-        assert!(t.contains("/dev/zero") && t.contains("larger than") && t.contains("1 MiB"), "{t}");
-        assert!(peak_kib < 512 * 1024, "{cmd} /dev/zero grew to {peak_kib} KiB");
+        assert!(t.contains("big.toml") && t.contains("larger than") && t.contains("1 MiB"), "{t}");
+        assert!(peak_kib < 512 * 1024, "{cmd} big.toml grew to {peak_kib} KiB");
+        // A file that never ends is a device, refused before a byte is read (tests/echo_refusals.rs).
+        let (code, t, _) = run_measured(bin().args([cmd, "/dev/zero"]).env_remove("DATABASE_URL"));
+        assert_eq!(code, 2, "{t}");
+        assert!(t.contains("/dev/zero: is a character device, not a regular file"), "{t}");
     }
     // An adapter file that never ends.
-    let dir = tempfile::tempdir().unwrap();
     let s = dir.path().join("s.toml");
     std::fs::write(&s, "name = \"s\"\nadapter = \"/dev/zero\"\n[jobs]\npreload = 1\n").unwrap();
     let o = bin().args(["validate", s.to_str().unwrap()]).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("larger than"), "{}", text(&o));
+    assert!(text(&o).contains("is a character device"), "{}", text(&o));
     // A summary larger than any queuebench writes (a sparse file: nothing is really stored).
     let huge = dir.path().join("summary.json");
     std::fs::File::create(&huge).unwrap().set_len(300 << 20).unwrap();
@@ -107,14 +114,6 @@ fn validate_with_a_url_leaves_nothing_of_an_adapters_setup_behind() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("ends the transaction"), "{}", text(&o));
     assert_eq!(db.harness_schemas(""), "");
-}
-
-/// A small finished run folder.
-fn small_run() -> common::Run {
-    let s = repo("scenarios/skip-locked.toml");
-    let r = queuebench(&["run", s.to_str().unwrap(), "--set", "jobs.preload=200", "--quiet"]);
-    assert!(matches!(r.code, 0 | 1), "{}", r.stderr);
-    r
 }
 
 #[test]

@@ -170,7 +170,7 @@ fn numbers_out_of_range_are_told_in_words_with_their_key() {
 #[test]
 fn long_values_are_cut_in_errors() {
     let err = refused(&format!("name = \"x\"\n[jobs]\npreload = {}\n", "9".repeat(309)));
-    assert!(err.contains("…(309 characters)") && err.len() < 1000, "{err}");
+    assert!(err.contains('…') && !err.contains(&"9".repeat(61)) && err.len() < 1000, "{err}");
     let long = "a".repeat(100_000);
     let err = refused(&format!("name = \"x\"\n[jobs]\npreload = 5\n[workers]\nstrategy = \"{long}\"\n"));
     assert!(err.contains("unknown strategy") && err.contains("…(100000 characters)") && err.len() < 1000, "{err}");

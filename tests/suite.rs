@@ -19,6 +19,7 @@ mod contract;
 mod diagnostics;
 mod docker;
 mod docs;
+mod echo_refusals;
 mod errors;
 mod explore;
 mod failover;

@@ -50,7 +50,7 @@ pub(crate) fn load(
     let raw: RawAdapter = toml::from_str(&text).map_err(|e| Error::ScenarioFile {
         file: path.clone(),
         sets: Vec::new(),
-        reason: crate::error::toml_hint(e.to_string(), "docs/adapters.md lists every key"),
+        reason: crate::error::toml_error(&e, &text, "docs/adapters.md lists every key"),
     })?;
     let at = |key: &str, e: Invalid| {
         let key = match &e.key {

@@ -15,10 +15,11 @@ fn main() -> ExitCode {
         eprintln!("usage: queuebench-curve CSV DIR  (CSV: workers,jobs_per_sec,claim_p50_ms,claim_p99_ms)");
         return ExitCode::from(2);
     };
-    let text = match std::fs::read_to_string(csv) {
+    // A regular file under the summaries' limit; a FIFO, a device or a /proc file is refused.
+    let text = match queuebench::files::read_text(Path::new(csv), queuebench::files::Kind::Summary) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: cannot read {csv}: {e}");
+            eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
@@ -28,6 +29,7 @@ fn main() -> ExitCode {
         match v {
             Ok(v) if v.len() == 4 && v[0] >= 1.0 => rows.push(v),
             _ => {
+                let line = queuebench::error::shown(&queuebench::error::filter(line)).into_owned();
                 eprintln!("error: {csv}:{}: expected four numbers, workers ≥ 1: {line}", n + 1);
                 return ExitCode::from(2);
             }

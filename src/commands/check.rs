@@ -44,6 +44,7 @@ pub(crate) fn check(dir: &Path, json: bool) -> Result<ExitCode> {
 
 /// The run's summary, and the same summary with every check run again over the saved evidence.
 pub(crate) fn recheck(dir: &Path) -> Result<(RunSummary, RunSummary)> {
+    crate::files::refuse_special_inputs(dir)?;
     let run: RunSummary = parse(dir, "summary.json")?;
     let saved: SavedEvidence = parse(dir, "evidence.json")?;
     let history = history::read(&read(dir, "history.csv.gz")?, &saved.classes)
@@ -77,7 +78,8 @@ pub(crate) fn same_verdicts(a: &RunSummary, b: &RunSummary) -> bool {
     key(a) == key(b) && a.passed == b.passed && a.failed_checks == b.failed_checks
 }
 
-/// A file of the run folder, read as untrusted input: bounded in size (docs/safety.md).
+/// A file of the run folder, read as untrusted input: bounded in size, a regular file inside the
+/// folder, never read through a link (docs/safety.md).
 pub(crate) fn read(dir: &Path, name: &str) -> Result<Vec<u8>> {
     let path = dir.join(name);
     let gz = name.ends_with(".csv.gz");
@@ -93,14 +95,15 @@ pub(crate) fn read(dir: &Path, name: &str) -> Result<Vec<u8>> {
         };
         return Err(Error::Input { path, reason });
     }
-    crate::files::read(&path, if gz { crate::files::Kind::History } else { crate::files::Kind::Summary })
+    crate::files::read_in_folder(dir, name, if gz { crate::files::Kind::History } else { crate::files::Kind::Summary })
 }
 
 /// Whether the run's saved scenario turned the history off (`[run] history = false`).
 fn kept_no_history(dir: &Path) -> bool {
-    let Ok(text) = crate::files::read_text(&dir.join("scenario.toml"), crate::files::Kind::Scenario) else {
+    let Ok(text) = crate::files::read_in_folder(dir, "scenario.toml", crate::files::Kind::Scenario) else {
         return false;
     };
+    let text = String::from_utf8_lossy(&text);
     // A `--set run.history=…` is saved as a comment line after the text; the last one wins.
     let mut set = text.lines().rev().filter_map(|l| l.strip_prefix("# queuebench: --set ")).filter_map(|s| {
         let (k, v) = s.split_once('=')?;
@@ -118,5 +121,6 @@ fn parse<T: serde::de::DeserializeOwned>(dir: &Path, name: &str) -> Result<T> {
 }
 
 fn bad(dir: &Path, name: &str, reason: String) -> Error {
+    let reason = crate::error::filter(&reason);
     Error::Input { path: dir.join(name), reason: format!("not what queuebench writes there: {reason}") }
 }

@@ -97,14 +97,17 @@ fn write_out(dir: &Path, c: &compare::Comparison) -> Result<()> {
 
 /// `[baseline.tolerance]` of the scenario a run folder saved (`scenario.toml`, or a repeat's).
 fn scenario_tolerances(run: &Path, names: &[String]) -> Result<compare::Tolerances> {
-    let Some(file) =
-        [run.join("scenario.toml"), run.join("repeat-1").join("scenario.toml")].into_iter().find(|f| f.is_file())
-    else {
+    // Read as a run folder's file: a regular file inside the folder, never through a link.
+    let there = |name: &str| std::fs::symlink_metadata(run.join(name)).is_ok();
+    let Some(name) = ["scenario.toml", "repeat-1/scenario.toml"].into_iter().find(|name| there(name)) else {
         return Ok(compare::Tolerances::default());
     };
+    let file = run.join(name);
     let not_usable = |reason: String| Error::ScenarioFile { file: file.clone(), sets: Vec::new(), reason };
-    let text = crate::files::read_text(&file, crate::files::Kind::Scenario)?;
-    let table: toml::Table = toml::from_str(&text).map_err(|e| not_usable(e.to_string()))?;
+    let text = crate::files::read_in_folder(run, name, crate::files::Kind::Scenario)?;
+    let text = String::from_utf8(text).map_err(|e| not_usable(format!("not UTF-8 text: {e}")))?;
+    let table: toml::Table =
+        toml::from_str(&text).map_err(|e| not_usable(crate::error::toml_error(&e, &text, "docs/scenario-files.md")))?;
     let tolerance = table.get("baseline").and_then(|b| b.get("tolerance")).and_then(|t| t.as_table());
     let pairs: Vec<(String, String)> = tolerance
         .into_iter()

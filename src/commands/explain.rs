@@ -12,8 +12,9 @@ use std::path::Path;
 use std::time::Duration;
 
 pub(crate) fn explain(dir: &Path, job: Option<i64>) -> Result<ExitCode> {
+    crate::files::refuse_special_inputs(dir)?;
     let read = |name: &str| super::check::read(dir, name);
-    let bad = |name: &str, reason: String| Error::Input { path: dir.join(name), reason };
+    let bad = |name: &str, reason: String| Error::Input { path: dir.join(name), reason: crate::error::filter(&reason) };
     let summary: RunSummary =
         serde_json::from_slice(&read("summary.json")?).map_err(|e| bad("summary.json", e.to_string()))?;
     let saved: SavedEvidence =

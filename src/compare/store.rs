@@ -107,7 +107,7 @@ fn list(dir: &Path) -> Result<Vec<PathBuf>> {
 
 /// A baseline file (its runs) or a summary.json (one run).
 fn read_file(file: &Path) -> Result<Vec<RunSummary>> {
-    let input = |reason: String| Error::Input { path: file.to_path_buf(), reason };
+    let input = |reason: String| Error::Input { path: file.to_path_buf(), reason: crate::error::filter(&reason) };
     let text = crate::files::read_text(file, crate::files::Kind::Summary)?;
     let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| input(format!("not JSON: {e}")))?;
     let bad = |e: serde_json::Error| input(format!("not a queuebench summary or baseline: {e}"));

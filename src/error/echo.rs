@@ -2,6 +2,7 @@
 //! (paths and URLs whole), TOML's and serde's wording turned into words a user reads (no Rust
 //! type names), and the line a key stands on.
 
+use super::excerpt::{excerpt, filter};
 use std::borrow::Cow;
 
 /// The most characters of one value an error message shows; a longer value is cut.
@@ -91,26 +92,13 @@ const WHOLE_NUMBERS: [(&str, &str); 6] = [
     ("u16", "a whole number from 0 to 65535"),
 ];
 
-/// The key a TOML error's excerpt points at: in `2 | seed = -1` under which the carets stand
-/// (`  |        ^^`), the key before the `=` left of the first caret. None without an excerpt.
-fn key_in_excerpt(message: &str) -> Option<String> {
-    let lines: Vec<&str> = message.lines().collect();
-    let (at, text) = lines.iter().enumerate().find_map(|(i, l)| {
-        let (num, rest) = l.split_once(" | ")?;
-        num.trim().parse::<usize>().ok().map(|_| (i, rest))
-    })?;
-    let bar = lines[at].find(" | ")? + 3;
-    let carets = lines.get(at + 1)?;
-    let caret = carets.char_indices().find(|&(_, c)| c == '^').map(|(b, _)| carets[..b].chars().count())?;
-    let before: String = text.chars().take(caret.checked_sub(lines[at][..bar].chars().count())?).collect();
+/// The key of the last `key =` in `before` (the line left of an error's column).
+fn key_left_of(before: &str) -> Option<String> {
     let (left, _) = before.rsplit_once('=')?;
     let key = left.rsplit(['{', ',']).next()?.trim().trim_matches('"').trim_matches('\'');
     (!key.is_empty()).then(|| key.to_string())
 }
 
-/// Adds "did you mean `count`?" to serde's "unknown field `coutn`, expected one of …", and
-/// what to add to "missing field `complete`" (`keys_listed`: where every key is listed), for
-/// the TOML files queuebench reads (scenarios, adapters).
 /// `expected struct RawWorkers` → `expected a table of keys { … }`: the Rust type means
 /// nothing to a scenario author.
 fn without_struct_names(message: String) -> String {
@@ -126,8 +114,48 @@ fn without_struct_names(message: String) -> String {
     out
 }
 
+/// Adds "did you mean `count`?" to serde's "unknown field `coutn`, expected one of …", and
+/// what to add to "missing field `complete`" (`keys_listed`: where every key is listed), for
+/// the TOML files queuebench reads (scenarios, adapters). For a message without the file's line
+/// (serde's on a table); a parse error of a file's text goes through [`toml_error`].
 pub fn toml_hint(message: String, keys_listed: &str) -> String {
-    let message = words_for_types(message);
+    hinted(words_for_types(filter(&message), None), keys_listed)
+}
+
+/// A TOML error on `text` (the file as read), in the words [`toml_hint`] gives, quoting at
+/// most a cut, filtered span of the line it is about ([`excerpt`]): never the line whole, as
+/// the toml crate's own message does. It names the line, the column and the key.
+pub fn toml_error(e: &toml::de::Error, text: &str, keys_listed: &str) -> String {
+    let Some(span) = e.span().filter(|s| s.start <= text.len() && text.is_char_boundary(s.start)) else {
+        return toml_hint(e.to_string(), keys_listed);
+    };
+    let before = &text[..span.start];
+    let line_start = before.rfind('\n').map_or(0, |p| p + 1);
+    let line_no = before.matches('\n').count() + 1;
+    let column = text[line_start..span.start].chars().count();
+    let line = text[line_start..].split('\n').next().unwrap_or_default().trim_end_matches('\r');
+    let key = key_left_of(&line.chars().take(column).collect::<String>());
+    let (shown, caret) = excerpt(line, column);
+    let marks = text
+        .get(span.clone())
+        .map_or(1, |s| s.chars().count())
+        .clamp(1, shown.chars().count().saturating_sub(caret).max(1));
+    let gutter = " ".repeat(line_no.to_string().len());
+    let message = format!(
+        "TOML parse error at line {line_no}, column {}\n{gutter} |\n{line_no} | {shown}\n{gutter} | {}{}\n{}\n",
+        column + 1,
+        " ".repeat(caret),
+        "^".repeat(marks),
+        filter(e.message())
+    );
+    let mut message = words_for_types(message, key.clone());
+    if let Some(key) = key.filter(|k| !message.contains(&format!("{k}: "))) {
+        message.push_str(&format!("at key `{key}`\n"));
+    }
+    hinted(message, keys_listed)
+}
+
+fn hinted(message: String, keys_listed: &str) -> String {
     let message = shorten_values(&message).into_owned();
     if let Some(field) = message.split("missing field `").nth(1).and_then(|r| r.split('`').next()) {
         return format!("{}\nadd `{field} = …` to the table shown above ({keys_listed})", message.trim_end());
@@ -150,8 +178,7 @@ pub fn toml_hint(message: String, keys_listed: &str) -> String {
 /// serde names Rust types (`expected u64`, `integer `…` as i128`); a scenario author thinks in
 /// TOML values: a whole number's accepted range, a list, a table. A value out of its type's
 /// range also names the key it was given for.
-fn words_for_types(message: String) -> String {
-    let key = key_in_excerpt(&message);
+fn words_for_types(message: String, key: Option<String>) -> String {
     let mut out = message.replace(" as i128", "").replace(" as u128", "");
     let mut whole = false;
     for (ty, words) in WHOLE_NUMBERS {
@@ -272,7 +299,7 @@ mod tests {
                 seed: Option<u64>,
                 count: Option<i64>,
             }
-            toml_hint(toml::from_str::<S>(text).unwrap_err().to_string(), "keys")
+            toml_error(&toml::from_str::<S>(text).unwrap_err(), text, "keys")
         };
         let m = parse("seed = -1\n");
         assert!(
@@ -286,7 +313,7 @@ mod tests {
         let m = parse("count = 1e40\n");
         assert!(m.contains("count: invalid type: floating point") && !m.contains("i64"), "{m}");
         let m = parse(&format!("count = {}\n", "9".repeat(309)));
-        assert!(m.contains("…(309 characters)") && m.len() < 600, "{m}");
+        assert!(m.contains('…') && !m.contains(&"9".repeat(SHOWN_CHARS)) && m.len() < 600, "{m}");
         assert!(!m.contains("overflowed") && m.contains("too large"), "{m}");
         let m = parse("count = { x = 1 }\n");
         assert!(!m.contains("i64"), "{m}");

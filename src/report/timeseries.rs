@@ -45,9 +45,11 @@ impl Timeseries {
         String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
     }
 
-    pub fn read(path: &Path) -> Result<Timeseries> {
-        let io = |e: csv::Error| Error::path(Access::Read, path, e);
-        let bytes = crate::files::read(path, crate::files::Kind::Summary)?;
+    /// `name` in the run folder `dir`, read as a run folder's file ([`crate::files::read_in_folder`]).
+    pub fn read_in(dir: &Path, name: &str) -> Result<Timeseries> {
+        let path = dir.join(name);
+        let io = |e: csv::Error| Error::path(Access::Read, &path, e);
+        let bytes = crate::files::read_in_folder(dir, name, crate::files::Kind::Summary)?;
         let mut r = csv::Reader::from_reader(bytes.as_slice());
         let header = r.headers().map_err(io)?.iter().map(String::from).collect();
         let rows = r
@@ -207,9 +209,8 @@ mod tests {
             rows: vec![vec!["1.000".into(), "5".into(), "Lock:tuple=2 IO:DataFileRead=1".into()]],
         };
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("timeseries.csv");
-        std::fs::write(&path, ts.to_csv()).unwrap();
-        let back = Timeseries::read(&path).unwrap();
+        std::fs::write(dir.path().join("timeseries.csv"), ts.to_csv()).unwrap();
+        let back = Timeseries::read_in(dir.path(), "timeseries.csv").unwrap();
         assert_eq!(back, ts);
         assert_eq!(back.column("queued_high").unwrap(), [5.0]);
         assert_eq!(back.classes("queued_"), [("queued_high".to_string(), "high".to_string())]);

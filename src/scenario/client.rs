@@ -217,7 +217,7 @@ fn read_pacing(dir: &Path) -> std::result::Result<Option<Pacing>, Invalid> {
         Invalid::new(format!(
             "{}: {} (accepted: [throughput] paced_by_poll, poll_default, batch_side_by_side, batch_fetch)",
             path.display(),
-            e.message()
+            crate::error::filter(e.message())
         ))
     })?;
     Ok(file.throughput)

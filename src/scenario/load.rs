@@ -8,8 +8,8 @@ use super::raw::RawScenario;
 /// Where a scenario author finds every key (said after a missing key).
 const SCENARIO_KEYS: &str = "docs/scenario-files.md lists every key";
 
-use crate::error::toml_hint;
 use crate::error::{Access, Error, Invalid, Result};
+use crate::error::{toml_error, toml_hint};
 use std::path::{Path, PathBuf};
 
 /// Where a scenario came from, kept so later errors can point at a line.
@@ -80,8 +80,8 @@ pub(crate) fn load(path: &Path, sets: &[String]) -> Result<(RawScenario, Source)
     if sets.is_empty() {
         return Ok((raw, source));
     }
-    let mut table: toml::Table =
-        toml::from_str(&source.text).map_err(|e| not_a_scenario(&[], Invalid::new(e.to_string())))?;
+    let mut table: toml::Table = toml::from_str(&source.text)
+        .map_err(|e| not_a_scenario(&[], Invalid::new(toml_error(&e, &source.text, SCENARIO_KEYS))))?;
     for set in sets {
         apply_override(&mut table, set).map_err(|invalid| Error::FlagValue {
             flag: "--set".into(),
@@ -102,7 +102,7 @@ impl RawScenario {
 
 /// Parses scenario text; the error names line and column and suggests the nearest key.
 pub(crate) fn parse_text(text: &str) -> std::result::Result<RawScenario, Invalid> {
-    toml::from_str::<RawScenario>(text).map_err(|e| Invalid::new(toml_hint(e.to_string(), SCENARIO_KEYS)))
+    toml::from_str::<RawScenario>(text).map_err(|e| Invalid::new(toml_error(&e, text, SCENARIO_KEYS)))
 }
 
 /// Applies one `dotted.key=value`. The value is read as TOML if it parses

@@ -83,6 +83,14 @@ pub fn queuebench(args: &[&str]) -> Run {
     queuebench_env(args, &[])
 }
 
+/// A small finished run folder (skip-locked, 200 jobs).
+pub fn small_run() -> Run {
+    let s = repo("scenarios/skip-locked.toml");
+    let r = queuebench(&["run", s.to_str().unwrap(), "--set", "jobs.preload=200", "--quiet"]);
+    assert!(matches!(r.code, 0 | 1), "{}", r.stderr);
+    r
+}
+
 /// [`queuebench`] with extra environment variables.
 pub fn queuebench_env(args: &[&str], env: &[(&str, &str)]) -> Run {
     let tmp = tempfile::Builder::new().prefix("qbt").tempdir_in("/tmp").unwrap();
