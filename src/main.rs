@@ -26,9 +26,10 @@ fn main() {
     // Signals get a thread of their own, so a second Ctrl-C exits at once even while the run's
     // thread is busy with synchronous work (checkers over a million jobs, chart rendering).
     let watched = interrupt.clone();
+    let quit_at_once = nothing_to_clean(&cli.command);
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("signal runtime");
-        rt.block_on(watch_signals(watched));
+        rt.block_on(watch_signals(watched, quit_at_once));
     });
     let code = runtime().block_on(queuebench::main_with(cli, interrupt));
     if queuebench::db::tearing_down() {
@@ -45,30 +46,46 @@ fn prints_only(command: &Command) -> bool {
     matches!(command, Command::Check { .. } | Command::Explain { .. } | Command::Sql { .. })
 }
 
+/// Commands that hold no cluster, schema or child: a signal ends them at once (exit 130).
+fn nothing_to_clean(command: &Command) -> bool {
+    prints_only(command) || matches!(command, Command::Report { .. } | Command::Compare { .. })
+}
+
 /// The main thread's runtime: setup, the side tasks (sampler, producers, reaper, faults),
 /// checks and reports. The workers run on threads of their own (`run::lanes`).
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime")
 }
 
-/// First Ctrl-C or SIGTERM: stop workers, write evidence, clean up. Second: exit at once.
-async fn watch_signals(interrupt: CancellationToken) {
+/// The first SIGINT, SIGTERM or SIGHUP (a closed terminal): the command stops its work, writes
+/// what it has and cleans up (`quit_at_once`: a command with nothing to clean up exits). The
+/// second: exit at once, killing an ephemeral cluster and a child's process group.
+async fn watch_signals(interrupt: CancellationToken, quit_at_once: bool) {
+    use queuebench::shutdown;
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) =
+        (signal(SignalKind::interrupt()), signal(SignalKind::terminate()), signal(SignalKind::hangup()))
+    else {
         return;
     };
     for n in 0.. {
-        let name = tokio::select! {
-            _ = int.recv() => "Ctrl-C (SIGINT)",
-            _ = term.recv() => "SIGTERM",
+        let sig = tokio::select! {
+            _ = int.recv() => libc::SIGINT,
+            _ = term.recv() => libc::SIGTERM,
+            _ = hup.recv() => libc::SIGHUP,
         };
-        if n == 0 {
+        let name = shutdown::name(sig);
+        if n == 0 && quit_at_once {
+            std::process::exit(130);
+        } else if n == 0 {
+            shutdown::note(sig);
             eprintln!("\n{}", queuebench::interrupt_message(name));
             interrupt.cancel();
         } else {
             eprintln!(
                 "{name} again: exiting now (an ephemeral cluster is killed and removed); nothing more is written"
             );
+            shutdown::kill_groups();
             queuebench::db::emergency_cleanup();
             std::process::exit(130);
         }
