@@ -63,10 +63,22 @@ fn url_run(db: &ScratchDb, schema: &str, out: &std::path::Path, timeout: &str) -
 
 #[test]
 fn run_timeout_ends_a_run_whose_claims_are_stuck_in_the_server() {
-    let db = ScratchDb::new("stuck");
-    let schema = format!("qb_stuck_{:08x}", rand_u32());
+    timeout_ends_stuck_claims("stuck", &[]);
+}
+
+#[test]
+fn run_timeout_ends_a_pooled_run_whose_claims_are_stuck_in_the_server() {
+    timeout_ends_stuck_claims("stuckpool", &["--set", "workers.pool={size=2}"]);
+}
+
+/// The stuck claim with `run.timeout = 3s` (and `extra` flags): over in 20 s, nothing left sleeping.
+fn timeout_ends_stuck_claims(tag: &str, extra: &[&str]) {
+    let db = ScratchDb::new(tag);
+    let schema = format!("qb_{tag}_{:08x}", rand_u32());
     let out = tempfile::tempdir().unwrap();
-    let (mut child, _rx, stderr) = spawn_watched(url_run(&db, &schema, &out.path().join("run"), "3s"));
+    let mut cmd = url_run(&db, &schema, &out.path().join("run"), "3s");
+    cmd.args(extra);
+    let (mut child, _rx, stderr) = spawn_watched(cmd);
     wait_until_stuck(&db, &schema, &stderr);
     // run.timeout is 3 s; the claims sleep 100 s.
     let status = exit_within(&mut child, 20, "a run whose claims sleep 100 s, with run.timeout = 3s");

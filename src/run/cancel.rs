@@ -58,41 +58,30 @@ impl Backends {
         self
     }
 
-    /// Cancels the statement of (or terminates) every backend of the run that is not idle,
-    /// and of `pids`; returns the start of each statement signalled. Nothing when the server
-    /// cannot be reached within 5 s (the run's teardown says so then).
-    pub(crate) async fn signal(&self, how: How, pids: &[i32]) -> Vec<String> {
+    /// Cancels the statement of (or terminates) every backend of the run that is not idle, and
+    /// of `pids`, with a warning that names what was still running, and `when`; returns how
+    /// many. The warning comes first: a worker whose statement is cancelled ends at once, and
+    /// with it the wait this runs beside. Nothing when the server cannot be reached within 5 s.
+    pub(crate) async fn end(&self, how: How, pids: &[i32], when: &str) -> usize {
         let connected = tokio::time::timeout(CONNECT_LIMIT, crate::db::connect::open(&self.endpoint, |_| {})).await;
-        let Ok(Ok((client, _task))) = connected else { return Vec::new() };
-        let call = match how {
-            How::Cancel => "pg_cancel_backend(pid)",
-            How::Terminate => "pg_terminate_backend(pid)",
-        };
-        let sql = format!(
-            "SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 60), {call} FROM pg_stat_activity \
-             WHERE pid <> pg_backend_pid() AND datname = current_database() AND state <> 'idle' \
-               AND (application_name = $1 OR pid = ANY($2) OR ($3 AND application_name LIKE 'queuebench-p%'))"
-        );
+        let Ok(Ok((client, _task))) = connected else { return 0 };
+        let list = "SELECT pid, left(regexp_replace(query, '\\s+', ' ', 'g'), 60) FROM pg_stat_activity \
+                    WHERE pid <> pg_backend_pid() AND datname = current_database() AND state <> 'idle' \
+                    AND (application_name = $1 OR pid = ANY($2) OR ($3 AND application_name LIKE 'queuebench-p%'))";
         let app = self.app.as_deref().unwrap_or("");
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&app, &pids, &self.clients];
-        match tokio::time::timeout(CONNECT_LIMIT, client.query(&sql, &params)).await {
-            Ok(Ok(rows)) => rows.iter().map(|r| r.get::<_, Option<String>>(0).unwrap_or_default()).collect(),
-            _ => Vec::new(),
-        }
-    }
-
-    /// [`Backends::signal`], then a warning that names what was still running, and when.
-    pub(crate) async fn end(&self, how: How, pids: &[i32], when: &str) -> usize {
-        let ended = self.signal(how, pids).await;
-        if let Some(first) = ended.first() {
-            let (verb, what) = match how {
-                How::Cancel => ("cancelled", crate::model::words::count(ended.len() as u64, "statement")),
-                How::Terminate => ("terminated", crate::model::words::count(ended.len() as u64, "backend")),
-            };
-            tracing::warn!(how = verb, count = ended.len(), first = %first, when, "ended what the run left running");
-            eprintln!("warning: {what} still running in the server {when}: {verb} (`{first}`)");
-        }
-        ended.len()
+        let Ok(Ok(rows)) = tokio::time::timeout(CONNECT_LIMIT, client.query(list, &params)).await else { return 0 };
+        let Some(first) = rows.first().map(|r| r.get::<_, Option<String>>(1).unwrap_or_default()) else { return 0 };
+        let found: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
+        let (verb, what, call) = match how {
+            How::Cancel => ("cancelled", "statement", "SELECT pg_cancel_backend(pid) FROM unnest($1::int4[]) pid"),
+            How::Terminate => ("terminated", "backend", "SELECT pg_terminate_backend(pid) FROM unnest($1::int4[]) pid"),
+        };
+        let what = crate::model::words::count(found.len() as u64, what);
+        tracing::warn!(how = verb, count = found.len(), first = %first, when, "ending what the run left running");
+        eprintln!("warning: {what} still running in the server {when}: {verb} (`{first}`)");
+        let _ = tokio::time::timeout(CONNECT_LIMIT, client.query(call, &[&found])).await;
+        found.len()
     }
 }
 
