@@ -174,3 +174,65 @@ fn validate_of_a_claim_stuck_in_the_server_is_bounded_by_its_timeout() {
     assert_eq!(left.trim(), "0", "validate left its claim sleeping in the server");
     assert_eq!(db.harness_schemas(""), "", "validate's scratch schema is dropped");
 }
+
+#[test]
+fn a_closed_terminal_ends_the_run_in_order() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::Builder::new().prefix("qbt").tempdir_in("/tmp").unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty fills two descriptors, owned below.
+    let opened =
+        unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+    assert_eq!(opened, 0, "openpty");
+    for fd in [master, slave] {
+        // SAFETY: fcntl on the descriptors just opened: the child must not hold the master (it
+        // would keep the terminal open).
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    // SAFETY: both descriptors were just opened and are owned once each.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let s = repo("scenarios/skip-locked.toml");
+    let mut cmd = bin();
+    cmd.args(["run", s.to_str().unwrap(), "--set", "run.stop=5m", "--set", "workers.work=20ms", "--out"])
+        .arg(out.path().join("run"))
+        .env("TMPDIR", tmp.path())
+        .env_remove("DATABASE_URL")
+        .stdin(slave.try_clone().unwrap())
+        .stdout(slave.try_clone().unwrap())
+        .stderr(slave.try_clone().unwrap());
+    // SAFETY: setsid and ioctl between fork and exec: the terminal becomes the child's own,
+    // so its hangup sends the child SIGHUP, as a closed terminal window does.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            libc::ioctl(0, libc::TIOCSCTTY, 0);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    drop(slave);
+    // The terminal is read (so the run never blocks writing to it) without blocking, until it
+    // is closed.
+    let master = std::fs::File::from(master);
+    // SAFETY: fcntl on a descriptor owned by `master`.
+    unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&master), libc::F_SETFL, libc::O_NONBLOCK) };
+    let drain = || while std::io::Read::read(&mut &master, &mut [0u8; 4096]).is_ok_and(|n| n > 0) {};
+    let until = Instant::now() + Duration::from_secs(60);
+    while cluster_dirs(tmp.path()).is_empty() || !out.path().join("run").exists() {
+        assert!(Instant::now() < until, "the run never started");
+        drain();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for _ in 0..30 {
+        drain();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(master);
+    let status = exit_within(&mut child, 30, "a run whose terminal closed");
+    assert_eq!(status.code(), Some(130), "a hung-up terminal ends the run in order, without a panic on its writes");
+    interrupted(&out.path().join("run"));
+    assert_no_postgres(tmp.path(), "closed terminal");
+    assert_eq!(cluster_dirs(tmp.path()), Vec::<std::path::PathBuf>::new(), "closed terminal: cluster directory left");
+}
