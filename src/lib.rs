@@ -39,12 +39,14 @@ use error::ExitCode;
 pub use model::VERSION;
 use tokio_util::sync::CancellationToken;
 
-/// What the first Ctrl-C, SIGTERM or SIGHUP prints: the signal by name and how to quit at once
-/// (the same signal again, or Ctrl-C).
-pub fn interrupt_message(signal: &str) -> String {
+/// What the first Ctrl-C, SIGTERM or SIGHUP prints: the signal by name, what stops (`workers`:
+/// a run's workers, whose evidence is written; else the command) and how to quit at once (the
+/// same signal again, or Ctrl-C).
+pub fn interrupt_message(signal: &str, workers: bool) -> String {
     let again =
         if signal.starts_with("Ctrl-C") { "Ctrl-C again".to_string() } else { format!("{signal} again (or Ctrl-C)") };
-    format!("interrupted by {signal}: stopping workers and writing what was collected ({again} to quit at once)")
+    let doing = if workers { "stopping workers and writing what was collected" } else { "stopping and cleaning up" };
+    format!("interrupted by {signal}: {doing} ({again} to quit at once)")
 }
 
 /// Runs a parsed command line; never panics on bad input, returns the exit code.

@@ -27,11 +27,12 @@ fn main() {
     // thread is busy with synchronous work (checkers over a million jobs, chart rendering).
     let watched = interrupt.clone();
     let quit_at_once = nothing_to_clean(&cli.command);
+    let workers = matches!(cli.command, Command::Run(_) | Command::Sweep(_) | Command::Agent { .. });
     // The handlers are installed here, before the command starts: a signal that comes early
     // takes the same path as a late one, not the default action.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("signal runtime");
     let signals = rt.block_on(async { Signals::install() });
-    std::thread::spawn(move || rt.block_on(watch_signals(signals, watched, quit_at_once)));
+    std::thread::spawn(move || rt.block_on(watch_signals(signals, watched, (quit_at_once, workers))));
     let code = runtime().block_on(queuebench::main_with(cli, interrupt));
     if queuebench::db::tearing_down() {
         // The signal thread is removing the cluster and exits 130 when it is done.
@@ -74,7 +75,8 @@ impl Signals {
 /// The first SIGINT, SIGTERM or SIGHUP (a closed terminal): the command stops its work, writes
 /// what it has and cleans up (`quit_at_once`: a command with nothing to clean up exits). The
 /// second: exit at once, killing an ephemeral cluster and a child's process group.
-async fn watch_signals(signals: Signals, interrupt: CancellationToken, quit_at_once: bool) {
+/// `workers`: the command runs workers (the message says their evidence is written).
+async fn watch_signals(signals: Signals, interrupt: CancellationToken, (quit_at_once, workers): (bool, bool)) {
     use queuebench::shutdown;
     use std::io::Write;
     let Signals(Some([mut int, mut term, mut hup])) = signals else { return };
@@ -93,7 +95,7 @@ async fn watch_signals(signals: Signals, interrupt: CancellationToken, quit_at_o
         } else if n == 0 {
             shutdown::note(sig);
             interrupt.cancel();
-            let _ = writeln!(std::io::stderr(), "\n{}", queuebench::interrupt_message(name));
+            let _ = writeln!(std::io::stderr(), "\n{}", queuebench::interrupt_message(name, workers));
         } else {
             let _ = writeln!(
                 std::io::stderr(),

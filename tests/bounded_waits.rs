@@ -236,3 +236,27 @@ fn a_closed_terminal_ends_the_run_in_order() {
     assert_no_postgres(tmp.path(), "closed terminal");
     assert_eq!(cluster_dirs(tmp.path()), Vec::<std::path::PathBuf>::new(), "closed terminal: cluster directory left");
 }
+
+#[test]
+fn explore_ends_at_the_first_sigterm_and_removes_its_cluster() {
+    let tmp = tempfile::Builder::new().prefix("qbt").tempdir_in("/tmp").unwrap();
+    let s = repo("scenarios/naive-duplicates.toml");
+    let mut cmd = bin();
+    cmd.args(["explore", s.to_str().unwrap(), "--time", "300", "--depth", "30"])
+        .env("TMPDIR", tmp.path())
+        .env_remove("DATABASE_URL");
+    let (mut child, _rx, stderr) = spawn_watched(cmd);
+    let until = Instant::now() + Duration::from_secs(60);
+    while cluster_dirs(tmp.path()).is_empty() {
+        assert!(Instant::now() < until, "explore never started its cluster:\n{}", stderr.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    signal(&child, libc::SIGTERM);
+    let status = exit_within(&mut child, 20, "SIGTERM to explore");
+    let text = all_stderr(&stderr);
+    assert_eq!(status.code(), Some(130), "{text}");
+    assert!(text.contains("interrupted by SIGTERM: stopping and cleaning up"), "{text}");
+    assert_no_postgres(tmp.path(), "explore under SIGTERM");
+    assert_eq!(cluster_dirs(tmp.path()), Vec::<std::path::PathBuf>::new(), "explore's cluster directory is left");
+}
