@@ -260,3 +260,24 @@ fn explore_ends_at_the_first_sigterm_and_removes_its_cluster() {
     assert_no_postgres(tmp.path(), "explore under SIGTERM");
     assert_eq!(cluster_dirs(tmp.path()), Vec::<std::path::PathBuf>::new(), "explore's cluster directory is left");
 }
+
+#[test]
+fn sigterm_ends_validate_whose_claim_is_stuck_and_drops_its_schema() {
+    let db = ScratchDb::new("stuckvalterm");
+    let mut cmd = bin();
+    cmd.args(["validate", &stuck_claim(), "--timeout", "5m", "--database-url", &db.url]);
+    let (mut child, _rx, stderr) = spawn_watched(cmd);
+    let stuck = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                 AND query LIKE '%FROM pg_sleep(100)%' AND state <> 'idle' AND pid <> pg_backend_pid()";
+    let until = Instant::now() + Duration::from_secs(60);
+    while db.sql(stuck).trim() == "0" {
+        assert!(Instant::now() < until, "validate's claim never reached pg_sleep:\n{}", stderr.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    signal(&child, libc::SIGTERM);
+    let status = exit_within(&mut child, 20, "SIGTERM to validate whose claim sleeps 100 s");
+    let text = all_stderr(&stderr);
+    assert_eq!(status.code(), Some(130), "{text}");
+    assert_eq!(db.sql(stuck).trim(), "0", "validate left its claim sleeping in the server:\n{text}");
+    assert_eq!(db.harness_schemas(""), "", "validate's scratch schema is dropped:\n{text}");
+}
