@@ -109,6 +109,10 @@ pub enum Command {
         /// The --database-url host is not on this machine, and that is intended.
         #[arg(long)]
         yes: bool,
+        /// How long proving one file's SQL may take (setup, prepare and the smoke cycle); then
+        /// its statement is cancelled and the file fails (exit 2).
+        #[arg(long, default_value = "60s", value_name = "DURATION")]
+        timeout: String,
     },
     /// Print every SQL statement a scenario will execute (or a pgbench script of it).
     Sql {

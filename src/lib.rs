@@ -26,6 +26,7 @@ pub(crate) mod quote;
 pub mod report;
 pub mod run;
 pub(crate) mod scenario;
+pub mod shutdown;
 pub(crate) mod sweep;
 pub mod verify;
 
@@ -39,11 +40,14 @@ use error::ExitCode;
 pub use model::VERSION;
 use tokio_util::sync::CancellationToken;
 
-/// What the first Ctrl-C or SIGTERM prints: the signal by name and how to quit at once
-/// (the same signal again, or Ctrl-C).
-pub fn interrupt_message(signal: &str) -> String {
-    let again = if signal == "SIGTERM" { "SIGTERM again (or Ctrl-C)" } else { "Ctrl-C again" };
-    format!("interrupted by {signal}: stopping workers and writing what was collected ({again} to quit at once)")
+/// What the first Ctrl-C, SIGTERM or SIGHUP prints: the signal by name, what stops (`workers`:
+/// a run's workers, whose evidence is written; else the command) and how to quit at once (the
+/// same signal again, or Ctrl-C).
+pub fn interrupt_message(signal: &str, workers: bool) -> String {
+    let again =
+        if signal.starts_with("Ctrl-C") { "Ctrl-C again".to_string() } else { format!("{signal} again (or Ctrl-C)") };
+    let doing = if workers { "stopping workers and writing what was collected" } else { "stopping and cleaning up" };
+    format!("interrupted by {signal}: {doing} ({again} to quit at once)")
 }
 
 /// Runs a parsed command line; never panics on bad input, returns the exit code.
@@ -65,7 +69,7 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
                 Some(url) => options::Target::Url { url, allow_remote: false },
                 None => options::Target::Ephemeral,
             };
-            commands::repro::repro(&file, &overrides.set, fencing, &target, repeat).await
+            until_interrupted(commands::repro::repro(&file, &overrides.set, fencing, &target, repeat), &interrupt).await
         }
         Command::Explore(args) => {
             let target = match args.database_url {
@@ -88,36 +92,38 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
                 producer: args.producer,
                 out: args.out,
             };
-            explore::explore(&args.file, &args.overrides.set, &target, &o).await
+            until_interrupted(explore::explore(&args.file, &args.overrides.set, &target, &o), &interrupt).await
         }
         Command::Compare { old, new, baseline, out, force } => {
             commands::compare::compare_runs(&old, &new, &baseline, out.as_deref(), force)
         }
-        Command::Validate { files, overrides, database_url, yes } => {
+        Command::Validate { files, overrides, database_url, yes, timeout } => {
             let target = match database_url {
                 Some(url) => options::Target::Url { url, allow_remote: yes },
                 None => options::Target::Ephemeral,
             };
-            commands::validate::validate(&files, &overrides.set, &target).await
+            match duration_flag("--timeout", timeout) {
+                Ok(limit) => commands::validate::validate(&files, &overrides.set, &target, limit, &interrupt).await,
+                Err(e) => Err(e),
+            }
         }
         Command::Sql { file, overrides, pgbench } => commands::sql::print_sql(&file, &overrides.set, pgbench),
         Command::Prepare { file, overrides, database_url, schema, reuse } => {
-            commands::prepare::prepare(&file, &overrides.set, &database_url, schema, reuse).await
+            let prepared = commands::prepare::prepare(&file, &overrides.set, &database_url, schema, reuse);
+            until_interrupted(prepared, &interrupt).await
         }
-        Command::Clean { database_url, yes } => commands::clean::clean(database_url.as_deref(), yes).await,
-        Command::Agent { database_url, run, name, index, wait } => match scenario::units::parse_duration(&wait) {
+        Command::Clean { database_url, yes } => {
+            until_interrupted(commands::clean::clean(database_url.as_deref(), yes), &interrupt).await
+        }
+        Command::Agent { database_url, run, name, index, wait } => match duration_flag("--wait", wait) {
             Ok(wait) => {
                 let opts = agent::member::AgentOptions { url: database_url, run, name, index, wait };
                 agent::member::agent(&opts, &interrupt).await.map(|()| ExitCode::Passed)
             }
-            Err(e) => Err(error::Error::FlagValue {
-                flag: "--wait".into(),
-                value: Some(wait),
-                invalid: error::Invalid::new(e.to_string()),
-            }),
+            Err(e) => Err(e),
         },
         Command::Cluster { scenario, tls, command } => {
-            commands::cluster::cluster(scenario.as_deref(), tls, &command).await
+            commands::cluster::cluster(scenario.as_deref(), tls, &command, &interrupt).await
         }
     };
     result.unwrap_or_else(|e| {
@@ -128,4 +134,29 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
         eprintln!("error: {e}");
         e.exit_code()
     })
+}
+
+/// A duration flag (`10m`, `60s`): refused with exit 2 when it is not one.
+fn duration_flag(flag: &str, value: String) -> error::Result<std::time::Duration> {
+    scenario::units::parse_duration(&value).map_err(|e| error::Error::FlagValue {
+        flag: flag.into(),
+        value: Some(value),
+        invalid: error::Invalid::new(e.to_string()),
+    })
+}
+
+/// A command that does not watch for signals itself ends at the first one (exit 130): its
+/// future is dropped, which stops and removes an ephemeral cluster it holds; a URL-mode schema
+/// it had created is named, with how to drop it.
+async fn until_interrupted(
+    command: impl std::future::Future<Output = error::Result<ExitCode>>,
+    interrupt: &CancellationToken,
+) -> error::Result<ExitCode> {
+    tokio::select! {
+        result = command => result,
+        () = interrupt.cancelled() => {
+            db::left_behind();
+            Ok(ExitCode::Interrupted)
+        }
+    }
 }

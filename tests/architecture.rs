@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 /// The floors, lowest first. A module may import its own floor and the ones below.
 const FLOORS: &[&[&str]] = &[
-    &["error", "diag", "files", "model", "quote"],
+    &["error", "diag", "files", "model", "quote", "shutdown"],
     &["adapter"],
     &["scenario"],
     &["db"],

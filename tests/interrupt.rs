@@ -12,7 +12,7 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 /// A run that would go on for minutes, with its own TMPDIR (the cluster's directory goes there).
-fn start(tmp: &Path, out: &Path) -> (Child, std::sync::Arc<std::sync::Mutex<String>>) {
+pub(crate) fn start(tmp: &Path, out: &Path) -> (Child, std::sync::Arc<std::sync::Mutex<String>>) {
     let s = repo("scenarios/skip-locked.toml");
     let mut cmd = bin();
     cmd.args(["run", s.to_str().unwrap(), "--set", "run.stop=5m", "--set", "workers.work=20ms"])
@@ -27,12 +27,12 @@ fn start(tmp: &Path, out: &Path) -> (Child, std::sync::Arc<std::sync::Mutex<Stri
     (child, stderr)
 }
 
-fn cluster_dirs(tmp: &Path) -> Vec<std::path::PathBuf> {
+pub(crate) fn cluster_dirs(tmp: &Path) -> Vec<std::path::PathBuf> {
     std::fs::read_dir(tmp).unwrap().flatten().map(|e| e.path()).collect()
 }
 
 /// Polls until no postgres process of the cluster is left (the kernel needs a moment after a kill).
-fn assert_no_postgres(tmp: &Path, what: &str) {
+pub(crate) fn assert_no_postgres(tmp: &Path, what: &str) {
     let until = Instant::now() + Duration::from_secs(15);
     while !postgres_processes_under(tmp).is_empty() && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(50));
@@ -40,7 +40,7 @@ fn assert_no_postgres(tmp: &Path, what: &str) {
     assert_eq!(postgres_processes_under(tmp), Vec::<u32>::new(), "{what}: postgres processes left");
 }
 
-fn interrupted(out: &Path) -> serde_json::Value {
+pub(crate) fn interrupted(out: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(out.join("summary.json")).expect("summary.json written");
     let summary: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(summary["interrupted"], true);

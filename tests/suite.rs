@@ -12,6 +12,7 @@ mod agents;
 mod architecture;
 mod bad_input;
 mod boundary;
+mod bounded_waits;
 mod checkers;
 mod clean;
 mod clients;

@@ -18,8 +18,19 @@ use crate::run::conn::{claim_columns, prepare_step};
 use crate::scenario::{self, Plan};
 use crate::{pipeline, run};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
-pub(crate) async fn validate(files: &[PathBuf], sets: &[String], target: &Target) -> Result<ExitCode> {
+/// `limit`: how long proving one file's SQL may take (`--timeout`); `interrupt`: a signal, which
+/// ends the proof the same way and then validate (exit 130).
+pub(crate) async fn validate(
+    files: &[PathBuf],
+    sets: &[String],
+    target: &Target,
+    limit: Duration,
+    interrupt: &CancellationToken,
+) -> Result<ExitCode> {
     let mut worst = ExitCode::Passed;
     for f in files {
         let checked = match scenario::plan_from_file(f, sets, Some(0)) {
@@ -28,9 +39,12 @@ pub(crate) async fn validate(files: &[PathBuf], sets: &[String], target: &Target
         };
         let checked = match checked {
             Ok(p) if p.adapter.builtin() => Ok((p, None)),
-            Ok(p) => prove(&p, target).await.map(|c| (p, Some(c))),
+            Ok(p) => prove(&p, target, limit, interrupt).await.map(|c| (p, Some(c))),
             Err(e) => Err(e),
         };
+        if interrupt.is_cancelled() {
+            return Ok(ExitCode::Interrupted);
+        }
         match checked {
             Ok((p, cycle)) => {
                 for w in cycle.iter().flat_map(|c| &c.warnings) {
@@ -75,14 +89,54 @@ async fn fits(plan: &Plan, target: &Target) -> Result<()> {
 
 /// Runs the plan's setup in a scratch schema, prepares every statement there and runs the
 /// smoke cycle.
-async fn prove(plan: &Plan, target: &Target) -> Result<cycle::Cycle> {
+async fn prove(plan: &Plan, target: &Target, limit: Duration, interrupt: &CancellationToken) -> Result<cycle::Cycle> {
     let schema = format!("queuebench_validate_{:08x}", rand::random::<u32>());
     let opts = DatabaseOptions::new(target.clone(), Some(schema), false, false)?;
     let db = pipeline::open_database(plan, &opts, "").await?;
-    let result = prove_in(plan, &db).await;
+    let result = prove_within(plan, &db, limit, interrupt).await;
     let teardown = db.teardown().await;
     let cycle = result?;
     teardown.map(|()| cycle)
+}
+
+/// [`prove_in`], bounded: at `limit` (or a signal) the statement it waits on is cancelled, then
+/// its backend terminated (`run::cancel`), and a proof cut short by the limit is this file's
+/// failure (exit 2).
+async fn prove_within(
+    plan: &Plan,
+    db: &crate::db::Database,
+    limit: Duration,
+    interrupt: &CancellationToken,
+) -> Result<cycle::Cycle> {
+    let (expired, dropped) = (AtomicBool::new(false), CancellationToken::new());
+    let work = async {
+        tokio::select! {
+            proved = prove_in(plan, db) => Some(proved),
+            () = dropped.cancelled() => None,
+        }
+    };
+    let stopped = async {
+        tokio::select! {
+            () = tokio::time::sleep(limit) => expired.store(true, Ordering::Relaxed),
+            () = interrupt.cancelled() => {}
+        }
+    };
+    let backends = run::cancel::Backends::of(db);
+    let who = "validate's proof";
+    let proved = run::cancel::bounded(work, stopped, (&backends, &[], who), || dropped.cancel()).await;
+    match proved {
+        Some(proved) if !expired.load(Ordering::Relaxed) => proved,
+        _ => Err(Error::ScenarioFile {
+            file: plan.source.path.clone(),
+            sets: plan.source.overrides.clone(),
+            reason: format!(
+                "proving its SQL (setup, prepare, one smoke cycle) did not finish within {} (validate --timeout): \
+                 a statement waited on the server that long (pg_sleep, a lock, a slow setup), and was cancelled. A \
+                 claim that waits like this stalls every round of a run too; raise --timeout if the setup is slow",
+                crate::scenario::units::format_duration(limit)
+            ),
+        }),
+    }
 }
 
 /// The setup and every statement inside one transaction that is rolled back: what an adapter's

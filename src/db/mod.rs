@@ -150,6 +150,11 @@ pub fn emergency_cleanup() {
     TEARING_DOWN.store(true, std::sync::atomic::Ordering::SeqCst);
     pgbouncer::emergency_cleanup();
     ephemeral::emergency_cleanup();
+    left_behind();
+}
+
+/// Says which URL-mode schemas of runs in progress stay behind, and how to drop them.
+pub fn left_behind() {
     for note in LIVE_SCHEMAS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
         eprintln!("left behind: {note}");
     }

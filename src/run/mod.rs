@@ -4,6 +4,7 @@
 //! what they recorded.
 
 pub(crate) mod budget;
+pub(crate) mod cancel;
 pub(crate) mod conn;
 pub(crate) mod failover;
 pub(crate) mod faults;
@@ -274,6 +275,7 @@ pub async fn run_part(
     };
     // The lanes (the direct workers' threads) live until the run is over.
     let (_lanes, tasks) = spawn_workers(clients, &shared, part.slots.clone());
+    let first_slot = *part.slots.start();
     // The reaper, the injector, the sampler and the probe stop when the workers are done.
     let side_stop = stop.child_token();
     let side = spawn_side_tasks(&shared, db.servers(), (start, show_progress, part.side), &side_stop);
@@ -283,9 +285,23 @@ pub async fn run_part(
             remote.await;
         }
     };
-    let (finished, ()) = tokio::join!(join_all(tasks), remote);
-    let mut workers = gather(finished)?;
-    let duration = start.elapsed();
+    // Once the run stops (or its workers are done), what is still waiting on the server is
+    // cancelled, then terminated, then given up on (`cancel`): every wait below is bounded.
+    let mut abort: Vec<_> = tasks.iter().map(|t| t.abort_handle()).collect();
+    abort.extend([actors.abort_handle(), side.abort_handle()]);
+    let backends = cancel::Backends::of(db);
+    let ending = async {
+        let (finished, ()) = tokio::join!(join_all(tasks), remote);
+        let duration = start.elapsed();
+        // Blockers and vacuum steps finish their schedule even when the workers are done early.
+        let horizon = actors.await;
+        side_stop.cancel();
+        (finished, duration, horizon, side.await)
+    };
+    let give_up = || abort.iter().for_each(tokio::task::AbortHandle::abort);
+    let (finished, duration, horizon, side) =
+        cancel::bounded(ending, side_stop.cancelled(), (&backends, &shared.faults.pids, "the run"), give_up).await;
+    let mut workers = gather(finished, first_slot)?;
     let stopped_us = stop.is_cancelled().then(|| {
         let at = stopped_at.load(Ordering::Relaxed);
         if at == u64::MAX { duration.as_micros() as u64 } else { at }
@@ -298,12 +314,10 @@ pub async fn run_part(
         }
         None => None,
     };
-    // Blockers and vacuum steps finish their schedule even when the workers are done early.
-    let mut horizon = actors.await.map_err(|e| Error::machine("a horizon blocker or vacuum step panicked", e))?;
-    side_stop.cancel();
+    let mut horizon = given_up(horizon, "a horizon blocker or vacuum step panicked")?;
     timer.task.abort();
     let (reaper, injected, samples, produced, probes) =
-        side.await.map_err(|e| Error::machine("the reaper, injector, sampler or a producer panicked", e))?;
+        given_up(side, "the reaper, injector, sampler or a producer panicked")?;
     horizon.probes = probes;
     workers.faults.extend(injected);
     workers.faults.sort_by_key(|f| f.t_us);
@@ -494,7 +508,16 @@ struct Gathered {
     failures: Vec<worker::WorkerFailure>,
 }
 
-fn gather(finished: Vec<std::result::Result<Finished, tokio::task::JoinError>>) -> Result<Gathered> {
+/// A side task's output; its default when it was given up on (`cancel::bounded`).
+fn given_up<T: Default>(joined: std::result::Result<T, tokio::task::JoinError>, panicked: &str) -> Result<T> {
+    match joined {
+        Err(e) if e.is_cancelled() => Ok(T::default()),
+        joined => joined.map_err(|e| Error::machine(panicked, e)),
+    }
+}
+
+/// `first`: the slot of the first task (a task given up on is named by its slot).
+fn gather(finished: Vec<std::result::Result<Finished, tokio::task::JoinError>>, first: u32) -> Result<Gathered> {
     let mut g = Gathered {
         stats: WorkerStats::default(),
         latency: Samples::default(),
@@ -502,8 +525,15 @@ fn gather(finished: Vec<std::result::Result<Finished, tokio::task::JoinError>>) 
         faults: Vec::new(),
         failures: Vec::new(),
     };
-    for task in finished {
-        let (mut stats, journal, faults, failure) = task.map_err(|e| Error::machine("a worker task panicked", e))?;
+    for (i, task) in finished.into_iter().enumerate() {
+        let (mut stats, journal, faults, failure) = match task {
+            Err(e) if e.is_cancelled() => {
+                let worker = format!("w{}", first + i as u32);
+                g.failures.push(worker::WorkerFailure::GivenUp { worker });
+                continue;
+            }
+            task => task.map_err(|e| Error::machine("a worker task panicked", e))?,
+        };
         g.stats += &stats;
         stats.take_samples(&mut g.latency);
         g.journal.extend(journal.into_vec());

@@ -99,6 +99,10 @@ pub(crate) async fn run(
     };
     let (outcome, samples, probes) = tokio::join!(driving, sampling, probing);
     fleet.stop().await;
+    // A killed process's statement runs on in the server until it ends (pg_sleep, a lock
+    // wait): its backend is terminated, so none is left for the teardown to wait on.
+    let backends = super::cancel::Backends::of(db).with_clients();
+    backends.end(super::cancel::How::Terminate, &[], "after the client's workers stopped").await;
     let timed_out = outcome?;
     let duration = start.elapsed();
     let effects = read_effects(&side).await?;

@@ -106,6 +106,10 @@ pub enum WorkerFailure {
     /// No connection within `run.reconnect_timeout`: the database is lost and the run stops.
     #[error("worker {worker} could not reconnect for {seconds:.1} s (run.reconnect_timeout): {last}")]
     Unreachable { worker: String, seconds: f64, last: SessionFailure },
+    /// Still not back 6 s after the run stopped, with its backend terminated (`run::cancel`):
+    /// its record (journal, counters) is lost.
+    #[error("worker {worker} did not stop within 6 s of the run's stop, its backend terminated: its record is lost")]
+    GivenUp { worker: String },
 }
 
 impl<T: Transport> Worker<T> {
