@@ -60,3 +60,122 @@ fn the_allow_list_holds_in_url_mode_too() {
         r.stderr
     );
 }
+
+/// An adapter whose setup runs a program through the server (`COPY … TO PROGRAM`), with a marker
+/// file the cluster's operating-system user could write.
+fn program_adapter(dir: &std::path::Path, marker: &std::path::Path) -> std::path::PathBuf {
+    let adapter = dir.join("a.toml");
+    let text = format!(
+        r#"name = "copy-to-program"
+table = "q"
+setup = """
+CREATE TABLE q (id bigserial PRIMARY KEY, state text NOT NULL DEFAULT 'ready', tries int NOT NULL DEFAULT 0);
+COPY (SELECT 1) TO PROGRAM 'touch {marker}';
+"""
+enqueue = "INSERT INTO q DEFAULT VALUES RETURNING id"
+preload = "INSERT INTO q (state) SELECT 'ready' FROM generate_series(1, :count)"
+claim = """
+WITH next AS (SELECT id FROM q WHERE state = 'ready' ORDER BY id LIMIT :batch FOR UPDATE SKIP LOCKED)
+UPDATE q SET state = 'taken', tries = tries + 1 FROM next WHERE q.id = next.id RETURNING q.id, q.tries"""
+complete = "UPDATE q SET state = 'done' WHERE id = :id AND state = 'taken'"
+
+[result]
+id = "id"
+attempt = "tries"
+
+[observe]
+state = """SELECT id, CASE state WHEN 'ready' THEN 'queued' WHEN 'taken' THEN 'running' ELSE 'done' END AS status,
+tries AS attempts FROM q"""
+remaining = "SELECT count(*) FROM q WHERE state IN ('ready', 'taken')"
+"#,
+        marker = marker.display()
+    );
+    std::fs::write(&adapter, text).unwrap();
+    let scenario = dir.join("s.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"copy-to-program\"\nadapter = \"a.toml\"\n[jobs]\npreload = 20\n[workers]\ncount = 2\n\
+         [run]\ntimeout = \"60s\"\nsample_interval = \"off\"\n",
+    )
+    .unwrap();
+    scenario
+}
+
+/// A marker path in /tmp (which the cluster's user may write), removed when dropped.
+struct Marker(std::path::PathBuf);
+
+impl Marker {
+    fn new() -> Marker {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+        Marker(std::path::PathBuf::from(format!("/tmp/queuebench-privilege-{}-{nanos}", std::process::id())))
+    }
+}
+
+impl Drop for Marker {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// In an ephemeral cluster the adapter's SQL runs as the run role: `COPY … TO PROGRAM` is
+/// refused by the server (42501) in `run` and in `validate`, and the program never runs.
+#[test]
+fn an_adapter_cannot_run_a_program_through_the_ephemeral_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = Marker::new();
+    let s = program_adapter(dir.path(), &marker.0);
+    for cmd in ["run", "validate"] {
+        let r = queuebench(&[cmd, s.to_str().unwrap()]);
+        let text = format!("{}{}", r.stdout, r.stderr);
+        assert_ne!(r.code, 0, "{cmd}: {text}");
+        assert!(text.contains("42501") && text.contains("COPY to or from an external program"), "{cmd}: {text}");
+        assert!(!marker.0.exists(), "{cmd}: the program ran");
+        r.assert_clean();
+    }
+}
+
+/// `[postgres] superuser_sql = true` is the named way out: the setup runs as the superuser (the
+/// program runs), and the terminal says so.
+#[test]
+fn superuser_sql_is_the_named_way_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = Marker::new();
+    let s = program_adapter(dir.path(), &marker.0);
+    let r = queuebench(&["run", s.to_str().unwrap(), "--set", "postgres.superuser_sql=true"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(marker.0.exists(), "the superuser's COPY TO PROGRAM ran");
+    assert!(r.stderr.contains("superuser_sql = true"), "{}", r.stderr);
+    let summary = r.summary();
+    assert_eq!(summary["database"]["superuser"], true, "{}", summary["database"]);
+    assert_eq!(summary["database"]["sql_role"], "postgres");
+    assert!(r.stdout.contains("role postgres is a superuser"), "{}", r.stdout);
+}
+
+/// In URL mode the URL's role is used as given; the summary and the terminal say it is a
+/// superuser. An ephemeral run says its SQL ran as the run role, not a superuser.
+#[test]
+fn the_summary_says_whether_the_scenarios_role_is_a_superuser() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("s.toml");
+    std::fs::write(&s, format!("{BASE}[run]\ntimeout = \"60s\"\n")).unwrap();
+    let small: [&str; 0] = [];
+    let url = ["--database-url", "postgres://postgres@127.0.0.1:5432/test"];
+    let r = queuebench(&[&["run", s.to_str().unwrap()], &url[..], &small[..]].concat());
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let summary = r.summary();
+    assert_eq!(summary["database"]["superuser"], true, "{}", summary["database"]);
+    assert_eq!(summary["database"]["sql_role"], "postgres");
+    let line = r.stdout.lines().find(|l| l.trim_start().starts_with("database")).unwrap_or_default();
+    assert!(
+        line.contains("(role postgres is a superuser: the scenario's SQL runs with every privilege)"),
+        "{}",
+        r.stdout
+    );
+
+    let r = queuebench(&[&["run", s.to_str().unwrap()], &small[..]].concat());
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let summary = r.summary();
+    assert_eq!(summary["database"]["superuser"], false, "{}", summary["database"]);
+    assert_eq!(summary["database"]["sql_role"], "queuebench_run");
+    assert!(!r.stdout.contains("is a superuser"), "{}", r.stdout);
+}

@@ -202,8 +202,14 @@ impl super::Database {
             return Err(Error::machine("starting PgBouncer", "there is no ephemeral cluster to put it in front of"));
         };
         let admin = self.connect_admin().await?;
+        // Its server connections run the scenario's SQL: as a member of the run role when the
+        // run has one (src/db/role.rs), else as a superuser.
+        let rights = match self.run_role() {
+            Some(run_role) => format!("NOSUPERUSER IN ROLE {run_role}"),
+            None => "SUPERUSER".into(),
+        };
         let role = format!(
-            "CREATE ROLE {POOL_ROLE} LOGIN SUPERUSER; ALTER ROLE {POOL_ROLE} SET search_path = \"{}\"",
+            "CREATE ROLE {POOL_ROLE} LOGIN {rights}; ALTER ROLE {POOL_ROLE} SET search_path = \"{}\"",
             self.schema.replace('"', "\"\"")
         );
         admin.batch_execute(&role).await.map_err(|e| Error::Database {

@@ -55,6 +55,7 @@ pub(crate) async fn install(
 pub(crate) async fn create(db: &Database) -> Result<Client> {
     let admin = db.connect_admin().await?;
     create_or_reuse(db, &admin).await?;
+    super::role::hand_over(db, &admin).await?;
     drop(admin);
     db.connect().await
 }
@@ -102,7 +103,7 @@ async fn run_setup_command(db: &Database, command: &[String]) -> Result<()> {
     let shown = command.join(" ");
     let out = tokio::process::Command::new(&command[0])
         .args(&command[1..])
-        .env("QUEUEBENCH_DATABASE_URL", db.child_url())
+        .env("QUEUEBENCH_DATABASE_URL", db.run_url())
         .env("QUEUEBENCH_SCHEMA", &db.schema)
         .env("QUEUEBENCH_APPLICATION_NAME", "queuebench-setup")
         .stdin(std::process::Stdio::null())

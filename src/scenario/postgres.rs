@@ -51,7 +51,8 @@ pub(super) fn postgres(raw: &RawScenario, at: &At) -> Result<PostgresSettings> {
              would still point at the old primary): leave out the pooler or the standby",
         ));
     }
-    Ok(PostgresSettings { settings, table_settings, tls: raw.postgres.tls, standby, pgbouncer })
+    let superuser_sql = raw.postgres.superuser_sql;
+    Ok(PostgresSettings { settings, table_settings, tls: raw.postgres.tls, standby, pgbouncer, superuser_sql })
 }
 
 /// `[postgres] standby`: "async" or "sync"; queuebench then owns the replication settings, and
