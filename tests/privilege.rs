@@ -124,11 +124,12 @@ fn an_adapter_cannot_run_a_program_through_the_ephemeral_cluster() {
     let dir = tempfile::tempdir().unwrap();
     let marker = Marker::new();
     let s = program_adapter(dir.path(), &marker.0);
-    for cmd in ["run", "validate"] {
+    for (cmd, code) in [("run", 3), ("validate", 2)] {
         let r = queuebench(&[cmd, s.to_str().unwrap()]);
         let text = format!("{}{}", r.stdout, r.stderr);
-        assert_ne!(r.code, 0, "{cmd}: {text}");
+        assert_eq!(r.code, code, "{cmd}: {text}");
         assert!(text.contains("42501") && text.contains("COPY to or from an external program"), "{cmd}: {text}");
+        assert!(text.contains("runs as queuebench_run") && text.contains("superuser_sql = true"), "{cmd}: {text}");
         assert!(!marker.0.exists(), "{cmd}: the program ran");
         r.assert_clean();
     }
@@ -178,4 +179,19 @@ fn the_summary_says_whether_the_scenarios_role_is_a_superuser() {
     assert_eq!(summary["database"]["superuser"], false, "{}", summary["database"]);
     assert_eq!(summary["database"]["sql_role"], "queuebench_run");
     assert!(!r.stdout.contains("is a superuser"), "{}", r.stdout);
+
+    // validate says it too, of the URL's role that ran the adapter's smoke cycle.
+    let marker = Marker::new();
+    let adapter_scenario = program_adapter(dir.path(), &marker.0);
+    let adapter = dir.path().join("a.toml");
+    let harmless = std::fs::read_to_string(&adapter).unwrap().replace("COPY (SELECT 1) TO PROGRAM", "SELECT 1, ");
+    std::fs::write(&adapter, harmless).unwrap();
+    let r = queuebench(&[&["validate", adapter_scenario.to_str().unwrap()], &url[..]].concat());
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("role postgres is a superuser: the scenario's SQL ran with every privilege"),
+        "{}",
+        r.stderr
+    );
+    assert!(!marker.0.exists());
 }

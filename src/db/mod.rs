@@ -325,12 +325,13 @@ impl Database {
         }
     }
 
-    /// The URL a child process uses to reach the server through `addr` (an agent's forwarder,
-    /// docs/agents.md): the same user, password and database; for its environment only.
+    /// The URL a spawned agent uses to reach the server through `addr` (an agent's forwarder,
+    /// docs/agents.md): the same password and database, the user of [`Database::run_url`]; for
+    /// its environment only.
     pub fn child_url_via(&self, addr: std::net::SocketAddr) -> String {
         let mut via = Config::new();
         via.host(addr.ip().to_string()).port(addr.port());
-        if let Some(u) = self.config.get_user() {
+        if let Some(u) = self.run_role.or(self.config.get_user()) {
             via.user(u);
         }
         if let Some(p) = self.config.get_password() {

@@ -53,6 +53,22 @@ pub(crate) async fn hand_over(db: &Database, admin: &Client) -> Result<()> {
     })
 }
 
+/// `error` with the way out when the run role lacked a privilege (SQLSTATE 42501).
+pub(crate) fn hinted(db: &Database, error: Error) -> Error {
+    match error {
+        Error::Database { action, target, sql, hint: None }
+            if db.run_role().is_some() && sql.sqlstate.as_deref() == Some("42501") =>
+        {
+            let hint = Some(format!(
+                "the scenario's SQL runs as {RUN_ROLE}, which owns the run's schema and is not a superuser \
+                 (docs/safety.md, \"Who runs what\"); a scenario that needs more sets [postgres] superuser_sql = true"
+            ));
+            Error::Database { action, target, sql, hint }
+        }
+        other => other,
+    }
+}
+
 /// The role a connection runs as and whether it is a superuser (`rolsuper`); `None` when the
 /// server did not say.
 pub(crate) async fn current(client: &Client) -> (String, Option<bool>) {

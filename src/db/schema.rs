@@ -81,7 +81,10 @@ pub(crate) async fn run_setup(
             }
         }
         Setup::Sql(sql) => {
-            client.batch_execute(sql).await.map_err(|e| sql_error("running the adapter's setup", &e))?;
+            client
+                .batch_execute(sql)
+                .await
+                .map_err(|e| super::role::hinted(db, sql_error("running the adapter's setup", &e)))?;
             client.batch_execute(ADAPTER_EFFECTS).await.map_err(|e| sql_error("creating queuebench_effects", &e))?;
         }
         Setup::Command(command) => {
