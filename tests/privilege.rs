@@ -65,31 +65,14 @@ fn the_allow_list_holds_in_url_mode_too() {
 /// file the cluster's operating-system user could write.
 fn program_adapter(dir: &std::path::Path, marker: &std::path::Path) -> std::path::PathBuf {
     let adapter = dir.join("a.toml");
-    let text = format!(
-        r#"name = "copy-to-program"
-table = "q"
-setup = """
-CREATE TABLE q (id bigserial PRIMARY KEY, state text NOT NULL DEFAULT 'ready', tries int NOT NULL DEFAULT 0);
-COPY (SELECT 1) TO PROGRAM 'touch {marker}';
-"""
-enqueue = "INSERT INTO q DEFAULT VALUES RETURNING id"
-preload = "INSERT INTO q (state) SELECT 'ready' FROM generate_series(1, :count)"
-claim = """
-WITH next AS (SELECT id FROM q WHERE state = 'ready' ORDER BY id LIMIT :batch FOR UPDATE SKIP LOCKED)
-UPDATE q SET state = 'taken', tries = tries + 1 FROM next WHERE q.id = next.id RETURNING q.id, q.tries"""
-complete = "UPDATE q SET state = 'done' WHERE id = :id AND state = 'taken'"
-
-[result]
-id = "id"
-attempt = "tries"
-
-[observe]
-state = """SELECT id, CASE state WHEN 'ready' THEN 'queued' WHEN 'taken' THEN 'running' ELSE 'done' END AS status,
-tries AS attempts FROM q"""
-remaining = "SELECT count(*) FROM q WHERE state IN ('ready', 'taken')"
-"#,
-        marker = marker.display()
+    let copy = format!(
+        "CREATE INDEX q_ready ON q (n) WHERE state = 'ready';\nCOPY (SELECT 1) TO PROGRAM 'touch {}';",
+        marker.display()
     );
+    let text = crate::adapters::QUEUE
+        .replace("CREATE INDEX q_ready ON q (n) WHERE state = 'ready';", &copy)
+        .replace("COMPLETE", "complete = \"UPDATE q SET state = 'done' WHERE id = :id AND state = 'taken'\"");
+    assert!(text.contains("TO PROGRAM"), "the adapter runs a program");
     std::fs::write(&adapter, text).unwrap();
     let scenario = dir.join("s.toml");
     std::fs::write(
@@ -184,7 +167,7 @@ fn the_summary_says_whether_the_scenarios_role_is_a_superuser() {
     let marker = Marker::new();
     let adapter_scenario = program_adapter(dir.path(), &marker.0);
     let adapter = dir.path().join("a.toml");
-    let harmless = std::fs::read_to_string(&adapter).unwrap().replace("COPY (SELECT 1) TO PROGRAM", "SELECT 1, ");
+    let harmless = std::fs::read_to_string(&adapter).unwrap().replace("COPY (SELECT 1) TO PROGRAM", "SELECT 1,");
     std::fs::write(&adapter, harmless).unwrap();
     let r = queuebench(&[&["validate", adapter_scenario.to_str().unwrap()], &url[..]].concat());
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
