@@ -16,8 +16,9 @@ fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
     path.to_string_lossy().into_owned()
 }
 
-/// A small queue of our own: a table with a uuid id, claimed with SKIP LOCKED.
-const QUEUE: &str = r#"
+/// A small queue of our own: a table with a uuid id, claimed with SKIP LOCKED (`COMPLETE`:
+/// the `complete` line each test writes in).
+pub(crate) const QUEUE: &str = r#"
 name = "tiny"
 table = "q"
 setup = """

@@ -44,6 +44,7 @@ mod pgbouncer;
 mod pool;
 mod preload;
 mod priorities;
+mod privilege;
 mod quota;
 mod release;
 mod reports;

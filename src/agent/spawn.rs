@@ -70,7 +70,7 @@ impl Spawned {
                     enter_namespace(&mut cmd, &host.ns_file())?;
                     db.child_url_via(fw.addr)
                 }
-                None => db.child_url(),
+                None => db.run_url(),
             };
             let name = match hosts.and_then(|(h, _)| h.of(k)) {
                 Some(host) => format!("spawned-{k}@{}", host.agent_ip),

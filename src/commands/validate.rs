@@ -144,6 +144,7 @@ async fn prove_within(
 async fn prove_in(plan: &Plan, db: &crate::db::Database) -> Result<cycle::Cycle> {
     let setup = pipeline::setup_of(plan);
     let client = schema::create(db).await?;
+    let (role, superuser) = crate::db::role::current(&client).await;
     let begin = "BEGIN; SET LOCAL queuebench.validating = 'yes'";
     client.batch_execute(begin).await.map_err(|e| db_error(begin, &e))?;
     let proved = match prove_statements(plan, db, &client, setup.as_setup()).await {
@@ -163,7 +164,15 @@ async fn prove_in(plan: &Plan, db: &crate::db::Database) -> Result<cycle::Cycle>
                 .into(),
         });
     }
-    proved
+    proved.map(|mut cycle| {
+        if superuser == Some(true) {
+            cycle.warnings.push(format!(
+                "role {role} is a superuser: the scenario's SQL ran with every privilege (COPY … TO PROGRAM \
+                 included); use a role that owns only its schema (docs/safety.md, \"Who runs what\")"
+            ));
+        }
+        cycle
+    })
 }
 
 /// The setup, then every statement prepared: the steps the cycle runs.

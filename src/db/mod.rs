@@ -16,6 +16,7 @@ pub mod docker;
 pub(crate) mod ephemeral;
 pub(crate) mod password;
 pub(crate) mod pgbouncer;
+pub(crate) mod role;
 pub(crate) mod schema;
 pub(crate) mod standby;
 pub mod statements;
@@ -127,6 +128,9 @@ pub struct Database {
     pub reuse: bool,
     /// Where the password came from (`the URL`, `PGPASSWORD`, the password file), for the auth error.
     password_from: Option<String>,
+    /// The role the scenario's SQL connects as, when not the target's own (an ephemeral
+    /// cluster's [`role::RUN_ROLE`]; see `role.rs`).
+    run_role: Option<&'static str>,
     /// This run created the schema (teardown drops it) …
     pub(crate) created: AtomicBool,
     /// … or reused an existing one (teardown drops only queuebench's tables in it).
@@ -265,6 +269,7 @@ impl Database {
             keep,
             reuse: false,
             password_from: None,
+            run_role: None,
             created: AtomicBool::new(false),
             reused: AtomicBool::new(false),
         }
@@ -317,12 +322,22 @@ impl Database {
         self.url_for_tools().unwrap_or_else(|| self.tls.add_to(password::secret_url(&self.config)))
     }
 
-    /// The URL a child process uses to reach the server through `addr` (an agent's forwarder,
-    /// docs/agents.md): the same user, password and database; for its environment only.
+    /// [`Database::child_url`] as the run role where there is one: for the scenario's own
+    /// processes (a client's workers, an adapter's setup command).
+    pub fn run_url(&self) -> String {
+        match (self.run_role, self.cluster.is_some()) {
+            (Some(role), true) => self.tools_url(role).unwrap_or_else(|| self.child_url()),
+            _ => self.child_url(),
+        }
+    }
+
+    /// The URL a spawned agent uses to reach the server through `addr` (an agent's forwarder,
+    /// docs/agents.md): the same password and database, the user of [`Database::run_url`]; for
+    /// its environment only.
     pub fn child_url_via(&self, addr: std::net::SocketAddr) -> String {
         let mut via = Config::new();
         via.host(addr.ip().to_string()).port(addr.port());
-        if let Some(u) = self.config.get_user() {
+        if let Some(u) = self.run_role.or(self.config.get_user()) {
             via.user(u);
         }
         if let Some(p) = self.config.get_password() {
@@ -337,18 +352,23 @@ impl Database {
     /// The ephemeral cluster as a URL for psql, pgbench or a client (with `--tls`: over
     /// localhost with verify-full against the cluster's CA).
     pub fn url_for_tools(&self) -> Option<String> {
+        self.tools_url("postgres")
+    }
+
+    /// [`Database::url_for_tools`] as `user`.
+    fn tools_url(&self, user: &str) -> Option<String> {
         let c = self.cluster.as_ref()?;
         Some(match c.tls_files() {
-            Some(_) => self.tls.add_to(format!("postgresql://postgres@localhost:{}/postgres", c.port())),
+            Some(_) => self.tls.add_to(format!("postgresql://{user}@localhost:{}/postgres", c.port())),
             None => match c.standby() {
                 Some(s) => format!(
-                    "postgresql:///postgres?host={d},{d}&port={},{}&user=postgres&target_session_attrs=read-write",
+                    "postgresql:///postgres?host={d},{d}&port={},{}&user={user}&target_session_attrs=read-write",
                     c.port(),
                     s.server.port(),
                     d = c.socket_dir().display()
                 ),
                 None => {
-                    format!("postgresql:///postgres?host={}&port={}&user=postgres", c.socket_dir().display(), c.port())
+                    format!("postgresql:///postgres?host={}&port={}&user={user}", c.socket_dir().display(), c.port())
                 }
             },
         })
@@ -378,12 +398,43 @@ impl Database {
         }
     }
 
-    /// The connection settings workers use: search_path is the run's schema.
+    /// The connection settings the scenario's SQL runs on (workers, producers, the reaper, the
+    /// sampler's and the probe's queries, explore sessions, validate): search_path is the run's
+    /// schema, and the user is the run role where there is one (`role.rs`).
     pub fn worker_config(&self) -> Endpoint {
+        let mut endpoint = self.harness_config();
+        if let Some(role) = self.run_role {
+            endpoint.config.user(role);
+        }
+        endpoint
+    }
+
+    /// [`Database::worker_config`] as the target's own user (the ephemeral cluster's
+    /// superuser): for the harness's faults and extensions, never for the scenario's SQL.
+    pub fn harness_config(&self) -> Endpoint {
         let mut config = self.config.clone();
         let options = config.get_options().map(|o| format!("{o} ")).unwrap_or_default();
         config.options(format!("{options}-c {}", crate::quote::option_ident("search_path", &self.schema)));
         self.endpoint(self.named(config))
+    }
+
+    /// The role the scenario's SQL connects as, when not the target's own user.
+    pub fn run_role(&self) -> Option<&'static str> {
+        self.run_role
+    }
+
+    /// From here on, the scenario's SQL connects as [`role::RUN_ROLE`], created now (an
+    /// ephemeral cluster only: the caller decides).
+    pub(crate) async fn least_privilege(&mut self) -> Result<()> {
+        let admin = self.connect_admin().await?;
+        role::create_run_role(&admin).await.map_err(|e| Error::Database {
+            action: format!("creating the run role {}", role::RUN_ROLE),
+            target: Some(self.target.clone()),
+            sql: sql(&e),
+            hint: None,
+        })?;
+        self.run_role = Some(role::RUN_ROLE);
+        Ok(())
     }
 
     /// `config` with the run's TLS: the one place a connection's TLS comes from.

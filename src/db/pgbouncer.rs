@@ -202,9 +202,14 @@ impl super::Database {
             return Err(Error::machine("starting PgBouncer", "there is no ephemeral cluster to put it in front of"));
         };
         let admin = self.connect_admin().await?;
+        // Its server connections run the scenario's SQL: as a member of the run role when the
+        // run has one (src/db/role.rs), else as a superuser.
+        let rights = match self.run_role() {
+            Some(run_role) => format!("NOSUPERUSER IN ROLE {}", crate::quote::ident(run_role)),
+            None => "SUPERUSER".into(),
+        };
         let (pool_role, schema) = (crate::quote::ident(POOL_ROLE), crate::quote::ident(&self.schema));
-        let role =
-            format!("CREATE ROLE {pool_role} LOGIN SUPERUSER; ALTER ROLE {pool_role} SET search_path = {schema}");
+        let role = format!("CREATE ROLE {pool_role} LOGIN {rights}; ALTER ROLE {pool_role} SET search_path = {schema}");
         admin.batch_execute(&role).await.map_err(|e| Error::Database {
             action: format!("creating the role PgBouncer's server connections log in as ({POOL_ROLE})"),
             target: Some(self.target.clone()),

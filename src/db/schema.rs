@@ -56,6 +56,7 @@ pub(crate) async fn install(
 pub(crate) async fn create(db: &Database) -> Result<Client> {
     let admin = db.connect_admin().await?;
     create_or_reuse(db, &admin).await?;
+    super::role::hand_over(db, &admin).await?;
     drop(admin);
     db.connect().await
 }
@@ -81,7 +82,10 @@ pub(crate) async fn run_setup(
             }
         }
         Setup::Sql(sql) => {
-            client.batch_execute(sql).await.map_err(|e| sql_error("running the adapter's setup", &e))?;
+            client
+                .batch_execute(sql)
+                .await
+                .map_err(|e| super::role::hinted(db, sql_error("running the adapter's setup", &e)))?;
             client.batch_execute(ADAPTER_EFFECTS).await.map_err(|e| sql_error("creating queuebench_effects", &e))?;
         }
         Setup::Command(command) => {
@@ -104,7 +108,7 @@ async fn run_setup_command(db: &Database, command: &[String]) -> Result<()> {
     let shown = command.join(" ");
     let out = tokio::process::Command::new(&command[0])
         .args(&command[1..])
-        .env("QUEUEBENCH_DATABASE_URL", db.child_url())
+        .env("QUEUEBENCH_DATABASE_URL", db.run_url())
         .env("QUEUEBENCH_SCHEMA", &db.schema)
         .env("QUEUEBENCH_APPLICATION_NAME", "queuebench-setup")
         .stdin(std::process::Stdio::null())

@@ -39,6 +39,14 @@ pub(crate) async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> R
             }
             let standby = plan.postgres.standby;
             let mut db = Database::open_ephemeral(&ephemeral_settings(plan)?, schema, opts.keep, tls, standby).await?;
+            if plan.postgres.superuser_sql {
+                eprintln!(
+                    "note: [postgres] superuser_sql = true: the scenario's SQL runs as the cluster's superuser \
+                     (docs/safety.md, \"Who runs what\")"
+                );
+            } else {
+                db.least_privilege().await?;
+            }
             if let Some(bouncer) = plan.postgres.pgbouncer {
                 // Dropping `db` on an error stops the cluster (and a half-started pooler).
                 db.start_pooler(bouncer, connections_needed(plan) as u32).await?;
@@ -113,12 +121,17 @@ pub(crate) async fn prepare(plan: &Plan, db: &Database) -> Result<Prepared> {
         },
         tls: tls_info(db, &setup).await,
         pooler: pooler_info(db),
+        sql_role: String::new(),
+        superuser: None,
     };
     let environment = schema::environment(&setup).await;
     let settings = schema::comparable_settings(&setup).await;
     drop(setup);
     let client =
         schema::install(db, setup_of(plan).as_setup(), &plan.adapter.table, &plan.postgres.table_settings).await?;
+    // The install connection is the scenario's: its role is the one the scenario's SQL runs as.
+    let (sql_role, superuser) = crate::db::role::current(&client).await;
+    let database = DatabaseInfo { sql_role, superuser, ..database };
     db.check_pooler_search_path().await?;
     let ids = Arc::new(Interner::default());
     let (client, preload) = match &plan.client {

@@ -31,12 +31,13 @@ pub(crate) fn render(s: &RunSummary) -> String {
     }
     let _ = writeln!(
         o,
-        "  database {} {} (PostgreSQL {}, {}){}",
+        "  database {} {} (PostgreSQL {}, {}){}{}",
         s.database.kind,
         s.database.shown(),
         s.database.server_version,
         s.database.tls.shown(),
-        crate::model::summary::PoolerInfo::shown(&s.database.pooler)
+        crate::model::summary::PoolerInfo::shown(&s.database.pooler),
+        s.database.superuser_notice()
     );
     if s.partial {
         let _ = writeln!(o, "  PARTIAL REPORT {}; checks on the final table were not run", s.partial_reason);

@@ -58,12 +58,14 @@ pub(crate) async fn actors(
     plan: &Plan,
     config: &Endpoint,
     start: Instant,
-    extensions: bool,
+    extensions: Option<&Endpoint>,
     stop: &CancellationToken,
 ) -> HorizonOutput {
-    if extensions && !plan.vacuum.is_empty() {
+    // `extensions`: the superuser's endpoint in a server of queuebench's own (pgstattuple is no
+    // trusted extension); the steps then run as `config`'s role, which may call it (pg_monitor).
+    if let Some(admin) = extensions.filter(|_| !plan.vacuum.is_empty()) {
         // Once, before any step: two concurrent CREATE EXTENSIONs would collide.
-        if let Some((c, _)) = connect(config).await {
+        if let Some((c, _)) = connect(admin).await {
             let _ = c.batch_execute("CREATE EXTENSION IF NOT EXISTS pgstattuple").await;
         }
     }

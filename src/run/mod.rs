@@ -250,6 +250,7 @@ pub async fn run_part(
     let shared = Arc::new(Shared {
         plan: shared_plan,
         config: config.clone(),
+        harness: db.harness_config(),
         pooled,
         faults: Arc::new(FaultState::new(plan, start, ids.clone())),
         next_identity: Arc::new(AtomicU32::new(part.next_identity)),
@@ -267,10 +268,15 @@ pub async fn run_part(
     });
     // Extensions (pgstattuple) are created only in a cluster of our own.
     let actors = {
-        let (sh, stop, config, extensions) = (shared.clone(), stop.clone(), config.clone(), db.kind.owned());
+        let extensions = db.kind.owned().then(|| db.harness_config());
+        let (sh, stop, config) = (shared.clone(), stop.clone(), config.clone());
         let side = part.side;
         tokio::spawn(async move {
-            if side { horizon::actors(&sh.plan, &config, start, extensions, &stop).await } else { Default::default() }
+            if side {
+                horizon::actors(&sh.plan, &config, start, extensions.as_ref(), &stop).await
+            } else {
+                Default::default()
+            }
         })
     };
     // The lanes (the direct workers' threads) live until the run is over.
@@ -477,7 +483,7 @@ fn spawn_side_tasks(
     let (sh, side_stop) = (shared.clone(), side_stop.clone());
     tokio::spawn(async move {
         let config = &sh.config;
-        let inject = faults::inject(&sh.plan, &sh.faults, config, servers.as_ref(), &side_stop);
+        let inject = faults::inject(&sh.plan, &sh.faults, &sh.harness, servers.as_ref(), &side_stop);
         if !side {
             return (ReaperStats::default(), inject.await, Vec::new(), Default::default(), Vec::new());
         }

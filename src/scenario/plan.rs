@@ -132,6 +132,9 @@ pub struct PostgresSettings {
     pub standby: Option<crate::model::records::Replication>,
     /// `[postgres.pgbouncer]`: PgBouncer in front of the ephemeral cluster.
     pub pgbouncer: Option<crate::model::pooler::PgBouncer>,
+    /// `[postgres] superuser_sql`: in an ephemeral cluster the scenario's SQL runs as the
+    /// superuser instead of the run role (docs/safety.md, "Who runs what").
+    pub superuser_sql: bool,
 }
 
 /// Backoff before a failed or reclaimed job runs again: min(cap, base × 2^(attempt-1)),

@@ -1,9 +1,9 @@
-//! `[postgres]` of a scenario: the server settings (never the ones that would open queuebench's
-//! trust-auth cluster to others: `boundary.rs`), the jobs table's storage parameters, and what
+//! `[postgres]` of a scenario: the server settings (only those on the allow-list of
+//! `boundary.rs`), the jobs table's storage parameters, and what
 //! queuebench starts beside its ephemeral cluster (a streaming standby, PgBouncer).
 
 use super::at::At;
-use super::boundary::boundary_setting;
+use super::boundary::refused_setting;
 use super::plan::PostgresSettings;
 use super::raw::{RawPgBouncer, RawScenario};
 use super::values::setting_value;
@@ -21,7 +21,7 @@ pub(super) fn postgres(raw: &RawScenario, at: &At) -> Result<PostgresSettings> {
         .iter()
         .map(|(k, v)| {
             let key = format!("postgres.settings.{k}");
-            if let Some(why) = boundary_setting(k) {
+            if let Some(why) = refused_setting(k) {
                 return Err(at.err(&key, why));
             }
             setting_value(v).map(|v| (k.clone(), v)).map_err(|e| at.invalid(&key, e))
@@ -51,7 +51,8 @@ pub(super) fn postgres(raw: &RawScenario, at: &At) -> Result<PostgresSettings> {
              would still point at the old primary): leave out the pooler or the standby",
         ));
     }
-    Ok(PostgresSettings { settings, table_settings, tls: raw.postgres.tls, standby, pgbouncer })
+    let superuser_sql = raw.postgres.superuser_sql;
+    Ok(PostgresSettings { settings, table_settings, tls: raw.postgres.tls, standby, pgbouncer, superuser_sql })
 }
 
 /// `[postgres] standby`: "async" or "sync"; queuebench then owns the replication settings, and

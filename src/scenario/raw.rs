@@ -529,6 +529,10 @@ pub(crate) struct RawPostgres {
     /// connect through it.
     #[serde(default)]
     pub pgbouncer: Option<RawPgBouncer>,
+    /// The scenario's SQL runs as the ephemeral cluster's superuser, not as the run role
+    /// (docs/safety.md, "Who runs what"): the named way out of least privilege.
+    #[serde(default)]
+    pub superuser_sql: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

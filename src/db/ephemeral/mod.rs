@@ -46,11 +46,18 @@ pub(crate) struct TlsFiles {
 
 /// The cluster's pg_hba.conf with `--tls`: its own socket (in a folder only its user and the
 /// harness can enter) as before, and over TCP (localhost only) TLS with the run's client
-/// certificate. Other users of the machine can reach the port but not log in.
+/// certificate. Other users of the machine can reach the port but not log in. The certificate
+/// (CN `postgres`) logs in as `postgres` or as the run role (`TLS_IDENT`, src/db/role.rs).
 const TLS_HBA: &str = "# queuebench --tls: the socket as initdb made it; TCP only with TLS and the run's client certificate\n\
 local all all trust\n\
-hostssl all all 127.0.0.1/32 cert\n\
-hostssl all all ::1/128 cert\n";
+hostssl all all 127.0.0.1/32 cert map=queuebench\n\
+hostssl all all ::1/128 cert map=queuebench\n";
+
+/// The user map of `TLS_HBA`: the run's client certificate may log in as the superuser (the
+/// harness) or as the run role (the scenario's SQL).
+const TLS_IDENT: &str = "# queuebench --tls: the run's client certificate\n\
+queuebench postgres postgres\n\
+queuebench postgres queuebench_run\n";
 
 /// Clusters alive in this process, for the second-Ctrl-C emergency exit.
 pub(super) static LIVE: Mutex<Vec<(i32, PathBuf)>> = Mutex::new(Vec::new());
@@ -183,6 +190,8 @@ impl Cluster {
         if cluster.tls.is_some() {
             let hba = cluster.data_dir().join("pg_hba.conf");
             std::fs::write(&hba, TLS_HBA).map_err(|e| Error::io(Access::Write, &hba, e))?;
+            let ident = cluster.data_dir().join("pg_ident.conf");
+            std::fs::write(&ident, TLS_IDENT).map_err(|e| Error::io(Access::Write, &ident, e))?;
         }
         cluster.postmaster.spawn()?;
         // Made and started once the primary accepts connections (`db::standby::start`).

@@ -24,6 +24,13 @@ pub struct DatabaseInfo {
     /// The pooler the workers and producers went through (`[postgres.pgbouncer]`), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pooler: Option<PoolerInfo>,
+    /// The role the scenario's SQL ran as: workers, producers, the adapter's statements and
+    /// setup, clients (docs/safety.md, "Who runs what"). Empty in summaries from before it.
+    pub sql_role: String,
+    /// Whether that role is a superuser (`rolsuper`): in URL mode the URL's role; in an
+    /// ephemeral cluster only with `[postgres] superuser_sql = true`. Absent when not known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub superuser: Option<bool>,
 }
 
 /// A pooler between the workers and the server (docs/production-postgres.md).
@@ -87,6 +94,18 @@ impl DatabaseInfo {
     /// How the terminal and report.html name the server: the redacted URL, else the target.
     pub fn shown(&self) -> &str {
         if self.url.is_empty() { &self.target } else { &self.url }
+    }
+
+    /// ` (role alice is a superuser: …)` for the database line when the scenario's SQL ran with
+    /// every privilege; empty otherwise.
+    pub fn superuser_notice(&self) -> String {
+        match self.superuser {
+            Some(true) => format!(
+                " (role {} is a superuser: the scenario's SQL runs with every privilege)",
+                if self.sql_role.is_empty() { "?" } else { &self.sql_role }
+            ),
+            _ => String::new(),
+        }
     }
 }
 

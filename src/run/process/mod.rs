@@ -78,7 +78,7 @@ pub(crate) async fn run(
 ) -> Result<RunOutput> {
     let c = plan.client.as_ref().expect("a client plan");
     let side = db.connect().await?;
-    let url = db.child_url();
+    let url = db.run_url();
     let env = Env { url: &url, schema: &db.schema, queue: QUEUE };
     let (start, start_ms) = (Instant::now(), now_ms());
     let mut fleet = Fleet::start(c, env, plan.workers.count)?;

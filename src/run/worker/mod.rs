@@ -47,8 +47,12 @@ pub(crate) struct Progress {
 /// What the runner hands every worker.
 pub(crate) struct Shared {
     pub plan: Arc<Plan>,
-    /// Direct to the server, with the run's search_path: the reaper, sampler, faults, probes.
+    /// Direct to the server, with the run's search_path, as the role the scenario's SQL runs
+    /// as: the reaper, sampler, probes.
     pub config: Endpoint,
+    /// The same as the target's own user (the ephemeral cluster's superuser): the faults
+    /// (`Database::harness_config`).
+    pub harness: Endpoint,
     /// What workers and producers connect with: through the run's pooler when there is one
     /// (`Database::pooled_config`), else the same as `config`.
     pub pooled: Endpoint,
