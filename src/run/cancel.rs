@@ -47,7 +47,7 @@ pub(crate) struct Backends {
 impl Backends {
     /// The backends of the run in `db`'s schema.
     pub(crate) fn of(db: &Database) -> Backends {
-        let endpoint = db.worker_config();
+        let endpoint = db.harness_config();
         let app = endpoint.config.get_application_name().filter(|a| *a == format!("queuebench {}", db.schema));
         Backends { app: app.map(String::from), endpoint, clients: false }
     }
