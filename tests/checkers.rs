@@ -83,6 +83,7 @@ impl History {
             end_us: self.end,
             errors: &[],
             expected_errors: &[],
+            exclusion: None,
         }
     }
 

@@ -233,6 +233,7 @@ pub(crate) fn resolve(
             token: Some("claim_token".into()),
             class: Some("class".into()),
             successor: None,
+            exclusion_key: None,
         },
         select,
         claim,

@@ -32,6 +32,8 @@ pub struct Drive {
     pub new_identity_after_crash: Option<bool>,
     /// `expected_errors`: SQLSTATEs the queue's statements end with by design.
     pub expected_errors: Vec<String>,
+    /// `exclusion_limit`: how many jobs of one `[result] exclusion_key` may run at once.
+    pub exclusion_limit: u32,
 }
 
 impl Drive {
@@ -82,7 +84,16 @@ impl Drive {
             ));
         }
         let expected_errors = raw.expected_errors.clone();
-        Ok(Drive { mode, lease, time_resolution, new_identity_after_crash, expected_errors })
+        let exclusion_limit = match raw.exclusion_limit {
+            Some(0) => {
+                return Err(Invalid::at(
+                    "exclusion_limit",
+                    "`0`: at least 1 (how many jobs of one key may run at once)",
+                ));
+            }
+            limit => limit.unwrap_or(1),
+        };
+        Ok(Drive { mode, lease, time_resolution, new_identity_after_crash, expected_errors, exclusion_limit })
     }
 
     /// The mode's name as a scenario writes it.

@@ -128,6 +128,7 @@ fn resolve(
             token: raw.result.token,
             class: raw.result.class,
             successor: raw.result.successor,
+            exclusion_key: raw.result.exclusion_key,
         },
         select: optional(Role::Select, "select", &raw.select)?,
         complete: step(Role::Complete, "complete", &raw.complete)?,

@@ -163,6 +163,8 @@ pub struct Columns {
     pub class: Option<String>,
     /// The fail step returns the job's new id in this column (a retry under a new id).
     pub successor: Option<String>,
+    /// Jobs sharing this column's value exclude each other (`[result] exclusion_key`).
+    pub exclusion_key: Option<String>,
 }
 
 /// How the harness reads the queue.

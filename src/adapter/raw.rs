@@ -54,6 +54,8 @@ pub struct RawDrive {
     /// SQLSTATEs the queue's statements may end with by design (`unexpected_errors`).
     #[serde(default)]
     pub expected_errors: Vec<String>,
+    /// How many jobs sharing `[result] exclusion_key` may run at once (default 1).
+    pub exclusion_limit: Option<u32>,
 }
 
 /// A step: one statement, a list (one transaction), or a table with the acceptance rule.
@@ -108,6 +110,9 @@ pub(crate) struct RawResult {
     /// The fail step's first statement returns the job's new id in this column (a retry that
     /// re-inserts the job).
     pub successor: Option<String>,
+    /// A column the claim returns (a lock, a concurrency key, a queue's name): jobs that share
+    /// its value must not run at once beyond `[drive] exclusion_limit` (`mutual_exclusion`).
+    pub exclusion_key: Option<String>,
 }
 
 /// How the harness reads the queue's state.

@@ -41,6 +41,8 @@ struct Counters {
     errors_at: BTreeMap<String, u64>,
     #[serde(default)]
     first_errors: BTreeMap<String, String>,
+    #[serde(default)]
+    exclusion_keys: Vec<(i64, String)>,
     /// claims, empty claims, drained checks, executions, completions per second.
     per_second: Vec<[u32; 5]>,
 }
@@ -117,6 +119,7 @@ pub(crate) fn encode(
         errors: stats.errors.clone(),
         errors_at: stats.errors_at.clone(),
         first_errors: stats.first_errors.clone(),
+        exclusion_keys: stats.exclusion_keys.clone(),
         per_second: stats
             .per_second
             .iter()
@@ -185,6 +188,7 @@ fn counters(bytes: &[u8]) -> Result<WorkerStats, BadEvidence> {
         errors: c.errors,
         errors_at: c.errors_at,
         first_errors: c.first_errors,
+        exclusion_keys: c.exclusion_keys,
         per_second: c
             .per_second
             .into_iter()

@@ -221,6 +221,8 @@ pub struct WorkerStats {
     pub first_errors: BTreeMap<String, String>,
     /// The statement the worker is running now: where an error it records came from.
     pub at: Statement,
+    /// (job, its `[result] exclusion_key`) for every claimed job of an adapter that declares one.
+    pub exclusion_keys: Vec<(i64, String)>,
     pub claim_latency: Histogram<u64>,
     pub claim_tx_latency: Histogram<u64>,
     pub work_latency: Histogram<u64>,
@@ -253,6 +255,7 @@ impl Default for WorkerStats {
             errors_at: BTreeMap::new(),
             first_errors: BTreeMap::new(),
             at: Statement::Other,
+            exclusion_keys: Vec::new(),
             claim_latency: histogram(),
             claim_tx_latency: histogram(),
             work_latency: histogram(),
@@ -339,6 +342,7 @@ impl AddAssign<&WorkerStats> for WorkerStats {
         for (k, m) in &other.first_errors {
             self.first_errors.entry(k.clone()).or_insert_with(|| m.clone());
         }
+        self.exclusion_keys.extend_from_slice(&other.exclusion_keys);
         for (mine, theirs) in [
             (&mut self.claim_latency, &other.claim_latency),
             (&mut self.claim_tx_latency, &other.claim_tx_latency),

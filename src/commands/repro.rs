@@ -338,6 +338,7 @@ async fn stale_completion(plan: &Plan, db: &Database, verbose: bool) -> Result<L
         token,
         seq: 1,
         class: 0,
+        exclusion: None,
     };
     if verbose {
         println!("A claims {}; its lease is 200 ms; A pauses for 300 ms", key.show());

@@ -210,6 +210,7 @@ impl<'p> Model<'p> {
             tag: 0,
             seq: 0,
             class: 0,
+            exclusion: None,
         });
         if target.is_some() {
             actors.push(actor("X", Role::Canceller));

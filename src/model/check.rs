@@ -28,11 +28,12 @@ pub enum Check {
     Durability,
     RunAfterCompletion,
     UnexpectedErrors,
+    MutualExclusion,
 }
 
 impl Check {
     /// Every check; `checks.<name>` of each is a metric an expectation may name.
-    pub const ALL: [Check; 17] = [
+    pub const ALL: [Check; 18] = [
         Check::VacuumCaughtUp,
         Check::ExactlyOnce,
         Check::NoLostJobs,
@@ -50,6 +51,7 @@ impl Check {
         Check::Durability,
         Check::RunAfterCompletion,
         Check::UnexpectedErrors,
+        Check::MutualExclusion,
     ];
 
     pub fn name(self) -> &'static str {
@@ -71,6 +73,7 @@ impl Check {
             Check::Durability => "durability",
             Check::RunAfterCompletion => "run_after_completion",
             Check::UnexpectedErrors => "unexpected_errors",
+            Check::MutualExclusion => "mutual_exclusion",
         }
     }
 
@@ -98,7 +101,8 @@ impl Check {
             | Check::CancelledJobsNotRun
             | Check::Starvation
             | Check::RunAfterCompletion
-            | Check::UnexpectedErrors => false,
+            | Check::UnexpectedErrors
+            | Check::MutualExclusion => false,
         }
     }
 }

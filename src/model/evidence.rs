@@ -80,6 +80,20 @@ pub struct SavedEvidence {
     /// SQLSTATEs the adapter and the scenario declare expected (`unexpected_errors` leaves them).
     #[serde(default)]
     pub expected_errors: Vec<String>,
+    /// The adapter's `[result] exclusion_key`: each claimed job's key, and how many jobs of one
+    /// key may run at once (None: the adapter declares no key).
+    #[serde(default)]
+    pub exclusion: Option<Exclusion>,
+}
+
+/// Jobs that exclude each other by a key (`mutual_exclusion`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Exclusion {
+    /// How many jobs of one key may run at once.
+    pub limit: u32,
+    /// (job, key), one per job, sorted by job.
+    pub keys: Vec<(i64, String)>,
 }
 
 impl SavedEvidence {

@@ -8,7 +8,7 @@ use crate::collect::{history, phases, waits};
 use crate::db::{Database, schema};
 use crate::error::Result;
 use crate::model::errors::{ErrorCount, Statement};
-use crate::model::evidence::{EVIDENCE_VERSION, SavedEvidence};
+use crate::model::evidence::{EVIDENCE_VERSION, Exclusion, SavedEvidence};
 use crate::model::protocol::Mode;
 use crate::model::records::JobRow;
 use crate::model::summary::{RunSummary, Timings};
@@ -78,6 +78,12 @@ pub(super) fn saved_evidence(plan: &Plan, output: &RunOutput, table: &FinalTable
         network: output.network.clone(),
         errors: error_counts(&output.stats),
         expected_errors: plan.adapter.drive.expected_errors.iter().chain(&plan.run.expected_errors).cloned().collect(),
+        exclusion: plan.adapter.columns.exclusion_key.as_ref().map(|_| {
+            let mut keys = output.stats.exclusion_keys.clone();
+            keys.sort_unstable();
+            keys.dedup_by_key(|(job, _)| *job);
+            Exclusion { limit: plan.adapter.drive.exclusion_limit.max(1), keys }
+        }),
     }
 }
 

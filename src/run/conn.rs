@@ -45,6 +45,8 @@ pub(crate) struct ClaimColumns {
     pub token: Option<usize>,
     /// The job's class, if the claim returns it as text.
     pub class: Option<usize>,
+    /// `[result] exclusion_key`: the key jobs exclude each other by (any type).
+    pub exclusion_key: Option<usize>,
 }
 
 pub(crate) struct Conn {
@@ -326,5 +328,14 @@ pub(crate) fn claim_columns(
             }
         }
     }
-    Ok(ClaimColumns { id, attempt, token, class })
+    let exclusion_key = match &adapter.columns.exclusion_key {
+        None => None,
+        Some(name) => Some(cols.iter().position(|c| c.name() == name).ok_or_else(|| {
+            Invalid::new(format!(
+                "[result] exclusion_key = \"{name}\", but the claim returns no column `{name}` (it returns: {})",
+                cols.iter().map(|c| c.name()).collect::<Vec<_>>().join(", ")
+            ))
+        })?),
+    };
+    Ok(ClaimColumns { id, attempt, token, class, exclusion_key })
 }

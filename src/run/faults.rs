@@ -263,8 +263,17 @@ async fn cancel(plan: &Plan, ids: &Interner, admin: &Client, id: i64) -> bool {
     let step = plan.adapter.cancel.as_ref().expect("validated: a cancel fault needs the adapter's cancel");
     let Ok(prepared) = super::conn::prepare_step(admin, step).await else { return false };
     let key = ids.key(id);
-    let job =
-        Claimed { id, key: key.clone(), attempt: -1, attempt_key: Key::Int(-1), token: None, tag: 0, seq: 0, class: 0 };
+    let job = Claimed {
+        id,
+        key: key.clone(),
+        attempt: -1,
+        attempt_key: Key::Int(-1),
+        token: None,
+        tag: 0,
+        seq: 0,
+        class: 0,
+        exclusion: None,
+    };
     let mut v = Values::new(plan);
     v.job = Some(&job);
     super::steps::write(admin, &prepared, &v, false).await.unwrap_or(false)

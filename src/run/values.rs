@@ -27,6 +27,8 @@ pub(crate) struct Claimed {
     pub seq: u32,
     /// 0 = preloaded ("default"), i + 1 = the plan's class i.
     pub class: u16,
+    /// `[result] exclusion_key`'s value as text (None: not declared, or NULL).
+    pub exclusion: Option<String>,
 }
 
 /// What an enqueue or a preload binds.

@@ -7,6 +7,7 @@ pub(crate) mod claims;
 mod durability;
 mod errors;
 mod exactly_once;
+mod exclusion;
 mod fifo;
 mod horizon;
 mod ledger;
@@ -23,7 +24,7 @@ mod successors;
 use crate::collect::history::History;
 use crate::collect::{Arrival, Event, EventKind, FaultEvent};
 use crate::model::errors::ErrorCount;
-use crate::model::evidence::SavedEvidence;
+use crate::model::evidence::{Exclusion, SavedEvidence};
 use crate::model::records::PgSample;
 use crate::model::records::{BlockerSpan, FailoverRecord};
 use crate::model::records::{JobRow, Status};
@@ -80,6 +81,8 @@ pub struct Evidence<'a> {
     /// The workers' statement errors, and the codes declared expected (`errors`).
     pub errors: &'a [ErrorCount],
     pub expected_errors: &'a [String],
+    /// The adapter's exclusion key and limit, with each job's key (`exclusion`).
+    pub exclusion: Option<&'a Exclusion>,
 }
 
 pub struct Verification {
@@ -145,6 +148,7 @@ impl<'a> Evidence<'a> {
             end_us: saved.duration_us,
             errors: &saved.errors,
             expected_errors: &saved.expected_errors,
+            exclusion: saved.exclusion.as_ref(),
         }
     }
 
@@ -177,6 +181,7 @@ impl<'a> Evidence<'a> {
             end_us: 0,
             errors: &[],
             expected_errors: &[],
+            exclusion: None,
         }
     }
 }
@@ -229,6 +234,7 @@ pub fn verify(e: &Evidence) -> Verification {
     checks.extend(vacuum);
     checks.extend(ledger::check(e, executions.total));
     checks.extend(errors::check(e));
+    checks.extend(exclusion::check(e, &per_job));
     let (durability, lasting) = durability::check(e, &per_job);
     checks.extend(lasting);
     let starvation = match starving {

@@ -98,7 +98,17 @@ pub(super) async fn run(plan: &Plan, client: &Client, steps: &Steps) -> Result<C
     let waiting = keys.last().filter(|k| !taken.contains(k));
     if let (Some(cancel), Some(key)) = (&steps.cancel, waiting) {
         let key = key.clone();
-        let job = Claimed { id: 0, key, attempt: -1, attempt_key: Key::Int(-1), token: None, tag: 0, seq: 0, class: 0 };
+        let job = Claimed {
+            id: 0,
+            key,
+            attempt: -1,
+            attempt_key: Key::Int(-1),
+            token: None,
+            tag: 0,
+            seq: 0,
+            class: 0,
+            exclusion: None,
+        };
         landed(&cx, cancel, &job, 0.0).await?;
         cycle.ran.push("cancel");
         cycle.ended.push((job.key, Status::Cancelled, "cancel"));
@@ -248,6 +258,7 @@ fn job(row: &Row, cols: ClaimColumns) -> std::result::Result<Claimed, tokio_post
         key,
         seq: 1,
         class: 0,
+        exclusion: None,
     })
 }
 

@@ -282,6 +282,7 @@ impl<'p> Model<'p> {
                 token,
                 seq: self.actors[a].claims,
                 class: 0,
+                exclusion: None,
             });
         }
         out

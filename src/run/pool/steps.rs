@@ -96,6 +96,13 @@ impl Pooled {
         let attempt: Option<i32> = cols.attempt.as_deref().map(|c| r.try_get(c)).transpose()?;
         let token: Option<uuid::Uuid> = cols.token.as_deref().map(|c| r.try_get(c)).transpose()?.flatten();
         let class: Option<String> = cols.class.as_deref().and_then(|c| r.try_get(c).ok()).flatten();
+        // The exclusion key as text, whatever its type (text or an integer).
+        let exclusion = cols.exclusion_key.as_deref().and_then(|c| {
+            r.try_get::<Option<String>, _>(c)
+                .ok()
+                .flatten()
+                .or_else(|| r.try_get::<Option<i64>, _>(c).ok().flatten().map(|i| i.to_string()))
+        });
         let token = token.map(Key::Uuid);
         Ok(Claimed {
             tag: token.as_ref().map_or(0, Key::tag),
@@ -106,6 +113,7 @@ impl Pooled {
             token,
             seq: 0,
             class: class.and_then(|q| plan.load.classes.iter().position(|c| c.name == q)).map_or(0, |c| c as u16 + 1),
+            exclusion,
         })
     }
 }

@@ -101,6 +101,12 @@ impl Direct {
                     .and_then(|c| r.get::<_, Option<&str>>(c))
                     .and_then(|q| classes.iter().position(|c| c.name == q))
                     .map_or(0, |c| c as u16 + 1),
+                exclusion: cols
+                    .exclusion_key
+                    .map(|c| r.try_get::<_, Option<Key>>(c))
+                    .transpose()?
+                    .flatten()
+                    .map(|k| k.show()),
             });
         }
         Ok(out)

@@ -340,6 +340,9 @@ impl<T: Transport> Worker<T> {
         }
         for job in &jobs {
             self.log_witnessed(t1_us, claim_us, job, EventKind::Claimed, None);
+            if let Some(key) = &job.exclusion {
+                self.core.stats.exclusion_keys.push((job.id, key.clone()));
+            }
         }
         for k in 0..jobs.len() {
             if let Err(h) = self.process(&mut jobs[k]).await {
