@@ -41,6 +41,7 @@ mod pgbouncer;
 mod pool;
 mod preload;
 mod priorities;
+mod promises;
 mod quota;
 mod release;
 mod reports;
