@@ -5,7 +5,8 @@
 
 use crate::common;
 use common::pg::ScratchDb;
-use common::{bin, repo};
+use common::pooler::{MACHINE, OwnPooler, machine_sql};
+use common::{bin, queuebench, repo};
 
 fn text(o: &std::process::Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
@@ -37,3 +38,72 @@ fn shared_schemas_are_refused_even_with_reuse() {
     assert_eq!(db.sql("SELECT count(*) FROM public.app_rows").trim(), "1");
 }
 
+/// `--pooler-url` got none of the refusals `[postgres.pgbouncer]` gets: kill_backend under
+/// transaction pooling injected 0 kills without a word, hold-transaction through statement
+/// pooling failed every round. Both are refused with exit 2, naming the declared mode.
+#[test]
+fn a_pooler_url_gets_the_refusals_of_its_declared_mode() {
+    let transaction = OwnPooler::start("root", "transaction");
+    let statement = OwnPooler::start("root", "statement");
+    let cases = [
+        ("scenarios/backend-kill.toml", transaction.url("transaction"), "kill_backend terminates a worker's server"),
+        ("scenarios/skip-locked-hold.toml", statement.url("statement"), "statement pooling refuses every multi"),
+    ];
+    for (scenario, via, says) in cases {
+        let s = repo(scenario);
+        let r = queuebench(&["run", s.to_str().unwrap(), "--database-url", MACHINE, "--pooler-url", &via]);
+        assert_eq!(r.code, 2, "{scenario} via {via}: {}\n{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains("--pooler-url declares pool_mode="), "{}", r.stderr);
+        assert!(r.stderr.contains(says), "{}", r.stderr);
+        assert!(!r.out.join("summary.json").exists());
+    }
+}
+
+/// Declaring `session` for a transaction pooler went undetected (541,508 errors); declaring
+/// `transaction` for a statement pooler too. The probe at start sees it: exit 2, naming what
+/// it saw, nothing created. A session pooler declared as one passes the probe and runs.
+#[test]
+fn a_pooler_url_whose_declared_mode_is_not_the_poolers_is_refused() {
+    let name = format!("qb_probe_{}", common::pg::rand_u32());
+    machine_sql(&format!("CREATE ROLE {name} LOGIN SUPERUSER; ALTER ROLE {name} SET search_path = {name}"));
+    let s = repo("scenarios/skip-locked.toml");
+    let run = |pooler: &OwnPooler, declared: &str| {
+        let via = pooler.url(declared);
+        let base = ["run", s.to_str().unwrap(), "--database-url", MACHINE, "--pooler-url", &via, "--schema", &name];
+        // Two workers and one producer: in session pooling a client past the pool's 4 server
+        // connections would wait for a whole session.
+        queuebench(
+            &[
+                &base[..],
+                &["--set", "jobs.preload=200", "--set", "workers.count=2", "--set", "expect={}", "--quiet"][..],
+            ]
+            .concat(),
+        )
+    };
+    let (transaction, statement, session) = (
+        OwnPooler::start(&name, "transaction"),
+        OwnPooler::start(&name, "statement"),
+        OwnPooler::start(&name, "session"),
+    );
+    let session_on_transaction = run(&transaction, "session");
+    let transaction_on_statement = run(&statement, "transaction");
+    let statement_on_session = run(&session, "statement");
+    let session_on_session = run(&session, "session");
+    drop((transaction, statement, session));
+    let left = machine_sql(&format!("SELECT count(*) FROM pg_namespace WHERE nspname = '{name}'"));
+    machine_sql(&format!("DROP ROLE {name}"));
+    for (r, says) in [
+        (&session_on_transaction, "does not keep a client's server connection"),
+        (&transaction_on_statement, "refused a transaction of three statements"),
+        (&statement_on_session, "ran a transaction of three statements"),
+    ] {
+        assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains(says), "{}", r.stderr);
+        assert!(r.stderr.contains("Nothing was created"), "{}", r.stderr);
+        assert!(!r.out.join("summary.json").exists());
+    }
+    assert!(session_on_transaction.stderr.contains("?pool_mode=transaction"), "{}", session_on_transaction.stderr);
+    assert_eq!(session_on_session.code, 0, "{}\n{}", session_on_session.stdout, session_on_session.stderr);
+    assert_eq!(session_on_session.summary()["database"]["pooler"]["pool_mode"], "session");
+    assert_eq!(left, "0", "no schema was left");
+}

@@ -16,6 +16,7 @@ pub mod docker;
 pub(crate) mod ephemeral;
 pub(crate) mod password;
 pub(crate) mod pgbouncer;
+pub(crate) mod pool_probe;
 pub(crate) mod schema;
 pub(crate) mod standby;
 pub mod statements;

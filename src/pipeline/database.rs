@@ -28,6 +28,7 @@ pub(crate) async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> R
             let mut db = Database::open(Some(url), settings, schema, opts.keep, *allow_remote).await?;
             if let Some((pooler, mode)) = &opts.pooler {
                 db.use_pooler(pooler, *mode)?;
+                db.probe_pool_mode().await?;
             }
             Ok(db)
         }
@@ -74,6 +75,26 @@ pub(crate) fn check_target(plan: &Plan, target: &Target) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// `--pooler-url`'s declared pool mode gets the refusals `[postgres.pgbouncer]`'s does
+/// (`model::pooler::refusal`): kill_backend outside session pooling, hold-transaction under
+/// statement pooling. Exit 2, before anything is created.
+pub(crate) fn check_pooler(plan: &Plan, opts: &DatabaseOptions) -> Result<()> {
+    let Some((_, mode)) = &opts.pooler else { return Ok(()) };
+    let holds = plan.workers.mode == crate::model::protocol::Mode::HoldTransaction;
+    let set = |m: crate::model::pooler::PoolMode| format!("a pooler in {} pooling (?pool_mode={})", m.name(), m.name());
+    match crate::model::pooler::refusal(*mode, plan.kills_backends(), holds, set) {
+        Some(reason) => Err(Error::Flag {
+            flag: "--pooler-url".into(),
+            reason: format!(
+                "declares pool_mode={} and {} asks what that mode cannot give: {reason}",
+                mode.name(),
+                plan.source.path.display()
+            ),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// What the database stage hands on: the setup connection (kept through the run), what the

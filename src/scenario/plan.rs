@@ -163,6 +163,11 @@ impl Plan {
         self.faults.iter().any(|f| matches!(f.kind, super::faults::Kind::Failover { .. }))
     }
 
+    /// Does a `kill_backend` fault terminate workers' server processes?
+    pub fn kills_backends(&self) -> bool {
+        self.faults.iter().any(|f| matches!(f.kind, super::faults::Kind::KillBackend))
+    }
+
     /// Does a `postgres_restart` fault stop the server mid-run?
     pub fn restarts_server(&self) -> bool {
         self.faults.iter().any(|f| matches!(f.kind, super::faults::Kind::PostgresRestart { .. }))

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod pg;
+pub mod pooler;
 pub mod schema;
 
 use serde_json::Value;
