@@ -107,3 +107,93 @@ fn a_pooler_url_whose_declared_mode_is_not_the_poolers_is_refused() {
     assert_eq!(session_on_session.summary()["database"]["pooler"]["pool_mode"], "session");
     assert_eq!(left, "0", "no schema was left");
 }
+
+const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
+
+/// A cluster of the test's own (initdb and pg_ctl, as the postgres user when root), on
+/// 127.0.0.1 and a free port, for a URL-mode run to meet a restart queuebench did not cause.
+struct PgCtlCluster {
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+impl PgCtlCluster {
+    fn start() -> PgCtlCluster {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::Builder::new().prefix("qbpc").tempdir_in("/tmp").unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let c = PgCtlCluster { dir, port };
+        c.as_postgres(&format!("{PG_BIN}/initdb"), &["-D", &c.data(), "-A", "trust", "-U", "postgres", "--no-sync"]);
+        c.pg_ctl(&["start", "-w"]);
+        c
+    }
+
+    fn data(&self) -> String {
+        self.dir.path().join("data").display().to_string()
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    fn pg_ctl(&self, args: &[&str]) {
+        let opts = format!("-p {} -k {} -c listen_addresses=127.0.0.1", self.port, self.dir.path().display());
+        let log = self.dir.path().join("log").display().to_string();
+        let data = self.data();
+        let all = [&["-D", &data, "-o", &opts, "-l", &log][..], args].concat();
+        self.as_postgres(&format!("{PG_BIN}/pg_ctl"), &all);
+    }
+
+    fn as_postgres(&self, program: &str, args: &[&str]) {
+        let mut cmd = if unsafe { libc::geteuid() } == 0 {
+            let mut c = std::process::Command::new("runuser");
+            c.args(["-u", "postgres", "--", program]);
+            c
+        } else {
+            std::process::Command::new(program)
+        };
+        let o = cmd.args(args).current_dir(self.dir.path()).output().unwrap();
+        assert!(o.status.success(), "{program} {args:?}: {}", text(&o));
+    }
+}
+
+impl Drop for PgCtlCluster {
+    fn drop(&mut self) {
+        let _ = std::panic::catch_unwind(|| self.pg_ctl(&["stop", "-m", "immediate"]));
+    }
+}
+
+/// In URL mode a server restart mid-run (here `pg_ctl restart -m immediate` of a cluster the
+/// test started) was reported as "no server restart or failover in this run". It is seen from
+/// the postmaster's start time, counted as a restart, and the durability check runs across it.
+#[test]
+fn a_restart_in_url_mode_is_reported_as_one() {
+    let cluster = PgCtlCluster::start();
+    let s = repo("scenarios/skip-locked.toml");
+    let out = tempfile::tempdir().unwrap();
+    let run_dir = out.path().join("run");
+    let mut cmd = bin();
+    cmd.args(["run", s.to_str().unwrap(), "--database-url", &cluster.url()])
+        .args(["--set", "jobs.preload=100000", "--set", "workers.count=4", "--set", "workers.work=\"5ms\""])
+        .args(["--set", "run.stop=\"8s\"", "--set", "expect={}", "--out"])
+        .arg(&run_dir)
+        .env_remove("DATABASE_URL");
+    let (mut child, rx, stderr) = common::pg::spawn_watched(cmd);
+    common::pg::wait_for_progress(&rx, &stderr);
+    cluster.pg_ctl(&["restart", "-m", "immediate", "-w"]);
+    let status = child.wait().unwrap();
+    let said = common::pg::all_stderr(&stderr);
+    assert!(matches!(status.code(), Some(0 | 1)), "{status:?}\n{said}");
+    assert!(said.contains("the server changed during the run (postmaster start time"), "{said}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["outage"]["server_restarts"], 1, "{}", summary["outage"]);
+    let durability = &summary["durability"];
+    assert_eq!(durability["tested"], true, "{durability}");
+    let note = durability["note"].as_str().unwrap();
+    assert!(note.starts_with("1 restart"), "{note}");
+    assert!(!note.contains("no server restart"), "{note}");
+    assert!(durability["acknowledged_before_restart"].as_u64().unwrap() > 0, "{durability}");
+    assert_eq!(durability["lost_completions"], 0, "{durability}");
+}
