@@ -197,3 +197,37 @@ fn a_restart_in_url_mode_is_reported_as_one() {
     assert!(durability["acknowledged_before_restart"].as_u64().unwrap() > 0, "{durability}");
     assert_eq!(durability["lost_completions"], 0, "{durability}");
 }
+
+/// 300 workers behind a pool of 8 were counted against the server's connection limit, and
+/// refused. Behind a pooler the workers and producers take only the pool's server connections:
+/// here 60 workers through queuebench's PgBouncer (pool of 4) fit a cluster of
+/// max_connections = 40.
+#[test]
+fn connections_behind_a_pooler_are_counted_against_the_pool() {
+    let s = repo("scenarios/pgbouncer-transaction.toml");
+    let r = queuebench(&[
+        "run",
+        s.to_str().unwrap(),
+        "--set",
+        "workers.count=60",
+        "--set",
+        "postgres.settings.max_connections=40",
+        "--set",
+        "jobs.preload=600",
+        "--set",
+        "expect={ \"jobs.completed\" = \"== 600\", \"errors.total\" = \"== 0\" }",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.summary()["database"]["pooler"]["pool_size"], 4);
+    // Without the pooler the same 60 workers do not fit: refused, as before.
+    let r = queuebench(&[
+        "run",
+        repo("scenarios/skip-locked.toml").to_str().unwrap(),
+        "--set",
+        "workers.count=60",
+        "--set",
+        "postgres.settings.max_connections=40",
+    ]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("max_connections = 40 but 60 workers need"), "{}", r.stderr);
+}
