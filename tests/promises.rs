@@ -231,3 +231,32 @@ fn connections_behind_a_pooler_are_counted_against_the_pool() {
     assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("max_connections = 40 but 60 workers need"), "{}", r.stderr);
 }
+
+/// A run cut short (the database lost: a full disk, here a server that stays down past
+/// `run.reconnect_timeout`) printed `ok jobs.lost == 0` for a final table it never read. The
+/// value is unknown, printed so and not judged; the run ends with exit 3 and the reason.
+#[test]
+fn a_value_never_measured_prints_as_unknown() {
+    let s = repo("scenarios/postgres-restart.toml");
+    let r = queuebench(&[
+        "run",
+        s.to_str().unwrap(),
+        "--set",
+        r#"faults=[{ kind = "postgres_restart", at = "1s", duration = "5m" }]"#,
+        "--set",
+        "run.reconnect_timeout=2s",
+        "--set",
+        "expect={}",
+        "--expect",
+        "jobs.lost == 0",
+    ]);
+    assert_eq!(r.code, 3, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("--   jobs.lost == 0 (actual unknown: not measured, not judged)"), "{}", r.stdout);
+    assert!(!r.stdout.contains("ok   jobs.lost"), "{}", r.stdout);
+    assert!(r.stdout.contains("lost: unknown (the final table was not read)"), "{}", r.stdout);
+    let e = &r.summary()["expectations"][0];
+    assert_eq!(
+        (e["name"].as_str(), e["actual"].is_null(), e["passed"].as_bool()),
+        (Some("jobs.lost"), true, Some(false))
+    );
+}
