@@ -146,14 +146,7 @@ impl PgCtlCluster {
     }
 
     fn as_postgres(&self, program: &str, args: &[&str]) {
-        let mut cmd = if unsafe { libc::geteuid() } == 0 {
-            let mut c = std::process::Command::new("runuser");
-            c.args(["-u", "postgres", "--", program]);
-            c
-        } else {
-            std::process::Command::new(program)
-        };
-        let o = cmd.args(args).current_dir(self.dir.path()).output().unwrap();
+        let o = common::as_postgres(program).args(args).current_dir(self.dir.path()).output().unwrap();
         assert!(o.status.success(), "{program} {args:?}: {}", text(&o));
     }
 }

@@ -1,9 +1,9 @@
 //! URL mode: the server a run reaches is watched for a change of identity, since queuebench
 //! did not restart it itself. From its own connection, at the start, every 200 ms and at the
 //! end, it reads the postmaster's start time (`pg_postmaster_start_time()`, open to every
-//! role), the cluster's system identifier (`pg_control_system()`) and the timeline of its last
-//! checkpoint (`pg_control_checkpoint()`); a role that may not read the last two is watched by
-//! the start time alone.
+//! role), the cluster's system identifier (`pg_control_system()`) and the timeline it writes
+//! WAL on (`pg_walfile_name(pg_current_wal_lsn())`); a role that may not read the last two is
+//! watched by the start time alone.
 //!
 //! A new start time is a restart, unless the new postmaster started before the one the run
 //! saw first (a server that was running all along: a standby promoted) or the system
@@ -96,8 +96,11 @@ fn record(faults: &FaultState, failover: bool, down_us: u64, up_us: u64) {
 async fn read(client: &Client) -> Option<Identity> {
     let started = first_row(client, "SELECT pg_postmaster_start_time()::text").await.ok()??;
     // A role without EXECUTE on the pg_control functions: the start time alone.
-    let control = "SELECT s.system_identifier::text || ' ' || c.timeline_id::text \
-                   FROM pg_control_system() s, pg_control_checkpoint() c";
+    // The timeline WAL is written on now (the first 8 hex digits of the WAL file name):
+    // pg_control_checkpoint()'s is that of the last checkpoint, which a promoted server
+    // reaches only later, and would count one failover twice.
+    let control = "SELECT s.system_identifier::text || ' ' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) \
+                   FROM pg_control_system() s";
     let (system, timeline) = match first_row(client, control).await {
         Ok(Some(text)) => match text.split_once(' ') {
             Some((s, t)) => (Some(s.to_string()), Some(t.to_string())),

@@ -44,13 +44,8 @@ impl OwnPooler {
         std::fs::write(dir.path().join("userlist.txt"), "\"root\" \"\"\n").unwrap();
         let ini = dir.path().join("pgbouncer.ini");
         // PgBouncer refuses root, as queuebench's own does: as root it runs as postgres.
-        let mut cmd = if unsafe { libc::geteuid() } == 0 {
-            let mut c = std::process::Command::new("runuser");
-            c.args(["-u", "postgres", "--", "/usr/sbin/pgbouncer"]);
-            c
-        } else {
-            std::process::Command::new("pgbouncer")
-        };
+        let program = if unsafe { libc::geteuid() } == 0 { "/usr/sbin/pgbouncer" } else { "pgbouncer" };
+        let mut cmd = super::as_postgres(program);
         let child =
             cmd.arg(&ini).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
         let until = Instant::now() + Duration::from_secs(10);
