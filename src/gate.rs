@@ -87,6 +87,36 @@ mod tests {
         assert_eq!(r[0].actual, Some(3.0));
     }
 
+    /// A run cut short (a full disk: the database lost) printed `ok jobs.lost == 0` for a
+    /// table it never read. Read from the final table, the value is unknown: not judged, shown
+    /// as unknown, and the run does not pass (exit 3, with the reason).
+    #[test]
+    fn a_value_never_measured_is_unknown_and_not_judged() {
+        let names = RunSummary::metric_names(&[], &[], &[]);
+        let exps = vec![
+            parse_expectation("jobs.lost", "== 0", &names).unwrap(),
+            parse_expectation("jobs.enqueued", "> 0", &names).unwrap(),
+            parse_expectation("latency_ms.claim.p99", "< 100", &names).unwrap(),
+        ];
+        let mut s =
+            RunSummary { partial: true, partial_reason: "database lost: disk full".into(), ..Default::default() };
+        s.jobs.enqueued = 10;
+        s.expectations = evaluate(&exps, &s);
+        let (lost, enqueued, p99) = (&s.expectations[0], &s.expectations[1], &s.expectations[2]);
+        assert_eq!((lost.actual, lost.passed, lost.judged()), (None, false, false));
+        assert_eq!((enqueued.actual, enqueued.passed), (Some(10.0), true), "counted as the jobs went in");
+        assert_eq!((p99.actual, p99.judged()), (None, false), "no claim was timed");
+        let shown = crate::report::terminal::checks_and_expectations(&s);
+        assert!(shown.contains("--   jobs.lost == 0 (actual unknown: not measured, not judged)"), "{shown}");
+        assert!(!shown.contains("ok   jobs.lost"), "{shown}");
+        s.passed = judge(&s).passed;
+        assert!(!s.passed);
+        assert_eq!(verdict(&s), ExitCode::Infrastructure);
+        let failures = crate::report::terminal::failures(&s);
+        assert!(failures[0].contains("PARTIAL REPORT database lost: disk full"), "{failures:?}");
+        assert!(failures.iter().any(|f| f.contains("expect jobs.lost == 0 (actual unknown")), "{failures:?}");
+    }
+
     fn check(name: Check, violations: u64) -> CheckResult {
         CheckResult { name, passed: violations == 0, violations, ..Default::default() }
     }

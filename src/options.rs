@@ -145,8 +145,23 @@ fn take_query_param(url: &str, name: &str) -> (String, Option<String>) {
     (rest, value)
 }
 
-/// A schema name queuebench accepts from the command line: lower-case letters, digits and _.
+/// Schemas every database has, that a run never uses even under `--reuse` (pg_* names,
+/// `pg_catalog`, `pg_toast`, `pg_temp_N`, are refused by the name rule below).
+const SHARED_SCHEMAS: [&str; 2] = ["public", "information_schema"];
+
+/// A schema name queuebench accepts from the command line: lower-case letters, digits and _,
+/// not a shared schema.
 pub(crate) fn check_schema_name(name: &str) -> Result<()> {
+    if SHARED_SCHEMAS.contains(&name) {
+        return Err(Error::Flag {
+            flag: "--schema".into(),
+            reason: format!(
+                "`{name}` is a schema the database itself or other applications use; queuebench runs only in a \
+                 schema of its own (with or without --reuse): leave --schema out, or give a name of your own \
+                 (--schema qb)"
+            ),
+        });
+    }
     let ok = name.len() <= 63
         && name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
         && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')

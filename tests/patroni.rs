@@ -244,4 +244,10 @@ fn a_run_through_a_patroni_switchover_runs_every_job_once() {
     );
     let reconnects = s["outage"]["worker_reconnects"].as_u64().unwrap_or(0);
     assert!(reconnects > 0, "the workers followed the leader to node2: {}", s["outage"]);
+    // The change of server is seen (a new timeline, an older postmaster) and judged as a
+    // failover, not "no server restart or failover in this run".
+    assert_eq!(s["outage"]["server_restarts"], 1, "{}", s["outage"]);
+    assert_eq!(s["durability"]["failovers"], 1, "{}", s["durability"]);
+    assert_eq!(s["durability"]["tested"], true, "{}", s["durability"]);
+    assert!(stderr.contains("counted as a failover"), "{stderr}");
 }

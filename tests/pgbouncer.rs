@@ -6,6 +6,7 @@
 
 use crate::common;
 use common::pg::{signal, spawn_watched, wait_for_progress};
+use common::pooler::{MACHINE, OwnPooler, machine_sql};
 use common::{queuebench, queuebench_env, repo};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -154,75 +155,11 @@ fn bad_pooler_settings_name_the_key() {
     r.assert_clean();
 }
 
-/// The machine's PostgreSQL at 127.0.0.1:5432 (trust for root), as tests/tls.rs uses it.
-const MACHINE: &str = "postgres://root@127.0.0.1:5432/postgres";
-
-fn machine_sql(sql: &str) -> String {
-    let o = std::process::Command::new("psql").args(["-X", "-q", "-A", "-t", MACHINE, "-c", sql]).output().unwrap();
-    assert!(
-        o.status.success(),
-        "this test needs the machine's PostgreSQL at 127.0.0.1:5432 (trust for root): {sql}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
-}
-
-/// A PgBouncer of "the user's own" in transaction pooling on 127.0.0.1, in front of the
-/// machine's server, logging in there as `role`; stopped when dropped.
-struct OwnPooler {
-    child: std::process::Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl OwnPooler {
-    fn start(role: &str) -> OwnPooler {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let ini = format!(
-            "[databases]\nqb = host=127.0.0.1 port=5432 dbname=postgres user={role}\n[pgbouncer]\n\
-             listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\nauth_type = trust\n\
-             auth_file = {d}/userlist.txt\npool_mode = transaction\ndefault_pool_size = 4\n\
-             ignore_startup_parameters = extra_float_digits\n",
-            d = dir.path().display()
-        );
-        std::fs::write(dir.path().join("pgbouncer.ini"), ini).unwrap();
-        std::fs::write(dir.path().join("userlist.txt"), "\"root\" \"\"\n").unwrap();
-        let ini = dir.path().join("pgbouncer.ini");
-        // PgBouncer refuses root, as queuebench's own does: as root it runs as postgres.
-        let mut cmd = if unsafe { libc::geteuid() } == 0 {
-            let mut c = std::process::Command::new("runuser");
-            c.args(["-u", "postgres", "--", "/usr/sbin/pgbouncer"]);
-            c
-        } else {
-            std::process::Command::new("pgbouncer")
-        };
-        let child =
-            cmd.arg(&ini).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
-        let until = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < until, "the test's own PgBouncer did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        OwnPooler { child, port, _dir: dir }
-    }
-}
-
-impl Drop for OwnPooler {
-    fn drop(&mut self) {
-        // runuser passes SIGTERM on to pgbouncer.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn a_pooler_of_your_own_carries_the_workers_once_its_role_starts_in_the_run_schema() {
     let name = format!("qb_pool_{}", common::pg::rand_u32());
     machine_sql(&format!("CREATE ROLE {name} LOGIN SUPERUSER; ALTER ROLE {name} SET search_path = {name}"));
-    let pooler = OwnPooler::start(&name);
+    let pooler = OwnPooler::start(&name, "transaction");
     let via = format!("postgres://root@127.0.0.1:{}/qb?pool_mode=transaction", pooler.port);
     let s = repo("scenarios/skip-locked.toml");
     let base = ["run", s.to_str().unwrap(), "--database-url", MACHINE, "--pooler-url", &via];

@@ -45,6 +45,7 @@ mod pool;
 mod preload;
 mod priorities;
 mod privilege;
+mod promises;
 mod quota;
 mod release;
 mod reports;

@@ -17,6 +17,7 @@ pub(crate) mod ephemeral;
 pub(crate) mod password;
 pub(crate) mod pgbouncer;
 pub(crate) mod role;
+pub(crate) mod pool_probe;
 pub(crate) mod schema;
 pub(crate) mod standby;
 pub mod statements;

@@ -13,7 +13,12 @@ impl RunSummary {
     /// are left out rather than read as 0 ms, so an upper bound on them fails as missing and a
     /// baseline comparison does not judge them.
     pub fn metrics(&self) -> BTreeMap<String, f64> {
-        self.flat(true)
+        let mut out = self.flat(true);
+        if self.partial {
+            // Counted from the final table, which a partial run never read: unknown, not 0.
+            out.retain(|k, _| !FINAL_TABLE.iter().any(|p| k.starts_with(p)) || k == "jobs.enqueued");
+        }
+        out
     }
 
     /// Every metric path of this summary, measured or not (stable columns for CSV files).
@@ -60,6 +65,10 @@ impl RunSummary {
         s.metric_paths()
     }
 }
+
+/// The metrics read from the table as the run left it (prefixes; `jobs.enqueued` is counted as
+/// the jobs go in, not from the table).
+const FINAL_TABLE: [&str; 3] = ["jobs.", "durability.", "effects.table_rows"];
 
 fn flatten(prefix: &str, v: &serde_json::Value, measured_only: bool, out: &mut BTreeMap<String, f64>) {
     use serde_json::Value;

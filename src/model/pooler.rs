@@ -51,3 +51,32 @@ pub struct PgBouncer {
     /// `default_pool_size`: server connections per database and user.
     pub size: u32,
 }
+
+/// What a run asks of its connections that a pool mode cannot give: `kill_backend` needs a
+/// worker's own server process (session pooling only), `hold-transaction` a multi-statement
+/// transaction (not statement pooling). The same refusals for queuebench's own PgBouncer
+/// (`[postgres.pgbouncer]`) and a pooler of the user's own (`--pooler-url`): the reason, and
+/// the fix as `set` writes the mode to change to (`pool_mode = "session"`).
+pub(crate) fn refusal(
+    mode: PoolMode,
+    kills_backends: bool,
+    holds_transaction: bool,
+    set: fn(PoolMode) -> String,
+) -> Option<String> {
+    if !mode.keeps_session() && kills_backends {
+        return Some(format!(
+            "kill_backend terminates a worker's server process, and in {} pooling a worker has none of its own \
+             (each transaction may run on another): use {}, or drop the fault",
+            mode.name(),
+            set(PoolMode::Session)
+        ));
+    }
+    if mode == PoolMode::Statement && holds_transaction {
+        return Some(format!(
+            "statement pooling refuses every multi-statement transaction, and workers.mode = \"hold-transaction\" \
+             claims, works and completes in one: use {}, or workers.mode = \"lease\"",
+            set(PoolMode::Transaction)
+        ));
+    }
+    None
+}

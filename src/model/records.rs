@@ -170,4 +170,7 @@ pub struct FailoverRecord {
     /// LSN − the standby's receive LSN once its WAL receiver had read everything left in
     /// its socket. Commits in this span that were acknowledged are lost.
     pub wal_lost_bytes: u64,
+    /// URL mode: seen from a change of the server's identity (`run::identity`), not caused by
+    /// queuebench; the replication, hold and WAL figures are then unknown (0).
+    pub observed: bool,
 }

@@ -87,6 +87,7 @@ fn plans(cmd: &RunCommand) -> Result<Vec<Plan>> {
             plan.tolerances.set_cli(text, &names)?;
         }
         check_target(&plan, &cmd.run.database.target)?;
+        super::database::check_pooler(&plan, &cmd.run.database)?;
         if cmd.run.agents.is_some() && plan.postgres.pgbouncer.is_some() {
             return Err(crate::error::Error::Flag {
                 flag: "--agents/--spawn-agents".into(),

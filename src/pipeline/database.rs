@@ -6,6 +6,7 @@ use crate::adapter::keys::Interner;
 use crate::db::schema::{self, Setup};
 use crate::db::{Database, Kind};
 use crate::error::{Error, Result, Unfit};
+use crate::model::pooler::PoolMode;
 use crate::model::protocol::Reclaim;
 use crate::model::summary::{DatabaseInfo, Environment, PoolerInfo, TlsInfo};
 use crate::options::{DatabaseOptions, Target};
@@ -28,6 +29,7 @@ pub(crate) async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> R
             let mut db = Database::open(Some(url), settings, schema, opts.keep, *allow_remote).await?;
             if let Some((pooler, mode)) = &opts.pooler {
                 db.use_pooler(pooler, *mode)?;
+                db.probe_pool_mode().await?;
             }
             Ok(db)
         }
@@ -82,6 +84,26 @@ pub(crate) fn check_target(plan: &Plan, target: &Target) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// `--pooler-url`'s declared pool mode gets the refusals `[postgres.pgbouncer]`'s does
+/// (`model::pooler::refusal`): kill_backend outside session pooling, hold-transaction under
+/// statement pooling. Exit 2, before anything is created.
+pub(crate) fn check_pooler(plan: &Plan, opts: &DatabaseOptions) -> Result<()> {
+    let Some((_, mode)) = &opts.pooler else { return Ok(()) };
+    let holds = plan.workers.mode == crate::model::protocol::Mode::HoldTransaction;
+    let set = |m: crate::model::pooler::PoolMode| format!("a pooler in {} pooling (?pool_mode={})", m.name(), m.name());
+    match crate::model::pooler::refusal(*mode, plan.kills_backends(), holds, set) {
+        Some(reason) => Err(Error::Flag {
+            flag: "--pooler-url".into(),
+            reason: format!(
+                "declares pool_mode={} and {} asks what that mode cannot give: {reason}",
+                mode.name(),
+                plan.source.path.display()
+            ),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// What the database stage hands on: the setup connection (kept through the run), what the
@@ -212,7 +234,11 @@ pub(crate) async fn check_free_connections(plan: &Plan, target: &Target) -> Resu
 
 /// More workers than the server has free connections is a usage error, before anything is created.
 async fn check_connections(plan: &Plan, db: &Database, setup: &Client) -> Result<()> {
-    let need = connections_needed(plan);
+    let need = match (db.pooler(), db.external_pool_mode()) {
+        (Some(p), _) => server_connections_behind(plan, p.mode, Some(p.size)),
+        (None, Some(mode)) => server_connections_behind(plan, mode, None),
+        (None, None) => connections_needed(plan),
+    };
     let slots = schema::connection_slots(setup).await?;
     if need <= slots {
         return Ok(());
@@ -225,16 +251,33 @@ async fn check_connections(plan: &Plan, db: &Database, setup: &Client) -> Result
 
 /// Connections a run opens at once: one per worker (the pool's size with `workers.pool`), plus the setup connection held through
 /// the run, the sampler, one per producer class, fault injector, blocker session and vacuum
-/// step, the reaper and the claim-plan probe, and two for reconnects and the LISTEN probe.
+/// step, the reaper, the claim-plan probe and the server watch, and two for reconnects and the LISTEN probe.
 pub(crate) fn connections_needed(plan: &Plan) -> i64 {
+    let (direct, pooled) = connection_split(plan);
+    direct + pooled
+}
+
+/// (connections that go straight to the server, connections a pooler would carry: the
+/// workers' and the producers').
+fn connection_split(plan: &Plan) -> (i64, i64) {
     let faults = plan.faults.iter().filter(|f| !f.per_job()).count();
     let blockers: u32 = plan.blockers.iter().map(|b| b.sessions).sum();
     let reaper = usize::from(plan.lease.reclaim == Reclaim::Reaper);
     let probe = usize::from(plan.run.plan_probe.is_some());
-    let side = 2 + plan.load.classes.len() + faults + plan.vacuum.len() + reaper + probe + 2;
+    let side = 3 + faults + plan.vacuum.len() + reaper + probe + 2;
     // The sqlx client (`workers.pool`) holds its pool's connections, not one per worker.
     let workers = plan.workers.pool.map_or(plan.workers.count, |p| p.size);
-    i64::from(workers) + i64::from(blockers) + side as i64
+    (i64::from(blockers) + side as i64, i64::from(workers) + plan.load.classes.len() as i64)
+}
+
+/// Server connections a run takes with its workers and producers behind a pooler of `mode`:
+/// the direct ones, the pool's server connections (`size`, when known: a `--pooler-url`'s is
+/// the pooler's own budget, not counted here), and outside session pooling the short direct
+/// connections that describe the statements (`run::conn::DESCRIBERS` at once).
+pub(crate) fn server_connections_behind(plan: &Plan, mode: PoolMode, size: Option<u32>) -> i64 {
+    let (direct, pooled) = connection_split(plan);
+    let describers = if mode.keeps_session() { 0 } else { crate::run::conn::DESCRIBERS as i64 };
+    direct + size.map_or(0, |n| pooled.min(i64::from(n))) + describers
 }
 
 /// Connections the ephemeral cluster allows beyond the run's own for backends still exiting.
@@ -245,7 +288,11 @@ const EXITING_SLACK: i64 = 2;
 pub(crate) fn ephemeral_settings(plan: &Plan) -> Result<Vec<(String, String)>> {
     let mut settings = plan.postgres.settings.clone();
     // Slots a superuser may use, plus the 3 superuser_reserved_connections (the cluster's default).
-    let need = connections_needed(plan) + 3;
+    // Behind queuebench's PgBouncer the workers and producers take only the pool's connections.
+    let need = match plan.postgres.pgbouncer {
+        Some(b) => server_connections_behind(plan, b.mode, Some(b.size)),
+        None => connections_needed(plan),
+    } + 3;
     match settings.iter().find(|(k, _)| k == "max_connections") {
         Some((_, v)) => match v.parse::<i64>() {
             Ok(n) if n < need => {
@@ -283,6 +330,23 @@ mod tests {
 
     fn max_connections(settings: &[(String, String)]) -> i64 {
         settings.iter().find(|(k, _)| k == "max_connections").unwrap().1.parse().unwrap()
+    }
+
+    #[test]
+    fn behind_a_pooler_the_workers_count_as_the_pool() {
+        let p = plan("name = \"x\"\n[jobs]\npreload = 5\n[workers]\ncount = 300\n");
+        let all = connections_needed(&p);
+        let session = server_connections_behind(&p, PoolMode::Session, Some(8));
+        assert_eq!(session, all - 300 + 8, "the workers take the pool's 8 server connections");
+        let transaction = server_connections_behind(&p, PoolMode::Transaction, Some(8));
+        assert_eq!(transaction, session + crate::run::conn::DESCRIBERS as i64, "plus the describers");
+        let external = server_connections_behind(&p, PoolMode::Transaction, None);
+        assert_eq!(external, transaction - 8, "a pooler of your own: its pool is its own budget");
+        let pooled = plan(
+            "name = \"x\"\n[jobs]\npreload = 5\n[workers]\ncount = 300\n[postgres.settings]\nmax_connections = 40\n\
+             [postgres.pgbouncer]\npool_mode = \"session\"\npool_size = 8\n",
+        );
+        assert_eq!(max_connections(&ephemeral_settings(&pooled).unwrap()), 40, "fits behind the pool");
     }
 
     #[test]

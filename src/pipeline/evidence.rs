@@ -50,7 +50,13 @@ pub(super) struct Checked {
 }
 
 /// What the checkers read besides the history, as saved with the run (`evidence.json`).
-pub(super) fn saved_evidence(plan: &Plan, output: &RunOutput, table: &FinalTable) -> SavedEvidence {
+/// `server`: the settings the server reported (its own fsync and synchronous_commit).
+pub(super) fn saved_evidence(
+    plan: &Plan,
+    output: &RunOutput,
+    table: &FinalTable,
+    server: &std::collections::BTreeMap<String, String>,
+) -> SavedEvidence {
     SavedEvidence {
         schema_version: EVIDENCE_VERSION,
         enqueued: plan.jobs.preload + output.arrivals.len() as u64,
@@ -64,7 +70,7 @@ pub(super) fn saved_evidence(plan: &Plan, output: &RunOutput, table: &FinalTable
         restarts: output.restarts.iter().map(|r| r.down_us).collect(),
         restarts_up: output.restarts.iter().map(|r| r.up_us.unwrap_or(u64::MAX)).collect(),
         failovers: output.failovers.clone(),
-        durability_untestable: plan.durability_untestable(),
+        durability_untestable: plan.durability_untestable_on(server),
         starvation_threshold_us: plan.run.starvation_threshold.as_micros() as u64,
         load_end_us: plan.load.duration().as_micros() as u64,
         partial: table.jobs.is_none(),

@@ -183,10 +183,10 @@ mod tests {
     fn too_many_workers_for_the_open_file_limit_names_the_limit_and_the_fix() {
         let p = plan(&["workers.count=100000"]);
         let e = check_files(&p, |_| Some(20_000)).unwrap_err().to_string();
-        assert!(e.contains("--set workers.count=100000: 100000 workers need about 100068 open files"), "{e}");
+        assert!(e.contains("--set workers.count=100000: 100000 workers need about 100069 open files"), "{e}");
         assert!(e.contains("at most 20000 (RLIMIT_NOFILE"), "{e}");
-        assert!(e.contains("lower workers.count to at most 19932"), "{e}");
-        assert!(e.contains("ulimit -n 100068"), "{e}");
+        assert!(e.contains("lower workers.count to at most 19931"), "{e}");
+        assert!(e.contains("ulimit -n 100069"), "{e}");
         check_files(&plan(&[]), |_| Some(20_000)).unwrap();
     }
 

@@ -93,7 +93,7 @@ async fn stages(
         eprintln!("warning: {f}");
     }
     let table = evidence::final_table(plan, db, prepared.client, &output).await?;
-    let saved = evidence::saved_evidence(plan, &output, &table);
+    let saved = evidence::saved_evidence(plan, &output, &table, &prepared.facts.settings);
     let checked = evidence::check(plan, &output, &table, &saved);
     let produced = evidence::Produced { output, table, checked, saved };
     Ok(evidence::summarize(plan, run_id, started_at, prepared.facts, produced))

@@ -95,7 +95,7 @@ pub(crate) fn annotations(runs: &[&RunSummary], comparison: Option<&Comparison>)
             out.push(format!("::error title={title}::aborted by {a}"));
         }
         for e in r.expectations.iter().filter(|e| !e.passed) {
-            let actual = e.actual.map_or("missing".into(), num);
+            let actual = e.actual.map_or_else(|| e.actual_shown(), num);
             out.push(format!("::error title={title}::expectation {} {} failed: actual {actual}", e.name, e.expression));
         }
         for name in &r.failed_checks {

@@ -130,11 +130,11 @@ fn header(o: &mut String, s: &RunSummary) {
 fn expectations(o: &mut String, s: &RunSummary) {
     o.push_str("<h2>Expectations</h2><table><tr><th></th><th>metric</th><th>expected</th><th>actual</th></tr>");
     for e in &s.expectations {
-        let actual = e.actual.map_or("missing".into(), |a| format!("{a}"));
+        let actual = e.actual_shown();
         let _ = write!(
             o,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td class=n>{}</td></tr>",
-            verdict(e.passed),
+            if e.judged() { verdict(e.passed) } else { "<span>not judged</span>" },
             escape(&e.name),
             escape(&e.expression),
             escape(&actual)

@@ -60,8 +60,8 @@ pub(crate) fn checks_and_expectations(s: &RunSummary) -> String {
     if !s.expectations.is_empty() {
         let _ = writeln!(o, "  expectations");
         for e in &s.expectations {
-            let actual = e.actual.map_or("missing".into(), |a| format!("{a}"));
-            let _ = writeln!(o, "    {} {} {} (actual {actual})", mark(e.passed), e.name, e.expression);
+            let mark = if e.judged() { mark(e.passed) } else { "--  " };
+            let _ = writeln!(o, "    {mark} {} {} (actual {})", e.name, e.expression, e.actual_shown());
         }
     }
     o
@@ -75,10 +75,11 @@ pub(crate) fn failures(s: &RunSummary) -> Vec<String> {
     let stopped = [(s.timed_out, "timed out before the stop condition"), (s.interrupted, "interrupted")];
     let stopped = stopped.into_iter().filter(|(hit, _)| *hit).map(|(_, why)| why.to_string());
     let partial = s.partial.then(|| format!("PARTIAL REPORT {}", s.partial_reason));
-    let expects = s.expectations.iter().filter(|e| !e.passed).map(|e| {
-        let actual = e.actual.map_or("missing".into(), |a| format!("{a}"));
-        format!("expect {} {} (actual {actual})", e.name, e.expression)
-    });
+    let expects = s
+        .expectations
+        .iter()
+        .filter(|e| !e.passed)
+        .map(|e| format!("expect {} {} (actual {})", e.name, e.expression, e.actual_shown()));
     let checks = s.failed_checks.iter().map(|&name| check_failure(s, name));
     let aborted = s.aborted_by.iter().map(|a| format!("aborted by {a}"));
     partial.into_iter().chain(aborted).chain(stopped).chain(expects).chain(checks).collect()
@@ -142,10 +143,25 @@ fn core(s: &RunSummary) -> Vec<Row> {
     vec![
         (
             "jobs",
-            format!(
-                "{} enqueued · {} completed · {} queued · {} running · {} dead · {} cancelled · {} lost · {} over their attempt budget",
-                j.enqueued, j.completed, j.queued, j.stuck_running, j.dead, j.cancelled, j.lost, j.attempts_exceeded
-            ),
+            if s.partial {
+                // Counted from the final table, which was not read: unknown, not 0.
+                format!(
+                    "{} enqueued · completed, queued, running, dead, cancelled, lost: unknown (the final table was not read)",
+                    j.enqueued
+                )
+            } else {
+                format!(
+                    "{} enqueued · {} completed · {} queued · {} running · {} dead · {} cancelled · {} lost · {} over their attempt budget",
+                    j.enqueued,
+                    j.completed,
+                    j.queued,
+                    j.stuck_running,
+                    j.dead,
+                    j.cancelled,
+                    j.lost,
+                    j.attempts_exceeded
+                )
+            },
         ),
         (
             "executions",

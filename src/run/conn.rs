@@ -72,6 +72,11 @@ pub(crate) struct Conn {
     pub fail_successor: Option<usize>,
 }
 
+/// The most short direct connections open at once to describe statements behind a
+/// transaction or statement pooler (the connection budget counts them).
+pub(crate) const DESCRIBERS: usize = 2;
+static DESCRIBING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(DESCRIBERS);
+
 impl Conn {
     /// Connects and prepares every statement; an error names the statement and the SQLSTATE.
     /// With `listen`, the connection LISTENs on that channel (again after every reconnect).
@@ -95,6 +100,8 @@ impl Conn {
         let s = match &config.direct {
             None => Statements::prepare(&client, adapter, false).await?,
             Some(direct) => {
+                // A few at once, so the workers' describers stay within the connection budget.
+                let _slot = DESCRIBING.acquire().await.map_err(|e| SessionFailure::Panicked(e.to_string()))?;
                 let (describer, _task) = connect::open(direct, |_| {})
                     .await
                     .map_err(|e| failed("connecting directly to describe the statements", &e))?;

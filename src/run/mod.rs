@@ -9,7 +9,8 @@ pub(crate) mod conn;
 pub(crate) mod failover;
 pub(crate) mod faults;
 pub(crate) mod horizon;
-pub(crate) mod idle;
+pub(crate) mod identity;
+mod idle;
 pub mod lanes;
 pub(crate) mod literal;
 pub(crate) mod live;
@@ -285,6 +286,9 @@ pub async fn run_part(
     // The reaper, the injector, the sampler and the probe stop when the workers are done.
     let side_stop = stop.child_token();
     let side = spawn_side_tasks(&shared, db.servers(), (start, show_progress, part.side), &side_stop);
+    // URL mode: a restart or failover queuebench did not cause is seen from the server's identity.
+    let watch = (db.kind == crate::db::Kind::Url && part.side)
+        .then(|| tokio::spawn(identity::watch(config.clone(), start, shared.faults.clone(), side_stop.clone())));
     let remote = part.remote.map(|follow| follow(stop.clone()));
     let remote = async {
         if let Some(remote) = remote {
@@ -325,6 +329,9 @@ pub async fn run_part(
     let (reaper, injected, samples, produced, probes) =
         given_up(side, "the reaper, injector, sampler or a producer panicked")?;
     horizon.probes = probes;
+    if let Some(watch) = watch {
+        watch.await.map_err(|e| Error::machine("the server watch panicked", e))?;
+    }
     workers.faults.extend(injected);
     workers.faults.sort_by_key(|f| f.t_us);
     Ok(RunOutput {

@@ -168,6 +168,11 @@ impl Plan {
         self.faults.iter().any(|f| matches!(f.kind, super::faults::Kind::Failover { .. }))
     }
 
+    /// Does a `kill_backend` fault terminate workers' server processes?
+    pub fn kills_backends(&self) -> bool {
+        self.faults.iter().any(|f| matches!(f.kind, super::faults::Kind::KillBackend))
+    }
+
     /// Does a `postgres_restart` fault stop the server mid-run?
     pub fn restarts_server(&self) -> bool {
         self.faults.iter().any(|f| matches!(f.kind, super::faults::Kind::PostgresRestart { .. }))
@@ -175,15 +180,24 @@ impl Plan {
 
     /// Why a restart cannot test durability (a commit may be acknowledged before it is on disk), if so.
     pub fn durability_untestable(&self) -> Option<String> {
-        self.postgres
-            .settings
-            .iter()
-            .find(|(k, v)| {
-                matches!(k.as_str(), "fsync" | "synchronous_commit")
-                    && matches!(v.to_ascii_lowercase().as_str(), "off" | "false" | "0" | "no")
-            })
-            .map(|(k, v)| format!("{k} = {v}"))
+        durability_off(self.postgres.settings.iter().map(|(k, v)| (k, v)))
     }
+
+    /// The same, also from the settings the server reported (`server`: a `--database-url`
+    /// server's own fsync and synchronous_commit, which the scenario does not set).
+    pub fn durability_untestable_on(&self, server: &std::collections::BTreeMap<String, String>) -> Option<String> {
+        self.durability_untestable().or_else(|| durability_off(server.iter()))
+    }
+}
+
+/// `fsync` or `synchronous_commit` off among `settings`, as `name = value`.
+fn durability_off<'a>(mut settings: impl Iterator<Item = (&'a String, &'a String)>) -> Option<String> {
+    settings
+        .find(|(k, v)| {
+            matches!(k.as_str(), "fsync" | "synchronous_commit")
+                && matches!(v.to_ascii_lowercase().as_str(), "off" | "false" | "0" | "no")
+        })
+        .map(|(k, v)| format!("{k} = {v}"))
 }
 
 /// How a worker waits after a claim that returned nothing (`run::idle` follows it).

@@ -110,22 +110,11 @@ fn pgbouncer(raw: &RawScenario, b: &RawPgBouncer, at: &At) -> Result<PgBouncer> 
              Unix socket directory; leave out postgres.tls (or --tls) for this scenario",
         ));
     }
-    if !mode.keeps_session() && raw.faults.iter().any(|f| FaultKind::parse(&f.kind) == Some(FaultKind::KillBackend)) {
-        return Err(at.err(
-            key,
-            format!(
-                "kill_backend terminates a worker's server process, and in {} pooling a worker has none of its \
-                 own (each transaction may run on another): use pool_mode = \"session\", or drop the fault",
-                mode.name()
-            ),
-        ));
-    }
-    if mode == PoolMode::Statement && raw.workers.mode == crate::model::protocol::Mode::HoldTransaction {
-        return Err(at.err(
-            key,
-            "statement pooling refuses every multi-statement transaction, and workers.mode = \"hold-transaction\" \
-             claims, works and completes in one: use pool_mode = \"transaction\" or workers.mode = \"lease\"",
-        ));
+    let kills = raw.faults.iter().any(|f| FaultKind::parse(&f.kind) == Some(FaultKind::KillBackend));
+    let holds = raw.workers.mode == crate::model::protocol::Mode::HoldTransaction;
+    if let Some(reason) = crate::model::pooler::refusal(mode, kills, holds, |m| format!("pool_mode = \"{}\"", m.name()))
+    {
+        return Err(at.err(key, reason));
     }
     Ok(PgBouncer { mode, size })
 }

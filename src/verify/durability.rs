@@ -74,7 +74,11 @@ pub(super) fn check(e: &Evidence, per_job: &[&[Event]]) -> (Durability, Option<C
 fn failover_figures(e: &Evidence) -> Durability {
     Durability {
         failovers: e.failovers.len() as u64,
-        replication: e.failovers.first().map(|f| f.replication.name().to_string()).unwrap_or_default(),
+        replication: match e.failovers.first() {
+            Some(f) if f.observed => "unknown".to_string(),
+            Some(f) => f.replication.name().to_string(),
+            None => String::new(),
+        },
         lag_bytes_at_failure: e.failovers.iter().map(|f| f.lag_bytes).sum(),
         wal_lost_bytes: e.failovers.iter().map(|f| f.wal_lost_bytes).sum(),
         ..Default::default()
@@ -149,6 +153,13 @@ fn reissued_ids(e: &Evidence) -> Vec<i64> {
 fn note(e: &Evidence, d: &Durability) -> String {
     let failed_over = match d.failovers {
         0 => String::new(),
+        // URL mode: seen from the server's identity; how it replicated and what WAL it lacked are unknown.
+        n if e.failovers.iter().all(|f| f.observed) => format!(
+            " ({}, seen from the server's identity: replication and WAL lag unknown; {} re-executions of lost \
+             completions)",
+            crate::model::words::count(n, "failover"),
+            d.reexecutions
+        ),
         n => format!(
             " ({}, {} replication: the standby {} bytes of WAL behind when the primary died, {} never received; \
              {} re-executions of lost completions)",
@@ -289,6 +300,7 @@ mod tests {
             hold_us: 1,
             lag_bytes: 900,
             wal_lost_bytes: 800,
+            observed: false,
         }];
         let (restarts, up) = ([5], [6]);
         e.restarts = &restarts;

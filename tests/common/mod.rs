@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod pg;
+pub mod pooler;
 pub mod schema;
 
 use serde_json::Value;
@@ -166,4 +167,16 @@ pub fn processes_with(words: &[&str]) -> Vec<u32> {
 /// PIDs of processes named postgres whose command line mentions `dir`.
 pub fn postgres_processes_under(dir: &Path) -> Vec<u32> {
     processes_with(&["postgres", &dir.to_string_lossy()])
+}
+
+/// `program` as the postgres system user when the tests run as root (initdb, pg_ctl and
+/// PgBouncer refuse root), else as it is.
+pub fn as_postgres(program: &str) -> Command {
+    if unsafe { libc::geteuid() } == 0 {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--", program]);
+        c
+    } else {
+        Command::new(program)
+    }
 }

@@ -115,8 +115,22 @@ pub struct CheckResult {
 pub struct ExpectationResult {
     pub name: String,
     pub expression: String,
+    /// None: the metric was never measured (a final table that was not read, a latency with
+    /// no sample); the expectation is then not judged (and does not pass).
     pub actual: Option<f64>,
     pub passed: bool,
+}
+
+impl ExpectationResult {
+    /// Was it judged? Not when its metric was never measured.
+    pub fn judged(&self) -> bool {
+        self.actual.is_some()
+    }
+
+    /// The actual value as every report prints it: the number, or that it is unknown.
+    pub fn actual_shown(&self) -> String {
+        self.actual.map_or_else(|| "unknown: not measured, not judged".into(), |a| format!("{a}"))
+    }
 }
 
 /// One agent of a run across processes or hosts: its share and what it measured.
