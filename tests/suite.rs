@@ -15,6 +15,7 @@ mod boundary;
 mod checkers;
 mod clean;
 mod clients;
+mod connect_bounds;
 mod contract;
 mod diagnostics;
 mod docker;
