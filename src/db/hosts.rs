@@ -18,7 +18,7 @@
 //! after N s, or what the server is (a primary where a standby was asked for).
 
 use super::{Failed, error_text};
-use crate::error::Sql;
+use crate::error::{Error, Sql};
 use std::fmt;
 use std::time::Duration;
 use tokio_postgres::config::{Host, LoadBalanceHosts, TargetSessionAttrs};
@@ -122,17 +122,21 @@ impl TargetSession {
         format!("{url}{sep}target_session_attrs={}", self.name())
     }
 
-    /// Takes `target_session_attrs` out of a URL or key=value string (the last one counts):
-    /// the rest for tokio-postgres, and the value. Err: the value is none of libpq's.
-    pub(crate) fn take(url: &str) -> Result<(String, TargetSession), String> {
+    /// Takes `target_session_attrs` out of a URL or key=value string given by `flag` (the
+    /// last one counts): the rest for tokio-postgres, and the value. Err (exit 2): the value
+    /// is none of libpq's.
+    pub(crate) fn take(url: &str, flag: &str) -> Result<(String, TargetSession), Error> {
         let (rest, found) = super::tls::split_by(url, |k| (k == "target_session_attrs").then_some(()));
         let Some((_, value)) = found.last() else { return Ok((rest, TargetSession::Any)) };
         match TargetSession::parse(value) {
             Some(t) => Ok((rest, t)),
-            None => Err(format!(
-                "has target_session_attrs=`{}`, which is not one of libpq's values: {TARGET_SESSION_VALUES}",
-                crate::error::shown(value)
-            )),
+            None => Err(Error::Flag {
+                flag: flag.into(),
+                reason: format!(
+                    "has target_session_attrs=`{}`, which is not one of libpq's values: {TARGET_SESSION_VALUES}",
+                    crate::error::shown(value)
+                ),
+            }),
         }
     }
 }
@@ -373,23 +377,24 @@ mod tests {
     fn every_libpq_value_of_target_session_attrs_is_taken_out_of_the_url() {
         for value in TARGET_SESSION_VALUES.split(", ") {
             let url = format!("postgres://u@a:1,b:2/db?connect_timeout=3&target_session_attrs={value}");
-            let (rest, t) = TargetSession::take(&url).unwrap();
+            let (rest, t) = TargetSession::take(&url, "--database-url").unwrap();
             assert_eq!(t.name(), value);
             assert_eq!(rest, "postgres://u@a:1,b:2/db?connect_timeout=3");
             // What is left is tokio-postgres's to parse, whatever the value was.
             let config: Config = rest.parse().unwrap();
             assert_eq!(config.get_ports(), [1, 2]);
             let kv = format!("host=a,b port=1,2 target_session_attrs={value} user=u");
-            let (rest, t) = TargetSession::take(&kv).unwrap();
+            let (rest, t) = TargetSession::take(&kv, "--database-url").unwrap();
             assert_eq!((rest.as_str(), t.name()), ("host=a,b port=1,2 user=u", value));
         }
-        let (rest, t) = TargetSession::take("postgres://u@a/db").unwrap();
+        let (rest, t) = TargetSession::take("postgres://u@a/db", "--database-url").unwrap();
         assert_eq!((rest.as_str(), t), ("postgres://u@a/db", TargetSession::Any));
     }
 
     #[test]
     fn another_value_is_refused_naming_the_accepted_ones() {
-        let e = TargetSession::take("postgres://u@a/db?target_session_attrs=master").unwrap_err();
+        let e = TargetSession::take("postgres://u@a/db?target_session_attrs=master", "--database-url").unwrap_err();
+        let e = e.to_string();
         assert!(e.contains("`master`") && e.contains(TARGET_SESSION_VALUES), "{e}");
     }
 

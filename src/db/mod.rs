@@ -190,8 +190,7 @@ impl Database {
             Some(url) => {
                 let split = tls::split(url);
                 let tls = tls::Tls::resolve(&split.params).map_err(|setting| Error::TlsSetting { setting })?;
-                let (url, session) = hosts::TargetSession::take(&split.rest)
-                    .map_err(|reason| Error::Flag { flag: "--database-url".into(), reason })?;
+                let (url, session) = hosts::TargetSession::take(&split.rest, "--database-url")?;
                 let mut config: Config = url.parse().map_err(|e: tokio_postgres::Error| {
                     // The cause names a parameter, never its value; "… but got `x`" quotes one
                     // character of the input, which could be a password's: cut it.
