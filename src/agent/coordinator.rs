@@ -213,7 +213,8 @@ async fn wait_joined(
     mut spawned: Option<&mut Spawned>,
     interrupt: &CancellationToken,
 ) -> Result<usize> {
-    let deadline = Instant::now() + opts.wait;
+    let started = Instant::now();
+    let deadline = started + opts.wait;
     if !opts.spawn {
         eprintln!(
             "waiting up to {:.0} s for {} agent(s): queuebench agent --database-url URL --run {run_id}",
@@ -225,24 +226,34 @@ async fn wait_joined(
         let seen = control::agents(client).await.map_err(|e| failed("reading the agents", &e))?;
         let all_gone = spawned.as_mut().is_some_and(|s| s.all_exited());
         if seen.len() >= opts.count as usize || Instant::now() >= deadline || all_gone || interrupt.is_cancelled() {
+            // What ended the wait, in the time it really took (every spawned agent may have
+            // failed long before --agent-wait was over).
+            let (secs, wait) = (started.elapsed().as_secs_f64(), opts.wait.as_secs_f64());
+            let waited = match (all_gone, interrupt.is_cancelled()) {
+                (true, _) => {
+                    format!(
+                        "before the spawned agents exited ({secs:.1} s after they started; --agent-wait is {wait:.0} s)"
+                    )
+                }
+                (_, true) => format!("before the interrupt ({secs:.1} s in)"),
+                _ => format!("within {wait:.0} s (--agent-wait)"),
+            };
             if seen.is_empty() {
                 let tail = spawned.as_mut().map(|s| s.stderr_tail()).unwrap_or_default();
                 return Err(Error::Agents {
                     run: run_id.into(),
                     reason: format!(
-                        "no agent joined within {:.0} s; start them with `queuebench agent --database-url URL \
-                         --run {run_id}` (they need a path to the same PostgreSQL){tail}",
-                        opts.wait.as_secs_f64()
+                        "no agent joined {waited}; start them with `queuebench agent --database-url URL --run \
+                         {run_id}` (they need a path to the same PostgreSQL){tail}"
                     ),
                 });
             }
             if seen.len() < opts.count as usize {
                 eprintln!(
-                    "warning: {} of {} agents joined within {:.0} s; the run goes on without the rest (their workers \
+                    "warning: {} of {} agents joined {waited}; the run goes on without the rest (their workers \
                      do not run; the summary marks them absent)",
                     seen.len(),
                     opts.count,
-                    opts.wait.as_secs_f64()
                 );
             }
             return Ok(seen.len());
@@ -333,7 +344,13 @@ impl Watch {
 /// The coordinator's barrier: waits (up to `wait`) for the joined agents to open their
 /// connections, starts the run 1 s from now on the server's clock, and returns that instant.
 async fn barrier(config: crate::db::Endpoint, own: clock::Clock, watch: Watch, wait: Duration) -> Result<Instant> {
-    let client = crate::db::connect::open(&config, |_| {}).await.map_err(|e| failed("connecting for the start", &e))?.0;
+    let client = crate::db::connect::open(&config, |_| {}).await.map_err(|e| Error::Database {
+        action: "connecting for the start".into(),
+        target: None,
+        sql: crate::db::sql(&e),
+        hint: None,
+    })?;
+    let client = client.0;
     let deadline = Instant::now() + wait;
     loop {
         let seen = control::agents(&client).await.map_err(|e| failed("reading the agents", &e))?;

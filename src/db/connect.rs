@@ -13,13 +13,17 @@
 //! registers a second descriptor of the socket for writability, until the
 //! write goes through.
 //!
-//! TCP hosts (and a config listing several hosts or ports, a `hostaddr` or a
-//! `target_session_attrs`) go through `Config::connect` unchanged. A Unix socket
-//! that cannot be reached at all falls back to it too, so a missing server gets
-//! tokio-postgres's own error and wording; a server that answers and refuses
-//! (authentication, too many clients, starting up) is not asked twice.
+//! Each host of the settings is tried on its own, in order (`db::hosts`): its whole login —
+//! TCP or socket, TLS, startup, authentication, the `target_session_attrs` check and the
+//! harness's `SET statement_timeout` — bounded by `connect_timeout` (30 s without one), the
+//! next host tried on a timeout or an error. A Unix socket goes through [`ReadWait`]; TCP
+//! through `Config::connect` for that one host. A Unix socket that cannot be reached at all
+//! falls back to `Config::connect` too, so a missing server gets tokio-postgres's own error
+//! and wording; a server that answers and refuses (authentication, too many clients,
+//! starting up) is not asked twice.
 
 use super::Endpoint;
+use super::hosts::{self, Attempt, Failure, Outcome, TargetSession};
 use super::tls::SslMode;
 use std::io::{self, Write};
 use std::os::fd::{AsFd, OwnedFd};
@@ -27,66 +31,159 @@ use std::os::unix::net::UnixStream as StdUnixStream;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
+use std::time::Duration;
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio::task::JoinHandle;
+use tokio_postgres::config::Host;
 use tokio_postgres::config::SslMode as DriverSslMode;
-use tokio_postgres::config::{Host, TargetSessionAttrs};
 use tokio_postgres::{AsyncMessage, Client, Config, Connection, NoTls, Notification};
 
 /// Connects like `Config::connect` with the endpoint's TLS (src/db/tls/: libpq's sslmode
-/// rules; a Unix socket is always plain) and spawns the task that drives the
-/// connection until it closes, handing every asynchronous message (NOTIFY,
-/// NOTICE) to `on_message`. Aborting the task drops the socket without a
+/// rules; a Unix socket is always plain), host by host as the module docs say, and spawns
+/// the task that drives the connection until it closes, handing every asynchronous message
+/// (NOTIFY, NOTICE) to `on_message`. Aborting the task drops the socket without a
 /// Terminate message, as a crashed process would. TLS costs only here, at connect: the
 /// rustls configuration was built once when the target was opened.
-pub(crate) async fn open<F>(
-    endpoint: &Endpoint,
-    on_message: F,
-) -> Result<(Client, JoinHandle<()>), tokio_postgres::Error>
+pub(crate) async fn open<F>(endpoint: &Endpoint, on_message: F) -> Result<(Client, JoinHandle<()>), Failure>
+where
+    F: FnMut(AsyncMessage) + Send + 'static,
+{
+    find(endpoint, on_message).await.map(|(client, task, _)| (client, task))
+}
+
+/// The endpoint narrowed to the host a connection would use now ([`open`]'s choice), for a
+/// client that knows one host only (the sqlx pool).
+pub(crate) async fn choose(endpoint: &Endpoint) -> Result<Endpoint, Failure> {
+    let (_client, _task, i) = find(endpoint, |_| {}).await?;
+    let config = hosts::one(&endpoint.config, i);
+    Ok(Endpoint { config, session: TargetSession::Any, ..endpoint.clone() })
+}
+
+/// [`open`], and which host (its index in the settings) the connection went to.
+async fn find<F>(endpoint: &Endpoint, on_message: F) -> Result<(Client, JoinHandle<()>, usize), Failure>
 where
     F: FnMut(AsyncMessage) + Send + 'static,
 {
     let config = &endpoint.config;
-    let opened = async {
-        if let Some(path) = unix_socket(config)
-            && let Ok(stream) = ReadWait::connect(&path).await
-        {
-            let mut plain = config.clone();
-            plain.ssl_mode(DriverSslMode::Disable);
-            let (client, connection) = plain.connect_raw(stream, NoTls).await?;
-            return Ok((client, tokio::spawn(drive(connection, on_message))));
-        }
-        let Some(tls) = endpoint.tls.connector() else {
-            let (client, connection) = config.connect(NoTls).await?;
-            return Ok((client, tokio::spawn(drive(connection, on_message))));
-        };
-        if endpoint.tls.mode == SslMode::Allow {
-            // libpq's allow: plain first; TLS only when the server turned the plain login away.
-            match config.connect(NoTls).await {
-                Ok((client, connection)) => return Ok((client, tokio::spawn(drive(connection, on_message)))),
-                Err(e) if e.as_db_error().is_none() => return Err(e),
-                Err(_) => {
-                    let mut with_tls = config.clone();
-                    with_tls.ssl_mode(DriverSslMode::Require);
-                    let (client, connection) = with_tls.connect(tls).await?;
-                    return Ok((client, tokio::spawn(drive(connection, on_message))));
+    let limit = hosts::connect_timeout(config);
+    let session = endpoint.session.or_driver(config.get_target_session_attrs());
+    let mut on_message = Some(on_message);
+    let mut tried = Vec::new();
+    let opened = 'found: {
+        // One pass, or two for prefer-standby: the second goes back to the hosts that logged
+        // in and were not standbys.
+        let mut hosts = hosts::order(config);
+        for &want in session.passes() {
+            let mut logged_in = Vec::new();
+            for i in hosts {
+                let one = hosts::one(config, i);
+                match tokio::time::timeout(limit, attempt(endpoint, &one, want, &mut on_message)).await {
+                    Ok(Ok((client, task))) => break 'found Ok((client, task, i)),
+                    Ok(Err(outcome)) => {
+                        if matches!(outcome, Outcome::Unfit(_)) {
+                            logged_in.push(i);
+                        }
+                        tried.push(Attempt { host: hosts::name(config, i), outcome });
+                    }
+                    Err(_) => tried.push(Attempt { host: hosts::name(config, i), outcome: Outcome::TimedOut }),
                 }
             }
+            hosts = logged_in;
         }
-        let (client, connection) = config.connect(tls).await?;
-        Ok((client, tokio::spawn(drive(connection, on_message))))
-    }
-    .await;
+        Err(Failure { tried, limit, wanted: session })
+    };
     if tracing::enabled!(tracing::Level::DEBUG) {
         let server = super::password::display_url(config);
         match &opened {
             Ok(_) => tracing::debug!(%server, "connection opened"),
-            Err(e) => tracing::debug!(%server, error = %super::error_text(e), "connection failed"),
+            Err(e) => tracing::debug!(%server, error = %e, "connection failed"),
         }
     }
     opened
+}
+
+/// One host (`config` names only it): log in, check it is `want`, set the endpoint's
+/// statement_timeout; then the driving task takes `on_message`.
+async fn attempt<F>(
+    endpoint: &Endpoint,
+    config: &Config,
+    want: TargetSession,
+    on_message: &mut Option<F>,
+) -> Result<(Client, JoinHandle<()>), Outcome>
+where
+    F: FnMut(AsyncMessage) + Send + 'static,
+{
+    let settle = Settle { want, statement_timeout: endpoint.statement_timeout };
+    if let Some(path) = unix_socket(config)
+        && let Ok(stream) = ReadWait::connect(&path).await
+    {
+        let mut plain = config.clone();
+        plain.ssl_mode(DriverSslMode::Disable);
+        let (client, connection) = plain.connect_raw(stream, NoTls).await?;
+        return settle.then_drive(client, connection, on_message).await;
+    }
+    let Some(tls) = endpoint.tls.connector() else {
+        let (client, connection) = config.connect(NoTls).await?;
+        return settle.then_drive(client, connection, on_message).await;
+    };
+    if endpoint.tls.mode == SslMode::Allow {
+        // libpq's allow: plain first; TLS only when the server turned the plain login away.
+        match config.connect(NoTls).await {
+            Ok((client, connection)) => return settle.then_drive(client, connection, on_message).await,
+            Err(e) if e.as_db_error().is_none() => return Err(Outcome::Failed(e)),
+            Err(_) => {
+                let mut with_tls = config.clone();
+                with_tls.ssl_mode(DriverSslMode::Require);
+                let (client, connection) = with_tls.connect(tls).await?;
+                return settle.then_drive(client, connection, on_message).await;
+            }
+        }
+    }
+    let (client, connection) = config.connect(tls).await?;
+    settle.then_drive(client, connection, on_message).await
+}
+
+/// What is done on a fresh connection before it is handed out.
+struct Settle {
+    want: TargetSession,
+    statement_timeout: Option<Duration>,
+}
+
+impl Settle {
+    /// Checks the server and sets the statement_timeout, polling the connection meanwhile
+    /// (nothing drives it yet); then spawns its driving task.
+    async fn then_drive<S, T, F>(
+        self,
+        client: Client,
+        mut connection: Connection<S, T>,
+        on_message: &mut Option<F>,
+    ) -> Result<(Client, JoinHandle<()>), Outcome>
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+        T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+        F: FnMut(AsyncMessage) + Send + 'static,
+    {
+        let work = async {
+            if self.want != TargetSession::Any {
+                let role = hosts::role(&client).await?;
+                if !role.fits(self.want) {
+                    return Err(Outcome::Unfit(role));
+                }
+            }
+            if let Some(t) = self.statement_timeout {
+                client.batch_execute(&format!("SET statement_timeout = {}", t.as_millis().max(1))).await?;
+            }
+            Ok(())
+        };
+        tokio::select! {
+            done = work => done?,
+            ended = &mut connection => return Err(ended.err().map_or(Outcome::Closed, Outcome::Failed)),
+        }
+        let on_message = on_message.take().expect("only the connection that settles takes it");
+        Ok((client, tokio::spawn(drive(connection, on_message))))
+    }
 }
 
 /// An `on_message` for [`open`] that forwards every NOTIFY to the returned receiver (for a
@@ -124,19 +221,13 @@ where
     }
 }
 
-/// The socket file of a config with exactly one host, a Unix socket directory, and nothing
-/// `connect_raw` would skip (a `hostaddr`, several ports, a `target_session_attrs` check).
-/// Such a connection's cancel token has no socket to send a cancel request to; queuebench
-/// never cancels a query.
+/// The socket file of one host's config (`hosts::one`) when it is a Unix socket directory
+/// without a `hostaddr`. Such a connection's cancel token has no socket to send a cancel
+/// request to.
 fn unix_socket(config: &Config) -> Option<PathBuf> {
     let [Host::Unix(dir)] = config.get_hosts() else { return None };
-    let port = match config.get_ports() {
-        [] => 5432,
-        [port] => *port,
-        _ => return None,
-    };
-    let plain = config.get_hostaddrs().is_empty() && config.get_target_session_attrs() == TargetSessionAttrs::Any;
-    plain.then(|| dir.join(format!(".s.PGSQL.{port}")))
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    config.get_hostaddrs().is_empty().then(|| dir.join(format!(".s.PGSQL.{port}")))
 }
 
 /// A Unix stream that waits on epoll for reads only (see the module comment).

@@ -14,6 +14,7 @@
 pub(crate) mod connect;
 pub mod docker;
 pub(crate) mod ephemeral;
+pub(crate) mod hosts;
 pub(crate) mod password;
 pub(crate) mod pgbouncer;
 pub(crate) mod role;
@@ -44,12 +45,23 @@ pub struct Endpoint {
     /// through the pooler as unnamed ones (`Client::query_typed_raw`: Parse, Bind, Execute and
     /// Sync in one round trip, so they never cross a transaction boundary).
     pub direct: Option<Box<Endpoint>>,
+    /// libpq's `target_session_attrs`, checked on each host by `connect::open` (`hosts`).
+    pub session: hosts::TargetSession,
+    /// Set by `connect::open` on every connection opened from here (the harness's own
+    /// connections: `Database::harness_config`); None for the workers'.
+    pub statement_timeout: Option<Duration>,
 }
 
 impl Endpoint {
     /// A plain connection (no TLS), as a Unix socket always is.
     pub fn plain(config: Config) -> Endpoint {
-        Endpoint { config, tls: tls::Tls::disabled(), direct: None }
+        Endpoint {
+            config,
+            tls: tls::Tls::disabled(),
+            direct: None,
+            session: Default::default(),
+            statement_timeout: None,
+        }
     }
 
     /// The settings and TLS, the driver's own sslmode set to match (a Unix socket never uses TLS,
@@ -62,7 +74,7 @@ impl Endpoint {
             tls::SslMode::Prefer => DriverSslMode::Prefer,
             _ => DriverSslMode::Require,
         });
-        Endpoint { config, tls, direct: None }
+        Endpoint { config, tls, direct: None, session: Default::default(), statement_timeout: None }
     }
 
     /// Does a connection here keep no named statements (a transaction or statement pooler)?
@@ -132,11 +144,20 @@ pub struct Database {
     /// The role the scenario's SQL connects as, when not the target's own (an ephemeral
     /// cluster's [`role::RUN_ROLE`]; see `role.rs`).
     run_role: Option<&'static str>,
+    /// The URL's `target_session_attrs` (read-write for an ephemeral cluster with a standby).
+    session: hosts::TargetSession,
+    /// The statement_timeout of the harness's own connections ([`Database::bounding_statements`]).
+    statement_timeout: Duration,
     /// This run created the schema (teardown drops it) …
     pub(crate) created: AtomicBool,
     /// … or reused an existing one (teardown drops only queuebench's tables in it).
     pub(crate) reused: AtomicBool,
 }
+
+/// The harness's statement_timeout until [`Database::bounding_statements`] ties it to a run
+/// (`run.timeout`'s default), and the least it is.
+pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(600);
+pub const MIN_STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// URL-mode schemas of runs in progress, for the message of a second Ctrl-C.
 static LIVE_SCHEMAS: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -179,7 +200,7 @@ impl Database {
             Some(url) => {
                 let split = tls::split(url);
                 let tls = tls::Tls::resolve(&split.params).map_err(|setting| Error::TlsSetting { setting })?;
-                let url = split.rest.as_str();
+                let (url, session) = hosts::TargetSession::take(&split.rest, "--database-url")?;
                 let mut config: Config = url.parse().map_err(|e: tokio_postgres::Error| {
                     // The cause names a parameter, never its value; "… but got `x`" quotes one
                     // character of the input, which could be a password's: cut it.
@@ -204,7 +225,15 @@ impl Database {
                 }
                 let url = tls.add_to(password::display_url(&config));
                 let config = Endpoint::new(config, tls.clone()).config;
-                Ok(Database { kind: Kind::Url, url, password_from, tls, ..Database::new(config, target, schema, keep) })
+                let url = session.add_to(url);
+                Ok(Database {
+                    kind: Kind::Url,
+                    url,
+                    password_from,
+                    tls,
+                    session,
+                    ..Database::new(config, target, schema, keep)
+                })
             }
             None => Database::open_ephemeral(settings, schema, keep, false, None).await,
         }
@@ -250,7 +279,7 @@ impl Database {
             standby::wait_streaming(&primary, s.replication, &s.server).await?;
             db.config.host_path(db.cluster.as_ref().map(Cluster::socket_dir).unwrap_or(Path::new("/")));
             db.config.port(s.server.port());
-            db.config.target_session_attrs(tokio_postgres::config::TargetSessionAttrs::ReadWrite);
+            db.session = hosts::TargetSession::ReadWrite;
         }
         Ok(db)
     }
@@ -271,9 +300,20 @@ impl Database {
             reuse: false,
             password_from: None,
             run_role: None,
+            session: hosts::TargetSession::Any,
+            statement_timeout: DEFAULT_STATEMENT_TIMEOUT,
             created: AtomicBool::new(false),
             reused: AtomicBool::new(false),
         }
+    }
+
+    /// The harness's own connections (setup, teardown, the sampler, the reaper, faults, the
+    /// agents' control) get `statement_timeout` = the run's timeout, at least
+    /// [`MIN_STATEMENT_TIMEOUT`]: no statement of the harness outlives the run it serves. The
+    /// workers' connections get none (a stuck claim is the run's to end).
+    pub fn bounding_statements(mut self, run_timeout: Duration) -> Database {
+        self.statement_timeout = run_timeout.max(MIN_STATEMENT_TIMEOUT);
+        self
     }
 
     /// `--reuse`: run in the schema even if it exists (see the module docs).
@@ -320,7 +360,7 @@ impl Database {
     /// The run's server as a URL with its password, for a child process's environment
     /// (never printed): the cluster's socket, or the server of `--database-url`.
     pub fn child_url(&self) -> String {
-        self.url_for_tools().unwrap_or_else(|| self.tls.add_to(password::secret_url(&self.config)))
+        self.url_for_tools().unwrap_or_else(|| self.session.add_to(self.tls.add_to(password::secret_url(&self.config))))
     }
 
     /// [`Database::child_url`] as the run role where there is one: for the scenario's own
@@ -361,17 +401,14 @@ impl Database {
         let c = self.cluster.as_ref()?;
         Some(match c.tls_files() {
             Some(_) => self.tls.add_to(format!("postgresql://{user}@localhost:{}/postgres", c.port())),
-            None => match c.standby() {
-                Some(s) => format!(
-                    "postgresql:///postgres?host={d},{d}&port={},{}&user={user}&target_session_attrs=read-write",
-                    c.port(),
-                    s.server.port(),
-                    d = c.socket_dir().display()
-                ),
-                None => {
-                    format!("postgresql:///postgres?host={}&port={}&user={user}", c.socket_dir().display(), c.port())
-                }
-            },
+            // Both servers, each with its port (`postgres://%2Fdir:P1,%2Fdir:P2/…`, which libpq and
+            // tokio-postgres both read), and target_session_attrs=read-write.
+            None if c.standby().is_some() => {
+                let mut config = self.config.clone();
+                config.user(user);
+                self.session.add_to(password::secret_url(&config))
+            }
+            None => format!("postgresql:///postgres?host={}&port={}&user={user}", c.socket_dir().display(), c.port()),
         })
     }
 
@@ -403,7 +440,7 @@ impl Database {
     /// sampler's and the probe's queries, explore sessions, validate): search_path is the run's
     /// schema, and the user is the run role where there is one (`role.rs`).
     pub fn worker_config(&self) -> Endpoint {
-        let mut endpoint = self.harness_config();
+        let mut endpoint = Endpoint { statement_timeout: None, ..self.harness_config() };
         if let Some(role) = self.run_role {
             endpoint.config.user(role);
         }
@@ -411,12 +448,13 @@ impl Database {
     }
 
     /// [`Database::worker_config`] as the target's own user (the ephemeral cluster's
-    /// superuser): for the harness's faults and extensions, never for the scenario's SQL.
+    /// superuser), with the harness's statement_timeout: for the harness's faults, extensions
+    /// and cancels, never for the scenario's SQL.
     pub fn harness_config(&self) -> Endpoint {
         let mut config = self.config.clone();
         let options = config.get_options().map(|o| format!("{o} ")).unwrap_or_default();
         config.options(format!("{options}-c {}", crate::quote::option_ident("search_path", &self.schema)));
-        self.endpoint(self.named(config))
+        Endpoint { statement_timeout: Some(self.statement_timeout), ..self.endpoint(self.named(config)) }
     }
 
     /// The role the scenario's SQL connects as, when not the target's own user.
@@ -440,7 +478,13 @@ impl Database {
 
     /// `config` with the run's TLS: the one place a connection's TLS comes from.
     pub fn endpoint(&self, config: Config) -> Endpoint {
-        Endpoint { config, tls: self.tls.clone(), direct: None }
+        Endpoint { config, tls: self.tls.clone(), direct: None, session: self.session, statement_timeout: None }
+    }
+
+    /// The side tasks' connections into the run's schema (the sampler, the reaper, probes,
+    /// blockers): the scenario's SQL as the workers run it, with the harness's statement_timeout.
+    pub fn side_config(&self) -> Endpoint {
+        Endpoint { statement_timeout: Some(self.statement_timeout), ..self.worker_config() }
     }
 
     /// The settings workers and producers connect with: through the run's pooler when there is
@@ -454,8 +498,7 @@ impl Database {
             return endpoint;
         }
         let Some(pooler) = &self.pooler else { return self.worker_config() };
-        let mut endpoint = self.endpoint(self.named(pooler.config()));
-        endpoint.tls = tls::Tls::disabled();
+        let mut endpoint = Endpoint::plain(self.named(pooler.config()));
         if !pooler.settings.mode.keeps_session() {
             endpoint.direct = Some(Box::new(self.worker_config()));
         }
@@ -487,22 +530,46 @@ impl Database {
     }
 
     async fn connect_with(&self, endpoint: &Endpoint) -> Result<Client> {
-        let endpoint = self.endpoint(self.named(endpoint.config.clone()));
+        let endpoint = Endpoint {
+            statement_timeout: Some(self.statement_timeout),
+            ..self.endpoint(self.named(endpoint.config.clone()))
+        };
         let (client, _task) = connect::open(&endpoint, |_| {}).await.map_err(|e| self.connect_error(&e))?;
         Ok(client)
     }
 
-    fn connect_error(&self, e: &tokio_postgres::Error) -> Error {
+    fn connect_error(&self, e: &hosts::Failure) -> Error {
         let host = match self.config.get_hosts().first() {
             Some(Host::Tcp(h)) => h.clone(),
             Some(Host::Unix(p)) => p.display().to_string(),
             None => "localhost".into(),
         };
-        if let Some(failure) = self.tls.diagnose(e, &host) {
+        if let Some(failure) = e.driver().and_then(|e| self.tls.diagnose(e, &host)) {
             return Error::Tls { target: self.target.clone(), failure };
         }
-        let sql = sql(e);
+        let sql = e.sql();
+        let timed_out;
+        let unfit;
         let hint = match sql.sqlstate.as_deref() {
+            _ if e.timed_out() => {
+                timed_out = format!(
+                    "a server that accepts the connection and never answers is not PostgreSQL, or is stuck (`pg_isready \
+                     -h HOST -p PORT -t 5` tells): check the host and port in --database-url, or raise \
+                     connect_timeout=SECONDS in it (now {} s per host; without it queuebench waits {} s)",
+                    e.limit.as_secs(),
+                    hosts::DEFAULT_CONNECT_TIMEOUT.as_secs()
+                );
+                &timed_out
+            }
+            _ if e.unfit() => {
+                unfit = format!(
+                    "no host is what target_session_attrs={} asks for: add one that is to the URL, or change the value \
+                     (libpq's: {})",
+                    e.wanted.name(),
+                    hosts::TARGET_SESSION_VALUES
+                );
+                &unfit
+            }
             Some("28P01") => &format!(
                 "authentication failed: check the user and the password ({}; queuebench looks in the URL, then \
                  PGPASSWORD, then the password file PGPASSFILE or ~/.pgpass)",
@@ -594,39 +661,59 @@ pub fn is_local(config: &Config) -> bool {
     })
 }
 
-/// `host:port user=… dbname=…`, never the password.
+/// `host:port (user …, database …)`, every host of a multi-host URL (`a:1,b:2 (…)`); never the
+/// password.
 pub fn describe(config: &Config) -> String {
-    let host = match config.get_hosts().first() {
-        Some(Host::Tcp(h)) => h.clone(),
-        Some(Host::Unix(p)) => p.display().to_string(),
-        None => "localhost (default socket)".into(),
+    let ports = config.get_ports();
+    let port = |i: usize| ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+    let hosts: Vec<String> = match config.get_hosts() {
+        [] => vec![format!("localhost (default socket):{}", port(0))],
+        hosts => hosts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| match h {
+                Host::Tcp(h) => format!("{h}:{}", port(i)),
+                Host::Unix(p) => format!("{}:{}", p.display(), port(i)),
+            })
+            .collect(),
     };
-    let port = config.get_ports().first().copied().unwrap_or(5432);
     let user = config.get_user().map(str::to_string).or_else(|| std::env::var("USER").ok()).unwrap_or_default();
     let db = config.get_dbname().unwrap_or(&user).to_string();
-    format!("{host}:{port} (user {user}, database {db})")
+    format!("{} (user {user}, database {db})", hosts.join(","))
+}
+
+/// An error a message shows as text and SQLSTATE: the driver's, or a connect [`hosts::Failure`].
+pub trait Failed {
+    fn sql(&self) -> Sql;
 }
 
 /// What the server said (its message and SQLSTATE), or the driver's message with its causes
 /// when the failure never reached the server.
-pub fn sql(e: &tokio_postgres::Error) -> Sql {
-    match e.as_db_error() {
-        Some(db) => Sql { message: db.message().to_string(), sqlstate: Some(db.code().code().to_string()) },
-        None => {
-            let mut message = e.to_string();
-            let mut source = std::error::Error::source(e);
-            while let Some(inner) = source {
-                message.push_str(&format!(": {inner}"));
-                source = inner.source();
+impl Failed for tokio_postgres::Error {
+    fn sql(&self) -> Sql {
+        match self.as_db_error() {
+            Some(db) => Sql { message: db.message().to_string(), sqlstate: Some(db.code().code().to_string()) },
+            None => {
+                let mut message = self.to_string();
+                let mut source = std::error::Error::source(self);
+                while let Some(inner) = source {
+                    message.push_str(&format!(": {inner}"));
+                    source = inner.source();
+                }
+                Sql { message, sqlstate: None }
             }
-            Sql { message, sqlstate: None }
         }
     }
 }
 
+/// The error's message and SQLSTATE ([`Failed`]).
+pub fn sql(e: &impl Failed) -> Sql {
+    e.sql()
+}
+
 /// The driver's message with the server's detail, if any: `message (SQLSTATE xxxxx)`.
-pub fn error_text(e: &tokio_postgres::Error) -> String {
-    sql(e).to_string()
+pub fn error_text(e: &impl Failed) -> String {
+    e.sql().to_string()
 }
 
 #[cfg(test)]

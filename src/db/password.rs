@@ -102,26 +102,40 @@ fn url(config: &Config, with_password: bool) -> String {
         url.push('@');
     }
     let ports = config.get_ports();
-    let mut sockets = Vec::new();
-    let mut tcp = Vec::new();
-    for (i, h) in config.get_hosts().iter().enumerate() {
-        let port = ports.get(i).or(ports.first()).copied();
-        match h {
-            Host::Tcp(name) => tcp.push(match port {
-                Some(p) => format!("{name}:{p}"),
-                None => name.clone(),
-            }),
-            Host::Unix(path) => sockets.push(path.display().to_string()),
+    let port = |i: usize| ports.get(i).or(ports.first()).copied();
+    let mut query = Vec::new();
+    match config.get_hosts() {
+        // One socket: `postgres://u@/db?host=/dir&port=P`, as libpq's documents write it.
+        [Host::Unix(path)] => {
+            url.push('/');
+            query.push(format!("host={}", encode(&path.display().to_string())));
+            query.extend(port(0).map(|p| format!("port={p}")));
+        }
+        // Every host in the authority, each with its port (`a:1,%2Fdir:2`): libpq and
+        // tokio-postgres both read a percent-encoded socket directory there.
+        hosts => {
+            let each = hosts.iter().enumerate().map(|(i, h)| {
+                let name = match h {
+                    Host::Tcp(name) if name.contains(':') => format!("[{name}]"),
+                    Host::Tcp(name) => name.clone(),
+                    Host::Unix(path) => encode(&path.display().to_string()).replace('/', "%2F"),
+                };
+                match port(i) {
+                    Some(p) => format!("{name}:{p}"),
+                    None => name,
+                }
+            });
+            url.push_str(&each.collect::<Vec<_>>().join(","));
+            url.push('/');
         }
     }
-    url.push_str(&tcp.join(","));
-    url.push('/');
     url.push_str(&encode(config.get_dbname().unwrap_or("")));
-    let mut query: Vec<String> = sockets.iter().map(|s| format!("host={}", encode(s))).collect();
-    if !sockets.is_empty()
-        && let Some(p) = ports.first()
-    {
-        query.push(format!("port={p}"));
+    let addrs: Vec<String> = config.get_hostaddrs().iter().map(|a| a.to_string()).collect();
+    if !addrs.is_empty() {
+        query.push(format!("hostaddr={}", addrs.join(",")));
+    }
+    if let Some(t) = config.get_connect_timeout() {
+        query.push(format!("connect_timeout={}", t.as_secs()));
     }
     if !query.is_empty() {
         url.push('?');
@@ -173,6 +187,30 @@ mod tests {
         assert_eq!(display_url(&c), "postgres://postgres:***@/postgres?host=/tmp/sock&port=5433");
         let c: Config = "postgres://127.0.0.1/db".parse().unwrap();
         assert_eq!(display_url(&c), "postgres://127.0.0.1:5432/db");
+    }
+
+    /// What a child process (an agent, a client's workers) is handed keeps every host, each
+    /// with its own port, in order, and the connect_timeout: a standby cluster's two sockets
+    /// (one folder, two ports) came out as one port, and the agents could not join.
+    #[test]
+    fn a_multi_host_url_reaches_a_child_whole() {
+        let mut sockets = Config::new();
+        sockets.host_path("/tmp/qb dir").host_path("/tmp/qb dir").port(5433).port(5434);
+        sockets.user("postgres").dbname("postgres").connect_timeout(std::time::Duration::from_secs(4));
+        let tcp: Config =
+            "postgres://u:pw@10.0.0.1:5432,db2:6543,[::1]:7/app?hostaddr=10.0.0.1,10.0.0.2,::1".parse().unwrap();
+        for config in [sockets, tcp] {
+            let url = secret_url(&config);
+            let back: Config = url.parse().unwrap_or_else(|e| panic!("{url}: {e}"));
+            assert_eq!(back.get_hosts(), config.get_hosts(), "{url}");
+            assert_eq!(back.get_ports(), config.get_ports(), "{url}");
+            assert_eq!(back.get_hostaddrs(), config.get_hostaddrs(), "{url}");
+            assert_eq!(back.get_connect_timeout(), config.get_connect_timeout(), "{url}");
+            assert_eq!((back.get_user(), back.get_password()), (config.get_user(), config.get_password()));
+            assert_eq!(back.get_dbname(), config.get_dbname());
+        }
+        let two = Config::new().host_path("/run/pg").host_path("/run/pg").port(1).port(2).clone();
+        assert_eq!(display_url(&two), "postgres://%2Frun%2Fpg:1,%2Frun%2Fpg:2/");
     }
 
     /// No parse error, connection error text or display form contains the password.

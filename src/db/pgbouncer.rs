@@ -226,8 +226,8 @@ impl super::Database {
         loop {
             let endpoint = self.pooled_config();
             let tried = match super::connect::open(&endpoint, |_| {}).await {
-                Ok((client, _task)) => client.simple_query("SELECT 1").await.map(|_| ()),
-                Err(e) => Err(e),
+                Ok((client, _task)) => client.simple_query("SELECT 1").await.map(|_| ()).map_err(|e| super::sql(&e)),
+                Err(e) => Err(super::sql(&e)),
             };
             let pooler = self.pooler.as_mut().expect("started above");
             match tried {
@@ -237,7 +237,7 @@ impl super::Database {
                         return Err(Error::machine("PgBouncer did not start", why));
                     }
                     if Instant::now() > deadline {
-                        let why = format!("{}; its log ends with:\n{}", super::error_text(&e), pooler.log_tail());
+                        let why = format!("{}; its log ends with:\n{}", e, pooler.log_tail());
                         return Err(Error::machine("PgBouncer did not accept a connection within 10 s", why));
                     }
                     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -278,14 +278,14 @@ impl super::Database {
             return Ok(());
         }
         let endpoint = self.pooled_config();
-        let failed = |e: tokio_postgres::Error| Error::Database {
+        let failed = |sql| Error::Database {
             action: "connecting through --pooler-url".into(),
             target: Some(super::password::display_url(&endpoint)),
-            sql: super::sql(&e),
+            sql,
             hint: None,
         };
-        let (client, _task) = super::connect::open(&endpoint, |_| {}).await.map_err(failed)?;
-        let rows = client.simple_query("SELECT current_schema()").await.map_err(failed)?;
+        let (client, _task) = super::connect::open(&endpoint, |_| {}).await.map_err(|e| failed(super::sql(&e)))?;
+        let rows = client.simple_query("SELECT current_schema()").await.map_err(|e| failed(super::sql(&e)))?;
         let current = rows.iter().find_map(|m| match m {
             tokio_postgres::SimpleQueryMessage::Row(r) => Some(r.get(0).unwrap_or("").to_string()),
             _ => None,

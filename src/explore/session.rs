@@ -92,13 +92,13 @@ fn converted(r: std::result::Result<Vec<SimpleQueryMessage>, tokio_postgres::Err
 }
 
 async fn open_one(endpoint: &crate::db::Endpoint, on_connect: Option<&str>) -> Result<Session> {
-    let failed = |e: tokio_postgres::Error| Error::Machine {
+    let failed = |e: &dyn crate::db::Failed| Error::Machine {
         action: "opening a session for explore".into(),
-        cause: crate::db::error_text(&e),
+        cause: e.sql().to_string(),
     };
-    let (client, task) = connect::open(endpoint, |_| {}).await.map_err(failed)?;
+    let (client, task) = connect::open(endpoint, |_| {}).await.map_err(|e| failed(&e))?;
     if let Some(init) = on_connect {
-        client.batch_execute(init).await.map_err(failed)?;
+        client.batch_execute(init).await.map_err(|e| failed(&e))?;
     }
     // A deadlock between two sessions is settled in milliseconds, not the default second (a
     // superuser setting: where it is refused, the default stands).
@@ -106,7 +106,7 @@ async fn open_one(endpoint: &crate::db::Endpoint, on_connect: Option<&str>) -> R
     // A commit need not wait for its WAL to reach the disk: what the schedule sees (locks,
     // visibility) is the same, and the cluster is thrown away.
     let _ = client.batch_execute("SET synchronous_commit = off").await;
-    let pid: i32 = client.query_one("SELECT pg_backend_pid()", &[]).await.map_err(failed)?.get(0);
+    let pid: i32 = client.query_one("SELECT pg_backend_pid()", &[]).await.map_err(|e| failed(&e))?.get(0);
     Ok(Session { client: Arc::new(client), task, pid, pending: None, open: true })
 }
 

@@ -57,7 +57,7 @@ pub(crate) async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> R
         }
         Target::Docker { image } => Database::open_docker(image, settings, schema, opts.keep).await,
     }?;
-    Ok(db.reusing(opts.reuse))
+    Ok(db.reusing(opts.reuse).bounding_statements(plan.run.timeout))
 }
 
 /// Faults the chosen database cannot take: a `postgres_restart` stops and starts the server,

@@ -219,7 +219,7 @@ pub(crate) fn successor_column(fail: &Prepared, adapter: &Adapter) -> Result<Opt
     }
 }
 
-fn failed(step: &str, e: &tokio_postgres::Error) -> SessionFailure {
+fn failed(step: &str, e: &impl crate::db::Failed) -> SessionFailure {
     SessionFailure::Sql { step: step.to_string(), sql: sql(e), statement: None }
 }
 

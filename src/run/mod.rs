@@ -220,7 +220,8 @@ pub async fn run_part(
     (show_progress, ids): (bool, Arc<Interner>),
     part: Part,
 ) -> Result<RunOutput> {
-    let config = db.worker_config();
+    // The side tasks' (sampler, reaper, faults, probes): bounded statements.
+    let config = db.side_config();
     let pooled = db.pooled_config();
     let channel = (plan.workers.idle.wakeup == Wakeup::Listen).then(|| db.schema.clone());
     let probe = match &channel {

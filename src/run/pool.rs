@@ -26,7 +26,7 @@ use std::time::Duration;
 /// The error code an acquire timeout is counted under (`errors.acquire_timeout`).
 pub(crate) const ACQUIRE_TIMEOUT: &str = "acquire_timeout";
 
-/// How long opening the pool's connections may take.
+/// A worker's acquire limit when the plan names no pool settings.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A connection from the pool within `limit`; past it, `PoolTimedOut` as sqlx says it.
@@ -40,16 +40,23 @@ pub(crate) async fn acquire_within(
     }
 }
 
-/// Opens the pool and all its connections before the clock starts.
-pub(crate) async fn open(config: &crate::db::Endpoint, settings: PoolSettings) -> Result<PgPool, sqlx::Error> {
+/// Opens the pool and all its connections before the clock starts. sqlx knows one host: the
+/// pool gets the one a direct connection goes to now (the URL's hosts in order, its
+/// `target_session_attrs` and `connect_timeout`, as every connection of the run).
+pub(crate) async fn open(
+    config: &crate::db::Endpoint,
+    settings: PoolSettings,
+) -> Result<PgPool, Box<dyn std::error::Error + Send + Sync>> {
+    let chosen = crate::db::connect::choose(config).await?;
     let pool = PgPoolOptions::new()
         .max_connections(settings.size)
         .min_connections(settings.size)
-        // The pool's own limit covers opening it (a 1 ms acquire_timeout could never open a
-        // connection); a worker's wait is bounded by `acquire_timeout` in `Pooled::acquire`.
-        .acquire_timeout(OPEN_TIMEOUT.max(settings.acquire_timeout))
+        // Opening a connection is bounded as a direct one is (connect_timeout, 30 s without
+        // it), never by less than the pool's acquire_timeout (a 1 ms acquire_timeout could
+        // never open one); a worker's wait is bounded by `acquire_timeout` in `Pooled::acquire`.
+        .acquire_timeout(crate::db::hosts::connect_timeout(&chosen).max(settings.acquire_timeout))
         .test_before_acquire(false)
-        .connect_with(connect_options(config))
+        .connect_with(connect_options(&chosen))
         .await?;
     let warm: Vec<_> = futures_util::future::join_all((0..settings.size).map(|_| pool.acquire())).await;
     for c in warm {

@@ -180,10 +180,16 @@ pub(crate) struct Split {
 /// (`postgres://…?sslmode=require`) or a key=value string (`host=… sslmode=require`): tokio-postgres
 /// knows only three sslmodes and none of the file parameters.
 pub(crate) fn split(url: &str) -> Split {
-    let ours = |k: &str| Param::ALL.into_iter().find(|p| p.key() == k);
+    let (rest, params) = split_by(url, |k| Param::ALL.into_iter().find(|p| p.key() == k));
+    Split { rest, params }
+}
+
+/// The parameters `ours` knows taken out of a URL's query or a key=value string (values
+/// decoded), and the rest of it; also `db::hosts`'s, for `target_session_attrs`.
+pub(crate) fn split_by<P>(url: &str, ours: impl Fn(&str) -> Option<P>) -> (String, Vec<(P, String)>) {
     let mut params = Vec::new();
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let Some((head, query)) = url.split_once('?') else { return Split { rest: url.into(), params } };
+        let Some((head, query)) = url.split_once('?') else { return (url.into(), params) };
         let mut kept = Vec::new();
         for pair in query.split('&') {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
@@ -193,7 +199,7 @@ pub(crate) fn split(url: &str) -> Split {
             }
         }
         let rest = if kept.is_empty() { head.to_string() } else { format!("{head}?{}", kept.join("&")) };
-        return Split { rest, params };
+        return (rest, params);
     }
     // key=value words (values with spaces or quotes are left to tokio-postgres's parser).
     let mut kept = Vec::new();
@@ -203,7 +209,7 @@ pub(crate) fn split(url: &str) -> Split {
             None => kept.push(word),
         }
     }
-    Split { rest: kept.join(" "), params }
+    (kept.join(" "), params)
 }
 
 fn decode(s: &str) -> String {

@@ -88,7 +88,7 @@ pub(crate) async fn run(
     // of the library's claim, on the library's own tables — not the statement the library's
     // workers send, which queuebench does not see (the report says so).
     let (sampler_stop, progress) = (CancellationToken::new(), super::worker::Progress::default());
-    let config = db.worker_config();
+    let config = db.side_config();
     let opts = super::sampler::SamplerOptions { progress: false };
     let sampling = super::sampler::run(plan, &config, start, &progress, opts, &sampler_stop);
     let probing = super::horizon::probe(plan, &config, start, &sampler_stop);
