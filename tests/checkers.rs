@@ -463,9 +463,11 @@ fn reference(h: &History) -> Numbers {
         if claims.iter().all(|l| l.attempt >= 0) {
             ordered.sort_by_key(|l| (l.attempt, l.ret));
         }
+        // A completion answered before a restart the claim came after may be lost (durability).
+        let lost = |e: &Event, l: &Lease| h.restarts.iter().any(|&r| e.t_us + u64::from(e.dur_us) <= r && r <= l.sent);
         let landed = |l: &Lease| {
             events.iter().any(|e| {
-                e.kind == Accepted && !of(e, l) && e.t_us <= l.sent && {
+                e.kind == Accepted && !of(e, l) && e.t_us <= l.sent && !lost(e, l) && {
                     let own = claims.iter().find(|o| of(e, o));
                     e.t_us + u64::from(e.dur_us) <= l.sent || own.is_some_and(|o| l.sent + TOLERANCE_US < o.until)
                 }

@@ -18,6 +18,7 @@ mod clean;
 mod clients;
 mod connect_bounds;
 mod contract;
+mod corpus;
 mod diagnostics;
 mod docker;
 mod docs;

@@ -74,9 +74,16 @@ pub struct ErrorCount {
 }
 
 /// A lost or refused connection: `io`, SQLSTATE class 08, an administrator's or a crash's
-/// shutdown (57P01–57P03), and a pooled connection that never came (`acquire_timeout`).
+/// shutdown (57P01–57P03).
 pub fn is_connection_loss(code: &str) -> bool {
-    code == "io" || code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03" | "acquire_timeout")
+    code == "io" || code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03")
+}
+
+/// A wait of the client's own, not an answer of the server's: a pooled connection that never
+/// came (`acquire_timeout`, `workers.pool`). No statement was sent, so it says nothing about the
+/// queue's SQL.
+pub fn is_client_wait(code: &str) -> bool {
+    code == "acquire_timeout"
 }
 
 /// A SQLSTATE as written in `expected_errors`: five digits or upper-case letters.

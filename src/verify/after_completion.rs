@@ -15,7 +15,12 @@ use crate::model::summary::CheckResult;
 use crate::model::words::{count, count_as};
 use std::time::Duration;
 
-pub(super) fn check(per_job: &[&[Event]], lease: Duration, held: Held, clock_us: u64) -> CheckResult {
+pub(super) fn check(
+    per_job: &[&[Event]],
+    lease: Duration,
+    held: Held,
+    (clock_us, restarts): (u64, &[u64]),
+) -> CheckResult {
     let tolerance = race_tolerance(lease, clock_us);
     let mut jobs = Vec::new();
     let mut claims_after = 0u64;
@@ -28,7 +33,7 @@ pub(super) fn check(per_job: &[&[Event]], lease: Duration, held: Held, clock_us:
         let claims = spans_held(events, lease, held);
         let mut hit = false;
         for c in &claims {
-            let Some(done) = completed_before(&claims, c, &landed, tolerance) else { continue };
+            let Some(done) = completed_before(&claims, c, &landed, (tolerance, restarts)) else { continue };
             claims_after += 1;
             hit = true;
             first.get_or_insert_with(|| {
@@ -76,7 +81,7 @@ mod tests {
     #[test]
     fn a_claim_after_an_accepted_completion_fails_and_a_retry_does_not() {
         let rescued = [ev(0, 1, 1, Claimed), ev(5, 1, 1, Executed), ev(6, 1, 1, Accepted), ev(90, 2, 2, Claimed)];
-        let r = check(&[&rescued], Duration::from_secs(1), Held::Lease, 0);
+        let r = check(&[&rescued], Duration::from_secs(1), Held::Lease, (0, &[]));
         assert!(!r.passed && r.violations == 1, "{r:?}");
         assert!(
             r.detail.contains("w1's completion was accepted") && r.detail.contains("then w2's claim"),
@@ -84,8 +89,8 @@ mod tests {
             r.detail
         );
         let retried = [ev(0, 1, 1, Claimed), ev(5, 1, 1, Executed), ev(6, 1, 1, FailAccepted), ev(90, 2, 2, Claimed)];
-        assert!(check(&[&retried], Duration::from_secs(1), Held::Lease, 0).passed);
+        assert!(check(&[&retried], Duration::from_secs(1), Held::Lease, (0, &[])).passed);
         let once = [ev(0, 1, 1, Claimed), ev(5, 1, 1, Executed), ev(6, 1, 1, Accepted)];
-        assert!(check(&[&once], Duration::from_secs(1), Held::Lease, 0).passed);
+        assert!(check(&[&once], Duration::from_secs(1), Held::Lease, (0, &[])).passed);
     }
 }

@@ -4,11 +4,12 @@
 //! turned a bug into an error, and the run does not pass on it. Left alone: the SQLSTATEs the
 //! adapter (`[drive] expected_errors`) or the scenario (`[run] expected_errors`) declares, and a
 //! lost connection (`io`, class 08, 57P01–57P03, a pool's acquire timeout) when the run cut
-//! connections itself (a fault that does, a restart or failover) or was stopped.
+//! connections itself (a fault that does, a restart or failover) or was stopped; and a pooled
+//! connection that never came (`acquire_timeout`: no statement was sent).
 
 use super::Evidence;
 use crate::model::check::Check;
-use crate::model::errors::{ErrorCount, is_connection_loss};
+use crate::model::errors::{ErrorCount, is_client_wait, is_connection_loss};
 use crate::model::summary::CheckResult;
 use crate::model::words::count;
 
@@ -20,6 +21,7 @@ pub(super) fn check(e: &Evidence) -> Option<CheckResult> {
     let cut = e.faults.iter().any(|f| super::liveness::cuts_connection(f.kind)) || !e.restarts.is_empty();
     let explained = |c: &ErrorCount| {
         e.expected_errors.contains(&c.code)
+            || is_client_wait(&c.code)
             || (is_connection_loss(&c.code) && (cut || e.stopped_us.is_some()))
             || (c.code == "57014" && e.stopped_us.is_some())
     };

@@ -64,14 +64,17 @@ pub(crate) fn landed_completions(events: &[Event], hold_transaction: bool) -> Ve
 /// still in flight when `c` was sent whose own claim's lease had not run out (so no correct
 /// queue could hand the job out then: it was held, then done). A completion in flight on a
 /// lease that had run out may have landed on `c`'s claim instead: a stale completion, which
-/// `stale_completions_accepted` judges.
+/// `stale_completions_accepted` judges. A completion answered before a restart or failover of
+/// the server (`restarts`: when it went down) that `c` came after may be one the server lost:
+/// `durability` judges that, not this.
 pub(crate) fn completed_before(
     claims: &[ClaimSpan],
     c: &ClaimSpan,
     landed: &[Landed],
-    tolerance: u64,
+    (tolerance, restarts): (u64, &[u64]),
 ) -> Option<Landed> {
-    landed.iter().rev().copied().find(|d| {
+    let lost_since = |d: &Landed| restarts.iter().any(|&r| d.answered_us <= r && r <= c.sent_us);
+    landed.iter().rev().copied().filter(|d| !lost_since(d)).find(|d| {
         let held = || {
             claims
                 .iter()
@@ -83,7 +86,14 @@ pub(crate) fn completed_before(
 
 /// Why the execution under claim `c` happened again. `claims`: the job's claims in the
 /// database's order (`claims::spans_held`); `landed`: [`landed_completions`].
-pub(crate) fn why(events: &[Event], claims: &[ClaimSpan], c: &ClaimSpan, landed: &[Landed], tolerance: u64) -> Why {
+pub(crate) fn why(
+    events: &[Event],
+    claims: &[ClaimSpan],
+    c: &ClaimSpan,
+    landed: &[Landed],
+    bounds: (u64, &[u64]),
+) -> Why {
+    let tolerance = bounds.0;
     let me = |o: &ClaimSpan| (o.worker, o.claim) == (c.worker, c.claim);
     if let Some(o) =
         claims.iter().find(|o| !me(o) && o.holds_at(c.sent_us, tolerance) && c.holds_at(o.sent_us, tolerance))
@@ -93,7 +103,7 @@ pub(crate) fn why(events: &[Event], claims: &[ClaimSpan], c: &ClaimSpan, landed:
     // The claim before this one in the database's order.
     let at = claims.iter().position(me).unwrap_or(claims.len());
     let before = at.checked_sub(1).map(|i| claims[i]);
-    if let Some(done) = completed_before(claims, c, landed, tolerance) {
+    if let Some(done) = completed_before(claims, c, landed, bounds) {
         return Why { cause: Rerun::AfterCompletion, other: before, completion: Some(done) };
     }
     let Some(o) = before else { return Why { cause: Rerun::LeaseExpired, other: None, completion: None } };
@@ -125,7 +135,7 @@ mod tests {
         let held = if hold { Held::Transaction } else { Held::Lease };
         let claims = spans_held(events, Duration::from_secs(1), held);
         let landed = landed_completions(events, hold);
-        why(events, &claims, &claims[1], &landed, 0).cause
+        why(events, &claims, &claims[1], &landed, (0, &[])).cause
     }
 
     #[test]

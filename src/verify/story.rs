@@ -99,7 +99,7 @@ fn causes(evs: &[Event], claims: &[ClaimSpan], row: Option<&JobRow>, (tolerance,
     let landed = landed_completions(evs, hold);
     for run in runs.iter().skip(1) {
         let Some(c) = claims.iter().find(|c| (c.worker, c.claim) == (run.worker, run.claim)) else { continue };
-        out.push(rerun_words(c, &why(evs, claims, c, &landed, tolerance), tolerance));
+        out.push(rerun_words(c, &why(evs, claims, c, &landed, (tolerance, &[])), tolerance));
     }
     out.extend(stale_writes(evs));
     out.extend(lost(evs, row));
