@@ -15,10 +15,12 @@ while [ $# -gt 0 ]; do
     *) break ;;
   esac
 done
-# The debug build when no release one is there (scripts/queuebench-bin.sh would build it).
-target=$("$root/scripts/queuebench-bin.sh" --dir)
-qb=${QUEUEBENCH:-$target/release/queuebench}
-[ -x "$qb" ] || qb=$target/debug/queuebench
+# The debug build when no release one is there (scripts/queuebench-bin.sh would build one).
+builds=$("$root/scripts/queuebench-bin.sh" --dir)
+for build in release debug; do
+  [ -n "${QUEUEBENCH:-}" ] || [ ! -x "$builds/$build/queuebench" ] || QUEUEBENCH=$builds/$build/queuebench
+done
+qb=${QUEUEBENCH:-}
 [ -x "$qb" ] || { echo "no queuebench binary: cargo build first (or set QUEUEBENCH)" >&2; exit 2; }
 [ $# -gt 0 ] || set -- "$root"/corpus/*/
 results=$(mktemp)

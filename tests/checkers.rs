@@ -463,8 +463,14 @@ fn reference(h: &History) -> Numbers {
         if claims.iter().all(|l| l.attempt >= 0) {
             ordered.sort_by_key(|l| (l.attempt, l.ret));
         }
-        // A completion answered before a restart the claim came after may be lost (durability).
-        let lost = |e: &Event, l: &Lease| h.restarts.iter().any(|&r| e.t_us + u64::from(e.dur_us) <= r && r <= l.sent);
+        // A completion sent before the server was back from a restart that began before the
+        // claim was sent may be lost (durability judges it).
+        let lost = |e: &Event, l: &Lease| {
+            h.restarts
+                .iter()
+                .enumerate()
+                .any(|(i, &down)| e.t_us <= h.restarts_up.get(i).copied().unwrap_or(down) && down <= l.sent)
+        };
         let landed = |l: &Lease| {
             events.iter().any(|e| {
                 e.kind == Accepted && !of(e, l) && e.t_us <= l.sent && !lost(e, l) && {

@@ -19,7 +19,7 @@ pub(super) fn check(
     per_job: &[&[Event]],
     lease: Duration,
     held: Held,
-    (clock_us, restarts): (u64, &[u64]),
+    (clock_us, outages): (u64, &[(u64, u64)]),
 ) -> CheckResult {
     let tolerance = race_tolerance(lease, clock_us);
     let mut jobs = Vec::new();
@@ -33,7 +33,7 @@ pub(super) fn check(
         let claims = spans_held(events, lease, held);
         let mut hit = false;
         for c in &claims {
-            let Some(done) = completed_before(&claims, c, &landed, (tolerance, restarts)) else { continue };
+            let Some(done) = completed_before(&claims, c, &landed, (tolerance, outages)) else { continue };
             claims_after += 1;
             hit = true;
             first.get_or_insert_with(|| {

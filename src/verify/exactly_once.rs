@@ -21,7 +21,7 @@ pub(super) fn check(
     per_job: &[&[Event]],
     lease: Duration,
     held: Held,
-    (clock_us, restarts): (u64, &[u64]),
+    (clock_us, outages): (u64, &[(u64, u64)]),
 ) -> (Executions, Executed, CheckResult) {
     let tolerance = super::claims::race_tolerance(lease, clock_us);
     let mut x = Executions::default();
@@ -44,7 +44,7 @@ pub(super) fn check(
         let mut duplicates = 0;
         for run in &runs[1..] {
             let cause = match claims.iter().find(|c| c.worker == run.worker && c.claim == run.claim) {
-                Some(c) => why(events, &claims, c, &landed, (tolerance, restarts)).cause,
+                Some(c) => why(events, &claims, c, &landed, (tolerance, outages)).cause,
                 // An execution without its claim in the journal: nothing tells it from a race
                 // but a lease, so it counts as the at-least-once of one.
                 None => Rerun::LeaseExpired,

@@ -216,7 +216,10 @@ pub fn verify(e: &Evidence) -> Verification {
     };
     let per_job: Vec<&[Event]> = events.chunk_by(|a, b| a.job == b.job).collect();
     let held = claims::Held::of(e.hold_transaction, e.session_lease);
-    let (executions, executed, once) = exactly_once::check(&per_job, e.lease, held, (e.clock_us, e.restarts));
+    // The server's outages (down, back up; up unknown in old evidence: the down time).
+    let outages: Vec<(u64, u64)> =
+        e.restarts.iter().enumerate().map(|(i, &down)| (down, e.restarts_up.get(i).copied().unwrap_or(down))).collect();
+    let (executions, executed, once) = exactly_once::check(&per_job, e.lease, held, (e.clock_us, &outages));
     let (mut jobs, lost, budget) = lost::check(e, &per_job, &executed);
     let class_of: HashMap<i64, u16> = e.arrivals.iter().map(|a| (a.job, a.class)).collect();
     jobs.completed_by_class = completed_by_class(e, &per_job, &class_of);
@@ -226,7 +229,7 @@ pub fn verify(e: &Evidence) -> Verification {
     let (completions, stale, stale_check) = stale::check(&per_job);
     let (ownership, overlap) = ownership::check(&per_job, e.lease, held);
     let faults = recovery::check(e.faults, &per_job);
-    let after_completion = after_completion::check(&per_job, e.lease, held, (e.clock_us, e.restarts));
+    let after_completion = after_completion::check(&per_job, e.lease, held, (e.clock_us, &outages));
     let mut checks = vec![once, after_completion, lost, stale_check, overlap, budget];
     checks.extend(liveness::check(e, &per_job));
     checks.extend(recovery::cancel_check(e.faults, &per_job));

@@ -64,16 +64,16 @@ pub(crate) fn landed_completions(events: &[Event], hold_transaction: bool) -> Ve
 /// still in flight when `c` was sent whose own claim's lease had not run out (so no correct
 /// queue could hand the job out then: it was held, then done). A completion in flight on a
 /// lease that had run out may have landed on `c`'s claim instead: a stale completion, which
-/// `stale_completions_accepted` judges. A completion answered before a restart or failover of
-/// the server (`restarts`: when it went down) that `c` came after may be one the server lost:
-/// `durability` judges that, not this.
+/// `stale_completions_accepted` judges. A completion sent before the server came back from a
+/// restart or failover (`outages`: when it went down, when it was back) that `c` was sent after
+/// the start of may be one the server lost: `durability` judges that, not this.
 pub(crate) fn completed_before(
     claims: &[ClaimSpan],
     c: &ClaimSpan,
     landed: &[Landed],
-    (tolerance, restarts): (u64, &[u64]),
+    (tolerance, outages): (u64, &[(u64, u64)]),
 ) -> Option<Landed> {
-    let lost_since = |d: &Landed| restarts.iter().any(|&r| d.answered_us <= r && r <= c.sent_us);
+    let lost_since = |d: &Landed| outages.iter().any(|&(down, up)| d.sent_us <= up && down <= c.sent_us);
     landed.iter().rev().copied().filter(|d| !lost_since(d)).find(|d| {
         let held = || {
             claims
@@ -91,7 +91,7 @@ pub(crate) fn why(
     claims: &[ClaimSpan],
     c: &ClaimSpan,
     landed: &[Landed],
-    bounds: (u64, &[u64]),
+    bounds: (u64, &[(u64, u64)]),
 ) -> Why {
     let tolerance = bounds.0;
     let me = |o: &ClaimSpan| (o.worker, o.claim) == (c.worker, c.claim);
