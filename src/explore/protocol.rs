@@ -201,17 +201,7 @@ impl<'p> Model<'p> {
         if cast.reaper {
             actors.push(actor("R", Role::Reaper));
         }
-        let target = cast.cancel.clone().map(|key| Claimed {
-            id: 0,
-            key,
-            attempt: -1,
-            attempt_key: Key::Int(-1),
-            token: None,
-            tag: 0,
-            seq: 0,
-            class: 0,
-            exclusion: None,
-        });
+        let target = cast.cancel.clone().map(|key| Claimed::bare(0, key));
         if target.is_some() {
             actors.push(actor("X", Role::Canceller));
         }

@@ -4,7 +4,7 @@
 //! Every random choice comes from a generator seeded from the scenario seed.
 
 use super::values::{Claimed, Values};
-use crate::adapter::keys::{Interner, Key};
+use crate::adapter::keys::Interner;
 use crate::collect::FaultEvent;
 use crate::collect::FaultKind;
 use crate::db::Endpoint;
@@ -263,17 +263,7 @@ async fn cancel(plan: &Plan, ids: &Interner, admin: &Client, id: i64) -> bool {
     let step = plan.adapter.cancel.as_ref().expect("validated: a cancel fault needs the adapter's cancel");
     let Ok(prepared) = super::conn::prepare_step(admin, step).await else { return false };
     let key = ids.key(id);
-    let job = Claimed {
-        id,
-        key: key.clone(),
-        attempt: -1,
-        attempt_key: Key::Int(-1),
-        token: None,
-        tag: 0,
-        seq: 0,
-        class: 0,
-        exclusion: None,
-    };
+    let job = Claimed::bare(id, key.clone());
     let mut v = Values::new(plan);
     v.job = Some(&job);
     super::steps::write(admin, &prepared, &v, false).await.unwrap_or(false)

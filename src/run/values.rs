@@ -31,6 +31,24 @@ pub(crate) struct Claimed {
     pub exclusion: Option<String>,
 }
 
+impl Claimed {
+    /// A job known only by its number and the queue's id, as no claim returned it (a cancel's
+    /// target, a job a fault picks): no attempt, no token, the default class.
+    pub(crate) fn bare(id: i64, key: Key) -> Claimed {
+        Claimed {
+            id,
+            key,
+            attempt: -1,
+            attempt_key: Key::Int(-1),
+            token: None,
+            tag: 0,
+            seq: 0,
+            class: 0,
+            exclusion: None,
+        }
+    }
+}
+
 /// What an enqueue or a preload binds.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Enqueue<'a> {

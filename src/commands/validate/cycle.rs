@@ -98,17 +98,7 @@ pub(super) async fn run(plan: &Plan, client: &Client, steps: &Steps) -> Result<C
     let waiting = keys.last().filter(|k| !taken.contains(k));
     if let (Some(cancel), Some(key)) = (&steps.cancel, waiting) {
         let key = key.clone();
-        let job = Claimed {
-            id: 0,
-            key,
-            attempt: -1,
-            attempt_key: Key::Int(-1),
-            token: None,
-            tag: 0,
-            seq: 0,
-            class: 0,
-            exclusion: None,
-        };
+        let job = Claimed::bare(0, key);
         landed(&cx, cancel, &job, 0.0).await?;
         cycle.ran.push("cancel");
         cycle.ended.push((job.key, Status::Cancelled, "cancel"));
