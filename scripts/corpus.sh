@@ -83,5 +83,7 @@ for name in sorted(runs):
     link = f"[{name}](../corpus/{name}/entry.toml)"
     print(f"| {link} | {e.get('library','')} | {e.get('mechanism','')} | `{check}` | {bside} | {fside} | {verdict} | {secs} |")
 print(f"\nCaught: {caught} of {total} pairs that ran, of {len(runs)} entries.")
+print("\nSee also: [summary.json](summary-json.md) (every check named above), [Adapters](adapters.md) "
+      "(`[result] exclusion_key`, `[drive] expected_errors`), [explore](explore.md).")
 PY
 rm -f "$results"
