@@ -34,9 +34,14 @@ pub(super) fn check(e: &Evidence, per_job: &[&[Event]]) -> Option<CheckResult> {
     let mut first: Option<String> = None;
     for (key, holds) in &mut by_key {
         holds.sort_unstable();
-        for (i, &(start, _, job)) in holds.iter().enumerate() {
+        // The holds still open, as (end, job): a sweep in start order, so each claim looks only
+        // at what is held when it comes back, not at every earlier hold of its key.
+        let mut open: Vec<(u64, i64)> = Vec::new();
+        for &(start, end, job) in holds.iter() {
+            open.retain(|&(until, _)| until > start);
             // Other jobs of the key held when this claim came back.
-            let mut others: Vec<i64> = holds[..i].iter().filter(|h| h.2 != job && h.1 > start).map(|h| h.2).collect();
+            let mut others: Vec<i64> = open.iter().filter(|h| h.1 != job).map(|h| h.1).collect();
+            open.push((end, job));
             others.sort_unstable();
             others.dedup();
             if others.len() >= limit {

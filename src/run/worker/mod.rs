@@ -338,10 +338,11 @@ impl<T: Transport> Worker<T> {
             c.seq += 1;
             job.seq = c.seq;
         }
-        for job in &jobs {
+        for job in &mut jobs {
             self.log_witnessed(t1_us, claim_us, job, EventKind::Claimed, None);
-            if let Some(key) = &job.exclusion {
-                self.core.stats.exclusion_keys.push((job.id, key.clone()));
+            // The key moves to the worker's tally: nothing after the claim reads it.
+            if let Some(key) = job.exclusion.take() {
+                self.core.stats.exclusion_keys.push((job.id, key));
             }
         }
         for k in 0..jobs.len() {
