@@ -20,9 +20,11 @@ pub(crate) mod pgbouncer;
 pub(crate) mod pool_probe;
 pub(crate) mod role;
 pub(crate) mod schema;
+mod settings;
 pub(crate) mod standby;
 pub mod statements;
 pub(crate) mod tls;
+mod urls;
 
 use crate::error::{Error, Result, Sql, Unfit};
 use ephemeral::Cluster;
@@ -356,62 +358,6 @@ impl Database {
         self.cluster.as_ref().map(Cluster::servers)
     }
 
-    /// A URL for other tools (pgbench, psql) to reach the same server.
-    /// The run's server as a URL with its password, for a child process's environment
-    /// (never printed): the cluster's socket, or the server of `--database-url`.
-    pub fn child_url(&self) -> String {
-        self.url_for_tools().unwrap_or_else(|| self.session.add_to(self.tls.add_to(password::secret_url(&self.config))))
-    }
-
-    /// [`Database::child_url`] as the run role where there is one: for the scenario's own
-    /// processes (a client's workers, an adapter's setup command).
-    pub fn run_url(&self) -> String {
-        match (self.run_role, self.cluster.is_some()) {
-            (Some(role), true) => self.tools_url(role).unwrap_or_else(|| self.child_url()),
-            _ => self.child_url(),
-        }
-    }
-
-    /// The URL a spawned agent uses to reach the server through `addr` (an agent's forwarder,
-    /// docs/agents.md): the same password and database, the user of [`Database::run_url`]; for
-    /// its environment only.
-    pub fn child_url_via(&self, addr: std::net::SocketAddr) -> String {
-        let mut via = Config::new();
-        via.host(addr.ip().to_string()).port(addr.port());
-        if let Some(u) = self.run_role.or(self.config.get_user()) {
-            via.user(u);
-        }
-        if let Some(p) = self.config.get_password() {
-            via.password(p);
-        }
-        if let Some(d) = self.config.get_dbname() {
-            via.dbname(d);
-        }
-        self.tls.add_to(password::secret_url(&via))
-    }
-
-    /// The ephemeral cluster as a URL for psql, pgbench or a client (with `--tls`: over
-    /// localhost with verify-full against the cluster's CA).
-    pub fn url_for_tools(&self) -> Option<String> {
-        self.tools_url("postgres")
-    }
-
-    /// [`Database::url_for_tools`] as `user`.
-    fn tools_url(&self, user: &str) -> Option<String> {
-        let c = self.cluster.as_ref()?;
-        Some(match c.tls_files() {
-            Some(_) => self.tls.add_to(format!("postgresql://{user}@localhost:{}/postgres", c.port())),
-            // Both servers, each with its port (`postgres://%2Fdir:P1,%2Fdir:P2/…`, which libpq and
-            // tokio-postgres both read), and target_session_attrs=read-write.
-            None if c.standby().is_some() => {
-                let mut config = self.config.clone();
-                config.user(user);
-                self.session.add_to(password::secret_url(&config))
-            }
-            None => format!("postgresql:///postgres?host={}&port={}&user={user}", c.socket_dir().display(), c.port()),
-        })
-    }
-
     async fn wait_ready(&mut self) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
@@ -434,89 +380,6 @@ impl Database {
                 }
             }
         }
-    }
-
-    /// The connection settings the scenario's SQL runs on (workers, producers, the reaper, the
-    /// sampler's and the probe's queries, explore sessions, validate): search_path is the run's
-    /// schema, and the user is the run role where there is one (`role.rs`).
-    pub fn worker_config(&self) -> Endpoint {
-        let mut endpoint = Endpoint { statement_timeout: None, ..self.harness_config() };
-        if let Some(role) = self.run_role {
-            endpoint.config.user(role);
-        }
-        endpoint
-    }
-
-    /// [`Database::worker_config`] as the target's own user (the ephemeral cluster's
-    /// superuser), with the harness's statement_timeout: for the harness's faults, extensions
-    /// and cancels, never for the scenario's SQL.
-    pub fn harness_config(&self) -> Endpoint {
-        let mut config = self.config.clone();
-        let options = config.get_options().map(|o| format!("{o} ")).unwrap_or_default();
-        config.options(format!("{options}-c {}", crate::quote::option_ident("search_path", &self.schema)));
-        Endpoint { statement_timeout: Some(self.statement_timeout), ..self.endpoint(self.named(config)) }
-    }
-
-    /// The role the scenario's SQL connects as, when not the target's own user.
-    pub fn run_role(&self) -> Option<&'static str> {
-        self.run_role
-    }
-
-    /// From here on, the scenario's SQL connects as [`role::RUN_ROLE`], created now (an
-    /// ephemeral cluster only: the caller decides).
-    pub(crate) async fn least_privilege(&mut self) -> Result<()> {
-        let admin = self.connect_admin().await?;
-        role::create_run_role(&admin).await.map_err(|e| Error::Database {
-            action: format!("creating the run role {}", role::RUN_ROLE),
-            target: Some(self.target.clone()),
-            sql: sql(&e),
-            hint: None,
-        })?;
-        self.run_role = Some(role::RUN_ROLE);
-        Ok(())
-    }
-
-    /// `config` with the run's TLS: the one place a connection's TLS comes from.
-    pub fn endpoint(&self, config: Config) -> Endpoint {
-        Endpoint { config, tls: self.tls.clone(), direct: None, session: self.session, statement_timeout: None }
-    }
-
-    /// The side tasks' connections into the run's schema (the sampler, the reaper, probes,
-    /// blockers): the scenario's SQL as the workers run it, with the harness's statement_timeout.
-    pub fn side_config(&self) -> Endpoint {
-        Endpoint { statement_timeout: Some(self.statement_timeout), ..self.worker_config() }
-    }
-
-    /// The settings workers and producers connect with: through the run's pooler when there is
-    /// one (its server role's search_path is the run's schema; no `options`, which a pooler
-    /// refuses), else [`Database::worker_config`].
-    pub fn pooled_config(&self) -> Endpoint {
-        if let Some((endpoint, mode)) = &self.external_pooler {
-            let mut endpoint = endpoint.clone();
-            endpoint.config = self.named(endpoint.config);
-            endpoint.direct = (!mode.keeps_session()).then(|| Box::new(self.worker_config()));
-            return endpoint;
-        }
-        let Some(pooler) = &self.pooler else { return self.worker_config() };
-        let mut endpoint = Endpoint::plain(self.named(pooler.config()));
-        if !pooler.settings.mode.keeps_session() {
-            endpoint.direct = Some(Box::new(self.worker_config()));
-        }
-        endpoint
-    }
-
-    /// The pooler's mode and size, when the run's workers go through one.
-    pub fn pooler(&self) -> Option<crate::model::pooler::PgBouncer> {
-        self.pooler.as_ref().map(|p| p.settings)
-    }
-
-    /// A live run's connections name its schema in application_name (unless the URL sets
-    /// one), so `queuebench clean` leaves that schema alone.
-    fn named(&self, mut config: Config) -> Config {
-        if config.get_application_name().is_none() && !self.schema.is_empty() {
-            config.application_name(format!("queuebench {}", self.schema));
-        }
-        config
     }
 
     /// A connection whose search_path is the run's schema.
