@@ -32,6 +32,12 @@ fn pair(name: &str) {
     );
     let fixed = queuebench(&["run", s, "--quiet", "--set", "adapter=fixed.toml"]);
     assert_eq!(fixed.code, 0, "{name}, fixed side: expected a passed run\n{}\n{}", fixed.stdout, fixed.stderr);
+    // A pass the scenario's faults never reached proves nothing about the fix.
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    let faults =
+        toml::from_str::<toml::Value>(&text).unwrap().get("faults").and_then(|f| f.as_array()).map_or(0, Vec::len);
+    let injected = fixed.summary()["faults"]["injected"].as_u64().unwrap();
+    assert!(faults == 0 || injected > 0, "{name}, fixed side: passed, but none of its {faults} faults fired");
 }
 
 #[test]
