@@ -290,3 +290,204 @@ fn drive_errors_name_the_file_the_key_and_the_accepted_values() {
         }
     }
 }
+
+/// The select-then-update queue whose lease is fixed at 30 s (`lease_fixed = true`).
+fn fixed_lease(text: String) -> String {
+    text.replacen("table = \"q\"\n", "table = \"q\"\nlease = \"30s\"\nlease_fixed = true\n", 1)
+}
+
+#[test]
+fn a_fixed_lease_refuses_a_scenario_whose_lease_differs_naming_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = setup(dir.path(), "select-then-update.toml", fixed_lease, "[jobs]\npreload = 10\n");
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 0, "the scenario leaves the lease to the adapter: {}\n{}", r.stdout, r.stderr);
+    let body = "[jobs]\npreload = 10\n[lease]\nduration = \"30s\"\n";
+    let s = setup(dir.path(), "select-then-update.toml", fixed_lease, body);
+    assert_eq!(queuebench(&["validate", &s]).code, 0, "the same lease, written out");
+    let cases = [
+        ("[jobs]\npreload = 10\n[lease]\nduration = \"10s\"\n", &["lease.duration", "`10s`", "lease = \"30s\""][..]),
+        ("[jobs]\npreload = 10\n[run]\ntime_scale = 0.1\n", &["run.time_scale", "3s", "lease = \"30s\""][..]),
+    ];
+    for (body, needles) in cases {
+        let s = setup(dir.path(), "select-then-update.toml", fixed_lease, body);
+        let r = queuebench(&["validate", &s]);
+        assert_eq!(r.code, 2, "{body}: {}\n{}", r.stdout, r.stderr);
+        for needle in needles.iter().chain(&["select-then-update.toml", "lease_fixed = true"]) {
+            assert!(r.stderr.contains(needle), "{body}: `{needle}` in {}", r.stderr);
+        }
+    }
+    // lease_fixed needs the lease it fixes.
+    let s = setup(
+        dir.path(),
+        "select-then-update.toml",
+        |t| t.replacen("table = \"q\"\n", "table = \"q\"\nlease_fixed = true\n", 1),
+        "[jobs]\npreload = 10\n",
+    );
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("lease_fixed") && r.stderr.contains("no `lease"), "{}", r.stderr);
+}
+
+/// A reclaim of two statements: a SELECT of every row (done ones too, so it always returns
+/// rows), then the UPDATE that takes back only the expired ones among them.
+fn select_then_reclaim(text: String) -> String {
+    let reclaim = "reclaim = [\n  \"SELECT id FROM q\",\n  \"UPDATE q SET state = 'ready' WHERE id = ANY(:prev.id) \
+                   AND state = 'taken' AND locked_at < now() - make_interval(secs => :lease_secs)\",\n]\n";
+    text.replacen("\n[result]", &format!("{reclaim}\n[result]"), 1)
+}
+
+#[test]
+fn a_reclaim_counts_the_rows_its_update_took_back_not_the_rows_its_select_read() {
+    let dir = tempfile::tempdir().unwrap();
+    // 40 jobs; two crash their worker after the claim and come back after the 1 s lease.
+    let body = "[jobs]\npreload = 40\n[workers]\ncount = 2\nwork = \"10ms\"\n\
+                [lease]\nduration = \"1s\"\nreclaim = \"reaper\"\nreaper_interval = \"50ms\"\n\
+                [run]\ntimeout = \"60s\"\nsample_interval = \"off\"\n\
+                [[faults]]\nkind = \"crash\"\npoint = \"after_claim\"\nevery = 20\nrespawn_after = \"10ms\"\n";
+    let s = setup(dir.path(), "select-then-update.toml", select_then_reclaim, body);
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(!r.stderr.contains("took back nothing"), "the cycle counts the UPDATE: {}", r.stderr);
+    let r = run(&s, &[]);
+    let reaper = &r.summary()["reaper"];
+    assert_eq!(r.num("jobs.completed"), 40.0, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.num("faults.by_kind.crash") > 0.0);
+    assert!(r.num("reaper.runs") > 0.0, "{reaper}");
+    // Each pass's SELECT read all 40 rows; only the crashed jobs' leases were taken back.
+    assert!(r.num("reaper.reclaimed") >= 1.0, "the crashed jobs came back by the UPDATE: {reaper}");
+    assert!(r.num("reaper.reclaimed") < 40.0, "not the SELECT's rows: {reaper}");
+}
+
+/// The select-then-update queue whose observer calls a taken job `picked`, a status no
+/// checker knows; it has no reclaim step.
+fn picked(text: String) -> String {
+    text.replace("WHEN 'taken' THEN 'running'", "WHEN 'taken' THEN 'picked'")
+}
+
+#[test]
+fn validate_reads_a_held_jobs_status_without_a_reclaim_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = setup(dir.path(), "select-then-update.toml", picked, "[jobs]\npreload = 10\n");
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("`picked`") && r.stderr.contains("which no checker knows"), "{}", r.stderr);
+    // With a reclaim step too (the held job is read before the reclaim takes it back).
+    let s = setup(dir.path(), "select-then-update.toml", |t| picked(select_then_reclaim(t)), "[jobs]\npreload = 10\n");
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("`picked`"), "{}", r.stderr);
+}
+
+/// The retry under a new id written as a list: DELETE, then INSERT from its rows (`:prev`),
+/// which returns the new id.
+fn fail_as_list(text: String) -> String {
+    let start = text.find("fail = \"\"\"").expect("the fixture's fail");
+    let end = start + text[start..].find("RETURNING id AS new_id\"\"\"").expect("its end") + 26;
+    let list = "fail = [\n  \"DELETE FROM q WHERE id = :id AND state = 'taken' RETURNING n, tries, max_tries\",\n  \
+                \"\"\"INSERT INTO q (n, tries, max_tries, state, run_at)\n\
+                SELECT n, tries, max_tries, CASE WHEN tries >= max_tries THEN 'dead' ELSE 'ready' END,\n\
+                now() + make_interval(secs => :backoff_secs)\n\
+                FROM unnest(:prev.n::bigint[], :prev.tries::int[], :prev.max_tries::int[]) AS old(n, tries, max_tries)\n\
+                RETURNING id AS new_id\"\"\",\n]";
+    format!("{}{list}{}", &text[..start], &text[end..])
+}
+
+#[test]
+fn a_successor_returned_by_a_later_statement_of_a_list_fail_is_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = setup(dir.path(), "retry-new-id.toml", fail_as_list, RETRIES);
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r = run(&s, &[]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let jobs = &r.summary()["jobs"];
+    assert_eq!(r.num("jobs.dead") + r.num("jobs.completed"), 50.0, "one end per logical job: {jobs}");
+    assert!(r.num("jobs.retried") >= 5.0, "{jobs}");
+    assert_eq!(r.num("jobs.lost"), 0.0, "{jobs}");
+    assert_eq!(r.num("executions.distinct_jobs"), 50.0, "old and new ids are one job: {}", r.summary()["executions"]);
+
+    // A successor column no statement returns is refused by validate, before a run.
+    let s = setup(dir.path(), "retry-new-id.toml", |t| fail_as_list(t).replace("AS new_id", "AS fresh_id"), RETRIES);
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("result.successor = \"new_id\""), "{}", r.stderr);
+}
+
+/// The select-then-update queue with a claim that locks nothing (one UPDATE of the first
+/// ready row) and a completion that locks its row first with `FOR UPDATE`.
+fn unlocked_claim_locking_complete(text: String) -> String {
+    let claim_start = text.find("claim = [").expect("the fixture's claim");
+    let claim_end = claim_start + text[claim_start..].find("\n]\n").expect("its end") + 3;
+    let claim = "claim = \"UPDATE q SET state = 'taken', tries = tries + 1, locked_at = now() WHERE id IN \
+                 (SELECT id FROM q WHERE state = 'ready' ORDER BY n LIMIT :batch) RETURNING id, tries\"\n";
+    let text = format!("{}{claim}{}", &text[..claim_start], &text[claim_end..]);
+    text.replace(
+        "complete = \"UPDATE q SET state = 'done' WHERE id = :id AND state = 'taken'\"",
+        "complete = \"UPDATE q SET state = 'done' WHERE id = (SELECT id FROM q WHERE id = :id AND state = 'taken' \
+         FOR UPDATE)\"",
+    )
+}
+
+#[test]
+fn the_no_lock_warning_sees_only_the_claims_locks_not_a_prepared_completions() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = setup(dir.path(), "select-then-update.toml", unlocked_claim_locking_complete, "[jobs]\npreload = 10\n");
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("the claim took no row lock"), "{}", r.stderr);
+    // The fixture's own claim locks with FOR UPDATE SKIP LOCKED: no warning.
+    let s = setup(dir.path(), "select-then-update.toml", same, "[jobs]\npreload = 10\n");
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(!r.stderr.contains("took no row lock"), "{}", r.stderr);
+}
+
+/// The select-then-update queue whose claim writes the transaction's isolation level into a
+/// column that accepts only `repeatable read`, declared with `[drive] isolation`.
+fn repeatable_read(text: String) -> String {
+    let text = text
+        .replace(
+            "  locked_at timestamptz\n",
+            "  locked_at timestamptz,\n  iso       text CHECK (iso IS NULL OR iso = 'repeatable read')\n",
+        )
+        .replace(
+            "locked_at = now() WHERE id = ANY(:prev.id)",
+            "locked_at = now(), iso = current_setting('transaction_isolation') WHERE id = ANY(:prev.id)",
+        );
+    // Two claims at repeatable read may meet a row the other just took: 40001, by design.
+    format!("{text}\n[drive]\nisolation = \"repeatable read\"\nexpected_errors = [\"40001\"]\n")
+}
+
+#[test]
+fn an_adapter_that_declares_repeatable_read_runs_its_workers_at_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "[jobs]\npreload = 60\n[workers]\ncount = 2\n[run]\ntimeout = \"60s\"\nsample_interval = \"off\"\n";
+    let s = setup(dir.path(), "select-then-update.toml", repeatable_read, body);
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 0, "validate's cycle runs at the declared level: {}\n{}", r.stdout, r.stderr);
+    let r = run(&s, &["--set", "run.timeout=30s"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.num("jobs.completed"), 60.0, "every claim ran at repeatable read: {}", r.summary()["jobs"]);
+
+    // Without the declaration the claim runs at read committed and the column refuses it.
+    let s = setup(dir.path(), "select-then-update.toml", |t| repeatable_read(t).replace("isolation = ", "# "), body);
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("q_iso_check"), "{}", r.stderr);
+
+    // An unknown level is refused by name.
+    let s = setup(
+        dir.path(),
+        "select-then-update.toml",
+        |t| repeatable_read(t).replace("\"repeatable read\"\n", "\"snapshot\"\n"),
+        body,
+    );
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    for needle in
+        ["select-then-update.toml", "drive.isolation", "`snapshot`", "read committed, repeatable read, serializable"]
+    {
+        assert!(r.stderr.contains(needle), "`{needle}` in {}", r.stderr);
+    }
+}

@@ -224,6 +224,7 @@ pub(crate) fn resolve(
         fence: fence.to_string(),
         table: "jobs".into(),
         default_lease: None,
+        lease_fixed: false,
         constants: Vec::new(),
         setup: None,
         on_connect: None,

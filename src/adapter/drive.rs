@@ -19,6 +19,57 @@ pub enum LeaseKind {
     Session,
 }
 
+/// The isolation level a queue's workers run their transactions at (`[drive] isolation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Isolation {
+    /// The server's default: nothing is set.
+    #[default]
+    ReadCommitted,
+    RepeatableRead,
+    Serializable,
+}
+
+impl Isolation {
+    pub const ACCEPTED: &'static str = "read committed, repeatable read, serializable";
+
+    pub fn parse(text: &str) -> Option<Isolation> {
+        match text.trim().to_ascii_lowercase().split_whitespace().collect::<Vec<_>>().join(" ").as_str() {
+            "read committed" => Some(Isolation::ReadCommitted),
+            "repeatable read" => Some(Isolation::RepeatableRead),
+            "serializable" => Some(Isolation::Serializable),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Isolation::ReadCommitted => "read committed",
+            Isolation::RepeatableRead => "repeatable read",
+            Isolation::Serializable => "serializable",
+        }
+    }
+
+    /// The `BEGIN` of a transaction at this level (validate's smoke cycle runs in one).
+    pub fn begin_sql(self) -> &'static str {
+        match self {
+            Isolation::ReadCommitted => "BEGIN",
+            Isolation::RepeatableRead => "BEGIN ISOLATION LEVEL REPEATABLE READ",
+            Isolation::Serializable => "BEGIN ISOLATION LEVEL SERIALIZABLE",
+        }
+    }
+
+    /// The statement a worker's connection runs once so that every transaction on it (a
+    /// list's `BEGIN`, a hold-transaction round, a single statement's own) runs at this level;
+    /// None for the server's default.
+    pub fn session_sql(self) -> Option<&'static str> {
+        match self {
+            Isolation::ReadCommitted => None,
+            Isolation::RepeatableRead => Some("SET default_transaction_isolation = 'repeatable read'"),
+            Isolation::Serializable => Some("SET default_transaction_isolation = 'serializable'"),
+        }
+    }
+}
+
 /// What the adapter declared; the defaults leave every run as it was.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Drive {
@@ -34,6 +85,8 @@ pub struct Drive {
     pub expected_errors: Vec<String>,
     /// `exclusion_limit`: how many jobs of one `[result] exclusion_key` may run at once.
     pub exclusion_limit: u32,
+    /// `isolation`: the level the workers' transactions run at.
+    pub isolation: Isolation,
 }
 
 impl Drive {
@@ -54,19 +107,7 @@ impl Drive {
             Some("session") => LeaseKind::Session,
             Some(other) => return Err(Invalid::at("lease", format!("`{other}`; accepted: time, session"))),
         };
-        let time_resolution = match raw.time_resolution.as_deref() {
-            None => Duration::ZERO,
-            Some(text) => {
-                let d = duration(text).map_err(|e| Invalid::at("time_resolution", e.reason))?;
-                if d.is_zero() || d > Duration::from_secs(3600) {
-                    return Err(Invalid::at(
-                        "time_resolution",
-                        format!("`{text}`: between 1us and 1h, e.g. \"1s\" for a queue that keeps whole seconds"),
-                    ));
-                }
-                d
-            }
-        };
+        let time_resolution = time_resolution(raw.time_resolution.as_deref(), duration)?;
         let new_identity_after_crash = match raw.identity_after_crash.as_deref() {
             None => None,
             Some("same") => Some(false),
@@ -93,7 +134,20 @@ impl Drive {
             }
             limit => limit.unwrap_or(1),
         };
-        Ok(Drive { mode, lease, time_resolution, new_identity_after_crash, expected_errors, exclusion_limit })
+        let isolation = match raw.isolation.as_deref() {
+            None => Isolation::default(),
+            Some(text) => Isolation::parse(text)
+                .ok_or_else(|| Invalid::at("isolation", format!("`{text}`; accepted: {}", Isolation::ACCEPTED)))?,
+        };
+        Ok(Drive {
+            mode,
+            lease,
+            time_resolution,
+            new_identity_after_crash,
+            expected_errors,
+            exclusion_limit,
+            isolation,
+        })
     }
 
     /// The mode's name as a scenario writes it.
@@ -103,4 +157,20 @@ impl Drive {
             Mode::HoldTransaction => "hold-transaction",
         }
     }
+}
+
+/// `time_resolution`: zero when left out, else between 1us and 1h.
+fn time_resolution(
+    text: Option<&str>,
+    duration: impl Fn(&str) -> Result<Duration, Invalid>,
+) -> Result<Duration, Invalid> {
+    let Some(text) = text else { return Ok(Duration::ZERO) };
+    let d = duration(text).map_err(|e| Invalid::at("time_resolution", e.reason))?;
+    if d.is_zero() || d > Duration::from_secs(3600) {
+        return Err(Invalid::at(
+            "time_resolution",
+            format!("`{text}`: between 1us and 1h, e.g. \"1s\" for a queue that keeps whole seconds"),
+        ));
+    }
+    Ok(d)
 }

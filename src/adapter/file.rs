@@ -88,6 +88,12 @@ fn resolve(
     }
     let constants = constants(&raw, lease_parser).map_err(|e| at("constants", e))?;
     let default_lease = raw.lease.as_deref().map(lease_parser).transpose().map_err(|e| at("lease", e))?;
+    if raw.lease_fixed && default_lease.is_none() {
+        return Err(at(
+            "lease_fixed",
+            Invalid::new("declares the adapter's `lease` the queue's only one, but the adapter has no `lease = \"…\"`"),
+        ));
+    }
     let drive = super::drive::Drive::resolve(raw.drive.as_ref(), lease_parser).map_err(|e| at("drive", e))?;
     if raw.result.successor.is_some() && raw.fail.is_none() {
         return Err(at(
@@ -120,6 +126,7 @@ fn resolve(
         fence: String::new(),
         table: raw.table,
         default_lease,
+        lease_fixed: raw.lease_fixed,
         setup: Some(raw.setup),
         on_connect: raw.on_connect,
         columns: Columns {
@@ -262,6 +269,41 @@ mod tests {
             assert!(a.setup.as_deref().is_some_and(|s| !s.trim().is_empty()), "{name} has setup SQL");
             assert!(!a.design.is_empty(), "{name} names the design it follows");
         }
+    }
+
+    /// The intervals a statement writes as literals (`interval '30 seconds'`), as durations.
+    fn interval_literals(text: &str) -> Vec<Duration> {
+        text.split("interval '")
+            .skip(1)
+            .filter_map(|rest| {
+                let (n, unit) = rest.split('\'').next()?.split_once(' ')?;
+                let unit = match unit.trim_end_matches('s') {
+                    "second" => "s",
+                    "minute" => "m",
+                    "hour" => "h",
+                    "day" => "d",
+                    _ => return None,
+                };
+                lease(&format!("{n}{unit}")).ok()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn no_shipped_adapter_writes_its_own_lease_where_the_scenarios_is_meant() {
+        for (name, _) in SHIPPED {
+            let a = load(name, Path::new("."), lease).unwrap();
+            let Some(own) = a.default_lease.filter(|_| !a.lease_fixed) else { continue };
+            for st in a.statements() {
+                assert!(
+                    !interval_literals(&st.text).contains(&own),
+                    "{name}: the {} statement writes its lease ({own:?}) as a literal; bind :lease_secs:\n{}",
+                    st.role.name(),
+                    st.text
+                );
+            }
+        }
+        assert_eq!(interval_literals("x < now() - interval '4 hours' OR interval '1 second'").len(), 2);
     }
 
     #[test]

@@ -141,6 +141,13 @@ impl Step {
     pub fn is_single(&self) -> bool {
         self.statements.len() == 1
     }
+
+    /// The statement whose rows a reclaim counts: the first that writes (`INSERT`, `UPDATE`,
+    /// `DELETE`, `MERGE` at its top level), so a `SELECT` that picks the jobs first is not
+    /// counted; the first statement when none writes.
+    pub fn counted(&self) -> usize {
+        self.statements.iter().position(|s| verb::is_dml(&s.text)).unwrap_or(0)
+    }
 }
 
 /// Where an adapter came from.
@@ -194,6 +201,8 @@ pub struct Adapter {
     pub table: String,
     /// The queue's own default lease (adapter files).
     pub default_lease: Option<Duration>,
+    /// `lease_fixed`: the default lease is the queue's only one; a scenario may not set another.
+    pub lease_fixed: bool,
     pub constants: Vec<(String, Constant)>,
     /// The adapter's schema SQL; None for queuebench's own table (`migrations/`).
     pub setup: Option<String>,

@@ -17,6 +17,10 @@ pub(crate) struct RawAdapter {
     pub table: String,
     /// The queue's own default lease or visibility timeout.
     pub lease: Option<String>,
+    /// `lease` is the queue's only lease (the library has no setting for it): a scenario
+    /// whose lease differs is refused.
+    #[serde(default)]
+    pub lease_fixed: bool,
     #[serde(default)]
     pub constants: BTreeMap<String, toml::Value>,
     /// Run once in the run's schema before the preload.
@@ -56,6 +60,9 @@ pub struct RawDrive {
     pub expected_errors: Vec<String>,
     /// How many jobs sharing `[result] exclusion_key` may run at once (default 1).
     pub exclusion_limit: Option<u32>,
+    /// The isolation level the workers' transactions run at: `read committed` (the server's
+    /// default), `repeatable read` or `serializable`.
+    pub isolation: Option<String>,
 }
 
 /// A step: one statement, a list (one transaction), or a table with the acceptance rule.
@@ -107,8 +114,8 @@ pub(crate) struct RawResult {
     pub attempt: Option<String>,
     pub token: Option<String>,
     pub class: Option<String>,
-    /// The fail step's first statement returns the job's new id in this column (a retry that
-    /// re-inserts the job).
+    /// A statement of the fail step returns the job's new id in this column (a retry that
+    /// re-inserts the job): the first of its statements that returns it.
     pub successor: Option<String>,
     /// A column the claim returns (a lock, a concurrency key, a queue's name): jobs that share
     /// its value must not run at once beyond `[drive] exclusion_limit` (`mutual_exclusion`).

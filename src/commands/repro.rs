@@ -358,7 +358,7 @@ async fn stale_completion(plan: &Plan, db: &Database, verbose: bool) -> Result<L
     let mut kb = Vec::new();
     for _ in 0..30 {
         if let Some(r) = &reclaim {
-            steps::affected(&b.client, r, &vb).await.map_err(|e| sql_err("the reclaim", e))?;
+            steps::counted(&b.client, r, &vb, false).await.map_err(|e| sql_err("the reclaim", e))?;
         }
         kb = keys(&steps::rows(&b.client, &b.claim, &vb, false).await.map_err(|e| sql_err("B's claim", e))?, plan, &b);
         if !kb.is_empty() {

@@ -145,8 +145,10 @@ async fn prove_in(plan: &Plan, db: &crate::db::Database) -> Result<cycle::Cycle>
     let setup = pipeline::setup_of(plan);
     let client = schema::create(db).await?;
     let (role, superuser) = crate::db::role::current(&client).await;
-    let begin = "BEGIN; SET LOCAL queuebench.validating = 'yes'";
-    client.batch_execute(begin).await.map_err(|e| db_error(begin, &e))?;
+    // At the queue's isolation level (`[drive] isolation`), as its workers run.
+    for begin in [plan.adapter.drive.isolation.begin_sql(), "SET LOCAL queuebench.validating = 'yes'"] {
+        client.batch_execute(begin).await.map_err(|e| db_error(begin, &e))?;
+    }
     let proved = match prove_statements(plan, db, &client, setup.as_setup()).await {
         Ok(steps) => cycle::run(plan, &client, &steps).await,
         Err(e) => Err(e),
@@ -189,6 +191,20 @@ async fn prove_statements(
     if let Some(init) = &a.on_connect {
         client.batch_execute(init).await.map_err(|e| wrong(plan, db_error("the adapter's on_connect", &e)))?;
     }
+    // Preparing a statement takes its tables' locks (a `FOR UPDATE` anywhere: a RowShareLock)
+    // until the transaction ends; inside a savepoint rolled back after, they are let go, so the
+    // cycle's lock check sees only what the claim itself takes. The statements stay prepared.
+    let savepoint = "SAVEPOINT queuebench_prepare";
+    client.batch_execute(savepoint).await.map_err(|e| wrong(plan, db_error(savepoint, &e)))?;
+    let steps = prepare_all(plan, client).await?;
+    let back = "ROLLBACK TO SAVEPOINT queuebench_prepare; RELEASE SAVEPOINT queuebench_prepare";
+    client.batch_execute(back).await.map_err(|e| wrong(plan, db_error(back, &e)))?;
+    Ok(steps)
+}
+
+/// Every statement of the adapter prepared on `client`: the steps the cycle runs.
+async fn prepare_all(plan: &Plan, client: &tokio_postgres::Client) -> Result<cycle::Steps> {
+    let a = &plan.adapter;
     let worker = |s: crate::error::SessionFailure| Error::ScenarioFile {
         file: plan.source.path.clone(),
         sets: plan.source.overrides.clone(),
@@ -216,7 +232,22 @@ async fn prove_statements(
     }
     let columns = claim_columns(claim.last(), select.as_ref().map(run::conn::Prepared::last), a)
         .map_err(|e| worker(crate::error::SessionFailure::Statements(e)))?;
-    Ok(cycle::Steps { select, claim, complete, fail, heartbeat, reclaim, cancel, enqueue, preload, columns })
+    // `[result] successor` is looked for in every statement of the fail step, as a run does.
+    let fail_successor =
+        fail.as_ref().map(|f| run::conn::successor_column(f, a)).transpose().map_err(worker)?.flatten();
+    Ok(cycle::Steps {
+        select,
+        claim,
+        complete,
+        fail,
+        heartbeat,
+        reclaim,
+        cancel,
+        enqueue,
+        preload,
+        columns,
+        fail_successor,
+    })
 }
 
 /// The scenario's own SQL is wrong: exit 2, naming the scenario.

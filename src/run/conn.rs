@@ -67,9 +67,16 @@ pub(crate) struct Conn {
     /// Statements run unnamed: the connection is a transaction or statement pooler's.
     pub unnamed: bool,
     /// The heartbeat's first statement returns a new token in this column (`[result] token`).
-    pub heartbeat_token: Option<usize>,
-    /// The fail's first statement returns the job's new id in this column (`[result] successor`).
-    pub fail_successor: Option<usize>,
+    pub heartbeat_token: Option<Returned>,
+    /// A statement of the fail step returns the job's new id here (`[result] successor`).
+    pub fail_successor: Option<Returned>,
+}
+
+/// Where a write step hands a value back: the statement (its index in the step) and the column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Returned {
+    pub statement: usize,
+    pub column: usize,
 }
 
 /// The most short direct connections open at once to describe statements behind a
@@ -92,6 +99,10 @@ impl Conn {
         let (client, task) = connect::open(config, forward).await.map_err(|e| failed("connecting", &e))?;
         if let Some(init) = &adapter.on_connect {
             client.batch_execute(init).await.map_err(|e| failed("the adapter's on_connect", &e))?;
+        }
+        // `[drive] isolation`: every transaction on this connection runs at the queue's level.
+        if let Some(set) = adapter.drive.isolation.session_sql() {
+            client.batch_execute(set).await.map_err(|e| failed(set, &e))?;
         }
         if let Some(channel) = listen {
             let listen = format!("LISTEN {}", crate::quote::ident(channel));
@@ -148,8 +159,8 @@ struct Statements {
     effects_sql: &'static str,
     remaining: Statement,
     columns: ClaimColumns,
-    heartbeat_token: Option<usize>,
-    fail_successor: Option<usize>,
+    heartbeat_token: Option<Returned>,
+    fail_successor: Option<Returned>,
 }
 
 impl Statements {
@@ -199,22 +210,28 @@ impl Statements {
 
 /// Where a write step's first statement hands back a new token: the `[result] token` column
 /// among what it returns (a heartbeat that renews the fence), if it returns one.
-pub(crate) fn renewed_token(step: &Prepared, adapter: &Adapter) -> Option<usize> {
+pub(crate) fn renewed_token(step: &Prepared, adapter: &Adapter) -> Option<Returned> {
     let name = adapter.columns.token.as_ref()?;
-    step.statements[0].columns().iter().position(|c| c.name() == name && Key::token_type_ok(c.type_()))
+    let column = step.statements[0].columns().iter().position(|c| c.name() == name && Key::token_type_ok(c.type_()))?;
+    Some(Returned { statement: 0, column })
 }
 
-/// Where the fail step's first statement returns the job's new id (`[result] successor`); an
-/// error when the adapter names a column the statement does not return.
-pub(crate) fn successor_column(fail: &Prepared, adapter: &Adapter) -> Result<Option<usize>, SessionFailure> {
+/// Where the fail step returns the job's new id (`[result] successor`): the first of its
+/// statements that returns that column (in a list, often the INSERT after a DELETE); an error
+/// when none does, or in a type that is no id.
+pub(crate) fn successor_column(fail: &Prepared, adapter: &Adapter) -> Result<Option<Returned>, SessionFailure> {
     let Some(name) = &adapter.columns.successor else { return Ok(None) };
-    let cols = fail.statements[0].columns();
-    match cols.iter().position(|c| c.name() == name) {
-        Some(i) if Key::column_type_ok(cols[i].type_()) => Ok(Some(i)),
+    let found = fail.statements.iter().enumerate().find_map(|(statement, st)| {
+        st.columns().iter().position(|c| c.name() == name).map(|column| (statement, column, st.columns()))
+    });
+    match found {
+        Some((statement, column, cols)) if Key::column_type_ok(cols[column].type_()) => {
+            Ok(Some(Returned { statement, column }))
+        }
         found => Err(SessionFailure::Statements(Invalid::new(format!(
-            "result.successor = \"{name}\": the fail step's first statement must return the job's new id as a column \
+            "result.successor = \"{name}\": a statement of the fail step must return the job's new id as a column \
              `{name}` (smallint, integer, bigint, uuid or text; e.g. INSERT … RETURNING id AS {name}){}",
-            found.map_or(String::new(), |i| format!(", not as {}", cols[i].type_()))
+            found.map_or(String::new(), |(_, c, cols)| format!(", not as {}", cols[c].type_()))
         )))),
     }
 }

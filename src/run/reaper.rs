@@ -47,18 +47,11 @@ pub(crate) async fn run(plan: &Plan, config: &Endpoint, stop: &CancellationToken
         stats.runs += 1;
         let (before, began) = (stats, std::time::Instant::now());
         let v = Values::new(plan);
-        // A reclaim that returns rows (the built-in one: id and new status) counts them;
-        // one that returns nothing counts the rows its first statement changed.
-        if stmt.last().columns().is_empty() {
-            match steps::affected(client, stmt, &v).await {
-                Ok(n) => stats.reclaimed += n,
-                Err(e) => eprintln!("warning: reaper: {}", error_text(&e)),
-            }
-            pass_done(&before, &stats, began);
-            continue;
-        }
-        match steps::rows(client, stmt, &v, false).await {
-            Ok(rows) => {
+        // The statement that changes state counts: the rows it returned (a `status` of `dead`
+        // counts as marked dead), or, when it returns nothing, the rows it changed.
+        match steps::counted(client, stmt, &v, false).await {
+            Ok(steps::Counted::Changed(n)) => stats.reclaimed += n,
+            Ok(steps::Counted::Returned(rows)) => {
                 for r in rows {
                     let status: Option<String> = r.try_get("status").ok();
                     match status.as_deref() {

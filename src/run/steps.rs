@@ -8,7 +8,7 @@
 //! Every statement is announced at `trace` with its parameters (`RUST_LOG=queuebench=trace`,
 //! docs/diagnostics.md); with tracing off that is one load and a branch per statement.
 
-use super::conn::Prepared;
+use super::conn::{Prepared, Returned};
 use super::values::Values;
 use crate::adapter::Accepted;
 use crate::adapter::keys::Key;
@@ -96,49 +96,92 @@ pub(crate) async fn write(
     .await
 }
 
-/// A write whose first statement hands back a new token in `column` (a heartbeat that renews
-/// its fence): whether it landed, by the step's rule, and the token when it did.
+/// A write one of whose statements hands a value back at `at` (a heartbeat that renews its
+/// fence: the first statement's new token; a failure that re-inserts the job: its new id):
+/// whether it landed, by the step's rule on its first statement, and the value when it did.
 pub(crate) async fn write_renewing(
     client: &Client,
     p: &Prepared,
     v: &Values<'_>,
     in_tx: bool,
-    column: usize,
+    at: Returned,
 ) -> Result<(bool, Option<Key>), tokio_postgres::Error> {
     traced(&p.step.statements[0], v);
+    let value = |rows: &[Row], accepted: bool| match rows.first() {
+        Some(r) if accepted => r.try_get::<_, Option<Key>>(at.column),
+        _ => Ok(None),
+    };
     in_transaction(client, in_tx || p.statements.len() == 1, async {
-        let rows = step_rows(client, p, 0, v, &[]).await?;
-        let accepted = match p.step.accepted {
-            Accepted::Rows => !rows.is_empty(),
-            rule => judge(rows.first(), rule),
+        let (accepted, mut returned, mut carried) = if at.statement == 0 {
+            let rows = step_rows(client, p, 0, v, &[]).await?;
+            let accepted = match p.step.accepted {
+                Accepted::Rows => !rows.is_empty(),
+                rule => judge(rows.first(), rule),
+            };
+            (accepted, value(&rows, accepted)?, columns(&rows, p.carry.get(1))?)
+        } else {
+            match p.step.accepted {
+                Accepted::Rows => {
+                    let (n, carried) = carrying(client, p, 0, v, &[]).await?;
+                    (n > 0, None, carried)
+                }
+                rule => {
+                    let rows = step_rows(client, p, 0, v, &[]).await?;
+                    (judge(rows.first(), rule), None, columns(&rows, p.carry.get(1))?)
+                }
+            }
         };
-        let token = match rows.first() {
-            Some(r) if accepted => r.try_get::<_, Option<Key>>(column)?,
-            _ => None,
-        };
-        let mut carried = columns(&rows, p.carry.get(1))?;
         for (i, s) in p.step.statements.iter().enumerate().skip(1) {
             traced(s, v);
+            if i == at.statement {
+                let rows = step_rows(client, p, i, v, &carried).await?;
+                returned = value(&rows, accepted)?;
+                carried = columns(&rows, p.carry.get(i + 1))?;
+                continue;
+            }
             carried = carrying(client, p, i, v, &carried).await?.1;
         }
-        Ok((accepted, token))
+        Ok((accepted, returned))
     })
     .await
 }
 
-/// Runs every statement of a step (one transaction when several) and returns the rows its
-/// first statement changed (a reclaim without `RETURNING`).
-pub(crate) async fn affected(client: &Client, p: &Prepared, v: &Values<'_>) -> Result<u64, tokio_postgres::Error> {
-    in_transaction(client, p.statements.len() == 1, async {
-        let mut first = None;
+/// What a reclaim's counted statement ([`crate::adapter::Step::counted`]) gave: the rows it
+/// returned, when it returns columns (the built-in reclaim: id and new status), else the number
+/// of rows it changed.
+pub(crate) enum Counted {
+    Returned(Vec<Row>),
+    Changed(u64),
+}
+
+/// Runs every statement of a step (one transaction when several, unless `in_tx`) and returns
+/// what its counted statement gave: the one that changes state, not a SELECT that picks the
+/// rows before it, nor a later write (`docs/adapters.md`, "Steps").
+pub(crate) async fn counted(
+    client: &Client,
+    p: &Prepared,
+    v: &Values<'_>,
+    in_tx: bool,
+) -> Result<Counted, tokio_postgres::Error> {
+    let at = p.step.counted();
+    in_transaction(client, in_tx || p.statements.len() == 1, async {
+        let mut out = Counted::Changed(0);
         let mut carried = Vec::new();
         for (i, s) in p.step.statements.iter().enumerate() {
             traced(s, v);
+            if i == at && !p.statements[i].columns().is_empty() {
+                let rows = step_rows(client, p, i, v, &carried).await?;
+                carried = columns(&rows, p.carry.get(i + 1))?;
+                out = Counted::Returned(rows);
+                continue;
+            }
             let (n, next) = carrying(client, p, i, v, &carried).await?;
             carried = next;
-            first.get_or_insert(n);
+            if i == at {
+                out = Counted::Changed(n);
+            }
         }
-        Ok(first.unwrap_or(0))
+        Ok(out)
     })
     .await
 }

@@ -7,9 +7,49 @@ use super::at::At;
 use super::faults::{Fault, Kind};
 use super::plan::WorkerSettings;
 use super::raw::RawScenario;
+use super::units::format_duration;
 use crate::adapter::drive::Drive;
 use crate::adapter::{Adapter, Origin};
 use crate::error::Result;
+use std::time::Duration;
+
+/// An adapter whose lease is fixed (`lease_fixed = true`): the scenario's lease must be that
+/// one, unscaled, or the run would judge leases the queue does not keep.
+pub(super) fn fixed_lease(at: &At, adapter: &Adapter, lease: Duration, time_scale: f64) -> Result<()> {
+    let Some(fixed) = adapter.default_lease.filter(|_| adapter.lease_fixed) else { return Ok(()) };
+    let declared = format!(
+        "the adapter {} declares lease = \"{}\" with lease_fixed = true (the queue's lease cannot be set)",
+        file_of(adapter),
+        format_duration(fixed)
+    );
+    if lease != fixed {
+        return Err(at.err(
+            "lease.duration",
+            format!(
+                "`{}`, but {declared}; accepted: \"{}\", or leave lease.duration out",
+                format_duration(lease),
+                format_duration(fixed)
+            ),
+        ));
+    }
+    if time_scale != 1.0 {
+        return Err(at.err(
+            "run.time_scale",
+            format!(
+                "{time_scale} would make the lease {}, but {declared}; accepted: 1, or leave run.time_scale out",
+                format_duration(fixed.mul_f64(time_scale))
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn file_of(adapter: &Adapter) -> String {
+    match &adapter.origin {
+        Origin::File(p) => p.display().to_string(),
+        _ => format!("`{}`", adapter.name),
+    }
+}
 
 /// Applies the adapter's declarations to the workers and the crash faults, or refuses the run.
 pub(super) fn apply(
@@ -20,10 +60,7 @@ pub(super) fn apply(
     faults: &mut [Fault],
 ) -> Result<()> {
     let d = &adapter.drive;
-    let file = match &adapter.origin {
-        Origin::File(p) => p.display().to_string(),
-        _ => format!("`{}`", adapter.name),
-    };
+    let file = file_of(adapter);
     if let Some(mode) = d.mode {
         if at.0.gives("workers.mode") && workers.mode != mode {
             let why = match mode {

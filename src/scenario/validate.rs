@@ -35,6 +35,7 @@ pub(crate) fn validate(mut raw: RawScenario, source: Source, seed: Option<u64>) 
     let jobs = jobs(&raw, &at)?;
     let (mut workers, adapter) = workers(&raw, &at)?;
     let lease = lease(&raw, &at, &adapter)?;
+    super::drive::fixed_lease(&at, &adapter, lease.duration, time_scale)?;
     let retry = Retry {
         base: at.duration("retry.base", &raw.retry.base)?,
         cap: at.duration("retry.cap", &raw.retry.cap)?,

@@ -47,6 +47,8 @@ pub(super) struct Steps {
     pub enqueue: Prepared,
     pub preload: Option<Prepared>,
     pub columns: ClaimColumns,
+    /// Where the fail step returns the job's new id (`[result] successor`).
+    pub fail_successor: Option<crate::run::conn::Returned>,
 }
 
 /// What the cycle ran, and what it found that does not stop a run.
@@ -158,17 +160,23 @@ async fn claimed(cx: &Cx<'_>, mut first: Claimed, cycle: &mut Cycle) -> Result<V
     if let Some(fail) = &cx.steps.fail
         && let Some(job) = claim(cx, None).await?
     {
+        // With `[result] successor`, the fail's value is read as a run reads it (the job's new id).
         landed(cx, fail, &job, BACKOFF_SECS).await?;
         cycle.ran.push("fail");
         taken.push(job.key);
     }
-    if let Some(reclaim) = &cx.steps.reclaim
-        && let Some(job) = claim(cx, Some(EXPIRED_SECS)).await?
-    {
-        if reclaimed(cx, reclaim).await? == 0 {
-            cycle.warnings.push(nothing_reclaimed(cx.plan, &job));
+    // A third job, claimed and held while the observers read the queue: the state a running
+    // job is in must map onto a known status too (a run ends with jobs held). Then, with a
+    // reclaim, its lease (over a minute ago) is taken back.
+    let expired = cx.steps.reclaim.as_ref().map(|_| EXPIRED_SECS);
+    if let Some(job) = claim(cx, expired).await? {
+        observe(cx, &[]).await?;
+        if let Some(reclaim) = &cx.steps.reclaim {
+            if reclaimed(cx, reclaim).await? == 0 {
+                cycle.warnings.push(nothing_reclaimed(cx.plan, &job));
+            }
+            cycle.ran.push("reclaim");
         }
-        cycle.ran.push("reclaim");
         taken.push(job.key);
     }
     Ok(taken)
@@ -261,9 +269,13 @@ async fn landed(cx: &Cx<'_>, step: &Prepared, job: &Claimed, backoff_secs: f64) 
     v.job = Some(job);
     v.backoff_secs = backoff_secs;
     v.error = "validate";
-    let renews = crate::run::conn::renewed_token(step, &cx.plan.adapter).filter(|_| name == "heartbeat");
-    let (accepted, token) = match renews {
-        Some(column) => steps::write_renewing(cx.client, step, &v, true, column).await,
+    let returns = match name {
+        "heartbeat" => crate::run::conn::renewed_token(step, &cx.plan.adapter),
+        "fail" => cx.steps.fail_successor,
+        _ => None,
+    };
+    let (accepted, token) = match returns {
+        Some(at) => steps::write_renewing(cx.client, step, &v, true, at).await,
         None => steps::write(cx.client, step, &v, true).await.map(|a| (a, None)),
     }
     .map_err(|e| failed(cx.plan, name, Some(step), &e))?;
@@ -284,18 +296,14 @@ async fn landed(cx: &Cx<'_>, step: &Prepared, job: &Claimed, backoff_secs: f64) 
     ))
 }
 
-/// Runs every statement of the reclaim inside the caller's transaction: the rows its first
-/// statement changed.
+/// Runs every statement of the reclaim inside the caller's transaction: what its counted
+/// statement took back (the one that changes state, as the reaper counts it).
 async fn reclaimed(cx: &Cx<'_>, p: &Prepared) -> Result<u64> {
     let v = cx.values().with_claim(1, EXPIRED_SECS);
-    let mut first = None;
-    for (st, s) in p.statements.iter().zip(&p.step.statements) {
-        steps::traced(s, &v);
-        let n =
-            cx.client.execute_raw(st, v.bind(&s.params)).await.map_err(|e| failed(cx.plan, "reclaim", Some(p), &e))?;
-        first.get_or_insert(n);
+    match steps::counted(cx.client, p, &v, true).await.map_err(|e| failed(cx.plan, "reclaim", Some(p), &e))? {
+        steps::Counted::Changed(n) => Ok(n),
+        steps::Counted::Returned(rows) => Ok(rows.len() as u64),
     }
-    Ok(first.unwrap_or(0))
 }
 
 /// Does this transaction hold a row-share lock on a table (`SELECT … FOR UPDATE` and its
