@@ -11,6 +11,8 @@
 //! - whole-second timestamps (`drive.time_resolution = "1s"`): an expiry a second early is an
 //!   expiry, not a race (without the declaration, a race);
 //! - a timestamptz token renewed by each heartbeat: the completion binds the newest.
+//! - a fixed lease (`lease_fixed`), a reclaim counted by its UPDATE, `[result] successor` in a
+//!   list-form fail, `[drive] isolation`, and validate's held-job observe and claim-only lock check.
 
 use crate::common;
 use common::{Run, queuebench};
