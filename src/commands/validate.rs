@@ -153,18 +153,10 @@ async fn prove_in(plan: &Plan, db: &crate::db::Database) -> Result<cycle::Cycle>
         Ok(steps) => cycle::run(plan, &client, &steps).await,
         Err(e) => Err(e),
     };
-    let open = client.query_one("SELECT current_setting('queuebench.validating', true)", &[]).await;
-    let still_open = matches!(&open, Ok(row) if row.get::<_, Option<String>>(0).as_deref() == Some("yes"));
+    let still_open = still_validating(&client).await;
     let _ = client.batch_execute("ROLLBACK").await;
     if proved.is_ok() && !still_open {
-        return Err(Error::ScenarioFile {
-            file: plan.source.path.clone(),
-            sets: plan.source.overrides.clone(),
-            reason: "the adapter's setup ends the transaction validate runs it in (a COMMIT or ROLLBACK in its SQL): \
-                     validate proves an adapter inside a transaction it rolls back, so that nothing it writes stays; \
-                     what came before that COMMIT was committed. Take transaction control out of the setup"
-                .into(),
-        });
+        return Err(setup_ended_transaction(plan));
     }
     proved.map(|mut cycle| {
         if superuser == Some(true) {
@@ -175,6 +167,23 @@ async fn prove_in(plan: &Plan, db: &crate::db::Database) -> Result<cycle::Cycle>
         }
         cycle
     })
+}
+
+/// Whether the transaction validate opened is still the one it is in (a setup's `COMMIT` ends it).
+async fn still_validating(client: &tokio_postgres::Client) -> bool {
+    let open = client.query_one("SELECT current_setting('queuebench.validating', true)", &[]).await;
+    matches!(&open, Ok(row) if row.get::<_, Option<String>>(0).as_deref() == Some("yes"))
+}
+
+fn setup_ended_transaction(plan: &Plan) -> Error {
+    Error::ScenarioFile {
+        file: plan.source.path.clone(),
+        sets: plan.source.overrides.clone(),
+        reason: "the adapter's setup ends the transaction validate runs it in (a COMMIT or ROLLBACK in its SQL): \
+                 validate proves an adapter inside a transaction it rolls back, so that nothing it writes stays; \
+                 what came before that COMMIT was committed. Take transaction control out of the setup"
+            .into(),
+    }
 }
 
 /// The setup, then every statement prepared: the steps the cycle runs.
@@ -194,6 +203,9 @@ async fn prove_statements(
     // Preparing a statement takes its tables' locks (a `FOR UPDATE` anywhere: a RowShareLock)
     // until the transaction ends; inside a savepoint rolled back after, they are let go, so the
     // cycle's lock check sees only what the claim itself takes. The statements stay prepared.
+    if !still_validating(client).await {
+        return Err(setup_ended_transaction(plan));
+    }
     let savepoint = "SAVEPOINT queuebench_prepare";
     client.batch_execute(savepoint).await.map_err(|e| wrong(plan, db_error(savepoint, &e)))?;
     let steps = prepare_all(plan, client).await?;
