@@ -14,6 +14,7 @@ mod protocol;
 mod script;
 mod search;
 mod session;
+mod snapshot;
 mod verdict;
 
 use crate::db::schema;
@@ -23,7 +24,8 @@ use crate::pipeline;
 use crate::scenario::{self, Plan};
 use protocol::{Cast, Faults, Model};
 use search::{Bounds, Search};
-use session::{Sessions, Snapshot};
+use session::Sessions;
+use snapshot::Snapshot;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 

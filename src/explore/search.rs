@@ -6,7 +6,8 @@
 //! another order of steps that commute) is not expanded again.
 
 use super::protocol::{Cast, Faults, Model, Op, Record};
-use super::session::{Sent, Sessions, Snapshot};
+use super::session::{Sent, Sessions};
+use super::snapshot::Snapshot;
 use super::verdict::{Violation, judge, judge_settled};
 use crate::error::Result;
 use crate::scenario::Plan;

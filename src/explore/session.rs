@@ -8,7 +8,6 @@
 use crate::db::Database;
 use crate::db::connect;
 use crate::error::{Error, Result};
-use crate::quote;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
@@ -249,94 +248,6 @@ impl Sessions {
     }
 }
 
-fn monitor_err(what: &str, e: &tokio_postgres::Error) -> Error {
+pub(super) fn monitor_err(what: &str, e: &tokio_postgres::Error) -> Error {
     Error::Machine { action: what.into(), cause: crate::db::error_text(e) }
-}
-
-/// The schema's tables and sequences as the preload left them, kept in temporary tables of the
-/// monitor's session, and the SQL that puts them back.
-pub(super) struct Snapshot {
-    restore: String,
-    /// The tables a state is read from, in a fixed order (`state`).
-    tables: Vec<String>,
-}
-
-impl Snapshot {
-    pub(super) async fn take(monitor: &Client) -> Result<Snapshot> {
-        let err = |e: tokio_postgres::Error| monitor_err("taking the schema's snapshot", &e);
-        // The adapter's setup chose these names: they are read as data and quoted here.
-        let tables = monitor
-            .query(
-                "SELECT n.nspname::text, c.relname::text, \
-                        (SELECT array_agg(a.attname::text ORDER BY a.attnum) FROM pg_attribute a \
-                          WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '') \
-                   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
-                  WHERE n.nspname = current_schema() AND (c.relkind = 'p' OR (c.relkind = 'r' AND NOT c.relispartition)) \
-                  ORDER BY c.relname",
-                &[],
-            )
-            .await
-            .map_err(err)?;
-        let replica = monitor.batch_execute("SET session_replication_role = replica").await.is_ok();
-        let mut restore = String::from("BEGIN;\nSET LOCAL synchronous_commit = off;\n");
-        let mut names = Vec::new();
-        let name = |row: &tokio_postgres::Row| quote::qualified(row.get::<_, &str>(0), row.get::<_, &str>(1));
-        if !replica && !tables.is_empty() {
-            let all: Vec<String> = tables.iter().map(name).collect();
-            restore.push_str(&format!("TRUNCATE {};\n", all.join(", ")));
-        }
-        for (k, row) in tables.iter().enumerate() {
-            let table = name(row);
-            let Some(columns) = row.get::<_, Option<Vec<String>>>(2) else { continue };
-            let columns: Vec<String> = columns.iter().map(|c| quote::ident(c)).collect();
-            let columns = columns.join(", ");
-            let copy = quote::ident(&format!("qb_explore_snapshot_{k}"));
-            monitor
-                .batch_execute(&format!("CREATE TEMP TABLE {copy} AS SELECT {columns} FROM {table}"))
-                .await
-                .map_err(err)?;
-            if replica {
-                restore.push_str(&format!("DELETE FROM {table};\n"));
-            }
-            restore.push_str(&format!(
-                "INSERT INTO {table} ({columns}) OVERRIDING SYSTEM VALUE SELECT {columns} FROM pg_temp.{copy};\n"
-            ));
-            names.push(table);
-        }
-        let sequences = monitor
-            .query(
-                "SELECT n.nspname::text, c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
-                  WHERE n.nspname = current_schema() AND c.relkind = 'S' ORDER BY c.relname",
-                &[],
-            )
-            .await
-            .map_err(err)?;
-        for row in &sequences {
-            let seq = name(row);
-            let at = monitor.query_one(&format!("SELECT last_value, is_called FROM {seq}"), &[]).await.map_err(err)?;
-            let (last, called): (i64, bool) = (at.get(0), at.get(1));
-            restore.push_str(&format!("SELECT setval({}, {last}, {called});\n", quote::literal(&seq)));
-        }
-        restore.push_str("COMMIT;");
-        Ok(Snapshot { restore, tables: names })
-    }
-
-    pub(super) async fn restore(&self, monitor: &Client) -> Result<()> {
-        monitor.batch_execute(&self.restore).await.map_err(|e| monitor_err("restoring the schema's snapshot", &e))
-    }
-
-    /// Every row of every table as text, in a fixed order: what two schedules must agree on to
-    /// have reached the same state.
-    pub(super) async fn state(&self, monitor: &Client) -> Result<String> {
-        let mut out = String::new();
-        for t in &self.tables {
-            let sql = format!("SELECT coalesce(string_agg(r::text, E'\\n' ORDER BY r::text), '') FROM {t} r");
-            let row = monitor.query_one(&sql, &[]).await.map_err(|e| monitor_err("reading a state", &e))?;
-            out.push_str(t);
-            out.push('\n');
-            out.push_str(&row.get::<_, String>(0));
-            out.push('\n');
-        }
-        Ok(out)
-    }
 }
