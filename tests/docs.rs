@@ -541,3 +541,18 @@ wraps](w.md) and [a][b] (not-a-link.md)
     ];
     assert_eq!(found, expected.map(|(l, t)| (l, t.to_string())));
 }
+
+#[test]
+fn every_script_is_listed_in_the_development_page() {
+    let page = std::fs::read_to_string(repo().join("docs/development.md")).unwrap();
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(repo().join("scripts")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let listed = page.contains(&format!("| `{name}`")) || page.contains(&format!("(+ `{name}/`)"));
+        if !listed {
+            missing.push(name);
+        }
+    }
+    missing.sort();
+    assert!(missing.is_empty(), "scripts/ files not in docs/development.md's Scripts table: {missing:?}");
+}
