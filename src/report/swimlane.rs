@@ -8,7 +8,7 @@
 //! with its time. The causes `explain` prints go under it.
 //! Plain SVG: no scripts, no fonts needed beyond the page's.
 
-use crate::collect::{Event, EventKind, FaultEvent};
+use crate::collect::{Event, EventKind, FaultEvent, ReapEvent};
 use crate::model::records::{JobRow, NetworkSpan};
 use crate::model::summary::CheckResult;
 use crate::verify::claims::{ClaimSpan, spans};
@@ -33,6 +33,8 @@ pub struct Swimlane {
 pub(crate) struct Source<'a> {
     pub journal: &'a [Event],
     pub faults: &'a [FaultEvent],
+    /// The jobs the reaper took back (told in the causes).
+    pub reaps: &'a [ReapEvent],
     pub final_jobs: &'a [JobRow],
     pub lease: Duration,
     /// The agents' clock error bound, µs (`verify::claims::race_tolerance`).
@@ -70,7 +72,8 @@ pub(crate) fn swimlanes(checks: &[CheckResult], src: &Source) -> Vec<Swimlane> {
             let faults: Vec<&FaultEvent> = src.faults.iter().filter(|f| f.job == Some(job)).collect();
             let row = src.final_jobs.iter().find(|r| r.id == job);
             // The story picks the job's own faults out of the run's.
-            let causes = story(&evs, src.faults, row, (src.lease, src.hold_transaction, src.clock_us)).causes;
+            let causes =
+                story(&evs, (src.faults, src.reaps), row, (src.lease, src.hold_transaction, src.clock_us)).causes;
             let claims = spans(&evs, src.lease, src.hold_transaction);
             Swimlane { check, job, svg: draw(&evs, &claims, &faults, src.network), causes }
         })
@@ -405,6 +408,7 @@ mod tests {
         let src = Source {
             journal: &journal,
             faults: &[],
+            reaps: &[],
             final_jobs: &[],
             lease: Duration::from_secs(30),
             hold_transaction: false,
@@ -460,6 +464,7 @@ mod tests {
         let mut src = Source {
             journal: &journal,
             faults: &[],
+            reaps: &[],
             final_jobs: &[],
             lease: Duration::from_secs(9),
             hold_transaction: false,
