@@ -245,3 +245,102 @@ fn claimed_in_flight(events: &[Event], w: &Event, turned_away: bool) -> bool {
             && (!turned_away || (surely_last(c) && turned(c)))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::ReapAction;
+    use crate::model::records::{JobRow, Status};
+    use crate::verify::{Evidence, verify};
+    use EventKind::*;
+    use std::time::Duration;
+
+    fn ev(t_us: u64, worker: u32, claim: u32, kind: EventKind) -> Event {
+        Event { t_us, job: 5, attempt: -1, worker, claim, kind, dur_us: 1_000, token: 0 }
+    }
+
+    fn reap(t_us: u64, action: ReapAction) -> ReapEvent {
+        ReapEvent { t_us, job: 5, action, dur_us: 2_000 }
+    }
+
+    /// (stale_completions_accepted, completions_refused_unexplained) of a journal and reaps.
+    fn judged(journal: &[Event], reaps: &[ReapEvent], unjournaled: u64) -> (CheckResult, CheckResult) {
+        let rows = [JobRow { id: 5, status: Status::Done, attempts: 1, max_attempts: 1, lease_expired: false }];
+        let bare = Evidence::bare(journal, &rows, 1, Duration::from_secs(3));
+        let v = verify(&Evidence { reaps, reaps_unjournaled: unjournaled, ..bare });
+        let of = |c: Check| v.checks.iter().find(|x| x.name == c).cloned().expect("run");
+        (of(Check::StaleCompletionsAccepted), of(Check::CompletionsRefusedUnexplained))
+    }
+
+    /// w1 claims at 0.1 s, works, is paused; the reaper fails the job at 3.2 s; w1's write is
+    /// sent at 4.5 s.
+    fn paused(write: EventKind) -> Vec<Event> {
+        vec![ev(100_000, 1, 1, Claimed), ev(600_000, 1, 1, Executed), ev(4_500_000, 1, 1, write)]
+    }
+
+    #[test]
+    fn a_completion_accepted_after_the_reaper_failed_the_job_is_stale_and_names_the_reaper() {
+        let (stale, refused) = judged(&paused(Accepted), &[reap(3_200_000, ReapAction::Failed)], 0);
+        assert!(!stale.passed && stale.violations == 1, "{stale:?}");
+        assert_eq!(stale.examples, [5]);
+        assert!(
+            stale.detail.contains("w1's completion sent at t=4.500 s accepted after the reaper failed it at t=3.200 s"),
+            "{}",
+            stale.detail
+        );
+        assert!(refused.passed);
+        let (stale, _) = judged(&paused(FailAccepted), &[reap(3_200_000, ReapAction::Requeued)], 0);
+        assert!(!stale.passed, "a failure too: {stale:?}");
+        assert!(stale.detail.contains("w1's failure sent at t=4.500 s accepted after the reaper gave it back"));
+    }
+
+    #[test]
+    fn a_fenced_completion_refused_after_the_reaper_passes_and_is_explained() {
+        let (stale, refused) = judged(&paused(Rejected), &[reap(3_200_000, ReapAction::Failed)], 0);
+        assert!(stale.passed, "{stale:?}");
+        assert!(stale.detail.contains("1 refused"), "{}", stale.detail);
+        assert!(refused.passed, "{refused:?}");
+        // Without the lease run out (a long lease), only the reaper explains the refusal.
+        let rows = [JobRow { id: 5, status: Status::Dead, attempts: 1, max_attempts: 1, lease_expired: false }];
+        let journal = paused(Rejected);
+        let reaps = [reap(3_200_000, ReapAction::Failed)];
+        let bare = Evidence::bare(&journal, &rows, 1, Duration::from_secs(60));
+        let v = verify(&Evidence { reaps: &reaps, ..bare.clone() });
+        let refused = |v: &crate::verify::Verification| {
+            v.checks.iter().find(|c| c.name == Check::CompletionsRefusedUnexplained).unwrap().passed
+        };
+        assert!(refused(&v), "the reaper explains it");
+        assert!(!refused(&verify(&bare)), "nothing else does");
+    }
+
+    #[test]
+    fn a_claim_of_the_same_worker_after_the_reaper_makes_its_completion_current() {
+        let journal = [
+            ev(100_000, 1, 1, Claimed),
+            ev(3_500_000, 1, 2, Claimed),
+            ev(3_600_000, 1, 2, Executed),
+            ev(3_700_000, 1, 2, Accepted),
+        ];
+        let (stale, _) = judged(&journal, &[reap(3_200_000, ReapAction::Requeued)], 0);
+        assert!(stale.passed, "{stale:?}");
+    }
+
+    #[test]
+    fn a_reclaim_that_may_have_come_before_the_claim_or_after_the_write_is_not_counted() {
+        // Sent (at 0.08 s) before the claim came back at 0.1 s: it may have acted first.
+        let (stale, _) = judged(&paused(Accepted), &[reap(82_000, ReapAction::Requeued)], 0);
+        assert!(stale.passed, "{stale:?}");
+        // Returned after the write was sent.
+        let (stale, _) = judged(&paused(Accepted), &[reap(4_500_100, ReapAction::Failed)], 0);
+        assert!(stale.passed, "{stale:?}");
+    }
+
+    #[test]
+    fn a_reaper_that_names_no_job_is_said_to_be_unjudged() {
+        let (stale, _) = judged(&paused(Accepted), &[], 3);
+        assert!(stale.passed);
+        assert!(stale.detail.contains("took back 3 jobs with a reclaim that returns no job ids"), "{}", stale.detail);
+        let (stale, _) = judged(&paused(Accepted), &[], 0);
+        assert!(!stale.detail.contains("reaper"), "{}", stale.detail);
+    }
+}

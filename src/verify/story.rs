@@ -323,4 +323,23 @@ mod tests {
         let s = story(&evs[..2], (&[], &[]), None, (Duration::from_secs(1), false, 0));
         assert_eq!(s.causes, ["lost: gone from the table without an accepted completion"]);
     }
+
+    #[test]
+    fn the_reaper_is_told_and_a_completion_after_it_names_it() {
+        let evs = [ev(100_000, 1, -1, Claimed, 0), ev(600_000, 1, -1, Executed, 0), ev(4_500_000, 1, -1, Accepted, 0)];
+        let reaps = [
+            ReapEvent { t_us: 3_200_000, job: 464, action: ReapAction::Failed, dur_us: 2_000 },
+            ReapEvent { t_us: 3_200_000, job: 465, action: ReapAction::Requeued, dur_us: 2_000 },
+        ];
+        let row = JobRow { id: 464, status: Status::Done, attempts: 1, max_attempts: 1, lease_expired: false };
+        let s = story(&evs, (&[], &reaps), Some(&row), (Duration::from_secs(3), false, 0));
+        let told: Vec<&str> = s.lines.iter().map(|(_, l)| l.as_str()).collect();
+        assert!(told.contains(&"the reaper fails the job (its reclaim sent at t=3.198 s)"), "{told:?}");
+        assert_eq!(told.iter().filter(|l| l.contains("reaper")).count(), 1, "only this job's: {told:?}");
+        assert_eq!(
+            s.causes,
+            ["stale completion landed: w1's completion sent at t=4.500 s accepted after the reaper failed it at \
+              t=3.200 s (w1 had not claimed the job again since)"]
+        );
+    }
 }
