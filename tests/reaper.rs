@@ -92,3 +92,41 @@ fn a_fenced_completion_refused_after_the_reaper_passes() {
         "{detail}"
     );
 }
+
+/// The built-in skip-locked claim with the built-in reclaim's UPDATE but no RETURNING: the
+/// reaper cannot name what it took back.
+const UNNAMED_RECLAIM: &str = r#"
+[strategies.unnamed-reclaim]
+claim = """
+WITH next AS (
+  SELECT id FROM jobs WHERE queue = 'default' AND status = 'queued' AND run_at <= now()
+  ORDER BY run_at LIMIT :batch FOR UPDATE SKIP LOCKED
+)
+UPDATE jobs j SET status = 'running', attempts = j.attempts + 1,
+  locked_until = now() + make_interval(secs => :lease_secs), claim_token = gen_random_uuid(), locked_by = :worker
+FROM next WHERE j.id = next.id
+RETURNING j.id, j.attempts, j.claim_token, j.class"""
+complete = "UPDATE jobs SET status = 'done', locked_until = NULL WHERE id = :id"
+reclaim = """
+UPDATE jobs SET status = 'queued', locked_until = NULL, claim_token = NULL, locked_by = NULL
+WHERE status = 'running' AND locked_until < now()"""
+"#;
+
+#[test]
+fn a_reclaim_that_names_no_job_leaves_the_reapers_part_unjudged_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("unnamed.toml");
+    let text = SCENARIO.replace("strategy = \"skip-locked\"", "strategy = \"unnamed-reclaim\"");
+    std::fs::write(&path, format!("{text}{UNNAMED_RECLAIM}")).unwrap();
+    let r = queuebench(&["run", path.to_str().unwrap(), "--quiet"]);
+    r.assert_clean();
+    assert_eq!(r.num("faults.by_kind.pause"), 1.0, "{}", r.stdout);
+    assert!(r.num("reaper.reclaimed") >= 1.0, "{}", r.stdout);
+    let detail = check(&r, "stale_completions_accepted")["detail"].as_str().unwrap().to_string();
+    assert!(detail.contains("with a reclaim that returns no job ids (no RETURNING)"), "{detail}");
+    assert!(detail.contains("not judged against the reaper"), "{detail}");
+    // validate says so before any run.
+    let v = queuebench(&["validate", path.to_str().unwrap()]);
+    assert_eq!(v.code, 0, "{}\n{}", v.stdout, v.stderr);
+    assert!(v.stderr.contains("does not return its id (add `RETURNING id`"), "{}", v.stderr);
+}
