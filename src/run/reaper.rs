@@ -76,27 +76,42 @@ pub(crate) async fn run(
         // The statement that changes state counts: the rows it returned (a `status` of `dead`
         // counts as marked dead), or, when it returns nothing, the rows it changed.
         match steps::counted(client, stmt, &v, false).await {
-            Ok(steps::Counted::Changed(n)) => {
-                stats.reclaimed += n;
-                stats.unjournaled += n;
-            }
-            Ok(steps::Counted::Returned(rows)) => {
+            Ok(counted) => {
                 let t_us = start.elapsed().as_micros() as u64;
                 let dur_us = t_us.saturating_sub(sent_us).min(u64::from(u32::MAX)) as u32;
-                for r in &rows {
-                    let action = action(r, plan.adapter.drive.reclaim);
-                    match action {
-                        ReapAction::Failed => stats.marked_dead += 1,
-                        _ => stats.reclaimed += 1,
-                    }
-                    if let Some(job) = job_of(r, &plan.adapter.columns.id, ids) {
-                        stats.journal.push(ReapEvent { t_us, job, action, dur_us });
-                    }
-                }
+                tally(&mut stats, counted, (t_us, dur_us), (plan, ids));
             }
             Err(e) => eprintln!("warning: reaper: {}", error_text(&e)),
         }
         pass_done(before, &stats, began);
+    }
+}
+
+/// Counts what one reclaim took back and journals each job it named, at `t_us` (its return),
+/// `dur_us` after it was sent.
+fn tally(
+    stats: &mut ReaperStats,
+    counted: steps::Counted,
+    (t_us, dur_us): (u64, u32),
+    (plan, ids): (&Plan, &Interner),
+) {
+    let rows = match counted {
+        steps::Counted::Changed(n) => {
+            stats.reclaimed += n;
+            stats.unjournaled += n;
+            return;
+        }
+        steps::Counted::Returned(rows) => rows,
+    };
+    for r in &rows {
+        let action = action(r, plan.adapter.drive.reclaim);
+        match action {
+            ReapAction::Failed => stats.marked_dead += 1,
+            _ => stats.reclaimed += 1,
+        }
+        if let Some(job) = job_of(r, &plan.adapter.columns.id, ids) {
+            stats.journal.push(ReapEvent { t_us, job, action, dur_us });
+        }
     }
 }
 

@@ -143,24 +143,24 @@ pub(super) fn check(per_job: &[&[Event]], reaps: &Reaps) -> (Completions, Stale,
         }
     }
     bad.dedup();
+    let check = result(&c, &s, r.words(reaps.unjournaled), bad);
+    (c, s, check)
+}
+
+/// The check's verdict, with the counts and `reaper`'s words in its detail.
+fn result(c: &Completions, s: &Stale, reaper: String, bad: Vec<i64>) -> CheckResult {
     let total = c.stale_accepted + s.fail_stale_accepted + s.heartbeat_stale_accepted;
     let detail = format!(
-        "stale writes that landed: {} completions, {} failures, {} heartbeats; rejected by the fence: {} completions, {} failures{}",
-        c.stale_accepted,
-        s.fail_stale_accepted,
-        s.heartbeat_stale_accepted,
-        c.stale_rejected,
-        s.fail_stale_rejected,
-        r.words(reaps.unjournaled)
+        "stale writes that landed: {} completions, {} failures, {} heartbeats; rejected by the fence: {} completions, {} failures{reaper}",
+        c.stale_accepted, s.fail_stale_accepted, s.heartbeat_stale_accepted, c.stale_rejected, s.fail_stale_rejected,
     );
-    let check = CheckResult {
+    CheckResult {
         name: Check::StaleCompletionsAccepted,
         passed: total == 0,
         violations: total,
         detail,
         examples: examples(bad),
-    };
-    (c, s, check)
+    }
 }
 
 /// A completion or failure (what the reaper can supersede).
