@@ -65,6 +65,8 @@ impl History {
             effects_rows: None,
             effects_unwritten: 0,
             faults: &self.faults,
+            reaps: &[],
+            reaps_unjournaled: 0,
             lease: LEASE,
             hold_transaction: false,
             session_lease: false,

@@ -82,5 +82,6 @@ corpus_pairs! {
     procrastinate_103 => "procrastinate-103",
     que_c95329c => "que-c95329c",
     river_1302 => "river-1302",
+    solid_queue_589 => "solid_queue-589",
     sqlxmq_989b11f => "sqlxmq-989b11f",
 }

@@ -280,6 +280,8 @@ fn the_history_files_match_their_schemas() {
     // The pause is in the history, as a fault row naming its kind.
     let text = gunzip(&r.out.join("history.csv.gz"));
     assert!(text.lines().any(|l| l.contains(",fault,") && l.ends_with(",pause")), "{text}");
+    // So is the reaper giving the paused worker's job back (the built-in reclaim's status).
+    assert!(text.lines().any(|l| l.contains(",reap,") && l.ends_with(",retry")), "{text}");
 }
 
 #[test]

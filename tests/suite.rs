@@ -49,6 +49,7 @@ mod priorities;
 mod privilege;
 mod promises;
 mod quota;
+mod reaper;
 mod release;
 mod reports;
 mod restart;

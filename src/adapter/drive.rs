@@ -6,6 +6,7 @@
 use super::raw::RawDrive;
 use crate::error::Invalid;
 use crate::model::protocol::Mode;
+use crate::model::reap::ReapAction;
 use std::time::Duration;
 
 /// How a claim holds its job.
@@ -87,6 +88,9 @@ pub struct Drive {
     pub exclusion_limit: u32,
     /// `isolation`: the level the workers' transactions run at.
     pub isolation: Isolation,
+    /// `reclaim`: what the reclaim does with the jobs it returns when its rows carry no
+    /// `status` column (None: the rows say, or nobody does).
+    pub reclaim: Option<ReapAction>,
 }
 
 impl Drive {
@@ -139,6 +143,11 @@ impl Drive {
             Some(text) => Isolation::parse(text)
                 .ok_or_else(|| Invalid::at("isolation", format!("`{text}`; accepted: {}", Isolation::ACCEPTED)))?,
         };
+        let reclaim = match raw.reclaim.as_deref() {
+            None => None,
+            Some(text @ ("retry" | "fail")) => ReapAction::parse(text),
+            Some(other) => return Err(Invalid::at("reclaim", format!("`{other}`; accepted: retry, fail"))),
+        };
         Ok(Drive {
             mode,
             lease,
@@ -147,6 +156,7 @@ impl Drive {
             expected_errors,
             exclusion_limit,
             isolation,
+            reclaim,
         })
     }
 

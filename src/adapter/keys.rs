@@ -162,13 +162,7 @@ impl Interner {
         if let Key::Int(i) = key {
             return *i;
         }
-        let shard = {
-            use std::hash::{Hash, Hasher};
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            key.hash(&mut h);
-            h.finish() as usize % self.shards.len()
-        };
-        let mut map = self.shards[shard].lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = self.shard(key).lock().unwrap_or_else(|e| e.into_inner());
         if let Some(n) = map.get(key) {
             return *n;
         }
@@ -181,6 +175,22 @@ impl Interner {
         }
         names[i] = key.clone();
         n
+    }
+
+    /// The job's number in the journal if it has one: an integer id as it is, anything else
+    /// only when it was numbered before (the reaper reads ids it need not number).
+    pub fn find(&self, key: &Key) -> Option<i64> {
+        if let Key::Int(i) = key {
+            return Some(*i);
+        }
+        self.shard(key).lock().unwrap_or_else(|e| e.into_inner()).get(key).copied()
+    }
+
+    fn shard(&self, key: &Key) -> &Mutex<HashMap<Key, i64>> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        key.hash(&mut h);
+        &self.shards[h.finish() as usize % self.shards.len()]
     }
 
     /// Records that the job `old` goes on as `new` (its failure re-inserted it under a new id).

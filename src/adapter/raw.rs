@@ -63,6 +63,9 @@ pub struct RawDrive {
     /// The isolation level the workers' transactions run at: `read committed` (the server's
     /// default), `repeatable read` or `serializable`.
     pub isolation: Option<String>,
+    /// What the reclaim does with the jobs it returns, when its rows carry no `status`:
+    /// `retry` (gives them back to be run again) or `fail` (fails them for good).
+    pub reclaim: Option<String>,
 }
 
 /// A step: one statement, a list (one transaction), or a table with the acceptance rule.

@@ -1,14 +1,15 @@
 //! The run's history, kept (`history.csv.gz` in the run folder; columns documented in
 //! `schema/history.schema.json`): every claim (with its round trip, attempt and token),
 //! execution (with its work time), completion, failure and heartbeat (with its round trip
-//! and outcome), abandon, enqueue and injected fault, one row each, by time. Gzipped CSV, so
+//! and outcome), abandon, enqueue, injected fault and job the reaper took back, one row each,
+//! by time. Gzipped CSV, so
 //! pandas (`read_csv(…, compression="gzip")`) and DuckDB (`read_csv('history.csv.gz')`) read
 //! it as it is; `queuebench check` and `explain` read it back (`read`), exactly: the rows
 //! carry every field the checkers use.
 //!
 //! The final table state the checkers read goes beside it (`final_state.csv.gz`).
 
-use super::{Arrival, Event, EventKind, FaultEvent, FaultKind};
+use super::{Arrival, Event, EventKind, FaultEvent, FaultKind, ReapAction, ReapEvent};
 use crate::files::Kind;
 use crate::model::records::{JobRow, Status};
 use flate2::Compression;
@@ -53,23 +54,36 @@ pub struct History {
     pub journal: Vec<Event>,
     pub arrivals: Vec<Arrival>,
     pub faults: Vec<FaultEvent>,
+    /// The jobs the reaper's reclaims returned, by time.
+    pub reaps: Vec<ReapEvent>,
+}
+
+/// What a history is written from (`write`).
+pub(crate) struct Rows<'a> {
+    pub journal: &'a [Event],
+    pub arrivals: &'a [Arrival],
+    pub faults: &'a [FaultEvent],
+    pub reaps: &'a [ReapEvent],
 }
 
 /// The history as gzipped CSV, rows by time. `classes`: the class names, "default" first
 /// (an arrival's class is an index into them).
-pub(crate) fn write(journal: &[Event], arrivals: &[Arrival], faults: &[FaultEvent], classes: &[String]) -> Vec<u8> {
+pub(crate) fn write(h: Rows<'_>, classes: &[String]) -> Vec<u8> {
     enum Row<'a> {
         E(&'a Event),
         A(&'a Arrival),
         F(&'a FaultEvent),
+        R(&'a ReapEvent),
     }
     let t = |r: &Row| match r {
         Row::E(e) => e.t_us,
         Row::A(a) => a.sent_us,
         Row::F(f) => f.t_us,
+        Row::R(r) => r.t_us,
     };
-    let mut rows: Vec<Row> = journal.iter().map(Row::E).chain(arrivals.iter().map(Row::A)).collect();
-    rows.extend(faults.iter().map(Row::F));
+    let mut rows: Vec<Row> = h.journal.iter().map(Row::E).chain(h.arrivals.iter().map(Row::A)).collect();
+    rows.extend(h.faults.iter().map(Row::F));
+    rows.extend(h.reaps.iter().map(Row::R));
     rows.sort_by_key(t);
     let mut w = csv::Writer::from_writer(GzEncoder::new(Vec::new(), Compression::fast()));
     let _ = w.write_record(COLUMNS);
@@ -111,6 +125,18 @@ pub(crate) fn write(journal: &[Event], arrivals: &[Arrival], faults: &[FaultEven
                 empty(),
                 empty(),
                 f.kind.name().into(),
+            ],
+            Row::R(r) => [
+                r.t_us.to_string(),
+                "reap".into(),
+                empty(),
+                r.job.to_string(),
+                empty(),
+                empty(),
+                r.dur_us.to_string(),
+                empty(),
+                empty(),
+                r.action.name().into(),
             ],
         };
         let _ = w.write_record(&record);
@@ -182,6 +208,10 @@ fn row(rec: &csv::StringRecord, classes: &[String], h: &mut History) -> Result<(
             let kind = FaultKind::parse(field(9)).ok_or_else(|| format!("unknown fault `{}`", field(9)))?;
             let worker = opt(field(2), "worker")?.map(|w| w as u32);
             h.faults.push(FaultEvent { t_us, kind, worker, job: opt(field(3), "job")? });
+        }
+        "reap" => {
+            let action = ReapAction::parse(field(9)).ok_or_else(|| format!("unknown reap `{}`", field(9)))?;
+            h.reaps.push(ReapEvent { t_us, job: num(field(3), "job")?, action, dur_us: num(field(6), "dur_us")? });
         }
         name => {
             let kind = EventKind::from_name(name).ok_or_else(|| format!("unknown event `{name}`"))?;
@@ -275,9 +305,14 @@ mod tests {
             FaultEvent { t_us: 12, kind: FaultKind::Crash, worker: Some(3), job: Some(7) },
             FaultEvent { t_us: 13, kind: FaultKind::PostgresRestart, worker: None, job: None },
         ];
-        let gz = write(&journal, &arrivals, &faults, &classes);
+        let reaps = vec![
+            ReapEvent { t_us: 14, job: 7, action: ReapAction::Failed, dur_us: 300 },
+            ReapEvent { t_us: 15, job: 8, action: ReapAction::Requeued, dur_us: 0 },
+            ReapEvent { t_us: 16, job: 9, action: ReapAction::Reclaimed, dur_us: 1 },
+        ];
+        let gz = write(Rows { journal: &journal, arrivals: &arrivals, faults: &faults, reaps: &reaps }, &classes);
         let back = read(&gz, &classes).unwrap();
-        assert_eq!(back, History { journal, arrivals, faults });
+        assert_eq!(back, History { journal, arrivals, faults, reaps });
         let rows = [
             JobRow { id: 7, status: Status::Done, attempts: 2, max_attempts: 5, lease_expired: false },
             JobRow { id: 8, status: Status::Running, attempts: 1, max_attempts: i32::MAX, lease_expired: true },

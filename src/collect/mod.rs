@@ -10,6 +10,7 @@ pub(crate) mod waits;
 
 use crate::model::errors::Statement;
 pub use crate::model::fault::FaultKind;
+pub use crate::model::reap::{ReapAction, ReapEvent};
 use hdrhistogram::Histogram;
 use spill::{Record, Spill};
 use std::collections::BTreeMap;

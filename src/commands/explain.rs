@@ -1,6 +1,6 @@
 //! `queuebench explain RUN_DIR [--job N]`: one job's story from the run's saved history —
 //! who claimed it when, each lease window, each execution, each write and whether it landed,
-//! the faults that touched it — and the cause of what went wrong in one line each. Without
+//! the faults that touched it, what the reaper did to it — and the cause of what went wrong in one line each. Without
 //! `--job`, the first example of the first failed check.
 
 use crate::collect::history;
@@ -46,7 +46,7 @@ pub(crate) fn explain(dir: &Path, job: Option<i64>) -> Result<ExitCode> {
     }
     let s = story(
         &events,
-        &h.faults,
+        (&h.faults, &h.reaps),
         row,
         (Duration::from_micros(saved.lease_us), saved.hold_transaction, saved.boundary_us()),
     );

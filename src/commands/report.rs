@@ -52,6 +52,7 @@ fn swimlanes(dir: &Path, summary: &RunSummary) -> Vec<Swimlane> {
     let src = swimlane::Source {
         journal: &h.journal,
         faults: &h.faults,
+        reaps: &h.reaps,
         final_jobs: &final_jobs,
         lease: Duration::from_micros(saved.lease_us),
         hold_transaction: saved.hold_transaction,

@@ -96,6 +96,7 @@ pub(super) fn swimlane(f: &Found, plan: &Plan) -> Option<crate::report::swimlane
     let src = Source {
         journal: &f.journal,
         faults: &f.faults,
+        reaps: &[],
         final_jobs: &f.final_jobs,
         lease: plan.lease.duration,
         clock_us: 0,

@@ -63,6 +63,10 @@ pub struct SavedEvidence {
     /// holds its job until its holder lets go or its connection ends, whatever the lease says.
     #[serde(default)]
     pub session_lease: bool,
+    /// Jobs the reaper reclaimed with a statement that returns no ids (no `RETURNING`): the
+    /// history has no `reap` row for them, so writes after them cannot be judged against them.
+    #[serde(default)]
+    pub reaper_unjournaled: u64,
     /// The precision the queue keeps its times to, µs (`drive.time_resolution`; 0: exact).
     #[serde(default)]
     pub time_resolution_us: u64,

@@ -12,6 +12,7 @@
 //! - `protocol`: the lease protocol's choices (mode, fencing, reclaim);
 //! - `rerun`: why a job ran again (`Rerun`: a race, a lease run out, a crash, after its
 //!   completion, a retry), one cause for the checkers, `explain` and the summary;
+//! - `reap`: what the reaper did to a job (`ReapEvent`: gave it back, failed it);
 //! - `fault`: the fault kinds (`FaultKind`: names, who carries each out);
 //! - `pooler`: a connection pooler's mode and size (`[postgres.pgbouncer]`);
 //! - `words`: counted nouns (`1 job`, `2 jobs`).
@@ -26,6 +27,7 @@ pub(crate) mod fingerprint;
 pub(crate) mod metrics;
 pub(crate) mod pooler;
 pub(crate) mod protocol;
+pub mod reap;
 pub mod records;
 pub mod rerun;
 pub mod summary;

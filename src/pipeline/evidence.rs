@@ -78,6 +78,7 @@ pub(super) fn saved_evidence(
         clock_bound_us: clock_bound(&output.agents),
         stopped_us: output.stopped_us,
         duration_us: output.duration.as_micros() as u64,
+        reaper_unjournaled: output.reaper.unjournaled,
         session_lease: plan.adapter.drive.lease == crate::adapter::drive::LeaseKind::Session,
         time_resolution_us: plan.adapter.drive.time_resolution.as_micros() as u64,
         successors: output.ids.successors(),
@@ -114,7 +115,12 @@ fn clock_bound(agents: &[crate::model::summary::AgentFigures]) -> u64 {
 /// Runs every checker over the evidence and measures waits and phases from the journal.
 pub(super) fn check(plan: &Plan, output: &RunOutput, table: &FinalTable, saved: &SavedEvidence) -> Checked {
     let started = Instant::now();
-    let events = verify::Events { journal: &output.journal, faults: &output.faults, arrivals: &output.arrivals };
+    let events = verify::Events {
+        journal: &output.journal,
+        faults: &output.faults,
+        arrivals: &output.arrivals,
+        reaps: &output.reaper.journal,
+    };
     let evidence = verify::Evidence::new(saved, events, table.jobs.as_deref().unwrap_or_default());
     let verification = verify::verify_all(&evidence, saved.partial);
     let warmup_end = plan.load.warmup_end().as_micros() as u64;
@@ -194,7 +200,9 @@ fn encode_history(
     if !plan.run.history {
         return (None, None);
     }
-    let history = history::write(&o.journal, &o.arrivals, &o.faults, &saved.classes);
+    let rows =
+        history::Rows { journal: &o.journal, arrivals: &o.arrivals, faults: &o.faults, reaps: &o.reaper.journal };
+    let history = history::write(rows, &saved.classes);
     let key = |id: i64| match o.ids.key(id) {
         Key::Int(i) if i == id => None,
         k => Some(k.show()),
@@ -228,6 +236,7 @@ impl Finished {
         let src = swimlane::Source {
             journal: &o.journal,
             faults: &o.faults,
+            reaps: &o.reaper.journal,
             final_jobs: &self.final_jobs,
             lease: plan.lease.duration,
             hold_transaction: self.saved.hold_transaction,

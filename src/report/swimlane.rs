@@ -8,7 +8,7 @@
 //! with its time. The causes `explain` prints go under it.
 //! Plain SVG: no scripts, no fonts needed beyond the page's.
 
-use crate::collect::{Event, EventKind, FaultEvent};
+use crate::collect::{Event, EventKind, FaultEvent, ReapEvent};
 use crate::model::records::{JobRow, NetworkSpan};
 use crate::model::summary::CheckResult;
 use crate::verify::claims::{ClaimSpan, spans};
@@ -33,6 +33,8 @@ pub struct Swimlane {
 pub(crate) struct Source<'a> {
     pub journal: &'a [Event],
     pub faults: &'a [FaultEvent],
+    /// The jobs the reaper took back (told in the causes).
+    pub reaps: &'a [ReapEvent],
     pub final_jobs: &'a [JobRow],
     pub lease: Duration,
     /// The agents' clock error bound, µs (`verify::claims::race_tolerance`).
@@ -70,9 +72,12 @@ pub(crate) fn swimlanes(checks: &[CheckResult], src: &Source) -> Vec<Swimlane> {
             let faults: Vec<&FaultEvent> = src.faults.iter().filter(|f| f.job == Some(job)).collect();
             let row = src.final_jobs.iter().find(|r| r.id == job);
             // The story picks the job's own faults out of the run's.
-            let causes = story(&evs, src.faults, row, (src.lease, src.hold_transaction, src.clock_us)).causes;
+            let causes =
+                story(&evs, (src.faults, src.reaps), row, (src.lease, src.hold_transaction, src.clock_us)).causes;
             let claims = spans(&evs, src.lease, src.hold_transaction);
-            Swimlane { check, job, svg: draw(&evs, &claims, &faults, src.network), causes }
+            let reaps: Vec<&ReapEvent> = src.reaps.iter().filter(|r| r.job == job).collect();
+            let svg = draw(&evs, &claims, (&faults, &reaps), src.network);
+            Swimlane { check, job, svg, causes }
         })
         .collect()
 }
@@ -121,7 +126,12 @@ impl Axis {
     }
 }
 
-fn draw(evs: &[Event], claims: &[ClaimSpan], faults: &[&FaultEvent], network: &[NetworkSpan]) -> String {
+fn draw(
+    evs: &[Event],
+    claims: &[ClaimSpan],
+    (faults, reaps): (&[&FaultEvent], &[&ReapEvent]),
+    network: &[NetworkSpan],
+) -> String {
     let mut workers: Vec<u32> = evs.iter().map(|e| e.worker).collect();
     workers.extend(faults.iter().filter_map(|f| f.worker));
     workers.sort_unstable();
@@ -174,12 +184,27 @@ fn draw(evs: &[Event], claims: &[ClaimSpan], faults: &[&FaultEvent], network: &[
             secs(f.t_us)
         );
     }
+    for r in reaps {
+        reap_line(&mut o, &ax, r, bottom);
+    }
     legend(&mut o, bottom + 22.0);
     if !bands.is_empty() {
         network_legend(&mut o, bottom + 38.0, &bands);
     }
     o.push_str("</svg>");
     o
+}
+
+/// The reaper taking the job back: a dotted line across every lane (the reaper is no worker).
+fn reap_line(o: &mut String, ax: &Axis, r: &ReapEvent, bottom: f64) {
+    let x = ax.x(r.t_us);
+    let _ = write!(
+        o,
+        "<line class='reap' x1='{x:.1}' y1='{TOP}' x2='{x:.1}' y2='{bottom}' stroke='#9a6700' stroke-width='2' \
+         stroke-dasharray='1 3'><title>the reaper {} at t={}</title></line>",
+        r.action.did(),
+        secs(r.t_us)
+    );
 }
 
 /// The hatching of a network fault's band.
@@ -405,6 +430,7 @@ mod tests {
         let src = Source {
             journal: &journal,
             faults: &[],
+            reaps: &[],
             final_jobs: &[],
             lease: Duration::from_secs(30),
             hold_transaction: false,
@@ -460,6 +486,7 @@ mod tests {
         let mut src = Source {
             journal: &journal,
             faults: &[],
+            reaps: &[],
             final_jobs: &[],
             lease: Duration::from_secs(9),
             hold_transaction: false,
@@ -488,6 +515,39 @@ mod tests {
         src.network = &[];
         let plain = swimlanes(&[failed], &src).remove(0).svg;
         assert!(!plain.contains("net-fault") && !plain.contains("network partition"), "{plain}");
+    }
+
+    #[test]
+    fn the_reaper_is_a_line_across_the_lanes_and_a_cause() {
+        // w5 claims job 3 at 0.5 s and is paused; the reaper fails the job at 9 s; w5's late
+        // completion lands at 12 s.
+        let journal =
+            [ev(500_000, 3, 5, 1, Claimed), ev(800_000, 3, 5, 1, Executed), ev(12_000_000, 3, 5, 1, Accepted)];
+        let reaps = [
+            ReapEvent { t_us: 9_000_000, job: 3, action: crate::collect::ReapAction::Failed, dur_us: 1_000 },
+            ReapEvent { t_us: 9_000_000, job: 4, action: crate::collect::ReapAction::Failed, dur_us: 1_000 },
+        ];
+        let failed = CheckResult {
+            name: crate::model::check::Check::StaleCompletionsAccepted,
+            passed: false,
+            violations: 1,
+            detail: String::new(),
+            examples: vec![3],
+        };
+        let src = Source {
+            journal: &journal,
+            faults: &[],
+            reaps: &reaps,
+            final_jobs: &[],
+            lease: Duration::from_secs(3),
+            hold_transaction: false,
+            clock_us: 0,
+            network: &[],
+        };
+        let lane = swimlanes(&[failed], &src).remove(0);
+        assert_eq!(lane.svg.matches("class='reap'").count(), 1, "this job's only: {}", lane.svg);
+        assert!(lane.svg.contains("<title>the reaper failed it at t=9.000 s</title>"), "{}", lane.svg);
+        assert!(lane.causes.iter().any(|c| c.contains("accepted after the reaper failed it")), "{:?}", lane.causes);
     }
 
     #[test]

@@ -497,7 +497,7 @@ fn spawn_side_tasks(
         }
         let reap = async {
             match sh.plan.lease.reclaim {
-                Reclaim::Reaper => reaper::run(&sh.plan, config, &side_stop).await,
+                Reclaim::Reaper => reaper::run(&sh.plan, config, (start, &sh.ids), &side_stop).await,
                 _ => ReaperStats::default(),
             }
         };

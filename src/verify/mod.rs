@@ -22,7 +22,7 @@ pub(crate) mod story;
 mod successors;
 
 use crate::collect::history::History;
-use crate::collect::{Arrival, Event, EventKind, FaultEvent};
+use crate::collect::{Arrival, Event, EventKind, FaultEvent, ReapEvent};
 use crate::model::errors::ErrorCount;
 use crate::model::evidence::{Exclusion, SavedEvidence};
 use crate::model::records::PgSample;
@@ -47,6 +47,10 @@ pub struct Evidence<'a> {
     /// rows its workers completed while their ledger rows still waited in its batch.
     pub effects_unwritten: u64,
     pub faults: &'a [FaultEvent],
+    /// The jobs the reaper's reclaims returned, by time (`stale`, `liveness`).
+    pub reaps: &'a [ReapEvent],
+    /// Jobs the reaper reclaimed without naming them (a reclaim with no `RETURNING`).
+    pub reaps_unjournaled: u64,
     pub lease: Duration,
     /// hold-transaction mode: a claim ends with its transaction, not at the lease.
     pub hold_transaction: bool,
@@ -106,11 +110,17 @@ pub struct Events<'a> {
     pub journal: &'a [Event],
     pub faults: &'a [FaultEvent],
     pub arrivals: &'a [Arrival],
+    pub reaps: &'a [ReapEvent],
 }
 
 impl<'a> Events<'a> {
     pub fn of(history: &'a History) -> Events<'a> {
-        Events { journal: &history.journal, faults: &history.faults, arrivals: &history.arrivals }
+        Events {
+            journal: &history.journal,
+            faults: &history.faults,
+            arrivals: &history.arrivals,
+            reaps: &history.reaps,
+        }
     }
 }
 
@@ -127,6 +137,8 @@ impl<'a> Evidence<'a> {
             effects_rows: saved.effects_rows,
             effects_unwritten: saved.effects_unwritten,
             faults: events.faults,
+            reaps: events.reaps,
+            reaps_unjournaled: saved.reaper_unjournaled,
             lease: Duration::from_micros(saved.lease_us),
             hold_transaction: saved.hold_transaction,
             session_lease: saved.session_lease,
@@ -163,6 +175,8 @@ impl<'a> Evidence<'a> {
             effects_rows: None,
             effects_unwritten: 0,
             faults: &[],
+            reaps: &[],
+            reaps_unjournaled: 0,
             lease,
             hold_transaction: false,
             session_lease: false,
@@ -204,7 +218,9 @@ pub fn verify(e: &Evidence) -> Verification {
     if !e.successors.is_empty() {
         // Jobs retried under a new id: every event and row of a chain under its first id.
         let (journal, final_jobs) = successors::follow(e.journal, e.final_jobs, e.successors);
-        return verify(&Evidence { journal: &journal, final_jobs: &final_jobs, successors: &[], ..e.clone() });
+        let reaps = successors::follow_reaps(e.reaps, e.successors);
+        let e = Evidence { journal: &journal, final_jobs: &final_jobs, reaps: &reaps, successors: &[], ..e.clone() };
+        return verify(&e);
     }
     // The runner hands the journal over sorted (no second copy of a long run's journal); sort if not.
     let events: Cow<[Event]> = if e.journal.is_sorted_by_key(Event::order) {
@@ -226,7 +242,8 @@ pub fn verify(e: &Evidence) -> Verification {
     let fifo = fifo::check(&per_job);
     let waits = job_waits(e, &per_job, &class_of);
     let starving = starvation::check(e.samples, e.classes, &e.starvation, &waits);
-    let (completions, stale, stale_check) = stale::check(&per_job);
+    let reaps = stale::Reaps::of(e.reaps, e.reaps_unjournaled, e.clock_us);
+    let (completions, stale, stale_check) = stale::check(&per_job, &reaps);
     let (ownership, overlap) = ownership::check(&per_job, e.lease, held);
     let faults = recovery::check(e.faults, &per_job);
     let after_completion = after_completion::check(&per_job, e.lease, held, (e.clock_us, &outages));

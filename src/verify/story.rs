@@ -1,12 +1,14 @@
 //! One job's story, from the evidence: who claimed it when (each claim's round trip and lease
-//! window), each execution, each write and whether it landed, the faults that touched it, and
+//! window), each execution, each write and whether it landed, the faults that touched it, what
+//! the harness's reaper did to it, and
 //! the cause of what went wrong in one line each — the same rules as the checkers
 //! (`exactly_once`, `stale`, `lost`), told for one job. `queuebench explain` prints it;
 //! report.html draws the same events as a swimlane.
 
 use super::claims::{ClaimSpan, race_tolerance, spans};
 use super::rerun::{Why, landed_completions, why};
-use crate::collect::{Event, EventKind, FaultEvent};
+use super::stale::{after_reaper, landed_after};
+use crate::collect::{Event, EventKind, FaultEvent, ReapAction, ReapEvent};
 use crate::model::records::{JobRow, Status};
 use crate::model::rerun::Rerun;
 use std::time::Duration;
@@ -21,26 +23,75 @@ pub(crate) struct Story {
     pub causes: Vec<String>,
 }
 
-/// `events`: the job's journal (any order); `faults`: the run's; `row`: the job in the final
-/// table (None: gone, or no table); `deleted_ok`: the queue removes what it finishes.
+/// `events`: the job's journal (any order); `faults`, `reaps`: the run's; `row`: the job in the
+/// final table (None: gone, or no table); `deleted_ok`: the queue removes what it finishes.
 /// `clock_us`: the agents' clock error bound (`claims::race_tolerance`).
 pub(crate) fn story(
     events: &[Event],
-    faults: &[FaultEvent],
+    (faults, reaps): (&[FaultEvent], &[ReapEvent]),
     row: Option<&JobRow>,
     (lease, hold, clock_us): (Duration, bool, u64),
 ) -> Story {
     let mut evs = events.to_vec();
     evs.sort_by_key(|e| (e.t_us, e.kind));
-    let job = evs.first().map(|e| e.job);
+    let job = evs.first().map(|e| e.job).or(row.map(|r| r.id));
     let claims = spans(&evs, lease, hold);
     let mut lines: Vec<Line> = evs.iter().flat_map(|e| event_lines(e, &claims)).collect();
     for f in faults.iter().filter(|f| f.job.is_some() && f.job == job) {
         let who = f.worker.map(|w| format!("w{w}")).unwrap_or_else(|| "the injector".into());
         lines.push((f.t_us, format!("fault: {} ({who})", f.kind)));
     }
+    let mut reaps: Vec<ReapEvent> = reaps.iter().filter(|r| Some(r.job) == job).copied().collect();
+    reaps.sort_by_key(|r| r.t_us);
+    lines.extend(reaps.iter().map(reap_line));
     lines.sort_by_key(|l| l.0);
-    Story { lines, causes: causes(&evs, &claims, row, (race_tolerance(lease, clock_us), hold)) }
+    let mut causes = causes(&evs, &claims, row, (race_tolerance(lease, clock_us), hold));
+    let reaped = reaper_writes(&evs, &reaps, clock_us);
+    if !reaped.is_empty() {
+        // The count of runs stands only when nothing went wrong.
+        let plain = |c: &String| c == "never executed" || (c.starts_with("ran ") && !c.starts_with("ran again"));
+        if causes.len() == 1 && plain(&causes[0]) {
+            causes.clear();
+        }
+        causes.extend(reaped);
+    }
+    Story { lines, causes }
+}
+
+/// What the reaper did to the job, at the time its reclaim returned.
+fn reap_line(r: &ReapEvent) -> Line {
+    let what = match r.action {
+        ReapAction::Requeued => "gives the job back to the queue",
+        ReapAction::Failed => "fails the job",
+        ReapAction::Reclaimed => "takes the job back",
+    };
+    (r.t_us, format!("the reaper {what} (its reclaim sent at t={})", secs(r.sent_us())))
+}
+
+/// Completions and failures that landed after the reaper took the job back from their claim
+/// (the `stale` checker's rule), when no other claim superseded them first.
+fn reaper_writes(evs: &[Event], reaps: &[ReapEvent], clock_us: u64) -> Vec<String> {
+    let mut owner: Option<&Event> = None;
+    let mut out = Vec::new();
+    for e in evs {
+        match e.kind {
+            EventKind::Claimed if owner.is_none_or(|o| e.attempt < 0 || e.attempt >= o.attempt) => owner = Some(e),
+            EventKind::Accepted | EventKind::FailAccepted
+                if owner.is_none_or(|o| (o.worker, o.claim) == (e.worker, e.claim)) =>
+            {
+                if let Some(r) = after_reaper(evs, reaps, e, clock_us) {
+                    let what = if e.kind == EventKind::Accepted { "completion" } else { "failure" };
+                    out.push(format!(
+                        "stale {what} landed: {} (w{} had not claimed the job again since)",
+                        landed_after(e, r),
+                        e.worker
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 fn event_lines(e: &Event, claims: &[ClaimSpan]) -> Vec<Line> {
@@ -221,7 +272,7 @@ mod tests {
             ev(1_700, 5, 1, Rejected, 100),
         ];
         let row = JobRow { id: 464, status: Status::Done, attempts: 1, max_attempts: 5, lease_expired: false };
-        let s = story(&evs, &[], Some(&row), (Duration::from_secs(90), false, 0));
+        let s = story(&evs, (&[], &[]), Some(&row), (Duration::from_secs(90), false, 0));
         assert_eq!(s.causes.len(), 1, "{:?}", s.causes);
         assert!(
             s.causes[0].starts_with("racing claim: w5's claim (sent t=0.000 s, returned t=0.002 s)"),
@@ -244,7 +295,7 @@ mod tests {
             Event { claim: 2, ..ev(996_100, 2, -1, Executed, 0) },
             Event { claim: 2, ..ev(996_200, 2, -1, Accepted, 100) },
         ];
-        let s = story(&evs, &[], None, (Duration::from_secs(1), false, 0));
+        let s = story(&evs, (&[], &[]), None, (Duration::from_secs(1), false, 0));
         assert_eq!(s.causes.len(), 1, "{:?}", s.causes);
         assert!(
             s.causes[0].contains("ran out at t=1.000 s, 5 ms after w2's claim was sent at t=0.995 s"),
@@ -265,8 +316,30 @@ mod tests {
     fn a_clean_job_ran_exactly_once_and_a_vanished_one_is_lost() {
         let evs = [ev(1, 1, 1, Claimed, 0), ev(2, 1, 1, Executed, 0), ev(3, 1, 1, Accepted, 0)];
         let row = JobRow { id: 464, status: Status::Done, attempts: 1, max_attempts: 5, lease_expired: false };
-        assert_eq!(story(&evs, &[], Some(&row), (Duration::from_secs(1), false, 0)).causes, ["ran exactly once"]);
-        let s = story(&evs[..2], &[], None, (Duration::from_secs(1), false, 0));
+        assert_eq!(
+            story(&evs, (&[], &[]), Some(&row), (Duration::from_secs(1), false, 0)).causes,
+            ["ran exactly once"]
+        );
+        let s = story(&evs[..2], (&[], &[]), None, (Duration::from_secs(1), false, 0));
         assert_eq!(s.causes, ["lost: gone from the table without an accepted completion"]);
+    }
+
+    #[test]
+    fn the_reaper_is_told_and_a_completion_after_it_names_it() {
+        let evs = [ev(100_000, 1, -1, Claimed, 0), ev(600_000, 1, -1, Executed, 0), ev(4_500_000, 1, -1, Accepted, 0)];
+        let reaps = [
+            ReapEvent { t_us: 3_200_000, job: 464, action: ReapAction::Failed, dur_us: 2_000 },
+            ReapEvent { t_us: 3_200_000, job: 465, action: ReapAction::Requeued, dur_us: 2_000 },
+        ];
+        let row = JobRow { id: 464, status: Status::Done, attempts: 1, max_attempts: 1, lease_expired: false };
+        let s = story(&evs, (&[], &reaps), Some(&row), (Duration::from_secs(3), false, 0));
+        let told: Vec<&str> = s.lines.iter().map(|(_, l)| l.as_str()).collect();
+        assert!(told.contains(&"the reaper fails the job (its reclaim sent at t=3.198 s)"), "{told:?}");
+        assert_eq!(told.iter().filter(|l| l.contains("reaper")).count(), 1, "only this job's: {told:?}");
+        assert_eq!(
+            s.causes,
+            ["stale completion landed: w1's completion sent at t=4.500 s accepted after the reaper failed it at \
+              t=3.200 s (w1 had not claimed the job again since)"]
+        );
     }
 }

@@ -4,24 +4,15 @@
 //! final table, so lost, exactly-once and the attempt checks see one logical job, as they see
 //! a retry under the same id.
 
-use crate::collect::Event;
+use crate::collect::{Event, ReapEvent};
 use crate::model::records::JobRow;
 use std::collections::{HashMap, HashSet};
 
 /// The journal and the final table with every chain under its first id (the journal sorted
 /// again in the checkers' order).
 pub(super) fn follow(journal: &[Event], rows: &[JobRow], successors: &[(i64, i64)]) -> (Vec<Event>, Vec<JobRow>) {
-    let previous: HashMap<i64, i64> = successors.iter().map(|&(old, new)| (new, old)).collect();
-    let root = |mut id: i64| {
-        // Bounded: a malformed history with a cycle stops after as many steps as there are links.
-        for _ in 0..=previous.len() {
-            match previous.get(&id) {
-                Some(&old) if old != id => id = old,
-                _ => break,
-            }
-        }
-        id
-    };
+    let previous = previous(successors);
+    let root = |id| root(&previous, id);
     let mut journal: Vec<Event> = journal.iter().map(|e| Event { job: root(e.job), ..*e }).collect();
     journal.sort_by_key(Event::order);
     // A row whose job went on under a newer id is history, not the job's state.
@@ -30,6 +21,28 @@ pub(super) fn follow(journal: &[Event], rows: &[JobRow], successors: &[(i64, i64
         rows.iter().filter(|r| !superseded.contains(&r.id)).map(|r| JobRow { id: root(r.id), ..*r }).collect();
     rows.sort_by_key(|r| r.id);
     (journal, rows)
+}
+
+/// The reaper's events with every chain under its first id.
+pub(super) fn follow_reaps(reaps: &[ReapEvent], successors: &[(i64, i64)]) -> Vec<ReapEvent> {
+    let previous = previous(successors);
+    reaps.iter().map(|r| ReapEvent { job: root(&previous, r.job), ..*r }).collect()
+}
+
+fn previous(successors: &[(i64, i64)]) -> HashMap<i64, i64> {
+    successors.iter().map(|&(old, new)| (new, old)).collect()
+}
+
+/// The chain's first id. Bounded: a malformed history with a cycle stops after as many steps
+/// as there are links.
+fn root(previous: &HashMap<i64, i64>, mut id: i64) -> i64 {
+    for _ in 0..=previous.len() {
+        match previous.get(&id) {
+            Some(&old) if old != id => id = old,
+            _ => break,
+        }
+    }
+    id
 }
 
 #[cfg(test)]

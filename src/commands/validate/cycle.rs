@@ -172,8 +172,18 @@ async fn claimed(cx: &Cx<'_>, mut first: Claimed, cycle: &mut Cycle) -> Result<V
     if let Some(job) = claim(cx, expired).await? {
         observe(cx, &[]).await?;
         if let Some(reclaim) = &cx.steps.reclaim {
-            if reclaimed(cx, reclaim).await? == 0 {
-                cycle.warnings.push(nothing_reclaimed(cx.plan, &job));
+            match reclaimed(cx, reclaim).await? {
+                steps::Counted::Changed(0) => cycle.warnings.push(nothing_reclaimed(cx.plan, &job)),
+                steps::Counted::Returned(rows) if rows.is_empty() => {
+                    cycle.warnings.push(nothing_reclaimed(cx.plan, &job));
+                }
+                steps::Counted::Changed(_) => cycle.warnings.push(reclaim_names_no_job(cx.plan)),
+                steps::Counted::Returned(rows) => {
+                    let id = &cx.plan.adapter.columns.id;
+                    if !rows.iter().any(|r| crate::run::reaper::reclaimed_key(r, id).as_ref() == Some(&job.key)) {
+                        cycle.warnings.push(reclaim_names_no_job(cx.plan));
+                    }
+                }
             }
             cycle.ran.push("reclaim");
         }
@@ -298,12 +308,9 @@ async fn landed(cx: &Cx<'_>, step: &Prepared, job: &Claimed, backoff_secs: f64) 
 
 /// Runs every statement of the reclaim inside the caller's transaction: what its counted
 /// statement took back (the one that changes state, as the reaper counts it).
-async fn reclaimed(cx: &Cx<'_>, p: &Prepared) -> Result<u64> {
+async fn reclaimed(cx: &Cx<'_>, p: &Prepared) -> Result<steps::Counted> {
     let v = cx.values().with_claim(1, EXPIRED_SECS);
-    match steps::counted(cx.client, p, &v, true).await.map_err(|e| failed(cx.plan, "reclaim", Some(p), &e))? {
-        steps::Counted::Changed(n) => Ok(n),
-        steps::Counted::Returned(rows) => Ok(rows.len() as u64),
-    }
+    steps::counted(cx.client, p, &v, true).await.map_err(|e| failed(cx.plan, "reclaim", Some(p), &e))
 }
 
 /// Does this transaction hold a row-share lock on a table (`SELECT … FOR UPDATE` and its
@@ -478,6 +485,16 @@ fn nothing_reclaimed(plan: &Plan, job: &Claimed) -> String {
          before (:lease_secs = {EXPIRED_SECS}): a job whose worker dies may never come back",
         whose(plan),
         job.key.show()
+    )
+}
+
+fn reclaim_names_no_job(plan: &Plan) -> String {
+    format!(
+        "{}: the reclaim took the job back but its counted statement does not return its id (add `RETURNING {}` \
+         to its first INSERT, UPDATE, DELETE or MERGE): the reaper cannot say which jobs it took back, so a \
+         completion or failure that lands after it is not judged (checks.stale_completions_accepted)",
+        whose(plan),
+        plan.adapter.columns.id
     )
 }
 

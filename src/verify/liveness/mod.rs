@@ -134,7 +134,9 @@ fn explained(e: &Evidence, events: &[Event], claims: &[ClaimSpan], w: &Event, to
             && f.t_us >= own.sent_us
             && f.t_us <= answer
     }) || e.restarts.iter().enumerate().any(restart_cut);
-    competing || finished_by_another || expired || cancelled || cut_off
+    // The harness's reaper took the job back (gave it back or failed it) while the holder held it.
+    let reaped = e.reaps.iter().any(|r| r.job == w.job && r.t_us >= own.start_us && r.sent_us() <= answer);
+    competing || finished_by_another || expired || cancelled || cut_off || reaped
 }
 
 /// `completions_refused_unexplained`.
@@ -171,8 +173,8 @@ fn refused(e: &Evidence, per_job: &[&[Event]]) -> CheckResult {
         passed: n == 0,
         violations: n,
         detail: format!(
-            "{} and {} refused for the job's own holder with no competing claim, expired lease, cancel or lost \
-             connection to explain it ({} of {} refused writes; {})",
+            "{} and {} refused for the job's own holder with no competing claim, expired lease, reaper, cancel or \
+             lost connection to explain it ({} of {} refused writes; {})",
             count(completions, "completion"),
             count(failures, "failure"),
             n,
