@@ -85,6 +85,10 @@ fn event_lines(e: &Event, claims: &[ClaimSpan]) -> Vec<Line> {
             vec![(e.t_us, format!("{w}'s heartbeat is rejected: the job is no longer its"))]
         }
         EventKind::Abandoned => vec![(e.t_us, format!("{w} lets go of the job without finishing it"))],
+        EventKind::CompleteUnknown => vec![(
+            e.t_us,
+            format!("{w} completes it: the answer is lost (connection cut after {}), outcome unknown", took(e.dur_us)),
+        )],
     }
 }
 
@@ -129,6 +133,7 @@ fn rerun_words(c: &ClaimSpan, why: &Why, tolerance: u64) -> String {
             secs(d.sent_us),
             secs(d.answered_us)
         ),
+        (Rerun::AfterAckUnknown, _, _) => ack_unknown_words(c, why),
         (Rerun::Retry, Some(o), _) => format!(
             "a retry: w{}'s failure was accepted and the queue scheduled the job again; w{w}'s claim at t={sent} ran it (no duplicate)",
             o.worker
@@ -154,6 +159,28 @@ fn rerun_words(c: &ClaimSpan, why: &Why, tolerance: u64) -> String {
         ),
         _ => format!("ran again by w{w} (claim at t={})", secs(c.start_us)),
     }
+}
+
+/// `Rerun::AfterAckUnknown` in words: whose completion lost its answer, what came of it, and
+/// the claim that ran the job again.
+fn ack_unknown_words(c: &ClaimSpan, why: &Why) -> String {
+    let (w, sent) = (c.worker, secs(c.sent_us));
+    let lost = why.unknown.map_or_else(
+        || "a completion's answer was lost".to_string(),
+        |u| format!("w{}'s completion (sent t={}) lost its answer", u.worker, secs(u.t_us)),
+    );
+    let then = match why.completion {
+        Some(d) => format!(
+            "; sent again, it was accepted (answered t={}), and w{w}'s claim (sent t={sent}) returned the job again: \
+             the completion sent again put a finished job back (not idempotent)",
+            secs(d.answered_us)
+        ),
+        None => format!(
+            ", and w{w}'s claim at t={sent} took the job again (the completion had not landed and the lease ran \
+             out: at-least-once; or it had, and the queue gave the finished job back)"
+        ),
+    };
+    format!("{}: {lost}{then}", Rerun::AfterAckUnknown.words())
 }
 
 /// Writes that landed after another claim superseded their own (the `stale` checker's rule).
