@@ -343,3 +343,15 @@ fn a_completion_that_is_not_idempotent_runs_the_job_again_and_fails() {
     assert!(e.stdout.contains("outcome unknown"), "{}", e.stdout);
     r.assert_clean();
 }
+
+/// In hold-transaction mode the COMMIT is the acknowledgement: `ack_lost` is refused there.
+#[test]
+fn ack_lost_needs_lease_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = ack_lost_scenario(dir.path(), None, "", 1);
+    let text = std::fs::read_to_string(&s).unwrap().replace("work = ", "mode = \"hold-transaction\"\nwork = ");
+    std::fs::write(&s, text).unwrap();
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("ack_lost") && r.stderr.contains("mode = \"lease\""), "{}", r.stderr);
+}
