@@ -250,8 +250,10 @@ fn a_correct_queue_with_retries_passes_exactly_once_and_explain_calls_them_retri
 }
 
 /// A scenario file in `dir` (the built-in SKIP LOCKED queue, or `adapter`) with an `ack_lost`
-/// fault on every worker's every 3rd completion, at most `limit` times.
+/// fault on every worker's every 3rd completion, at most `limit` times. The lease is generous
+/// (a loaded machine must not let 1 ms jobs run past it) unless a test waits for it.
 fn ack_lost_scenario(dir: &std::path::Path, adapter: Option<&str>, fault: &str, limit: u32) -> String {
+    let lease = if fault.contains("lease") { "1s" } else { "5s" };
     let queue = match adapter {
         Some(a) => format!("adapter = \"{}\"\n", repo(&format!("tests/fixtures/ack-lost/{a}")).display()),
         None => String::new(),
@@ -259,7 +261,7 @@ fn ack_lost_scenario(dir: &std::path::Path, adapter: Option<&str>, fault: &str, 
     let strategy = if adapter.is_none() { "strategy = \"skip-locked\"\n" } else { "" };
     let text = format!(
         "name = \"ack-lost\"\nseed = 7\n{queue}[jobs]\npreload = 120\nmax_attempts = 10\n[workers]\ncount = 3\n{strategy}work = \"1ms\"\n\
-         [lease]\nduration = \"600ms\"\n{reclaim}[[faults]]\nkind = \"ack_lost\"\nevery = 3\nlimit = {limit}\n{fault}\
+         [lease]\nduration = \"{lease}\"\n{reclaim}[[faults]]\nkind = \"ack_lost\"\nevery = 3\nlimit = {limit}\n{fault}\
          [run]\nstop = \"drained\"\ntimeout = \"90s\"\nsample_interval = \"off\"\n",
         reclaim = if adapter.is_none() {
             "fencing = \"token\"\nreclaim = \"reaper\"\nreaper_interval = \"100ms\"\n"
