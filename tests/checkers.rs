@@ -550,7 +550,7 @@ fn reference(h: &History) -> Numbers {
                     n.heartbeat_stale_accepted += stale;
                 }
                 HeartbeatRejected => n.heartbeats_rejected += 1,
-                Claimed | Executed | Abandoned => {}
+                Claimed | Executed | Abandoned | CompleteUnknown => {}
             }
         }
 

@@ -248,3 +248,112 @@ fn a_correct_queue_with_retries_passes_exactly_once_and_explain_calls_them_retri
         retried.stdout
     );
 }
+
+/// A scenario file in `dir` (the built-in SKIP LOCKED queue, or `adapter`) with an `ack_lost`
+/// fault on every worker's every 3rd completion, at most `limit` times. The lease is generous
+/// (a loaded machine must not let 1 ms jobs run past it) unless a test waits for it.
+fn ack_lost_scenario(dir: &std::path::Path, adapter: Option<&str>, fault: &str, limit: u32) -> String {
+    let lease = if fault.contains("lease") { "1s" } else { "5s" };
+    let queue = match adapter {
+        Some(a) => format!("adapter = \"{}\"\n", repo(&format!("tests/fixtures/ack-lost/{a}")).display()),
+        None => String::new(),
+    };
+    let strategy = if adapter.is_none() { "strategy = \"skip-locked\"\n" } else { "" };
+    let text = format!(
+        "name = \"ack-lost\"\nseed = 7\n{queue}[jobs]\npreload = 120\nmax_attempts = 10\n[workers]\ncount = 3\n{strategy}work = \"1ms\"\n\
+         [lease]\nduration = \"{lease}\"\n{reclaim}[[faults]]\nkind = \"ack_lost\"\nevery = 3\nlimit = {limit}\n{fault}\
+         [run]\nstop = \"drained\"\ntimeout = \"90s\"\nsample_interval = \"off\"\n",
+        reclaim = if adapter.is_none() {
+            "fencing = \"token\"\nreclaim = \"reaper\"\nreaper_interval = \"100ms\"\n"
+        } else {
+            ""
+        },
+    );
+    let file = dir.join("ack-lost.toml");
+    std::fs::write(&file, text).unwrap();
+    file.to_string_lossy().into_owned()
+}
+
+/// A correct queue (SKIP LOCKED, token fence) whose completions lose their answers: each is
+/// sent again and either lands or finds the job done (0 rows), which explains itself. Nothing
+/// runs twice, and the run passes.
+#[test]
+fn a_lost_answer_on_a_correct_queue_is_sent_again_and_nothing_runs_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = ack_lost_scenario(dir.path(), None, "", 12);
+    let r = queuebench(&["run", &s, "--quiet"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let injected = r.num("faults.by_kind.ack_lost");
+    assert!(injected > 0.0 && injected <= 12.0, "{}", r.summary()["faults"]);
+    assert!(r.num("faults.injected") >= injected);
+    assert_eq!(r.num("executions.duplicate"), 0.0, "{}", r.summary()["executions"]);
+    assert_eq!(r.num("executions.duplicate_after_ack_unknown"), 0.0);
+    assert_eq!(r.num("jobs.completed"), 120.0);
+    // The server ran each first completion: the one sent again finds the job done.
+    assert_eq!(r.num("completions.rejected"), injected, "{}", r.summary()["completions"]);
+    assert_eq!(r.check("completions_refused_unexplained"), 0);
+    assert_eq!(r.check("completion_idempotent"), 0);
+    assert_eq!(r.check("run_after_completion"), 0);
+    r.assert_clean();
+}
+
+/// The same queue, its requests lost and the jobs left to the lease: the completion never
+/// landed, the reaper brings each job back and another worker runs it. At-least-once, told by
+/// its own cause; the completion check has nothing against it.
+#[test]
+fn a_lost_request_left_to_the_lease_runs_again_after_an_unknown_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = ack_lost_scenario(dir.path(), None, "lose = \"request\"\nthen = \"lease\"\n", 4);
+    let r = queuebench(&["run", &s, "--quiet", "--set", "expect.\"checks.exactly_once\"=>= 0"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let injected = r.num("faults.by_kind.ack_lost");
+    assert!(injected > 0.0, "{}", r.summary()["faults"]);
+    let x = &r.summary()["executions"];
+    assert_eq!(r.num("executions.duplicate_after_ack_unknown"), injected, "{x}");
+    assert_eq!(r.num("executions.duplicate"), injected, "no other cause: {x}");
+    assert_eq!(r.check("completion_idempotent"), 0);
+    assert_eq!(r.num("jobs.completed"), 120.0);
+    r.assert_clean();
+}
+
+/// A queue whose completion flips done and ready by id: the completion sent again after a lost
+/// answer puts the finished job back, it runs again, and the run fails, with the cause in
+/// summary.json, the terminal and `explain`.
+#[test]
+fn a_completion_that_is_not_idempotent_runs_the_job_again_and_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = ack_lost_scenario(dir.path(), Some("toggle-complete.toml"), "", 4);
+    let r = queuebench(&["run", &s]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    let x = &r.summary()["executions"];
+    assert!(r.num("executions.duplicate_after_ack_unknown") > 0.0, "{x}");
+    assert_eq!(r.num("executions.duplicate_after_completion"), 0.0, "{x}");
+    assert!(r.check("completion_idempotent") > 0);
+    assert_eq!(r.check("run_after_completion"), 0, "left to completion_idempotent");
+    let failed = r.summary()["failed_checks"].to_string();
+    assert!(failed.contains("completion_idempotent") && failed.contains("exactly_once"), "{failed}");
+    let words = "after an acknowledgement whose outcome was unknown";
+    assert!(r.stdout.contains(words), "{}", r.stdout);
+    let summary = r.summary();
+    let checks = summary["checks"].as_array().unwrap();
+    let once = checks.iter().find(|c| c["name"] == "exactly_once").unwrap();
+    assert!(once["detail"].as_str().unwrap().contains(words), "{once}");
+    let idem = checks.iter().find(|c| c["name"] == "completion_idempotent").unwrap();
+    let job = idem["examples"][0].as_i64().unwrap();
+    let e = queuebench(&["explain", r.out.to_str().unwrap(), "--job", &job.to_string()]);
+    assert!(e.stdout.contains(words) && e.stdout.contains("not idempotent"), "{}", e.stdout);
+    assert!(e.stdout.contains("outcome unknown"), "{}", e.stdout);
+    r.assert_clean();
+}
+
+/// In hold-transaction mode the COMMIT is the acknowledgement: `ack_lost` is refused there.
+#[test]
+fn ack_lost_needs_lease_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = ack_lost_scenario(dir.path(), None, "", 1);
+    let text = std::fs::read_to_string(&s).unwrap().replace("work = ", "mode = \"hold-transaction\"\nwork = ");
+    std::fs::write(&s, text).unwrap();
+    let r = queuebench(&["validate", &s]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("ack_lost") && r.stderr.contains("mode = \"lease\""), "{}", r.stderr);
+}

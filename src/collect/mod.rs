@@ -36,10 +36,13 @@ pub enum EventKind {
     FailRejected,
     /// The worker let go of the job without finishing it (crash, lost lease, lost connection, interrupt).
     Abandoned,
+    /// The worker sent a completion and lost its connection before the answer (`ack_lost`): it
+    /// does not know whether the completion landed. `dur_us`: until the connection was cut.
+    CompleteUnknown,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 9] = [
+    pub const ALL: [EventKind; 10] = [
         EventKind::Claimed,
         EventKind::HeartbeatOk,
         EventKind::HeartbeatRejected,
@@ -49,6 +52,7 @@ impl EventKind {
         EventKind::FailAccepted,
         EventKind::FailRejected,
         EventKind::Abandoned,
+        EventKind::CompleteUnknown,
     ];
 
     fn index(self) -> u8 {
@@ -67,6 +71,7 @@ impl EventKind {
             EventKind::FailAccepted => "fail_accepted",
             EventKind::FailRejected => "fail_rejected",
             EventKind::Abandoned => "abandon",
+            EventKind::CompleteUnknown => "complete_unknown",
         }
     }
 

@@ -26,6 +26,9 @@ pub enum FaultKind {
     Latency,
     Loss,
     KillAgent,
+    /// A worker's completion was sent and its connection cut before the answer was read: the
+    /// outcome is unknown to the worker (`ack_lost`).
+    AckLost,
 }
 
 /// Who carries a fault out.
@@ -52,7 +55,7 @@ pub enum Actor {
 
 impl FaultKind {
     /// Every kind, in the order the docs list them.
-    pub const ALL: [FaultKind; 13] = [
+    pub const ALL: [FaultKind; 14] = [
         FaultKind::Crash,
         FaultKind::Pause,
         FaultKind::KillBackend,
@@ -66,6 +69,7 @@ impl FaultKind {
         FaultKind::Latency,
         FaultKind::Loss,
         FaultKind::KillAgent,
+        FaultKind::AckLost,
     ];
 
     pub fn name(self) -> &'static str {
@@ -83,6 +87,7 @@ impl FaultKind {
             FaultKind::Latency => "latency",
             FaultKind::Loss => "loss",
             FaultKind::KillAgent => "kill_agent",
+            FaultKind::AckLost => "ack_lost",
         }
     }
 
@@ -93,7 +98,7 @@ impl FaultKind {
 
     pub fn actor(self) -> Actor {
         match self {
-            FaultKind::Crash | FaultKind::Pause => Actor::Worker,
+            FaultKind::Crash | FaultKind::Pause | FaultKind::AckLost => Actor::Worker,
             FaultKind::KillBackend => Actor::Injector,
             FaultKind::LockHold | FaultKind::Cancel => Actor::Operator,
             FaultKind::PostgresRestart | FaultKind::Failover => Actor::Supervisor,

@@ -25,12 +25,23 @@ pub enum Rerun {
     /// The previous holder's failure was accepted and the queue scheduled the job again: a
     /// retry, which is no duplicate.
     Retry,
+    /// The previous holder sent its completion and lost the answer (its connection was cut):
+    /// the job ran again after an acknowledgement whose outcome its worker did not know
+    /// (the completion never landed and the lease ran out, or the completion sent again put a
+    /// finished job back).
+    AfterAckUnknown,
 }
 
 impl Rerun {
     /// Every cause, in the order summaries list them.
-    pub const ALL: [Rerun; 5] =
-        [Rerun::Race, Rerun::LeaseExpired, Rerun::AfterCrash, Rerun::AfterCompletion, Rerun::Retry];
+    pub const ALL: [Rerun; 6] = [
+        Rerun::Race,
+        Rerun::LeaseExpired,
+        Rerun::AfterCrash,
+        Rerun::AfterCompletion,
+        Rerun::Retry,
+        Rerun::AfterAckUnknown,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -39,6 +50,7 @@ impl Rerun {
             Rerun::AfterCrash => "after_crash",
             Rerun::AfterCompletion => "after_completion",
             Rerun::Retry => "retry",
+            Rerun::AfterAckUnknown => "after_ack_unknown",
         }
     }
 
@@ -50,6 +62,7 @@ impl Rerun {
             Rerun::AfterCrash => "after the holder crashed or lost its connection",
             Rerun::AfterCompletion => "after the job's completion was accepted",
             Rerun::Retry => "retries after an accepted failure",
+            Rerun::AfterAckUnknown => "after an acknowledgement whose outcome was unknown",
         }
     }
 

@@ -373,6 +373,13 @@ fn mark(o: &mut String, ax: &Axis, e: &Event, y: f64) {
         EventKind::Abandoned => {
             write!(o, "<rect x='{:.1}' y='{:.1}' width='8' height='8' fill='#888'>{title}</rect>", x - 4.0, m - 4.0)
         }
+        // A completion whose answer was lost: an open circle (it may or may not have landed).
+        EventKind::CompleteUnknown => {
+            write!(
+                o,
+                "<circle cx='{x:.1}' cy='{m:.1}' r='5' fill='none' stroke='#888' stroke-width='2'>{title}</circle>"
+            )
+        }
     };
 }
 

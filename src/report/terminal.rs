@@ -166,7 +166,7 @@ fn core(s: &RunSummary) -> Vec<Row> {
         (
             "executions",
             format!(
-                "{} total · {} distinct jobs · {} duplicate ({} racing claims, {} after lease expiry, {} after a crash, {} after completion) · {} · max {} per job",
+                "{} total · {} distinct jobs · {} duplicate ({} racing claims, {} after lease expiry, {} after a crash, {} after completion{}) · {} · max {} per job",
                 x.total,
                 x.distinct_jobs,
                 x.duplicate,
@@ -174,6 +174,10 @@ fn core(s: &RunSummary) -> Vec<Row> {
                 x.duplicate_lease_expired,
                 x.duplicate_after_crash,
                 x.duplicate_after_completion,
+                match x.duplicate_after_ack_unknown {
+                    0 => String::new(),
+                    n => format!(", {n} {}", crate::model::rerun::Rerun::AfterAckUnknown.words()),
+                },
                 crate::model::words::count_as(x.retries, "retry", "retries"),
                 x.max_per_job
             ),

@@ -11,7 +11,7 @@ use crate::db::Endpoint;
 use crate::db::ephemeral::{Postmaster, Servers};
 use crate::model::records::{FailoverRecord, Status};
 use crate::scenario::Plan;
-use crate::scenario::faults::{Fault, Kind, Point, Trigger};
+use crate::scenario::faults::{AfterLoss, Fault, Kind, Lose, Point, Trigger};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
@@ -35,6 +35,8 @@ pub(crate) struct FaultState {
     pub failovers: Mutex<Vec<FailoverRecord>>,
     /// The queue's job ids by their journal numbers (a cancel binds the queue's own id).
     pub ids: Arc<Interner>,
+    /// Whether an `ack_lost` fault is planned (without one a completion looks no further).
+    acks_lost: bool,
 }
 
 /// One `postgres_restart`: when the server process was gone (after it exited) and when it
@@ -58,6 +60,7 @@ impl FaultState {
             restarts: Mutex::new(Vec::new()),
             failovers: Mutex::new(Vec::new()),
             ids,
+            acks_lost: plan.faults.iter().any(|f| matches!(f.kind, Kind::AckLost { .. })),
         }
     }
 
@@ -99,6 +102,26 @@ impl FaultState {
                 _ => false,
             };
             (hit && self.fire(f)).then_some(&f.kind)
+        })
+    }
+
+    /// The `ack_lost` fault (if any) that cuts `slot`'s completion of its `nth` job: what is lost
+    /// and what the worker does next. Free when no such fault is planned.
+    pub(crate) fn ack_lost(&self, slot: u32, nth: u64, rng: &mut StdRng) -> Option<(Lose, AfterLoss)> {
+        if !self.acks_lost {
+            return None;
+        }
+        self.faults.iter().find_map(|f| {
+            let Kind::AckLost { lose, then } = f.kind else { return None };
+            if !f.workers.contains(&slot) {
+                return None;
+            }
+            let hit = match f.trigger {
+                Trigger::Probability(p) => rng.random::<f64>() < p,
+                Trigger::Every(n) => nth.is_multiple_of(n),
+                _ => false,
+            };
+            (hit && self.fire(f)).then_some((lose, then))
         })
     }
 
@@ -239,7 +262,8 @@ async fn on_database(
         | Kind::PostgresRestart { .. }
         | Kind::Failover { .. }
         | Kind::Network { .. }
-        | Kind::KillAgent => {}
+        | Kind::KillAgent
+        | Kind::AckLost { .. } => {}
     }
     events
 }

@@ -318,7 +318,8 @@ fn fault(f: &RawFault, workers: u32) -> std::result::Result<ClientFault, Invalid
             | FaultKind::Partition
             | FaultKind::Latency
             | FaultKind::Loss
-            | FaultKind::KillAgent,
+            | FaultKind::KillAgent
+            | FaultKind::AckLost,
         ) => return refused("does not apply to a process"),
         None => return refused("is not a fault kind"),
     };

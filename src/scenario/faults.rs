@@ -59,6 +59,29 @@ pub enum Kind {
     /// The coordinator SIGKILLs the agents named (`agents`), processes it spawned
     /// (`--spawn-agents N`): a host dying mid-run, with no goodbye and no upload.
     KillAgent,
+    /// A worker's completion goes out and its connection is cut before the answer is read
+    /// (`lose`: the answer, after the server ran it; or the request, which never reached the
+    /// server): the worker cannot tell whether it landed. It reconnects, then sends the
+    /// completion once more or leaves the job to the lease (`then`).
+    AckLost { lose: Lose, then: AfterLoss },
+}
+
+/// What an `ack_lost` fault cuts off: the worker sees the same either way (no answer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lose {
+    /// The server ran the completion (it committed); its answer never reached the worker.
+    Answer,
+    /// The connection went as the completion was sent: it never reached the server.
+    Request,
+}
+
+/// What a worker does after a completion whose outcome it does not know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterLoss {
+    /// Sends the completion once more on its new connection, as most clients do.
+    Resend,
+    /// Lets the job go: the lease brings it back if the completion did not land.
+    Lease,
 }
 
 /// What a network fault does to the path between an agent and the server.
@@ -87,6 +110,7 @@ impl Kind {
             Kind::Network { effect: NetEffect::Latency { .. }, .. } => FaultKind::Latency,
             Kind::Network { effect: NetEffect::Loss { .. }, .. } => FaultKind::Loss,
             Kind::KillAgent => FaultKind::KillAgent,
+            Kind::AckLost { .. } => FaultKind::AckLost,
         }
     }
 
@@ -207,6 +231,9 @@ pub(crate) fn fault(i: usize, f: &RawFault, groups: &[(String, Vec<u32>)], worke
     }
     if f.hold.is_some() && !matches!(kind, Kind::Failover { .. }) {
         return Err(Invalid::new("hold applies only to kind = \"failover\""));
+    }
+    if (f.lose.is_some() || f.then.is_some()) && !matches!(kind, Kind::AckLost { .. }) {
+        return Err(Invalid::new("lose and then apply only to kind = \"ack_lost\""));
     }
     let limit = match f.limit {
         Some(n) if n <= 0 => return Err(Invalid::new("limit must be at least 1")),
@@ -358,6 +385,11 @@ fn kind(f: &RawFault, trigger: Trigger) -> Result<Kind, Invalid> {
             return refuse("kill_agent takes at and agents (a killed agent does not come back: no duration)");
         }
         FaultKind::KillAgent => Kind::KillAgent,
+        FaultKind::AckLost if !per_job => return refuse("ack_lost fires per job: give probability or every"),
+        FaultKind::AckLost if point.is_some() => {
+            return refuse("ack_lost cuts the connection at the completion: it takes no point");
+        }
+        FaultKind::AckLost => ack_lost(f)?,
         FaultKind::Poison | FaultKind::Exit => {
             return Err(Invalid::new(format!(
                 "kind `{named}` is recorded, never injected ({}); accepted: {}",
@@ -370,6 +402,21 @@ fn kind(f: &RawFault, trigger: Trigger) -> Result<Kind, Invalid> {
             )));
         }
     })
+}
+
+/// `ack_lost`: what is lost (`lose`) and what the worker does next (`then`).
+fn ack_lost(f: &RawFault) -> Result<Kind, Invalid> {
+    let lose = match f.lose.as_deref().unwrap_or("answer") {
+        "answer" => Lose::Answer,
+        "request" => Lose::Request,
+        other => return Err(Invalid::new(format!("lose `{other}`; accepted: answer, request"))),
+    };
+    let then = match f.then.as_deref().unwrap_or("resend") {
+        "resend" => AfterLoss::Resend,
+        "lease" => AfterLoss::Lease,
+        other => return Err(Invalid::new(format!("then `{other}`; accepted: resend, lease"))),
+    };
+    Ok(Kind::AckLost { lose, then })
 }
 
 /// The workers a fault may hit: all, one (`w3`) or a group.
@@ -394,193 +441,4 @@ fn targets(f: &RawFault, groups: &[(String, Vec<u32>)], workers: u32) -> Result<
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn raw(kind: &str) -> RawFault {
-        RawFault {
-            kind: kind.into(),
-            point: None,
-            probability: None,
-            every: None,
-            at: None,
-            rate: None,
-            limit: None,
-            workers: None,
-            duration: None,
-            respawn_after: None,
-            identity: None,
-            rows: None,
-            mode: None,
-            hold: None,
-            interval: None,
-            agents: None,
-            delay: None,
-            jitter: None,
-            percent: None,
-        }
-    }
-
-    #[test]
-    fn job_types_spread_over_ids() {
-        let t =
-            RawJobType { name: "p".into(), count: 2, fail_probability: 0.0, fail_code: "TIMEOUT".into(), poison: true };
-        let (_, ids) = job_types(&[t], 100).unwrap();
-        let mut v: Vec<i64> = ids.keys().copied().collect();
-        v.sort();
-        assert_eq!(v, [26, 76]);
-    }
-
-    #[test]
-    fn crash_needs_a_point_and_a_per_job_trigger() {
-        let g = groups(&[], 2).unwrap();
-        let mut f = raw("crash");
-        f.probability = Some(0.01);
-        assert!(fault(0, &f, &g, 2).unwrap_err().to_string().contains("point"));
-        f.point = Some("after_claim".into());
-        assert!(matches!(fault(0, &f, &g, 2).unwrap().kind, Kind::Crash { .. }));
-        f.point = Some("later".into());
-        assert!(fault(0, &f, &g, 2).unwrap_err().to_string().contains("accepted: after_claim"));
-    }
-
-    #[test]
-    fn targets_resolve_to_worker_ids() {
-        let g = groups(&[RawGroup { name: "a".into(), count: 2 }, RawGroup { name: "b".into(), count: 1 }], 3).unwrap();
-        let mut f = raw("pause");
-        f.at = Some("1s".into());
-        f.duration = Some("2s".into());
-        f.workers = Some("b".into());
-        assert_eq!(fault(0, &f, &g, 3).unwrap().workers, [3]);
-        f.workers = Some("w2".into());
-        assert_eq!(fault(0, &f, &g, 3).unwrap().workers, [2]);
-        f.workers = Some("w9".into());
-        assert!(fault(0, &f, &g, 3).is_err());
-        assert!(groups(&[RawGroup { name: "a".into(), count: 2 }], 3).is_err());
-    }
-
-    #[test]
-    fn postgres_restart_fires_at_a_time_with_a_mode() {
-        let g = groups(&[], 1).unwrap();
-        let mut f = raw("postgres_restart");
-        f.every = Some(3);
-        assert!(fault(0, &f, &g, 1).unwrap_err().to_string().contains("at a time"));
-        f.every = None;
-        f.at = Some("2s".into());
-        assert_eq!(fault(0, &f, &g, 1).unwrap().kind, Kind::PostgresRestart { immediate: true, down: Duration::ZERO });
-        f.mode = Some("fast".into());
-        f.duration = Some("1s".into());
-        let down = Duration::from_secs(1);
-        assert_eq!(fault(0, &f, &g, 1).unwrap().kind, Kind::PostgresRestart { immediate: false, down });
-        f.mode = Some("smart".into());
-        assert!(fault(0, &f, &g, 1).unwrap_err().to_string().contains("accepted: immediate, fast"));
-        let mut k = raw("kill_backend");
-        k.at = Some("1s".into());
-        k.mode = Some("fast".into());
-        assert!(fault(0, &k, &g, 1).unwrap_err().to_string().contains("only to kind"));
-    }
-
-    #[test]
-    fn failover_fires_once_at_a_time_with_a_hold() {
-        let g = groups(&[], 2).unwrap();
-        let mut f = raw("failover");
-        f.rate = Some(1.0);
-        assert!(fault(0, &f, &g, 2).unwrap_err().to_string().contains("at a time"));
-        f.rate = None;
-        f.at = Some("2s".into());
-        assert_eq!(fault(0, &f, &g, 2).unwrap().kind, Kind::Failover { hold: Duration::ZERO });
-        f.hold = Some("1500ms".into());
-        assert_eq!(fault(0, &f, &g, 2).unwrap().kind, Kind::Failover { hold: Duration::from_millis(1500) });
-        f.duration = Some("1s".into());
-        assert!(fault(0, &f, &g, 2).unwrap_err().to_string().contains("takes at and hold"));
-        let mut p = raw("pause");
-        p.at = Some("1s".into());
-        p.duration = Some("1s".into());
-        p.hold = Some("1s".into());
-        assert!(fault(0, &p, &g, 2).unwrap_err().to_string().contains("hold applies only"));
-    }
-
-    #[test]
-    fn network_faults_fire_at_a_time_on_agents_with_their_own_keys() {
-        let g = groups(&[], 2).unwrap();
-        let mut f = raw("partition");
-        f.at = Some("1s".into());
-        assert!(fault(0, &f, &g, 2).unwrap_err().to_string().contains("needs duration"));
-        f.duration = Some("10s".into());
-        f.agents = Some(vec![2]);
-        let p = fault(0, &f, &g, 2).unwrap();
-        assert_eq!((p.kind.name(), p.agents.as_slice()), ("partition", &[2][..]));
-        f.agents = Some(vec![0]);
-        assert!(fault(0, &f, &g, 2).unwrap_err().to_string().contains("agent numbers from 1"));
-        f.agents = None;
-        f.workers = Some("w1".into());
-        assert!(fault(0, &f, &g, 2).unwrap_err().to_string().contains("hits agents, not workers"));
-        f.workers = None;
-        f.delay = Some("5ms".into());
-        assert!(fault(0, &f, &g, 2).unwrap_err().to_string().contains("delay applies only"));
-        f.kind = "latency".into();
-        f.jitter = Some("6ms".into());
-        assert!(fault(0, &f, &g, 2).unwrap_err().to_string().contains("jitter must not exceed delay"));
-        f.jitter = Some("2ms".into());
-        let delay = Duration::from_millis(5);
-        let effect = NetEffect::Latency { delay, jitter: Duration::from_millis(2) };
-        assert_eq!(fault(0, &f, &g, 2).unwrap().kind, Kind::Network { effect, duration: Duration::from_secs(10) });
-        let mut l = raw("loss");
-        l.at = Some("1s".into());
-        l.duration = Some("1s".into());
-        assert!(fault(0, &l, &g, 2).unwrap_err().to_string().contains("needs percent"));
-        l.percent = Some(2.5);
-        assert!(
-            matches!(fault(0, &l, &g, 2).unwrap().kind, Kind::Network { effect: NetEffect::Loss { share }, .. } if share == 0.025)
-        );
-        l.at = None;
-        l.rate = Some(1.0);
-        assert!(fault(0, &l, &g, 2).unwrap_err().to_string().contains("once at a time"));
-        let mut k = raw("kill_backend");
-        k.at = Some("1s".into());
-        k.agents = Some(vec![1]);
-        assert!(fault(0, &k, &g, 2).unwrap_err().to_string().contains("only to the kinds that act on agents"));
-    }
-
-    #[test]
-    fn kill_agent_fires_once_at_a_time_on_named_agents() {
-        let g = groups(&[], 4).unwrap();
-        let mut f = raw("kill_agent");
-        f.at = Some("2s".into());
-        assert!(fault(0, &f, &g, 4).unwrap_err().to_string().contains("needs agents"));
-        f.agents = Some(vec![2]);
-        let k = fault(0, &f, &g, 4).unwrap();
-        assert_eq!((k.kind.kind(), k.agents.as_slice()), (FaultKind::KillAgent, &[2][..]));
-        f.workers = Some("w1".into());
-        assert!(fault(0, &f, &g, 4).unwrap_err().to_string().contains("kills agents, not workers"));
-        f.workers = None;
-        f.duration = Some("1s".into());
-        assert!(fault(0, &f, &g, 4).unwrap_err().to_string().contains("no duration"));
-        f.duration = None;
-        f.at = None;
-        f.rate = Some(1.0);
-        assert!(fault(0, &f, &g, 4).unwrap_err().to_string().contains("once at a time"));
-    }
-
-    #[test]
-    fn an_unknown_or_recorded_only_kind_lists_the_accepted_ones_from_all() {
-        let g = groups(&[], 1).unwrap();
-        for name in ["meteor", "poison", "exit"] {
-            let mut f = raw(name);
-            f.at = Some("1s".into());
-            let e = fault(0, &f, &g, 1).unwrap_err().to_string();
-            assert!(e.contains(&format!("accepted: {}", FaultKind::accepted())), "{e}");
-            assert!(e.contains("kill_agent") && !e.contains("accepted: crash, pause, kill_backend, lock_hold, poison"));
-        }
-    }
-
-    #[test]
-    fn exactly_one_trigger() {
-        let g = groups(&[], 1).unwrap();
-        let mut f = raw("kill_backend");
-        assert!(fault(0, &f, &g, 1).is_err());
-        f.rate = Some(2.0);
-        assert_eq!(fault(0, &f, &g, 1).unwrap().trigger, Trigger::Rate(2.0));
-        f.at = Some("1s".into());
-        assert!(fault(0, &f, &g, 1).is_err());
-    }
-}
+mod tests;

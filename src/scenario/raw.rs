@@ -196,7 +196,7 @@ fn default_retry_cap() -> String {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawFault {
-    /// crash | pause | kill_backend | lock_hold | cancel | postgres_restart | failover | partition | latency | loss
+    /// crash | pause | kill_backend | lock_hold | cancel | postgres_restart | failover | partition | latency | loss | ack_lost
     pub kind: String,
     /// crash / pause: after_claim | mid_work | after_effect | before_complete
     pub point: Option<String>,
@@ -235,6 +235,11 @@ pub(crate) struct RawFault {
     pub jitter: Option<String>,
     /// loss: the share of packets dropped each way, in percent.
     pub percent: Option<f64>,
+    /// ack_lost: "answer" (default: the server ran the completion, its answer is lost) or
+    /// "request" (the completion never reached the server).
+    pub lose: Option<String>,
+    /// ack_lost: "resend" (default: send the completion once more) or "lease" (let the job go).
+    pub then: Option<String>,
 }
 
 fn default_max_attempts() -> i64 {

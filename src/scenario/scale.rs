@@ -64,7 +64,7 @@ pub(crate) fn apply(plan: &mut Plan) -> Result<(), Invalid> {
             Kind::PostgresRestart { down, .. } => *down = s(*down),
             Kind::Failover { hold } => *hold = s(*hold),
             Kind::Network { duration, .. } => *duration = s(*duration),
-            Kind::KillBackend | Kind::Cancel { .. } | Kind::KillAgent => {}
+            Kind::KillBackend | Kind::Cancel { .. } | Kind::KillAgent | Kind::AckLost { .. } => {}
         }
         match &mut f.trigger {
             Trigger::At(d) => *d = s(*d),

@@ -245,8 +245,17 @@ fn setup_command(raw: &RawScenario, at: &At, adapter: &Adapter) -> Result<Option
     Ok(Some(std::iter::once(resolved.display().to_string()).chain(command[1..].iter().cloned()).collect()))
 }
 
-/// A `failover` fault promotes the standby: there must be one, and only one failover.
+/// A `failover` fault promotes the standby: there must be one, and only one failover. An
+/// `ack_lost` fault cuts a completion of its own transaction: lease mode only.
 fn failover_fits(plan: &Plan, at: &At) -> Result<()> {
+    let ack_lost = plan.faults.iter().any(|f| matches!(f.kind, super::faults::Kind::AckLost { .. }));
+    if ack_lost && plan.workers.mode == crate::model::protocol::Mode::HoldTransaction {
+        return Err(at.err(
+            "faults",
+            "kind = \"ack_lost\" cuts a completion sent in its own transaction: it needs mode = \"lease\" (in \
+             hold-transaction mode the COMMIT is the acknowledgement)",
+        ));
+    }
     let n = plan.faults.iter().filter(|f| matches!(f.kind, super::faults::Kind::Failover { .. })).count();
     if n > 0 && plan.postgres.standby.is_none() {
         return Err(at.err(

@@ -3,11 +3,12 @@
 //! finished job back: a rescuer that overwrote the completion (it read the job as stuck, then
 //! updated it by id alone), a lock taken on a snapshot older than the lock, or a claim that
 //! ignores the status can. The detail names who completed the job, which claim returned it
-//! again, and when.
+//! again, and when. A completion its worker sent again after the answer to its first was lost
+//! is `completion_idempotent`'s to judge.
 
 use super::claims::{Held, race_tolerance, spans_held};
 use super::examples;
-use super::rerun::{completed_before, landed_completions};
+use super::rerun::{completed_before, landed_completions, unknown_of};
 use super::story::secs;
 use crate::collect::Event;
 use crate::model::check::Check;
@@ -34,6 +35,10 @@ pub(super) fn check(
         let mut hit = false;
         for c in &claims {
             let Some(done) = completed_before(&claims, c, &landed, (tolerance, outages)) else { continue };
+            // A completion sent again after its first's answer was lost: `completion_idempotent`'s.
+            if unknown_of(events, (done.worker, done.claim), done.sent_us).is_some() {
+                continue;
+            }
             claims_after += 1;
             hit = true;
             first.get_or_insert_with(|| {

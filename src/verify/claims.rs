@@ -6,7 +6,9 @@
 //! and cut short by an accepted completion or failure, which gives the job back. Two claims
 //! whose leases overlap are a race: the queue handed out a job someone held. A claim sent
 //! after the other's lease ended (it expired, or the job was finished or failed back into the
-//! queue) is the at-least-once a lease promises.
+//! queue) is the at-least-once a lease promises. A completion whose answer was lost
+//! (`CompleteUnknown`) and that, sent again, was refused had landed: it handed the job back when
+//! it was first sent.
 
 use crate::collect::{Event, EventKind};
 use std::time::Duration;
@@ -103,7 +105,7 @@ pub(crate) fn spans_held(events: &[Event], lease: Duration, held: Held) -> Vec<C
         })
         .collect();
     for s in &mut spans {
-        let mut handed_back = None;
+        let (mut handed_back, mut unknown) = (None, None);
         for e in events.iter().filter(|e| e.worker == s.worker && e.claim == s.claim) {
             if e.kind == EventKind::HeartbeatOk {
                 s.lease_end_us = s.lease_end_us.max(e.t_us + lease_us);
@@ -116,6 +118,14 @@ pub(crate) fn spans_held(events: &[Event], lease: Duration, held: Held) -> Vec<C
             // and a claim sent during that round trip can follow it).
             if matches!(e.kind, EventKind::Accepted | EventKind::FailAccepted) && handed_back.is_none() {
                 handed_back = Some(e.t_us);
+            }
+            // A completion whose answer was lost, then sent again and refused: the refusal says
+            // the first landed (the job was done from when it was sent).
+            if e.kind == EventKind::CompleteUnknown && unknown.is_none() {
+                unknown = Some(e.t_us);
+            }
+            if e.kind == EventKind::Rejected && handed_back.is_none() {
+                handed_back = unknown;
             }
         }
         s.lease_until_us = s.lease_end_us;

@@ -1,7 +1,7 @@
 //! Exactly-once: how often each job's side effect happened, and why the extra executions
 //! happened (`rerun::why`, one cause each: a racing claim, a lease that ran out, a crash, a
-//! run after the job's completion was accepted, or a retry after an accepted failure). A
-//! retry is no duplicate; every other cause is.
+//! run after the job's completion was accepted, one after a completion whose answer was lost,
+//! or a retry after an accepted failure). A retry is no duplicate; every other cause is.
 
 use super::claims::{Held, spans_held};
 use super::examples;
@@ -55,6 +55,7 @@ pub(super) fn check(
                 Rerun::AfterCrash => &mut x.duplicate_after_crash,
                 Rerun::AfterCompletion => &mut x.duplicate_after_completion,
                 Rerun::Retry => &mut x.retries,
+                Rerun::AfterAckUnknown => &mut x.duplicate_after_ack_unknown,
             } += 1;
             duplicates += u64::from(cause.is_duplicate());
         }
@@ -84,6 +85,7 @@ pub(super) fn check(
                 (x.duplicate_lease_expired, Rerun::LeaseExpired),
                 (x.duplicate_after_crash, Rerun::AfterCrash),
                 (x.duplicate_after_completion, Rerun::AfterCompletion),
+                (x.duplicate_after_ack_unknown, Rerun::AfterAckUnknown),
             ]
             .into_iter()
             .filter(|(n, _)| *n > 0)

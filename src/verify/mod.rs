@@ -10,6 +10,7 @@ mod exactly_once;
 mod exclusion;
 mod fifo;
 mod horizon;
+mod idempotent;
 mod ledger;
 mod liveness;
 mod lost;
@@ -255,6 +256,7 @@ pub fn verify(e: &Evidence) -> Verification {
     checks.extend(ledger::check(e, executions.total));
     checks.extend(errors::check(e));
     checks.extend(exclusion::check(e, &per_job));
+    checks.extend(idempotent::check(&per_job, e.lease, held, (e.clock_us, &outages)));
     let (durability, lasting) = durability::check(e, &per_job);
     checks.extend(lasting);
     let starvation = match starving {

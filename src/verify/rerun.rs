@@ -5,13 +5,18 @@
 //!    sent while this one's ran (`claims::ClaimSpan::holds_at`, either way round);
 //! 2. **after_completion**: a completion of the job had been accepted, and its answer was
 //!    back, before the claim was sent (in hold-transaction mode, a completion whose round then
-//!    rolled back did not land);
+//!    rolled back did not land) — **after_ack_unknown** instead when that completion was one
+//!    its worker sent again after the answer to its first was lost (the one sent again put the
+//!    finished job back: a completion that is not idempotent);
 //! 3. **retry**: the previous claim's failure was accepted before the claim was sent (the
 //!    previous claim in the database's order: by attempt number when the claim returns one,
 //!    else by the time the claims came back);
-//! 4. **after_crash**: the previous holder let go without finishing (a crash, a lost
+//! 4. **after_ack_unknown**: the previous holder sent its completion and lost the answer
+//!    (`CompleteUnknown`) before the claim was sent: the completion never landed and the lease
+//!    brought the job back, or the one sent again was refused and the job came back anyway;
+//! 5. **after_crash**: the previous holder let go without finishing (a crash, a lost
 //!    connection) before the claim was sent;
-//! 5. **lease_expired**: otherwise: the previous holder lived, and its lease had run out.
+//! 6. **lease_expired**: otherwise: the previous holder lived, and its lease had run out.
 
 use super::claims::ClaimSpan;
 use crate::collect::{Event, EventKind};
@@ -25,6 +30,8 @@ pub(crate) struct Why {
     pub other: Option<ClaimSpan>,
     /// The accepted completion it came after.
     pub completion: Option<Landed>,
+    /// The completion whose answer was lost that it came after (`Rerun::AfterAckUnknown`).
+    pub unknown: Option<Event>,
 }
 
 /// An accepted completion that landed.
@@ -84,6 +91,15 @@ pub(crate) fn completed_before(
     })
 }
 
+/// The completion of claim `(worker, claim)` sent at or before `t_us` whose answer its worker
+/// lost (`CompleteUnknown`), if any.
+pub(crate) fn unknown_of(events: &[Event], (worker, claim): (u32, u32), t_us: u64) -> Option<Event> {
+    events
+        .iter()
+        .copied()
+        .find(|e| e.kind == EventKind::CompleteUnknown && (e.worker, e.claim) == (worker, claim) && e.t_us <= t_us)
+}
+
 /// Why the execution under claim `c` happened again. `claims`: the job's claims in the
 /// database's order (`claims::spans_held`); `landed`: [`landed_completions`].
 pub(crate) fn why(
@@ -98,26 +114,34 @@ pub(crate) fn why(
     if let Some(o) =
         claims.iter().find(|o| !me(o) && o.holds_at(c.sent_us, tolerance) && c.holds_at(o.sent_us, tolerance))
     {
-        return Why { cause: Rerun::Race, other: Some(*o), completion: None };
+        return Why { cause: Rerun::Race, other: Some(*o), completion: None, unknown: None };
     }
     // The claim before this one in the database's order.
     let at = claims.iter().position(me).unwrap_or(claims.len());
     let before = at.checked_sub(1).map(|i| claims[i]);
     if let Some(done) = completed_before(claims, c, landed, bounds) {
-        return Why { cause: Rerun::AfterCompletion, other: before, completion: Some(done) };
+        // The completion sent again after its first's answer was lost put the job back.
+        let unknown = unknown_of(events, (done.worker, done.claim), done.sent_us);
+        let cause = if unknown.is_some() { Rerun::AfterAckUnknown } else { Rerun::AfterCompletion };
+        return Why { cause, other: before, completion: Some(done), unknown };
     }
-    let Some(o) = before else { return Why { cause: Rerun::LeaseExpired, other: None, completion: None } };
+    let Some(o) = before else {
+        return Why { cause: Rerun::LeaseExpired, other: None, completion: None, unknown: None };
+    };
     let by_o = |kind: EventKind| {
         events.iter().any(|e| e.kind == kind && (e.worker, e.claim) == (o.worker, o.claim) && e.t_us <= c.sent_us)
     };
+    let unknown = unknown_of(events, (o.worker, o.claim), c.sent_us);
     let cause = if by_o(EventKind::FailAccepted) {
         Rerun::Retry
+    } else if unknown.is_some() {
+        Rerun::AfterAckUnknown
     } else if by_o(EventKind::Abandoned) {
         Rerun::AfterCrash
     } else {
         Rerun::LeaseExpired
     };
-    Why { cause, other: Some(o), completion: None }
+    Why { cause, other: Some(o), completion: None, unknown: unknown.filter(|_| cause == Rerun::AfterAckUnknown) }
 }
 
 #[cfg(test)]
@@ -154,6 +178,28 @@ mod tests {
         // not land, the job went back with the rollback.
         let rolled = [ev(0, 1, 1, Claimed), ev(5, 1, 1, Accepted), ev(6, 1, 1, Abandoned), ev(10, 2, 2, Claimed)];
         assert_eq!(second_cause(&rolled, true), Rerun::AfterCrash);
+    }
+
+    #[test]
+    fn a_run_after_a_completion_whose_answer_was_lost_has_a_cause_of_its_own() {
+        // Left to the lease: the completion never landed, the holder let go, the lease ran out.
+        let left =
+            [ev(0, 1, 1, Claimed), ev(5, 1, 1, CompleteUnknown), ev(6, 1, 1, Abandoned), ev(2_000_000, 2, 2, Claimed)];
+        assert_eq!(second_cause(&left, false), Rerun::AfterAckUnknown);
+        // Sent again and accepted, then handed out again: the resend put the finished job back.
+        let resent = [ev(0, 1, 1, Claimed), ev(5, 1, 1, CompleteUnknown), ev(9, 1, 1, Accepted), ev(20, 2, 2, Claimed)];
+        assert_eq!(second_cause(&resent, false), Rerun::AfterAckUnknown);
+        // Sent again and refused (the first had landed), then handed out again.
+        let refused =
+            [ev(0, 1, 1, Claimed), ev(5, 1, 1, CompleteUnknown), ev(9, 1, 1, Rejected), ev(20, 2, 2, Claimed)];
+        assert_eq!(second_cause(&refused, false), Rerun::AfterAckUnknown);
+        // A lost answer of another claim, or one after the claim was sent, changes nothing.
+        let other = [ev(0, 1, 1, Claimed), ev(5, 1, 1, Accepted), ev(10, 2, 2, Claimed), ev(15, 2, 2, CompleteUnknown)];
+        assert_eq!(second_cause(&other, false), Rerun::AfterCompletion);
+        // A racing claim is a race whatever the holder's completion met afterwards.
+        let race = [ev(0, 1, 1, Claimed), ev(5, 2, 2, Claimed), ev(9, 1, 1, CompleteUnknown)];
+        assert_eq!(second_cause(&race, false), Rerun::Race);
+        assert!(Rerun::AfterAckUnknown.is_duplicate());
     }
 
     #[test]

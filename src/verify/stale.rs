@@ -135,7 +135,7 @@ pub(super) fn check(per_job: &[&[Event]], reaps: &Reaps) -> (Completions, Stale,
                     accepted_stale = stale;
                 }
                 EventKind::HeartbeatRejected => s.heartbeats_rejected += 1,
-                EventKind::Executed | EventKind::Abandoned => {}
+                EventKind::Executed | EventKind::Abandoned | EventKind::CompleteUnknown => {}
             }
             if accepted_stale {
                 bad.push(ev.job);

@@ -6,7 +6,7 @@
 //! report.html draws the same events as a swimlane.
 
 use super::claims::{ClaimSpan, race_tolerance, spans};
-use super::rerun::{Why, landed_completions, why};
+use super::rerun::{Why, landed_completions, unknown_of, why};
 use super::stale::{after_reaper, landed_after};
 use crate::collect::{Event, EventKind, FaultEvent, ReapAction, ReapEvent};
 use crate::model::records::{JobRow, Status};
@@ -37,6 +37,14 @@ pub(crate) fn story(
     let job = evs.first().map(|e| e.job).or(row.map(|r| r.id));
     let claims = spans(&evs, lease, hold);
     let mut lines: Vec<Line> = evs.iter().flat_map(|e| event_lines(e, &claims)).collect();
+    // A completion sent again after its answer was lost says so.
+    for (line, e) in lines.iter_mut().filter(|(_, l)| l.contains(" completes it: ")).zip(
+        evs.iter().filter(|e| matches!(e.kind, EventKind::Accepted | EventKind::Rejected | EventKind::CompleteUnknown)),
+    ) {
+        if e.kind != EventKind::CompleteUnknown && unknown_of(&evs, (e.worker, e.claim), e.t_us).is_some() {
+            line.1 = line.1.replacen(" completes it: ", " sends its completion again: ", 1);
+        }
+    }
     for f in faults.iter().filter(|f| f.job.is_some() && f.job == job) {
         let who = f.worker.map(|w| format!("w{w}")).unwrap_or_else(|| "the injector".into());
         lines.push((f.t_us, format!("fault: {} ({who})", f.kind)));
@@ -136,6 +144,10 @@ fn event_lines(e: &Event, claims: &[ClaimSpan]) -> Vec<Line> {
             vec![(e.t_us, format!("{w}'s heartbeat is rejected: the job is no longer its"))]
         }
         EventKind::Abandoned => vec![(e.t_us, format!("{w} lets go of the job without finishing it"))],
+        EventKind::CompleteUnknown => vec![(
+            e.t_us,
+            format!("{w} completes it: the answer is lost (connection cut after {}), outcome unknown", took(e.dur_us)),
+        )],
     }
 }
 
@@ -180,6 +192,7 @@ fn rerun_words(c: &ClaimSpan, why: &Why, tolerance: u64) -> String {
             secs(d.sent_us),
             secs(d.answered_us)
         ),
+        (Rerun::AfterAckUnknown, _, _) => ack_unknown_words(c, why),
         (Rerun::Retry, Some(o), _) => format!(
             "a retry: w{}'s failure was accepted and the queue scheduled the job again; w{w}'s claim at t={sent} ran it (no duplicate)",
             o.worker
@@ -205,6 +218,28 @@ fn rerun_words(c: &ClaimSpan, why: &Why, tolerance: u64) -> String {
         ),
         _ => format!("ran again by w{w} (claim at t={})", secs(c.start_us)),
     }
+}
+
+/// `Rerun::AfterAckUnknown` in words: whose completion lost its answer, what came of it, and
+/// the claim that ran the job again.
+fn ack_unknown_words(c: &ClaimSpan, why: &Why) -> String {
+    let (w, sent) = (c.worker, secs(c.sent_us));
+    let lost = why.unknown.map_or_else(
+        || "a completion's answer was lost".to_string(),
+        |u| format!("w{}'s completion (sent t={}) lost its answer", u.worker, secs(u.t_us)),
+    );
+    let then = match why.completion {
+        Some(d) => format!(
+            "; sent again, it was accepted (answered t={}), and w{w}'s claim (sent t={sent}) returned the job again: \
+             the completion sent again put a finished job back (not idempotent)",
+            secs(d.answered_us)
+        ),
+        None => format!(
+            ", and w{w}'s claim at t={sent} took the job again (the completion had not landed and the lease ran \
+             out: at-least-once; or it had, and the queue gave the finished job back)"
+        ),
+    };
+    format!("{}: {lost}{then}", Rerun::AfterAckUnknown.words())
 }
 
 /// Writes that landed after another claim superseded their own (the `stale` checker's rule).
@@ -310,6 +345,32 @@ mod tests {
             s.lines
         );
         assert!(s.lines.iter().any(|(_, l)| l.contains("held until t=0.996 s (handed back)")), "{:?}", s.lines);
+    }
+
+    #[test]
+    fn a_run_after_a_lost_answer_is_told_with_the_completion_sent_again() {
+        let evs = [
+            Event { claim: 1, ..ev(1_000, 1, 1, Claimed, 0) },
+            Event { claim: 1, ..ev(2_000, 1, 1, Executed, 500) },
+            Event { claim: 1, ..ev(3_000, 1, 1, CompleteUnknown, 400) },
+            Event { claim: 1, ..ev(9_000, 1, 1, Accepted, 1_000) },
+            Event { claim: 2, ..ev(20_000, 2, 2, Claimed, 1_000) },
+            Event { claim: 2, ..ev(21_000, 2, 2, Executed, 500) },
+            Event { claim: 2, ..ev(22_000, 2, 2, Accepted, 500) },
+        ];
+        let s = story(&evs, (&[], &[]), None, (Duration::from_secs(5), false, 0));
+        assert_eq!(s.causes.len(), 1, "{:?}", s.causes);
+        assert!(
+            s.causes[0]
+                .starts_with("after an acknowledgement whose outcome was unknown: w1's completion (sent t=0.003 s)"),
+            "{}",
+            s.causes[0]
+        );
+        assert!(s.causes[0].contains("not idempotent"), "{}", s.causes[0]);
+        let said = |text: &str| s.lines.iter().any(|(_, l)| l.contains(text));
+        assert!(said("w1 completes it: the answer is lost"), "{:?}", s.lines);
+        assert!(said("w1 sends its completion again: accepted"), "{:?}", s.lines);
+        assert!(said("w2 completes it: accepted"), "{:?}", s.lines);
     }
 
     #[test]

@@ -171,7 +171,7 @@ pub struct Reaper {
 pub struct Executions {
     pub total: u64,
     /// Executions beyond the first of each job, retries after an accepted failure left out:
-    /// the sum of the four `duplicate_*` causes.
+    /// the sum of the `duplicate_*` causes.
     pub duplicate: u64,
     /// Duplicates whose claim came while the previous holder's lease still ran (the bug).
     pub duplicate_race: u64,
@@ -184,6 +184,10 @@ pub struct Executions {
     /// Duplicates whose claim came after a completion of the job was accepted (the queue gave
     /// a finished job out again: `checks.run_after_completion`).
     pub duplicate_after_completion: u64,
+    /// Duplicates whose claim came after a completion whose answer its worker lost (`ack_lost`):
+    /// it never landed and the lease brought the job back, or the completion sent again put the
+    /// finished job back (`checks.completion_idempotent`).
+    pub duplicate_after_ack_unknown: u64,
     /// Executions after an accepted failure: retries, which are no duplicates.
     pub retries: u64,
     /// Distinct jobs executed at least once.

@@ -8,7 +8,7 @@ use crate::collect::{EventKind, FaultEvent, FaultKind, Latency};
 use crate::model::errors::Statement;
 use crate::run::values::Claimed;
 use crate::run::work;
-use crate::scenario::faults::{Kind, Point};
+use crate::scenario::faults::{AfterLoss, Kind, Lose, Point};
 use rand::RngExt;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -89,7 +89,8 @@ impl<T: Transport> Worker<T> {
             | Kind::PostgresRestart { .. }
             | Kind::Failover { .. }
             | Kind::Network { .. }
-            | Kind::KillAgent => Ok(()),
+            | Kind::KillAgent
+            | Kind::AckLost { .. } => Ok(()),
         }
     }
 
@@ -178,9 +179,50 @@ impl<T: Transport> Worker<T> {
         if r.jitter { backoff * self.core.rng.random::<f64>() } else { backoff }
     }
 
-    /// Completes the job or records its failure. What the transport allows is sent again (a
-    /// restored connection in lease mode, once; a pool's acquire timeout).
+    /// Completes the job or records its failure; an `ack_lost` fault may cut the completion's
+    /// answer off first (then the completion is sent again, or the job left to its lease).
     async fn finish(&mut self, job: &Claimed, what: Write, backoff: f64, code: &str) -> Result<(), Halt<T::Error>> {
+        if what == Write::Complete && !self.hold() {
+            let c = &mut self.core;
+            if let Some((lose, then)) = c.sh.faults.ack_lost(c.slot, c.nth_job, &mut c.rng) {
+                self.lose_ack(job, lose).await?;
+                if then == AfterLoss::Lease {
+                    self.log(job, EventKind::Abandoned);
+                    return Ok(());
+                }
+            }
+        }
+        self.send(job, what, backoff, code).await
+    }
+
+    /// `ack_lost`: the completion goes out (or not, when the request is lost) and the connection
+    /// is cut before its answer is read, then opened again. The worker journals the completion
+    /// as `CompleteUnknown`: whatever the server did, the round never hears of it.
+    async fn lose_ack(&mut self, job: &Claimed, lose: Lose) -> Result<(), Halt<T::Error>> {
+        let t_us = self.now_us();
+        self.core.faults.push(FaultEvent {
+            t_us,
+            kind: FaultKind::AckLost,
+            worker: Some(self.core.id),
+            job: Some(job.id),
+        });
+        self.core.stats.at = Statement::Complete;
+        let (t, mut cx) = self.split();
+        if lose == Lose::Answer {
+            let v = cx.values(Some(job), 0.0, "");
+            // The server runs it (and commits); its answer, or its error, goes nowhere.
+            let _ = t.write(&mut cx, Write::Complete, &v, false).await;
+        }
+        t.crash(&mut cx);
+        let cut_us = self.now_us();
+        self.log_witnessed(t_us, cut_us - t_us, job, EventKind::CompleteUnknown, None);
+        let (t, mut cx) = self.split();
+        t.reopen(&mut cx).await.map_err(|_| Halt::Stopped)
+    }
+
+    /// Sends the completion or failure. What the transport allows is sent again (a restored
+    /// connection in lease mode, once; a pool's acquire timeout).
+    async fn send(&mut self, job: &Claimed, what: Write, backoff: f64, code: &str) -> Result<(), Halt<T::Error>> {
         let hold = self.hold();
         let fail = what == Write::Fail;
         let kinds = if fail {

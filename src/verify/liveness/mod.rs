@@ -78,6 +78,9 @@ pub(super) fn cuts_connection(kind: FaultKind) -> bool {
         FaultKind::PostgresRestart | FaultKind::Failover => false,
         FaultKind::Crash | FaultKind::Pause | FaultKind::LockHold | FaultKind::Poison => false,
         FaultKind::Cancel | FaultKind::Exit | FaultKind::KillAgent => false,
+        // The worker cuts its own connection, knowing it (no error comes of it); the completion
+        // it sends again is judged by the lost answer (`CompleteUnknown`, `claims::spans_held`).
+        FaultKind::AckLost => false,
     }
 }
 
