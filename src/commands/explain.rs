@@ -7,7 +7,8 @@ use crate::collect::history;
 use crate::error::{Error, ExitCode, Result};
 use crate::model::evidence::SavedEvidence;
 use crate::model::summary::RunSummary;
-use crate::verify::story::{secs, story};
+use crate::verify::story::story;
+use crate::verify::time::secs;
 use std::path::Path;
 use std::time::Duration;
 

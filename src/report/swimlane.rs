@@ -12,7 +12,8 @@ use crate::collect::{Event, EventKind, FaultEvent, ReapEvent};
 use crate::model::records::{JobRow, NetworkSpan};
 use crate::model::summary::CheckResult;
 use crate::verify::claims::{ClaimSpan, spans};
-use crate::verify::story::{secs, story};
+use crate::verify::story::story;
+use crate::verify::time::secs;
 use std::fmt::Write;
 use std::time::Duration;
 

@@ -9,7 +9,7 @@
 use super::claims::{Held, race_tolerance, spans_held};
 use super::examples;
 use super::rerun::{completed_before, landed_completions, unknown_of};
-use super::story::secs;
+use super::time::secs;
 use crate::collect::Event;
 use crate::model::check::Check;
 use crate::model::summary::CheckResult;

@@ -8,7 +8,7 @@
 //! expected: there the database caught two holders of one key and turned the race into an error.
 
 use super::Evidence;
-use super::story::secs;
+use super::time::secs;
 use crate::collect::{Event, EventKind};
 use crate::model::check::Check;
 use crate::model::errors::Statement;

@@ -21,6 +21,7 @@ mod stale;
 pub mod starvation;
 pub(crate) mod story;
 mod successors;
+pub(crate) mod time;
 
 use crate::collect::history::History;
 use crate::collect::{Arrival, Event, EventKind, FaultEvent, ReapEvent};

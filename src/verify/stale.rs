@@ -33,7 +33,7 @@ use crate::collect::{Event, EventKind, ReapEvent};
 use crate::model::check::Check;
 use crate::model::summary::{CheckResult, Completions, Stale};
 use crate::model::words::count;
-use crate::verify::story::secs;
+use super::time::secs;
 
 /// The reaper's journal, by job, and the jobs it reclaimed without naming them.
 pub(super) struct Reaps {

@@ -6,6 +6,7 @@
 //! report.html draws the same events as a swimlane.
 
 use super::claims::{ClaimSpan, race_tolerance, spans};
+use super::time::secs;
 use super::rerun::{Why, landed_completions, unknown_of, why};
 use super::stale::{after_reaper, landed_after};
 use crate::collect::{Event, EventKind, FaultEvent, ReapAction, ReapEvent};
@@ -152,10 +153,6 @@ fn event_lines(e: &Event, claims: &[ClaimSpan]) -> Vec<Line> {
 }
 
 /// Seconds with milliseconds, as the story prints times.
-pub(crate) fn secs(t_us: u64) -> String {
-    format!("{:.3} s", t_us as f64 / 1e6)
-}
-
 fn causes(evs: &[Event], claims: &[ClaimSpan], row: Option<&JobRow>, (tolerance, hold): (u64, bool)) -> Vec<String> {
     let mut out = Vec::new();
     let runs: Vec<&Event> = evs.iter().filter(|e| e.kind == EventKind::Executed).collect();
