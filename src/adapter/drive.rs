@@ -87,6 +87,63 @@ pub struct Drive {
     pub exclusion_limit: u32,
     /// `isolation`: the level the workers' transactions run at.
     pub isolation: Isolation,
+    /// `unique_states`, `unique_period`: how long a job keeps its `[result] unique_key` taken.
+    pub unique: UniqueRule,
+}
+
+/// The dedupe rule of an adapter with `[result] unique_key`: a job keeps its key taken while it
+/// is queued or running, and also once done, dead or cancelled when the rule says so, and at
+/// most `period` after its enqueue. An enqueue of a taken key must insert nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UniqueRule {
+    pub done: bool,
+    pub dead: bool,
+    pub cancelled: bool,
+    pub period: Option<Duration>,
+}
+
+impl UniqueRule {
+    /// The states `unique_states` accepts.
+    pub const STATES: &'static str = "queued, running, done, dead, cancelled";
+
+    fn resolve(
+        states: Option<&[String]>,
+        period: Option<&str>,
+        duration: impl Fn(&str) -> Result<Duration, Invalid>,
+    ) -> Result<UniqueRule, Invalid> {
+        let mut rule = UniqueRule::default();
+        if let Some(states) = states {
+            for s in states {
+                match s.as_str() {
+                    "queued" | "running" => {}
+                    "done" => rule.done = true,
+                    "dead" => rule.dead = true,
+                    "cancelled" => rule.cancelled = true,
+                    other => {
+                        return Err(Invalid::at("unique_states", format!("`{other}`; accepted: {}", Self::STATES)));
+                    }
+                }
+            }
+            if !["queued", "running"].iter().all(|w| states.iter().any(|s| s == w)) {
+                return Err(Invalid::at(
+                    "unique_states",
+                    "must include \"queued\" and \"running\": a job waiting or running keeps its key taken \
+                     (a key taken only while the job waits is not expressible yet)",
+                ));
+            }
+        }
+        rule.period = match period {
+            None => None,
+            Some(text) => {
+                let d = duration(text).map_err(|e| Invalid::at("unique_period", e.reason))?;
+                if d.is_zero() {
+                    return Err(Invalid::at("unique_period", "`0s`: above 0, e.g. \"60s\" (Oban's default period)"));
+                }
+                Some(d)
+            }
+        };
+        Ok(rule)
+    }
 }
 
 impl Drive {
@@ -107,7 +164,7 @@ impl Drive {
             Some("session") => LeaseKind::Session,
             Some(other) => return Err(Invalid::at("lease", format!("`{other}`; accepted: time, session"))),
         };
-        let time_resolution = time_resolution(raw.time_resolution.as_deref(), duration)?;
+        let time_resolution = time_resolution(raw.time_resolution.as_deref(), &duration)?;
         let new_identity_after_crash = match raw.identity_after_crash.as_deref() {
             None => None,
             Some("same") => Some(false),
@@ -139,6 +196,7 @@ impl Drive {
             Some(text) => Isolation::parse(text)
                 .ok_or_else(|| Invalid::at("isolation", format!("`{text}`; accepted: {}", Isolation::ACCEPTED)))?,
         };
+        let unique = UniqueRule::resolve(raw.unique_states.as_deref(), raw.unique_period.as_deref(), duration)?;
         Ok(Drive {
             mode,
             lease,
@@ -147,6 +205,7 @@ impl Drive {
             expected_errors,
             exclusion_limit,
             isolation,
+            unique,
         })
     }
 

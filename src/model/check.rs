@@ -29,11 +29,12 @@ pub enum Check {
     RunAfterCompletion,
     UnexpectedErrors,
     MutualExclusion,
+    UniqueEnqueue,
 }
 
 impl Check {
     /// Every check; `checks.<name>` of each is a metric an expectation may name.
-    pub const ALL: [Check; 18] = [
+    pub const ALL: [Check; 19] = [
         Check::VacuumCaughtUp,
         Check::ExactlyOnce,
         Check::NoLostJobs,
@@ -52,6 +53,7 @@ impl Check {
         Check::RunAfterCompletion,
         Check::UnexpectedErrors,
         Check::MutualExclusion,
+        Check::UniqueEnqueue,
     ];
 
     pub fn name(self) -> &'static str {
@@ -74,6 +76,7 @@ impl Check {
             Check::RunAfterCompletion => "run_after_completion",
             Check::UnexpectedErrors => "unexpected_errors",
             Check::MutualExclusion => "mutual_exclusion",
+            Check::UniqueEnqueue => "unique_enqueue",
         }
     }
 
@@ -102,7 +105,8 @@ impl Check {
             | Check::Starvation
             | Check::RunAfterCompletion
             | Check::UnexpectedErrors
-            | Check::MutualExclusion => false,
+            | Check::MutualExclusion
+            | Check::UniqueEnqueue => false,
         }
     }
 }

@@ -20,11 +20,12 @@ mod stale;
 pub mod starvation;
 pub(crate) mod story;
 mod successors;
+mod unique;
 
 use crate::collect::history::History;
 use crate::collect::{Arrival, Event, EventKind, FaultEvent};
 use crate::model::errors::ErrorCount;
-use crate::model::evidence::{Exclusion, SavedEvidence};
+use crate::model::evidence::{Exclusion, SavedEvidence, Unique};
 use crate::model::records::PgSample;
 use crate::model::records::{BlockerSpan, FailoverRecord};
 use crate::model::records::{JobRow, Status};
@@ -83,6 +84,8 @@ pub struct Evidence<'a> {
     pub expected_errors: &'a [String],
     /// The adapter's exclusion key and limit, with each job's key (`exclusion`).
     pub exclusion: Option<&'a Exclusion>,
+    /// The adapter's deduplicating enqueue: each produced job's key and the rule (`unique`).
+    pub unique: Option<&'a Unique>,
 }
 
 pub struct Verification {
@@ -149,6 +152,7 @@ impl<'a> Evidence<'a> {
             errors: &saved.errors,
             expected_errors: &saved.expected_errors,
             exclusion: saved.exclusion.as_ref(),
+            unique: saved.unique.as_ref(),
         }
     }
 
@@ -182,6 +186,7 @@ impl<'a> Evidence<'a> {
             errors: &[],
             expected_errors: &[],
             exclusion: None,
+            unique: None,
         }
     }
 }
@@ -238,6 +243,8 @@ pub fn verify(e: &Evidence) -> Verification {
     checks.extend(ledger::check(e, executions.total));
     checks.extend(errors::check(e));
     checks.extend(exclusion::check(e, &per_job));
+    checks.extend(unique::check(e, &per_job));
+    jobs.deduplicated = e.unique.map_or(0, |u| u.deduplicated);
     let (durability, lasting) = durability::check(e, &per_job);
     checks.extend(lasting);
     let starvation = match starving {
