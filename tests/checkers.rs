@@ -84,6 +84,7 @@ impl History {
             errors: &[],
             expected_errors: &[],
             exclusion: None,
+            unique: None,
         }
     }
 
