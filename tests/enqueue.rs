@@ -77,7 +77,8 @@ fn unique_enqueue_passes_a_unique_index_and_fails_a_check_then_insert() {
 }
 
 /// `[drive] unique_states` names the states a job keeps its key in; a word it does not know,
-/// or a rule without a key, is refused naming the adapter file and the key.
+/// a rule without a key, or an enqueue that does not return the key is refused naming the
+/// adapter file and the key.
 #[test]
 fn the_dedupe_rule_is_checked_when_the_adapter_is_read() {
     let dir = tempfile::tempdir().unwrap();
@@ -105,4 +106,13 @@ fn the_dedupe_rule_is_checked_when_the_adapter_is_read() {
     let run = validate();
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("[result] unique_key"), "{}", run.stderr);
+    // An enqueue that does not return the key: refused when its statements are prepared.
+    write("", &text.replace("RETURNING id, k", "RETURNING id"));
+    let run = validate();
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("unique_key = \"k\", but the enqueue returns no column `k` (it returns: id)"),
+        "{}",
+        run.stderr
+    );
 }

@@ -278,18 +278,7 @@ pub(crate) async fn prepare_enqueue(
     let on = describer.as_ref().unwrap_or(client);
     let mut enqueue = prepare_step(on, &plan.adapter.enqueue).await?;
     enqueue.unnamed = endpoint.unnamed();
-    if let Some(column) = &plan.adapter.columns.unique_key {
-        let returned: Vec<&str> =
-            enqueue.statements.last().map(|s| s.columns()).unwrap_or_default().iter().map(|c| c.name()).collect();
-        if !returned.contains(&column.as_str()) {
-            let names = returned;
-            return Err(SessionFailure::Statements(crate::error::Invalid::new(format!(
-                "[result] unique_key = \"{column}\", but the enqueue returns no column `{column}` (it returns: {}); \
-                 a deduplicating enqueue returns the job's id and its key for a job it inserts, no row for a duplicate",
-                if names.is_empty() { "no columns".to_string() } else { names.join(", ") }
-            ))));
-        }
-    }
+    unique_key_returned(&enqueue, &plan.adapter)?;
     if !plan.load.business_row {
         return Ok((enqueue, None));
     }
@@ -299,6 +288,21 @@ pub(crate) async fn prepare_enqueue(
         statement: Some(BUSINESS_ROW.to_string()),
     })?;
     Ok((enqueue, Some(business)))
+}
+
+/// A deduplicating adapter's enqueue (`[result] unique_key`) returns the key column from its
+/// last statement (a run and `validate` ask the same).
+pub(crate) fn unique_key_returned(enqueue: &Prepared, adapter: &crate::adapter::Adapter) -> Result<(), SessionFailure> {
+    let Some(column) = &adapter.columns.unique_key else { return Ok(()) };
+    let returned: Vec<&str> = enqueue.last().columns().iter().map(|c| c.name()).collect();
+    if returned.contains(&column.as_str()) {
+        return Ok(());
+    }
+    Err(SessionFailure::Statements(crate::error::Invalid::new(format!(
+        "[result] unique_key = \"{column}\", but the enqueue returns no column `{column}` (it returns: {}); a \
+         deduplicating enqueue returns the job's id and its key for a job it inserts, no row for a duplicate",
+        if returned.is_empty() { "no columns".to_string() } else { returned.join(", ") }
+    ))))
 }
 
 /// Before the clock starts: the producers' enqueue prepared once on a connection of their own,
