@@ -263,7 +263,11 @@ pub(crate) async fn prepare_enqueue(
         Some(direct) => Some(
             crate::db::connect::open(direct, |_| {})
                 .await
-                .map_err(|e| SessionFailure::Panicked(format!("connecting to describe the enqueue: {e}")))?
+                .map_err(|e| SessionFailure::Sql {
+                    step: "connecting past the pooler to describe the enqueue".into(),
+                    sql: crate::db::sql(&e),
+                    statement: None,
+                })?
                 .0,
         ),
         None => None,
