@@ -34,13 +34,14 @@ pub(crate) struct Judgement {
 }
 
 /// The rule, and its only home. A run passes when it finished (not interrupted, timed out,
-/// partial or aborted), every expectation holds, and every check that no expectation names
-/// passed. An expectation on `checks.<name>` replaces that check's default: the check is then
+/// partial or aborted), its producers sent every arrival they planned (an arrival left unsent
+/// is load the queue was never asked to take), every expectation holds, and every check that
+/// no expectation names passed. An expectation on `checks.<name>` replaces that check's default: the check is then
 /// judged by the expectation alone (`"checks.exactly_once" = "> 0"` makes duplicates the
 /// expected outcome). Selectors do not apply to checks, so the name is matched as written.
 pub(crate) fn judge(s: &RunSummary) -> Judgement {
     let failed_checks = failed_checks(&s.checks, &s.expectations);
-    let finished = !s.interrupted && !s.timed_out && !s.partial && s.aborted_by.is_none();
+    let finished = !s.interrupted && !s.timed_out && !s.partial && s.aborted_by.is_none() && s.producer.unsent == 0;
     let passed = finished && s.expectations.iter().all(|e| e.passed) && failed_checks.is_empty();
     Judgement { passed, failed_checks }
 }

@@ -86,6 +86,7 @@ impl History {
             errors: &[],
             expected_errors: &[],
             exclusion: None,
+            unique: None,
         }
     }
 

@@ -74,6 +74,7 @@ macro_rules! corpus_pairs {
 corpus_pairs! {
     dotnetworkqueue_328 => "dotnetworkqueue-328",
     hangfire_postgresql_353 => "hangfire-postgresql-353",
+    oban_122 => "oban-122",
     oban_137 => "oban-137",
     pg_boss_492 => "pg-boss-492",
     pgqueuer_474 => "pgqueuer-474",

@@ -23,6 +23,7 @@ mod diagnostics;
 mod docker;
 mod docs;
 mod echo_refusals;
+mod enqueue;
 mod errors;
 mod explore;
 mod failover;

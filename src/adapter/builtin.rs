@@ -235,6 +235,7 @@ pub(crate) fn resolve(
             class: Some("class".into()),
             successor: None,
             exclusion_key: None,
+            unique_key: None,
         },
         select,
         claim,

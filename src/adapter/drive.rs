@@ -91,6 +91,63 @@ pub struct Drive {
     /// `reclaim`: what the reclaim does with the jobs it returns when its rows carry no
     /// `status` column (None: the rows say, or nobody does).
     pub reclaim: Option<ReapAction>,
+    /// `unique_states`, `unique_period`: how long a job keeps its `[result] unique_key` taken.
+    pub unique: UniqueRule,
+}
+
+/// The dedupe rule of an adapter with `[result] unique_key`: a job keeps its key taken while it
+/// is queued or running, and also once done, dead or cancelled when the rule says so, and at
+/// most `period` after its enqueue. An enqueue of a taken key must insert nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UniqueRule {
+    pub done: bool,
+    pub dead: bool,
+    pub cancelled: bool,
+    pub period: Option<Duration>,
+}
+
+impl UniqueRule {
+    /// The states `unique_states` accepts.
+    pub const STATES: &'static str = "queued, running, done, dead, cancelled";
+
+    fn resolve(
+        states: Option<&[String]>,
+        period: Option<&str>,
+        duration: impl Fn(&str) -> Result<Duration, Invalid>,
+    ) -> Result<UniqueRule, Invalid> {
+        let mut rule = UniqueRule::default();
+        if let Some(states) = states {
+            for s in states {
+                match s.as_str() {
+                    "queued" | "running" => {}
+                    "done" => rule.done = true,
+                    "dead" => rule.dead = true,
+                    "cancelled" => rule.cancelled = true,
+                    other => {
+                        return Err(Invalid::at("unique_states", format!("`{other}`; accepted: {}", Self::STATES)));
+                    }
+                }
+            }
+            if !["queued", "running"].iter().all(|w| states.iter().any(|s| s == w)) {
+                return Err(Invalid::at(
+                    "unique_states",
+                    "must include \"queued\" and \"running\": a job waiting or running keeps its key taken \
+                     (a key taken only while the job waits is not expressible yet)",
+                ));
+            }
+        }
+        rule.period = match period {
+            None => None,
+            Some(text) => {
+                let d = duration(text).map_err(|e| Invalid::at("unique_period", e.reason))?;
+                if d.is_zero() {
+                    return Err(Invalid::at("unique_period", "`0s`: above 0, e.g. \"60s\" (Oban's default period)"));
+                }
+                Some(d)
+            }
+        };
+        Ok(rule)
+    }
 }
 
 impl Drive {
@@ -111,7 +168,7 @@ impl Drive {
             Some("session") => LeaseKind::Session,
             Some(other) => return Err(Invalid::at("lease", format!("`{other}`; accepted: time, session"))),
         };
-        let time_resolution = time_resolution(raw.time_resolution.as_deref(), duration)?;
+        let time_resolution = time_resolution(raw.time_resolution.as_deref(), &duration)?;
         let new_identity_after_crash = match raw.identity_after_crash.as_deref() {
             None => None,
             Some("same") => Some(false),
@@ -148,6 +205,7 @@ impl Drive {
             Some(text @ ("retry" | "fail")) => ReapAction::parse(text),
             Some(other) => return Err(Invalid::at("reclaim", format!("`{other}`; accepted: retry, fail"))),
         };
+        let unique = UniqueRule::resolve(raw.unique_states.as_deref(), raw.unique_period.as_deref(), duration)?;
         Ok(Drive {
             mode,
             lease,
@@ -157,6 +215,7 @@ impl Drive {
             exclusion_limit,
             isolation,
             reclaim,
+            unique,
         })
     }
 

@@ -101,6 +101,16 @@ fn resolve(
             Invalid::new("names the column the fail step returns the job's new id in, but the adapter has no fail"),
         ));
     }
+    let unique_rule = raw.drive.as_ref().is_some_and(|d| d.unique_states.is_some() || d.unique_period.is_some());
+    if unique_rule && raw.result.unique_key.is_none() {
+        return Err(at(
+            "drive",
+            Invalid::new(
+                "unique_states and unique_period describe a deduplicating enqueue, but the adapter has no \
+                 [result] unique_key (the column its enqueue returns the key in)",
+            ),
+        ));
+    }
     let has_select = raw.select.is_some();
     let step = |role: Role, key: &str, raw: &RawStep| -> Result<Step> {
         build_step(role, raw, has_select, &constants).map_err(|e| at(key, e))
@@ -136,6 +146,7 @@ fn resolve(
             class: raw.result.class,
             successor: raw.result.successor,
             exclusion_key: raw.result.exclusion_key,
+            unique_key: raw.result.unique_key,
         },
         select: optional(Role::Select, "select", &raw.select)?,
         complete: step(Role::Complete, "complete", &raw.complete)?,

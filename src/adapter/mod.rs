@@ -66,7 +66,9 @@ impl Role {
             Role::Claim => &[Param::Batch],
             Role::Fail => &[Param::BackoffSecs, Param::Error],
             Role::Reclaim => &[Param::RetryBaseSecs, Param::RetryCapSecs],
-            Role::Enqueue => &[Param::Payload, Param::N, Param::Class, Param::Priority, Param::MaxAttempts],
+            Role::Enqueue => {
+                &[Param::Payload, Param::N, Param::Class, Param::Priority, Param::MaxAttempts, Param::UniqueKey]
+            }
             Role::Preload => &[Param::Count, Param::MaxAttempts],
             Role::Complete | Role::Heartbeat | Role::Cancel | Role::Observe => &[],
         };
@@ -172,6 +174,9 @@ pub struct Columns {
     pub successor: Option<String>,
     /// Jobs sharing this column's value exclude each other (`[result] exclusion_key`).
     pub exclusion_key: Option<String>,
+    /// The enqueue dedupes on this column's value, which it returns for a job it inserts
+    /// (`[result] unique_key`).
+    pub unique_key: Option<String>,
 }
 
 /// How the harness reads the queue.

@@ -60,9 +60,12 @@ pub enum Param {
     /// `:prev.COLUMN`: that column of every row the previous statement of the same step
     /// returned, as an array of the column's type (the statement's `carried[i]`).
     Prev(u16),
+    /// An enqueued job's unique key (`jobs.unique_keys`), int8: the key a deduplicating
+    /// enqueue dedupes on.
+    UniqueKey,
 }
 
-pub(crate) const ALL: [Param; 22] = [
+pub(crate) const ALL: [Param; 23] = [
     Param::Batch,
     Param::LeaseSecs,
     Param::Worker,
@@ -85,6 +88,7 @@ pub(crate) const ALL: [Param; 22] = [
     Param::Priority,
     Param::MaxAttempts,
     Param::Now,
+    Param::UniqueKey,
 ];
 
 impl Param {
@@ -113,6 +117,7 @@ impl Param {
             Param::Priority => "priority",
             Param::MaxAttempts => "max_attempts",
             Param::Now => "now",
+            Param::UniqueKey => "unique_key",
             Param::Const(_) => "const",
             Param::Prev(_) => "prev",
         }
@@ -121,7 +126,7 @@ impl Param {
     /// The cast written after `$n` (constants take their value's type).
     pub fn sql_type(self) -> &'static str {
         match self {
-            Param::Batch | Param::Id | Param::AgingCap | Param::N | Param::Count => "int8",
+            Param::Batch | Param::Id | Param::AgingCap | Param::N | Param::Count | Param::UniqueKey => "int8",
             Param::LeaseSecs
             | Param::BackoffSecs
             | Param::RetryBaseSecs

@@ -66,6 +66,11 @@ pub struct RawDrive {
     /// What the reclaim does with the jobs it returns, when its rows carry no `status`:
     /// `retry` (gives them back to be run again) or `fail` (fails them for good).
     pub reclaim: Option<String>,
+    /// The states (`observe.state`'s words) in which a job keeps its `[result] unique_key`
+    /// taken (default: queued and running, a job not yet finished).
+    pub unique_states: Option<Vec<String>>,
+    /// A job keeps its key taken at most this long after its enqueue (Oban's `period`).
+    pub unique_period: Option<String>,
 }
 
 /// A step: one statement, a list (one transaction), or a table with the acceptance rule.
@@ -123,6 +128,9 @@ pub(crate) struct RawResult {
     /// A column the claim returns (a lock, a concurrency key, a queue's name): jobs that share
     /// its value must not run at once beyond `[drive] exclusion_limit` (`mutual_exclusion`).
     pub exclusion_key: Option<String>,
+    /// A column the enqueue returns for a job it inserts: the key the enqueue dedupes on. An
+    /// enqueue that returns no row was deduplicated (`unique_enqueue`).
+    pub unique_key: Option<String>,
 }
 
 /// How the harness reads the queue's state.

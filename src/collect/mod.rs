@@ -306,12 +306,17 @@ impl WorkerStats {
 
     /// An error of the statement the worker is running (`at`), with its message.
     pub fn record_error(&mut self, code: &str, message: &str) {
-        *self.errors.entry(code.to_string()).or_default() += 1;
-        let key = crate::model::errors::key(self.at, code);
+        self.record_errors(self.at, code, message, 1);
+    }
+
+    /// `n` errors of statement `at` with this code, the first with this message.
+    pub fn record_errors(&mut self, at: Statement, code: &str, message: &str, n: u64) {
+        *self.errors.entry(code.to_string()).or_default() += n;
+        let key = crate::model::errors::key(at, code);
         if !self.first_errors.contains_key(&key) {
             self.first_errors.insert(key.clone(), message.to_string());
         }
-        *self.errors_at.entry(key).or_default() += 1;
+        *self.errors_at.entry(key).or_default() += n;
     }
 
     /// Moves this worker's latency samples (read back from disk) onto the end of `all`.

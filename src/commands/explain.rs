@@ -66,5 +66,42 @@ pub(crate) fn explain(dir: &Path, job: Option<i64>) -> Result<ExitCode> {
     for c in &s.causes {
         println!("→ {c}");
     }
+    if let Some(line) = unique_key(&summary, &saved, &h.arrivals, job) {
+        println!("→ {line}");
+    }
     Ok(ExitCode::Passed)
+}
+
+/// A deduplicating enqueue's job (`[result] unique_key`): its key, the other jobs of that key
+/// with their enqueues, and whether `unique_enqueue` names it.
+fn unique_key(
+    summary: &RunSummary,
+    saved: &SavedEvidence,
+    arrivals: &[crate::collect::Arrival],
+    job: i64,
+) -> Option<String> {
+    let unique = saved.unique.as_ref()?;
+    let key = unique.keys.iter().find(|(j, _)| *j == job).map(|(_, k)| k)?;
+    let window = |j: i64| {
+        arrivals.iter().find(|a| a.job == j).map_or(String::new(), |a| {
+            format!(" (enqueued t={}–{})", secs(a.sent_us), secs(a.sent_us + u64::from(a.enqueue_us)))
+        })
+    };
+    let others: Vec<String> = unique
+        .keys
+        .iter()
+        .filter(|(j, k)| k == key && *j != job)
+        .map(|(j, _)| format!("job {j}{}", window(*j)))
+        .collect();
+    let named = summary
+        .checks
+        .iter()
+        .any(|c| c.name == crate::model::check::Check::UniqueEnqueue && !c.passed && c.examples.contains(&job));
+    let verdict = if named {
+        "unique_enqueue: it landed while another job of its key held it"
+    } else {
+        "its enqueue dedupes on this key"
+    };
+    let others = if others.is_empty() { "no other job of it landed".to_string() } else { others.join(", ") };
+    Some(format!("key {key}{}: {verdict}; {others}", window(job)))
 }

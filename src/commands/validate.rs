@@ -235,6 +235,7 @@ async fn prepare_all(plan: &Plan, client: &tokio_postgres::Client) -> Result<cyc
     let reclaim = optional(&a.reclaim).await?;
     let cancel = optional(&a.cancel).await?;
     let enqueue = prepare(&a.enqueue).await?;
+    run::producer::unique_key_returned(&enqueue, a).map_err(worker)?;
     let preload = optional(&a.preload).await?;
     for st in [&a.observe.state, &a.observe.remaining].into_iter().chain(&a.observe.depth) {
         client.prepare(&st.sql).await.map_err(|e| {

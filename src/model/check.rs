@@ -30,11 +30,12 @@ pub enum Check {
     UnexpectedErrors,
     MutualExclusion,
     CompletionIdempotent,
+    UniqueEnqueue,
 }
 
 impl Check {
     /// Every check; `checks.<name>` of each is a metric an expectation may name.
-    pub const ALL: [Check; 19] = [
+    pub const ALL: [Check; 20] = [
         Check::VacuumCaughtUp,
         Check::ExactlyOnce,
         Check::NoLostJobs,
@@ -54,6 +55,7 @@ impl Check {
         Check::UnexpectedErrors,
         Check::MutualExclusion,
         Check::CompletionIdempotent,
+        Check::UniqueEnqueue,
     ];
 
     pub fn name(self) -> &'static str {
@@ -77,6 +79,7 @@ impl Check {
             Check::UnexpectedErrors => "unexpected_errors",
             Check::MutualExclusion => "mutual_exclusion",
             Check::CompletionIdempotent => "completion_idempotent",
+            Check::UniqueEnqueue => "unique_enqueue",
         }
     }
 
@@ -106,7 +109,8 @@ impl Check {
             | Check::RunAfterCompletion
             | Check::UnexpectedErrors
             | Check::MutualExclusion
-            | Check::CompletionIdempotent => false,
+            | Check::CompletionIdempotent
+            | Check::UniqueEnqueue => false,
         }
     }
 }

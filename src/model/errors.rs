@@ -1,6 +1,6 @@
 //! Statement errors as the checkers judge them: which of the queue's statements failed, with
-//! which SQLSTATE, how often, and the first message. A claim, completion, failure, heartbeat or
-//! commit that errors is the queue's SQL going wrong (a unique violation where two workers took
+//! which SQLSTATE, how often, and the first message. A claim, completion, failure, heartbeat,
+//! commit or a producer's enqueue that errors is the queue's SQL going wrong (a unique violation where two workers took
 //! one lock, a serialization failure, a deadlock) unless the adapter or the scenario declares
 //! the code expected, or a fault the run injected explains it (a lost connection).
 
@@ -21,10 +21,12 @@ pub enum Statement {
     /// Anything else (BEGIN, the drained check).
     #[default]
     Other,
+    /// A producer's enqueue (open model).
+    Enqueue,
 }
 
 impl Statement {
-    pub const ALL: [Statement; 7] = [
+    pub const ALL: [Statement; 8] = [
         Statement::Claim,
         Statement::Complete,
         Statement::Fail,
@@ -32,6 +34,7 @@ impl Statement {
         Statement::Commit,
         Statement::Effects,
         Statement::Other,
+        Statement::Enqueue,
     ];
 
     pub fn name(self) -> &'static str {
@@ -43,6 +46,7 @@ impl Statement {
             Statement::Commit => "commit",
             Statement::Effects => "effects",
             Statement::Other => "other",
+            Statement::Enqueue => "enqueue",
         }
     }
 

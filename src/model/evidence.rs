@@ -88,6 +88,10 @@ pub struct SavedEvidence {
     /// key may run at once (None: the adapter declares no key).
     #[serde(default)]
     pub exclusion: Option<Exclusion>,
+    /// The adapter's `[result] unique_key`: each produced job's key, the enqueues that were
+    /// deduplicated, and how long a job keeps its key (None: the enqueue does not dedupe).
+    #[serde(default)]
+    pub unique: Option<Unique>,
 }
 
 /// Jobs that exclude each other by a key (`mutual_exclusion`).
@@ -98,6 +102,23 @@ pub struct Exclusion {
     pub limit: u32,
     /// (job, key), one per job, sorted by job.
     pub keys: Vec<(i64, String)>,
+}
+
+/// A deduplicating enqueue (`unique_enqueue`): the keys of the jobs it inserted and its rule.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Unique {
+    /// (job, key), one per produced job, sorted by job.
+    pub keys: Vec<(i64, String)>,
+    /// Enqueues that returned no row: the key was taken, no job was made.
+    pub deduplicated: u64,
+    /// A done, dead or cancelled job keeps its key too (`[drive] unique_states`); queued and
+    /// running ones always do.
+    pub done: bool,
+    pub dead: bool,
+    pub cancelled: bool,
+    /// A job keeps its key at most this long after its enqueue, µs as run (`[drive] unique_period`).
+    pub period_us: Option<u64>,
 }
 
 impl SavedEvidence {

@@ -8,7 +8,7 @@ use crate::collect::{history, phases, waits};
 use crate::db::{Database, schema};
 use crate::error::Result;
 use crate::model::errors::{ErrorCount, Statement};
-use crate::model::evidence::{EVIDENCE_VERSION, Exclusion, SavedEvidence};
+use crate::model::evidence::{EVIDENCE_VERSION, Exclusion, SavedEvidence, Unique};
 use crate::model::protocol::Mode;
 use crate::model::records::JobRow;
 use crate::model::summary::{RunSummary, Timings};
@@ -90,6 +90,20 @@ pub(super) fn saved_evidence(
             keys.sort_unstable();
             keys.dedup_by_key(|(job, _)| *job);
             Exclusion { limit: plan.adapter.drive.exclusion_limit.max(1), keys }
+        }),
+        unique: plan.adapter.columns.unique_key.as_ref().map(|_| {
+            let rule = plan.adapter.drive.unique;
+            let mut keys = output.unique_keys.clone();
+            keys.sort_unstable();
+            keys.dedup_by_key(|(job, _)| *job);
+            Unique {
+                keys,
+                deduplicated: output.deduplicated,
+                done: rule.done,
+                dead: rule.dead,
+                cancelled: rule.cancelled,
+                period_us: rule.period.map(|p| p.as_micros() as u64),
+            }
         }),
     }
 }

@@ -184,8 +184,9 @@ fn latencies(plan: &Plan, out: &RunOutput, w: &Waits) -> Latencies {
 
 fn producer(out: &RunOutput, w: &Waits) -> Producer {
     Producer {
-        planned: out.arrivals.len() as u64 + out.unsent + out.producer_errors,
-        sent: out.arrivals.len() as u64,
+        planned: out.arrivals.len() as u64 + out.deduplicated + out.unsent + out.producer_errors,
+        // A deduplicated enqueue was sent; it made no job.
+        sent: out.arrivals.len() as u64 + out.deduplicated,
         unsent: out.unsent,
         errors: out.producer_errors,
         lag_ms: percentiles(&w.producer_lag),

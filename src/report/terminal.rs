@@ -82,7 +82,9 @@ pub(crate) fn failures(s: &RunSummary) -> Vec<String> {
         .map(|e| format!("expect {} {} (actual {})", e.name, e.expression, e.actual_shown()));
     let checks = s.failed_checks.iter().map(|&name| check_failure(s, name));
     let aborted = s.aborted_by.iter().map(|a| format!("aborted by {a}"));
-    partial.into_iter().chain(aborted).chain(stopped).chain(expects).chain(checks).collect()
+    let unsent = (s.producer.unsent > 0)
+        .then(|| format!("the producers left {} of {} planned arrivals unsent", s.producer.unsent, s.producer.planned));
+    partial.into_iter().chain(aborted).chain(stopped).chain(unsent).chain(expects).chain(checks).collect()
 }
 
 /// `check exactly_once failed: <detail> (name "checks.exactly_once" in [expect] if the scenario
@@ -90,6 +92,14 @@ pub(crate) fn failures(s: &RunSummary) -> Vec<String> {
 pub(crate) fn check_failure(s: &RunSummary, name: Check) -> String {
     let detail = s.checks.iter().find(|c| c.name == name).map_or(String::new(), |c| c.detail.clone());
     format!("check {name} failed: {detail} (name \"checks.{name}\" in [expect] if the scenario expects it)")
+}
+
+/// A deduplicating enqueue's refusals, after the jobs line's counts (none without them).
+fn deduplicated(j: &crate::model::summary::Jobs) -> String {
+    if j.deduplicated == 0 {
+        return String::new();
+    }
+    format!(" · {} deduplicated at enqueue (not jobs)", j.deduplicated)
 }
 
 /// One labelled line of the summary.
@@ -160,7 +170,7 @@ fn core(s: &RunSummary) -> Vec<Row> {
                     j.cancelled,
                     j.lost,
                     j.attempts_exceeded
-                )
+                ) + &deduplicated(j)
             },
         ),
         (

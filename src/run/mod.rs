@@ -132,6 +132,10 @@ pub struct RunOutput {
     pub arrivals: Vec<Arrival>,
     pub unsent: u64,
     pub producer_errors: u64,
+    /// Enqueues a deduplicating adapter answered with no row (`jobs.deduplicated`).
+    pub deduplicated: u64,
+    /// (job, its `[result] unique_key`), for a deduplicating adapter's produced jobs.
+    pub unique_keys: Vec<(i64, String)>,
     pub samples: Vec<PgSample>,
     pub horizon: horizon::HorizonOutput,
     pub duration: Duration,
@@ -234,6 +238,13 @@ pub async fn run_part(
     };
     let shared_plan = Arc::new(plan.clone());
     let clients = open_clients(&shared_plan, db, &pooled, channel.as_deref(), &part.slots).await?;
+    if part.side && plan.load.is_open() {
+        producer::preflight(plan, &pooled).await.map_err(|failure| Error::Strategy {
+            strategy: plan.adapter.name.clone(),
+            target: db.target.clone(),
+            failure: Box::new(failure),
+        })?;
+    }
     let stop = interrupt.child_token();
     let start = match part.barrier {
         Some(barrier) => barrier.await?,
@@ -335,6 +346,10 @@ pub async fn run_part(
     }
     workers.faults.extend(injected);
     workers.faults.sort_by_key(|f| f.t_us);
+    // The producers' enqueue errors join the workers' tally, where `unexpected_errors` judges them.
+    for (code, (n, first)) in &produced.failures {
+        workers.stats.record_errors(crate::model::errors::Statement::Enqueue, code, first, *n);
+    }
     Ok(RunOutput {
         stats: workers.stats,
         latency: workers.latency,
@@ -345,6 +360,8 @@ pub async fn run_part(
         arrivals: produced.arrivals,
         unsent: produced.unsent,
         producer_errors: produced.errors,
+        deduplicated: produced.deduplicated,
+        unique_keys: produced.unique_keys,
         samples,
         horizon,
         duration,

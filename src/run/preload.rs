@@ -160,8 +160,9 @@ async fn enqueue_each(
                     (name.as_str(), *priority)
                 }
             };
-            v.enqueue =
-                Enqueue { payload: Some(serde_json::json!({ "n": k })), n: k as i64, count: 0, class, priority };
+            let n = k as i64;
+            let payload = Some(serde_json::json!({ "n": k }));
+            v.enqueue = Enqueue { payload, n, count: 0, class, priority, unique_key: n };
             let rows = steps::rows(client, &prepared, &v, true).await.map_err(|e| Failure::Db(WHAT, e))?;
             keys.extend(rows.first().and_then(|r| r.try_get::<_, Key>(0).ok()));
         }

@@ -57,6 +57,8 @@ pub(crate) struct Enqueue<'a> {
     pub count: i64,
     pub class: &'a str,
     pub priority: i32,
+    /// `:unique_key`: the key a deduplicating enqueue dedupes on (`jobs.unique_keys`).
+    pub unique_key: i64,
 }
 
 /// The values for one statement.
@@ -173,6 +175,7 @@ impl<'a> Values<'a> {
             Param::Priority => Value::Int4(self.enqueue.priority),
             Param::MaxAttempts => Value::Int4(self.max_attempts),
             Param::Now => Value::Time(self.now),
+            Param::UniqueKey => Value::Int(self.enqueue.unique_key),
             Param::Const(i) => Value::Const(&self.plan.adapter.constants[i as usize].1),
             Param::Prev(_) => Value::Prev,
         }
@@ -222,6 +225,7 @@ impl<'a> Values<'a> {
             Param::Priority => &self.enqueue.priority,
             Param::MaxAttempts => &self.max_attempts,
             Param::Now => &self.now,
+            Param::UniqueKey => &self.enqueue.unique_key,
             Param::Const(i) => &self.plan.adapter.constants[i as usize].1,
             Param::Prev(_) => &NO_ROWS,
         }

@@ -54,6 +54,9 @@ pub struct JobSettings {
     pub types: Vec<JobType>,
     /// Job id → index into `types`.
     pub type_of: HashMap<i64, u16>,
+    /// `jobs.unique_keys`: a producer's k-th arrival binds `:unique_key` = k mod N; None: every
+    /// job its own key (its sequence number `:n`).
+    pub unique_keys: Option<u32>,
 }
 
 /// `[workers]`: how many, how they claim, how long they work, how they wait.

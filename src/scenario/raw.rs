@@ -115,6 +115,9 @@ pub(crate) struct RawJobs {
     /// Enqueue each job in the same transaction as a business row (seed 004).
     #[serde(default)]
     pub business_row: bool,
+    /// How many unique keys the producers' enqueues share (`:unique_key`): a producer's
+    /// k-th arrival has key k mod N. Left out: every job its own key.
+    pub unique_keys: Option<i64>,
 }
 
 fn default_arrivals() -> String {
@@ -144,6 +147,7 @@ impl Default for RawJobs {
             classes: Vec::new(),
             arrivals: default_arrivals(),
             business_row: false,
+            unique_keys: None,
         }
     }
 }

@@ -44,6 +44,7 @@ pub(crate) fn apply(plan: &mut Plan) -> Result<(), Invalid> {
             *d = s(*d);
         }
     }
+    plan.adapter.drive.unique.period = plan.adapter.drive.unique.period.map(s);
     plan.lease.duration = at_least_1ms("lease.duration", plan.lease.duration, k)?;
     plan.lease.heartbeat = plan.lease.heartbeat.map(|h| at_least_1ms("lease.heartbeat", h, k)).transpose()?;
     plan.lease.reaper_interval = floored(plan.lease.reaper_interval);

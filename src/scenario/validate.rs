@@ -110,7 +110,14 @@ fn jobs(raw: &RawScenario, at: &At) -> Result<JobSettings> {
     }
     let (types, type_of) =
         faults::job_types(&raw.jobs.types, raw.jobs.preload as u64).map_err(|e| at.invalid("jobs.types", e))?;
-    Ok(JobSettings { preload: raw.jobs.preload as u64, max_attempts, types, type_of })
+    let unique_keys = raw.jobs.unique_keys.map(|n| at.count("jobs.unique_keys", n)).transpose()?;
+    if unique_keys.is_some() && raw.jobs.classes.is_empty() {
+        return Err(at.err(
+            "jobs.unique_keys",
+            "the producers' enqueues share keys: it needs [[jobs.classes]] (preloaded jobs each have their own)",
+        ));
+    }
+    Ok(JobSettings { preload: raw.jobs.preload as u64, max_attempts, types, type_of, unique_keys })
 }
 
 /// `[workers]` and the queue they claim from: the adapter, or the strategy over queuebench's

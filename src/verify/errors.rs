@@ -1,6 +1,6 @@
 //! Unexpected errors: the queue's own statements (claim, completion, failure, heartbeat, a
-//! hold-transaction round's COMMIT) ended with an error nothing explains. A unique violation in
-//! the claim where two workers took one lock, a serialization failure, a deadlock: the database
+//! hold-transaction round's COMMIT, a producer's enqueue) ended with an error nothing explains.
+//! A unique violation in the claim where two workers took one lock, a serialization failure, a deadlock: the database
 //! turned a bug into an error, and the run does not pass on it. Left alone: the SQLSTATEs the
 //! adapter (`[drive] expected_errors`) or the scenario (`[run] expected_errors`) declares, and a
 //! lost connection (`io`, class 08, 57P01–57P03, a pool's acquire timeout) when the run cut

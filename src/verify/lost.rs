@@ -105,6 +105,7 @@ pub(super) fn check(e: &Evidence, per_job: &[&[Event]], executed: &Executed) -> 
         retried: rows.iter().filter(|j| j.attempts > 1).count() as u64,
         attempts_exceeded: over.len() as u64,
         completed_by_class: Default::default(),
+        deduplicated: 0,
     };
     let lost = CheckResult {
         name: Check::NoLostJobs,

@@ -22,11 +22,12 @@ pub mod starvation;
 pub(crate) mod story;
 mod successors;
 pub(crate) mod time;
+mod unique;
 
 use crate::collect::history::History;
 use crate::collect::{Arrival, Event, EventKind, FaultEvent, ReapEvent};
 use crate::model::errors::ErrorCount;
-use crate::model::evidence::{Exclusion, SavedEvidence};
+use crate::model::evidence::{Exclusion, SavedEvidence, Unique};
 use crate::model::records::PgSample;
 use crate::model::records::{BlockerSpan, FailoverRecord};
 use crate::model::records::{JobRow, Status};
@@ -89,6 +90,8 @@ pub struct Evidence<'a> {
     pub expected_errors: &'a [String],
     /// The adapter's exclusion key and limit, with each job's key (`exclusion`).
     pub exclusion: Option<&'a Exclusion>,
+    /// The adapter's deduplicating enqueue: each produced job's key and the rule (`unique`).
+    pub unique: Option<&'a Unique>,
 }
 
 pub struct Verification {
@@ -163,6 +166,7 @@ impl<'a> Evidence<'a> {
             errors: &saved.errors,
             expected_errors: &saved.expected_errors,
             exclusion: saved.exclusion.as_ref(),
+            unique: saved.unique.as_ref(),
         }
     }
 
@@ -198,6 +202,7 @@ impl<'a> Evidence<'a> {
             errors: &[],
             expected_errors: &[],
             exclusion: None,
+            unique: None,
         }
     }
 }
@@ -258,6 +263,8 @@ pub fn verify(e: &Evidence) -> Verification {
     checks.extend(errors::check(e));
     checks.extend(exclusion::check(e, &per_job));
     checks.extend(idempotent::check(&per_job, e.lease, held, (e.clock_us, &outages)));
+    checks.extend(unique::check(e, &per_job));
+    jobs.deduplicated = e.unique.map_or(0, |u| u.deduplicated);
     let (durability, lasting) = durability::check(e, &per_job);
     checks.extend(lasting);
     let starvation = match starving {

@@ -29,11 +29,11 @@
 //! detail says how many jobs went unjudged that way.
 
 use super::examples;
+use super::time::secs;
 use crate::collect::{Event, EventKind, ReapEvent};
 use crate::model::check::Check;
 use crate::model::summary::{CheckResult, Completions, Stale};
 use crate::model::words::count;
-use super::time::secs;
 
 /// The reaper's journal, by job, and the jobs it reclaimed without naming them.
 pub(super) struct Reaps {

@@ -6,9 +6,9 @@
 //! report.html draws the same events as a swimlane.
 
 use super::claims::{ClaimSpan, race_tolerance, spans};
-use super::time::secs;
 use super::rerun::{Why, landed_completions, unknown_of, why};
 use super::stale::{after_reaper, landed_after};
+use super::time::secs;
 use crate::collect::{Event, EventKind, FaultEvent, ReapAction, ReapEvent};
 use crate::model::records::{JobRow, Status};
 use crate::model::rerun::Rerun;

@@ -217,6 +217,7 @@ async fn enqueue(cx: &Cx<'_>, cycle: &mut Cycle) -> Result<Vec<Key>> {
             count: 0,
             class: class.map_or("default", |c| c.name.as_str()),
             priority: class.map_or(0, |c| c.priority),
+            unique_key: n,
         };
         let step = &cx.steps.enqueue;
         let rows =

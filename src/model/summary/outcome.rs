@@ -26,6 +26,9 @@ pub struct Jobs {
     pub attempts_exceeded: u64,
     /// `done` jobs per class ("default" = preloaded).
     pub completed_by_class: BTreeMap<String, u64>,
+    /// Enqueues a deduplicating adapter answered with no row (its key was taken): not jobs,
+    /// so not in `enqueued`.
+    pub deduplicated: u64,
 }
 
 /// The oldest ready age per class from the Postgres time series (open model only).

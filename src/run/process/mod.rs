@@ -127,6 +127,8 @@ pub(crate) async fn run(
         arrivals: Vec::new(),
         unsent: 0,
         producer_errors: 0,
+        deduplicated: 0,
+        unique_keys: Vec::new(),
         samples,
         horizon: super::horizon::HorizonOutput { probes, ..Default::default() },
         duration,
