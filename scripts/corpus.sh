@@ -31,6 +31,7 @@ for dir in "$@"; do
   for round in $(seq 1 "$rounds"); do
     for side in buggy fixed; do
       run=/tmp/corpus-runs/$name/$side-$round
+      mkdir -p "$(dirname "$run")"
       set=()
       [ "$side" = fixed ] && set=(--set adapter=fixed.toml)
       start=$SECONDS

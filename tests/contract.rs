@@ -223,6 +223,26 @@ fn a_retry_under_a_new_id_is_followed_to_its_successor() {
     // The runs under each new id are retries after an accepted failure, not duplicates.
     assert!(r.num("executions.retries") >= 10.0, "{}", r.summary()["executions"]);
     r.assert_clean();
+
+    // explain follows the chain as the checks do: asked by the newest id of a job retried
+    // twice, it tells the whole chain under the first id, and its re-runs as retries.
+    let history = std::fs::read(r.out.join("evidence.json")).unwrap();
+    let evidence: serde_json::Value = serde_json::from_slice(&history).unwrap();
+    let links: Vec<(i64, i64)> = evidence["successors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l[0].as_i64().unwrap(), l[1].as_i64().unwrap()))
+        .collect();
+    let (first, second) = links.iter().find(|&&(_, new)| links.iter().any(|&(old, _)| old == new)).copied().unwrap();
+    let newest = links.iter().find(|&&(old, _)| old == second).unwrap().1;
+    let out = r.out.to_str().unwrap();
+    let e = queuebench(&["explain", out, "--job", &newest.to_string()]);
+    assert_eq!(e.code, 0, "{}\n{}", e.stdout, e.stderr);
+    assert!(e.stdout.contains(&format!("job {first} in")), "told under the first id: {}", e.stdout);
+    assert!(e.stdout.contains(&format!("{first} → {second} → {newest}")), "{}", e.stdout);
+    assert!(e.stdout.contains("retry"), "{}", e.stdout);
+    assert!(!e.stdout.contains("racing claim"), "{}", e.stdout);
 }
 
 /// The select-then-update queue with a reaper whose staleness is a duration constant, and a

@@ -8,6 +8,7 @@ use crate::error::{Error, ExitCode, Result};
 use crate::model::evidence::SavedEvidence;
 use crate::model::summary::RunSummary;
 use crate::verify::story::story;
+use crate::verify::successors;
 use crate::verify::time::secs;
 use std::path::Path;
 use std::time::Duration;
@@ -32,12 +33,17 @@ pub(crate) fn explain(dir: &Path, job: Option<i64>) -> Result<ExitCode> {
         };
     let h =
         history::read(&read("history.csv.gz")?, &saved.classes).map_err(|e| bad("history.csv.gz", e.to_string()))?;
-    let events: Vec<_> = h.journal.iter().filter(|e| e.job == job).copied().collect();
     let state = if saved.partial {
         Vec::new()
     } else {
         history::read_final_state(&read("final_state.csv.gz")?).map_err(|e| bad("final_state.csv.gz", e.to_string()))?
     };
+    // A job retried under a new id (`[result] successor`) is one job, told under its first id,
+    // as the checks count it; asked by any id of the chain, the whole chain is told.
+    let (first, chain) = successors::chain_of(&saved.successors, job);
+    let (journal, state) = successors::follow(&h.journal, &state, &saved.successors);
+    let job = first;
+    let events: Vec<_> = journal.iter().filter(|e| e.job == job).copied().collect();
     let row = state.iter().find(|r| r.id == job);
     if events.is_empty() && row.is_none() {
         return Err(Error::Flag {
@@ -47,11 +53,15 @@ pub(crate) fn explain(dir: &Path, job: Option<i64>) -> Result<ExitCode> {
     }
     let s = story(
         &events,
-        (&h.faults, &h.reaps),
+        (&h.faults, &successors::follow_reaps(&h.reaps, &saved.successors)),
         row,
         (Duration::from_micros(saved.lease_us), saved.hold_transaction, saved.boundary_us()),
     );
     println!("job {job} in {} ({}):", summary.scenario, dir.display());
+    if chain.len() > 1 {
+        let ids: Vec<String> = chain.iter().map(i64::to_string).collect();
+        println!("  retried under new ids ([result] successor): {}; told as one job", ids.join(" → "));
+    }
     if let Some(enq) = h.arrivals.iter().find(|a| a.job == job) {
         println!("  t={}  enqueued (meant for t={})", secs(enq.sent_us), secs(enq.intended_us));
     }

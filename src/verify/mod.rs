@@ -20,7 +20,7 @@ pub(crate) mod rerun;
 mod stale;
 pub mod starvation;
 pub(crate) mod story;
-mod successors;
+pub(crate) mod successors;
 pub(crate) mod time;
 mod unique;
 

@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 
 /// The journal and the final table with every chain under its first id (the journal sorted
 /// again in the checkers' order).
-pub(super) fn follow(journal: &[Event], rows: &[JobRow], successors: &[(i64, i64)]) -> (Vec<Event>, Vec<JobRow>) {
+pub(crate) fn follow(journal: &[Event], rows: &[JobRow], successors: &[(i64, i64)]) -> (Vec<Event>, Vec<JobRow>) {
     let previous = previous(successors);
     let root = |id| root(&previous, id);
     let mut journal: Vec<Event> = journal.iter().map(|e| Event { job: root(e.job), ..*e }).collect();
@@ -24,9 +24,24 @@ pub(super) fn follow(journal: &[Event], rows: &[JobRow], successors: &[(i64, i64
 }
 
 /// The reaper's events with every chain under its first id.
-pub(super) fn follow_reaps(reaps: &[ReapEvent], successors: &[(i64, i64)]) -> Vec<ReapEvent> {
+pub(crate) fn follow_reaps(reaps: &[ReapEvent], successors: &[(i64, i64)]) -> Vec<ReapEvent> {
     let previous = previous(successors);
     reaps.iter().map(|r| ReapEvent { job: root(&previous, r.job), ..*r }).collect()
+}
+
+/// The first id of the chain `id` belongs to (`id` itself when it was never retried under a
+/// new id), and every id of that chain in order: what `explain` tells as one job.
+pub(crate) fn chain_of(successors: &[(i64, i64)], id: i64) -> (i64, Vec<i64>) {
+    let first = root(&previous(successors), id);
+    let next: HashMap<i64, i64> = successors.iter().copied().collect();
+    let mut ids = vec![first];
+    while let Some(&n) = next.get(ids.last().unwrap_or(&first)) {
+        if ids.contains(&n) || ids.len() > successors.len() {
+            break;
+        }
+        ids.push(n);
+    }
+    (first, ids)
 }
 
 fn previous(successors: &[(i64, i64)]) -> HashMap<i64, i64> {
@@ -53,6 +68,15 @@ mod tests {
 
     fn ev(t_us: u64, job: i64, kind: EventKind) -> Event {
         Event { t_us, job, attempt: 1, worker: 1, claim: t_us as u32, kind, dur_us: 0, token: 0 }
+    }
+
+    #[test]
+    fn a_chain_is_found_from_any_of_its_ids() {
+        let links = [(20, 31), (7, 20), (9, 10)];
+        assert_eq!(chain_of(&links, 31), (7, vec![7, 20, 31]));
+        assert_eq!(chain_of(&links, 7), (7, vec![7, 20, 31]));
+        assert_eq!(chain_of(&links, 5), (5, vec![5]));
+        assert_eq!(chain_of(&[(1, 2), (2, 1)], 1).1.len(), 2, "a malformed cycle stops");
     }
 
     #[test]
