@@ -85,6 +85,6 @@ for name in sorted(runs):
     print(f"| {link} | {e.get('library','')} | {e.get('mechanism','')} | `{check}` | {bside} | {fside} | {verdict} | {secs} |")
 print(f"\nCaught: {caught} of {total} pairs that ran, of {len(runs)} entries.")
 print("\nSee also: [summary.json](summary-json.md) (every check named above), [Adapters](adapters.md) "
-      "(`[result] exclusion_key`, `[drive] expected_errors`), [explore](explore.md).")
+      "(`[result] exclusion_key`, `[drive] expected_errors`, `[result] unique_key`), [findings in today's releases](findings.md), [explore](explore.md).")
 PY
 rm -f "$results"
