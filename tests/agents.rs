@@ -144,6 +144,7 @@ fn run_and_kill_one_agent(tag: &str, reclaim: &str) -> KilledRun {
     let doomed = agent_process(&db.url, "doomed");
     let survivors = vec![agent_process(&db.url, "left"), agent_process(&db.url, "right")];
     let started = Instant::now();
+    let mut seen_holding = false;
     while started.elapsed() < Duration::from_secs(60) {
         let schema = db.sql("SELECT schemaname FROM pg_tables WHERE tablename = 'qb_agent_run'");
         let schema = schema.trim();
@@ -161,11 +162,15 @@ fn run_and_kill_one_agent(tag: &str, reclaim: &str) -> KilledRun {
             held.trim().parse::<u64>().unwrap_or(0) > 0
         };
         if !schema.is_empty() && effects(schema) >= 200 && holding(schema) {
+            seen_holding = true;
             break;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
     common::pg::signal(&doomed, libc::SIGKILL);
+    // Killed too late (the run over before the agent was seen holding a job), the kill tests
+    // nothing: say so rather than fail on the verdict.
+    assert!(seen_holding, "the doomed agent was never seen holding a job within 60 s of the start");
     let coordinator = wait_all(vec![coord]).remove(0);
     wait_all(survivors);
     wait_all(vec![doomed]);
