@@ -91,6 +91,8 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
                 cancel: args.cancel,
                 producer: args.producer,
                 out: args.out,
+                all: args.all,
+                ignore: args.ignore,
             };
             until_interrupted(explore::explore(&args.file, &args.overrides.set, &target, &o), &interrupt).await
         }

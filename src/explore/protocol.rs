@@ -117,6 +117,8 @@ pub(super) struct Actor {
     draws: u32,
     claims: u32,
     beats: u32,
+    /// The token the heartbeat in flight handed back, taken as its commit lands.
+    renewed: Option<Key>,
     /// The model's change count when this actor's last claim (or reclaim) found nothing: it
     /// tries again only after something changed.
     stamp: Option<u64>,
@@ -194,6 +196,7 @@ impl<'p> Model<'p> {
             draws: 0,
             claims: 0,
             beats: 0,
+            renewed: None,
             stamp: if role == Role::Reaper { Some(0) } else { None },
             waiting: None,
         };
@@ -231,6 +234,11 @@ impl<'p> Model<'p> {
     /// Whether a reaper session is worth having: the adapter reclaims in a step of its own.
     pub(super) fn has_reaper(plan: &Plan) -> bool {
         plan.adapter.reclaim.is_some() && plan.lease.reclaim != Reclaim::Inline
+    }
+
+    /// Actor `a` is in its claim (or its select step).
+    pub(super) fn claiming(&self, a: usize) -> bool {
+        matches!(self.actors[a].phase, Phase::Running { kind: StepKind::Claim | StepKind::Select, .. })
     }
 
     fn hold_tx(&self) -> bool {

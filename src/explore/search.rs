@@ -55,6 +55,8 @@ pub(super) struct Stats {
     pub settled: u64,
     pub settle_steps: u64,
     pub settle_time: Duration,
+    /// The first error the server gave a claim (or its select step): the statement and the error.
+    pub claim_error: Option<(String, String)>,
 }
 
 /// A counterexample: the steps as they ran, what they broke, and the evidence the checkers read.
@@ -80,7 +82,18 @@ pub(super) struct Search<'a> {
     /// Every state reached so far, by name (reduction).
     visited: HashSet<u64>,
     deadline: Instant,
+    started: Instant,
+    last_progress: Instant,
+    /// Checks set aside: `--ignore`, and with `all` every check found so far.
+    pub ignore: Vec<crate::model::check::Check>,
+    /// Go on after a counterexample, for the shortest one of each check.
+    pub all: bool,
+    /// The counterexamples, in the order found (so by length).
+    pub found: Vec<Found>,
 }
+
+/// How often the search says on stderr how far it got.
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 impl<'a> Search<'a> {
     pub(super) fn new(
@@ -90,22 +103,40 @@ impl<'a> Search<'a> {
         bounds: Bounds,
         cast: Cast,
     ) -> Search<'a> {
-        let deadline = Instant::now() + bounds.time;
-        let base = SystemTime::UNIX_EPOCH + Duration::from_secs(super::VIRTUAL_START);
+        let started = Instant::now();
+        let deadline = started + bounds.time;
+        let base = super::virtual_start(SystemTime::now());
         let (stats, visited) = (Stats::default(), HashSet::new());
-        Search { plan, sessions, snapshot, bounds, cast, base, stats, visited, deadline }
+        let (ignore, all, found, last_progress) = (Vec::new(), false, Vec::new(), started);
+        Search {
+            plan,
+            sessions,
+            snapshot,
+            bounds,
+            cast,
+            base,
+            stats,
+            visited,
+            deadline,
+            started,
+            last_progress,
+            ignore,
+            all,
+            found,
+        }
     }
 
     /// Breadth first, a level per depth: every state at depth k is reached by a shortest
     /// schedule, each new state is judged as it is reached, so the first counterexample is a
     /// shortest one. With reduction, a state reached before (at this depth or a smaller one)
-    /// is not expanded again; the schedules it stands for are counted.
-    pub(super) async fn run(&mut self) -> Result<Option<Found>> {
+    /// is not expanded again; the schedules it stands for are counted. The counterexamples go
+    /// to `found`: the first one, or with `all` the first (so a shortest) one of each check.
+    pub(super) async fn run(&mut self) -> Result<()> {
         let start = self.fresh().await?;
         let first = self.key(&start).await?;
         self.visited.insert(first);
-        if let Some(found) = self.left_to_itself(start, 0).await? {
-            return Ok(Some(found));
+        if self.left_to_itself(start, 0).await? {
+            return Ok(());
         }
         let mut frontier: Vec<(Vec<Op>, f64)> = vec![(Vec::new(), 1.0)];
         for depth in 1..=self.bounds.depth {
@@ -118,8 +149,9 @@ impl<'a> Search<'a> {
                 for op in ops {
                     if Instant::now() > self.deadline {
                         self.stats.timed_out = true;
-                        return Ok(None);
+                        return Ok(());
                     }
+                    self.progress(depth);
                     let mut m = match first.take() {
                         Some(m) => m,
                         None => self.replay(path).await?,
@@ -130,10 +162,13 @@ impl<'a> Search<'a> {
                     self.stats.claimed |= m.journal.iter().any(|e| e.kind == crate::collect::EventKind::Claimed);
                     let t = Instant::now();
                     let rows = self.rows(&m).await?;
-                    let violations = judge(&m, &rows);
+                    let violations = self.unexcused(judge(&m, &rows));
                     self.stats.judge_time += t.elapsed();
                     if !violations.is_empty() {
-                        return Ok(Some(found(m, violations, depth, rows, None)));
+                        let f = found(&m, violations, depth, rows, None);
+                        if self.record(f) {
+                            return Ok(());
+                        }
                     }
                     if self.bounds.reduce {
                         let t = Instant::now();
@@ -150,8 +185,8 @@ impl<'a> Search<'a> {
                         }
                         at.insert(key, next.len());
                     }
-                    if let Some(found) = self.left_to_itself(m, depth).await? {
-                        return Ok(Some(found));
+                    if self.left_to_itself(m, depth).await? {
+                        return Ok(());
                     }
                     let mut longer = path.clone();
                     longer.push(op);
@@ -166,13 +201,47 @@ impl<'a> Search<'a> {
             }
             frontier = next;
         }
-        Ok(None)
+        Ok(())
+    }
+
+    /// The violations not set aside: `--ignore`d checks, and with `--all` the checks already found.
+    /// What stays beside them goes only with a check of its own.
+    fn unexcused(&self, mut v: Vec<Violation>) -> Vec<Violation> {
+        v.retain(|v| !self.ignore.contains(&v.check));
+        if v.iter().all(|v| v.beside) {
+            v.clear();
+        }
+        v
+    }
+
+    /// Keeps a counterexample; true when the search stops here (without `all`). With `all`,
+    /// its checks are set aside from now on, so the next one found breaks another.
+    fn record(&mut self, f: Found) -> bool {
+        self.ignore.extend(f.violations.iter().filter(|v| !v.beside).map(|v| v.check));
+        self.found.push(f);
+        !self.all
+    }
+
+    /// A line on stderr every ten seconds: how far the search got.
+    fn progress(&mut self, depth: usize) {
+        if self.last_progress.elapsed() < PROGRESS_EVERY {
+            return;
+        }
+        self.last_progress = Instant::now();
+        let secs = self.started.elapsed().as_secs_f64();
+        let s = &self.stats;
+        eprintln!(
+            "explore: {secs:.0} s, depth {depth}, {} schedules, {} distinct states, {:.0} schedules/s",
+            s.schedules,
+            s.states,
+            s.schedules as f64 / secs.max(1e-9)
+        );
     }
 
     /// A new state left to itself, and judged with the liveness checks (`settle`).
-    async fn left_to_itself(&mut self, mut m: Model<'a>, depth: usize) -> Result<Option<Found>> {
+    async fn left_to_itself(&mut self, mut m: Model<'a>, depth: usize) -> Result<bool> {
         if !self.bounds.liveness {
-            return Ok(None);
+            return Ok(false);
         }
         let t = Instant::now();
         let settled = self.settle(&mut m).await?;
@@ -180,12 +249,12 @@ impl<'a> Search<'a> {
         self.stats.settle_steps += settled.steps as u64;
         self.stats.settle_time += t.elapsed();
         self.stats.claimed |= m.journal.iter().any(|e| e.kind == crate::collect::EventKind::Claimed);
-        let violations = judge_settled(&m, &settled);
+        let violations = self.unexcused(judge_settled(&m, &settled));
         if violations.is_empty() {
-            return Ok(None);
+            return Ok(false);
         }
         let from = Some(settled.from);
-        Ok(Some(found(m, violations, depth, settled.rows, from)))
+        Ok(self.record(found(&m, violations, depth, settled.rows, from)))
     }
 
     /// A state's name: the model's own part and every table's rows.
@@ -233,8 +302,12 @@ impl<'a> Search<'a> {
             Op::Start(a, _) | Op::Next(a) | Op::Commit(a) => {
                 let sql = model.sql(op).expect("a statement step has text");
                 let index = model.sent(op, sql.clone());
-                match self.sessions.send(a, sql).await? {
+                let claiming = model.claiming(a);
+                match self.sessions.send(a, sql.clone()).await? {
                     Sent::Done(out) => {
+                        if let (Err(e), true, None) = (&out, claiming, &self.stats.claim_error) {
+                            self.stats.claim_error = Some((sql, e.to_string()));
+                        }
                         model.outcome(op, &out, index);
                         if out.is_err() {
                             self.rollback(a).await?;
@@ -281,18 +354,18 @@ impl<'a> Search<'a> {
 }
 
 fn found(
-    m: Model<'_>,
+    m: &Model<'_>,
     violations: Vec<Violation>,
     depth: usize,
     rows: Vec<crate::model::records::JobRow>,
     settled_from: Option<usize>,
 ) -> Found {
     Found {
-        records: m.records,
+        records: m.records.clone(),
         violations,
         depth,
-        journal: m.journal,
-        faults: m.faults,
+        journal: m.journal.clone(),
+        faults: m.faults.clone(),
         final_jobs: rows,
         settled_from,
     }

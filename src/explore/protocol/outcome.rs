@@ -112,6 +112,7 @@ impl<'p> Model<'p> {
             Op::Start(_, kind) => {
                 actor.phase = Phase::Running { kind, sent: 1, accepted: None };
                 actor.carried.clear();
+                actor.renewed = None;
                 if kind == StepKind::Heartbeat {
                     actor.beats += 1;
                 }
@@ -180,6 +181,7 @@ impl<'p> Model<'p> {
         let actor = &mut self.actors[a];
         actor.got.clear();
         actor.carried.clear();
+        actor.renewed = None;
         match kind {
             StepKind::Select | StepKind::Claim | StepKind::Reclaim | StepKind::Cancel | StepKind::Enqueue => {
                 actor.phase = Phase::Idle;
@@ -218,6 +220,9 @@ impl<'p> Model<'p> {
             let ok = judge(rows, step.accepted);
             if let Phase::Running { accepted, .. } = &mut self.actors[a].phase {
                 *accepted = Some(ok);
+            }
+            if ok && kind == StepKind::Heartbeat {
+                self.renew(a, rows);
             }
             Some(ok)
         } else {
@@ -258,6 +263,14 @@ impl<'p> Model<'p> {
                 None => format!("{} row(s)", rows.affected.max(rows.rows.len() as u64)),
             },
         }
+    }
+
+    /// A heartbeat that landed and handed back a new token (the `[result] token` column, as a
+    /// run reads it): later heartbeats and the completion bind the newest one, as in a run.
+    fn renew(&mut self, a: usize, rows: &Rows) {
+        let Some(column) = self.plan.adapter.columns.token.as_ref() else { return };
+        let Some(token) = rows.column(column).and_then(|c| c.into_iter().next().flatten()) else { return };
+        self.actors[a].renewed = Some(text_key(&token));
     }
 
     /// The claim's rows as jobs.
@@ -361,8 +374,14 @@ impl<'p> Model<'p> {
                 if let Some(j) = &job {
                     self.event(a, j, what);
                 }
+                let renewed = self.actors[a].renewed.take();
                 if kind == StepKind::Heartbeat && ok {
-                    self.actors[a].phase = Phase::Holding { in_tx: false };
+                    let actor = &mut self.actors[a];
+                    if let (Some(job), Some(key)) = (actor.job.as_mut(), renewed) {
+                        job.tag = key.tag();
+                        job.token = Some(key);
+                    }
+                    actor.phase = Phase::Holding { in_tx: false };
                 } else {
                     if kind == StepKind::Heartbeat
                         && let Some(j) = &job
