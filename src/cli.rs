@@ -472,4 +472,8 @@ pub struct ExploreArgs {
     /// Set a known violation of this check aside, so the search looks past it (repeatable).
     #[arg(long, value_name = "CHECK")]
     pub ignore: Vec<String>,
+    /// A line on stderr this often while searching (depth, schedules, states, schedules/s);
+    /// `off` for none.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub progress: String,
 }

@@ -524,3 +524,21 @@ fn all_finds_each_check_and_ignore_looks_past_one() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--ignore") && stderr.contains("no_such_check"), "{stderr}");
 }
+
+/// While it searches, a whole line on stderr every `--progress` (10 s by default): the depth,
+/// the schedules, the states, the pace. `off` is silent.
+#[test]
+fn the_search_says_how_far_it_got_on_stderr() {
+    let db = ScratchDb::new("explore_progress");
+    let file = repo("scenarios/skip-locked.toml");
+    let args = [file.to_str().unwrap(), "--database-url", &db.url, "--depth", "2", "--crashes", "0"];
+    let (code, stdout, stderr) = explore(&[&args[..], &["--progress", "1ms"]].concat());
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let line = stderr.lines().find(|l| l.starts_with("explore: ")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.contains(", depth 1,") && line.contains("schedules run") && line.ends_with("schedules/s"), "{line}");
+    let (code, stdout, stderr) = explore(&[&args[..], &["--progress", "off"]].concat());
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(!stderr.contains("schedules/s"), "{stderr}");
+    let (code, _, stderr) = explore(&[&args[..], &["--progress", "soon"]].concat());
+    assert_eq!(code, 2, "{stderr}");
+}

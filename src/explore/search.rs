@@ -90,10 +90,9 @@ pub(super) struct Search<'a> {
     pub all: bool,
     /// The counterexamples, in the order found (so by length).
     pub found: Vec<Found>,
+    /// How often a progress line goes to stderr (None: never).
+    pub progress_every: Option<Duration>,
 }
-
-/// How often the search says on stderr how far it got.
-const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 impl<'a> Search<'a> {
     pub(super) fn new(
@@ -123,6 +122,7 @@ impl<'a> Search<'a> {
             ignore,
             all,
             found,
+            progress_every: Some(Duration::from_secs(10)),
         }
     }
 
@@ -222,16 +222,17 @@ impl<'a> Search<'a> {
         !self.all
     }
 
-    /// A line on stderr every ten seconds: how far the search got.
+    /// A line on stderr every `progress_every` (ten seconds by default): how far the search
+    /// got. One whole line each time, no cursor games, so a terminal and a CI log read the same.
     fn progress(&mut self, depth: usize) {
-        if self.last_progress.elapsed() < PROGRESS_EVERY {
+        if self.progress_every.is_none_or(|every| self.last_progress.elapsed() < every) {
             return;
         }
         self.last_progress = Instant::now();
         let secs = self.started.elapsed().as_secs_f64();
         let s = &self.stats;
         eprintln!(
-            "explore: {secs:.0} s, depth {depth}, {} schedules, {} distinct states, {:.0} schedules/s",
+            "explore: {secs:.1} s, depth {depth}, {} schedules run, {} distinct states, {:.0} schedules/s",
             s.schedules,
             s.states,
             s.schedules as f64 / secs.max(1e-9)
