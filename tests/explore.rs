@@ -542,3 +542,32 @@ fn the_search_says_how_far_it_got_on_stderr() {
     let (code, _, stderr) = explore(&[&args[..], &["--progress", "soon"]].concat());
     assert_eq!(code, 2, "{stderr}");
 }
+
+/// An adapter that declares an exclusion key (procrastinate 0.2.1's lock, every job of one lock
+/// here) is judged by `mutual_exclusion` too: the buggy fetch's second claim of a held lock is
+/// refused by the lock table's primary key (23505) in 3 steps; the fixed fetch skips the job.
+#[test]
+fn a_queue_with_an_exclusion_key_is_judged_by_mutual_exclusion() {
+    let db = ScratchDb::new("explore_exclusion");
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["scenario.toml", "buggy.toml", "fixed.toml"] {
+        let text = std::fs::read_to_string(repo("corpus/procrastinate-103").join(f)).unwrap();
+        std::fs::write(dir.path().join(f), text.replace("locks = 4", "locks = 1")).unwrap();
+    }
+    let file = dir.path().join("scenario.toml");
+    let args = [file.to_str().unwrap(), "--database-url", &db.url, "--jobs", "2", "--crashes", "0", "--ticks", "0"];
+    let (code, stdout, stderr) = explore(&[&args[..], &["--depth", "4"]].concat());
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(stdout.contains("judged by:") && stdout.contains(", mutual_exclusion"), "{stdout}");
+    assert!(
+        stdout.contains(", 3 steps):") && stdout.contains("mutual_exclusion: ") && stdout.contains("23505"),
+        "{stdout}"
+    );
+    let (code, stdout, stderr) = explore(&[&args[..], &["--depth", "6", "--set", "adapter=fixed.toml"]].concat());
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    // Where no key is declared, the header does not name the check.
+    let skip = repo("scenarios/skip-locked.toml");
+    let (_, stdout, _) =
+        explore(&[skip.to_str().unwrap(), "--database-url", &db.url, "--depth", "1", "--crashes", "0"]);
+    assert!(stdout.contains("judged by:") && !stdout.contains("mutual_exclusion"), "{stdout}");
+}

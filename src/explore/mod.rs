@@ -67,6 +67,8 @@ pub(crate) struct Options {
     pub all: bool,
     /// Checks set aside (`--ignore`): a violation of one is no counterexample.
     pub ignore: Vec<String>,
+    /// How often a progress line goes to stderr (None: never).
+    pub progress: Option<Duration>,
 }
 
 pub(crate) async fn explore(file: &Path, sets: &[String], target: &Target, o: &Options) -> Result<ExitCode> {
@@ -136,6 +138,7 @@ async fn search_on(plan: &Plan, db: &crate::db::Database, o: &Options, ignore: V
     let mut search = Search::new(plan, sessions, snapshot, bounds, cast);
     search.ignore = ignore;
     search.all = o.all;
+    search.progress_every = o.progress;
     search.run().await?;
     let took = started.elapsed();
     let s = &search.stats;
@@ -161,7 +164,7 @@ fn print_header(plan: &Plan, o: &Options, reaper: bool) {
         plan.lease.duration,
         o.crashes
     );
-    let checks: Vec<&str> = verdict::CHECKS.iter().map(|c| c.name()).collect();
+    let checks: Vec<&str> = verdict::judged(plan).iter().map(|c| c.name()).collect();
     println!("judged by: {}", checks.join(", "));
     let excused = verdict::tolerated(plan);
     if !excused.is_empty() {

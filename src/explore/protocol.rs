@@ -170,6 +170,10 @@ pub(super) struct Model<'p> {
     pub produced: u64,
     /// What the producer's enqueue binds (`:payload`, `:n`).
     payload: serde_json::Value,
+    /// Each claimed job's exclusion key (`[result] exclusion_key`), for `mutual_exclusion`.
+    pub exclusion_keys: Vec<(i64, String)>,
+    /// The claims the server refused, by SQLSTATE (a unique violation: two holders of one key).
+    pub claim_errors: Vec<crate::model::errors::ErrorCount>,
 }
 
 /// Who takes part: the worker sessions, a reaper, a canceller (the job's key).
@@ -228,6 +232,8 @@ impl<'p> Model<'p> {
             target,
             produced: 0,
             payload: serde_json::json!({ "n": plan.jobs.preload + 1 }),
+            exclusion_keys: Vec::new(),
+            claim_errors: Vec::new(),
         }
     }
 

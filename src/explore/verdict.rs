@@ -28,8 +28,9 @@ pub(super) struct Violation {
     pub beside: bool,
 }
 
-/// The checks a schedule is judged by.
-pub(super) const CHECKS: [Check; 12] = [
+/// The checks a schedule is judged by (`mutual_exclusion` only where the adapter declares an
+/// exclusion key: `judged`).
+pub(super) const CHECKS: [Check; 13] = [
     Check::ExactlyOnce,
     Check::RunAfterCompletion,
     Check::NoLostJobs,
@@ -42,16 +43,24 @@ pub(super) const CHECKS: [Check; 12] = [
     Check::Progress,
     Check::FaultsRecovered,
     Check::DeadAfterOneFault,
+    Check::MutualExclusion,
 ];
 
+/// The checks the header names: `mutual_exclusion` only where the adapter declares an exclusion key.
+pub(super) fn judged(plan: &crate::scenario::Plan) -> Vec<Check> {
+    let declared = plan.adapter.columns.exclusion_key.is_some();
+    CHECKS.into_iter().filter(|c| *c != Check::MutualExclusion || declared).collect()
+}
+
 /// The checks a schedule's own history settles, at any length.
-const HISTORY: [Check; 6] = [
+const HISTORY: [Check; 7] = [
     Check::RunAfterCompletion,
     Check::NoLostJobs,
     Check::StaleCompletionsAccepted,
     Check::AttemptsWithinBudget,
     Check::CancelledJobsNotRun,
     Check::CompletionsRefusedUnexplained,
+    Check::MutualExclusion,
 ];
 
 /// The checks only a schedule left to itself settles: what its end state comes to.
@@ -118,8 +127,19 @@ fn duration(secs: f64) -> String {
 fn judge_by(model: &Model<'_>, final_jobs: &[JobRow], judged: &[Check]) -> Vec<Violation> {
     let plan = model.plan;
     let end_us = (model.journal.iter().map(|e| e.t_us).max().unwrap_or(0) + 1).max(model.epoch_us());
+    let expected_errors: Vec<String> =
+        plan.adapter.drive.expected_errors.iter().chain(&plan.run.expected_errors).cloned().collect();
+    let exclusion = plan.adapter.columns.exclusion_key.as_ref().map(|_| {
+        let mut keys = model.exclusion_keys.clone();
+        keys.sort_unstable();
+        keys.dedup_by_key(|(job, _)| *job);
+        crate::model::evidence::Exclusion { limit: plan.adapter.drive.exclusion_limit.max(1), keys }
+    });
     let e = Evidence {
         faults: &model.faults,
+        exclusion: exclusion.as_ref(),
+        errors: &model.claim_errors,
+        expected_errors: &expected_errors,
         hold_transaction: plan.workers.mode == crate::model::protocol::Mode::HoldTransaction,
         session_lease: plan.adapter.drive.lease == crate::adapter::drive::LeaseKind::Session,
         end_us,

@@ -157,6 +157,9 @@ impl<'p> Model<'p> {
                 }
             }
             Err(e) => {
+                if matches!(self.actors[a].phase, Phase::Running { kind: StepKind::Claim, .. }) {
+                    self.claim_error(&e.0);
+                }
                 self.failed(a);
                 format!("ERROR: {e} (rolled back)")
             }
@@ -168,6 +171,20 @@ impl<'p> Model<'p> {
             r.waited_until = Some(after);
         } else {
             r.result = result;
+        }
+    }
+
+    /// A claim the server refused, counted by its SQLSTATE (the text ends `(SQLSTATE 23505)`).
+    fn claim_error(&mut self, text: &str) {
+        let Some(code) = text.rsplit_once("(SQLSTATE ").and_then(|(_, c)| c.strip_suffix(')')) else { return };
+        match self.claim_errors.iter_mut().find(|c| c.code == code) {
+            Some(c) => c.count += 1,
+            None => self.claim_errors.push(crate::model::errors::ErrorCount {
+                statement: crate::model::errors::Statement::Claim,
+                code: code.to_string(),
+                count: 1,
+                first: text.to_string(),
+            }),
         }
     }
 
@@ -279,6 +296,7 @@ impl<'p> Model<'p> {
         let Some(ids) = rows.column(&cols.id) else { return Vec::new() };
         let attempts = cols.attempt.as_ref().and_then(|c| rows.column(c));
         let tokens = cols.token.as_ref().and_then(|c| rows.column(c));
+        let keys = cols.exclusion_key.as_ref().and_then(|c| rows.column(c));
         let mut out = Vec::new();
         for (k, id) in ids.into_iter().enumerate() {
             let Some(id) = id else { continue };
@@ -286,6 +304,10 @@ impl<'p> Model<'p> {
             let attempt = attempts.as_ref().and_then(|c| c[k].clone());
             let token = tokens.as_ref().and_then(|c| c[k].clone()).map(|t| text_key(&t));
             self.actors[a].claims += 1;
+            let surrogate = self.ids.surrogate(&key);
+            if let Some(k) = keys.as_ref().and_then(|c| c[k].clone()) {
+                self.exclusion_keys.push((surrogate, k));
+            }
             out.push(Claimed {
                 id: self.ids.surrogate(&key),
                 key,
