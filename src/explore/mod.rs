@@ -134,7 +134,8 @@ async fn search_on(plan: &Plan, db: &crate::db::Database, o: &Options, ignore: V
     let bounds = Bounds { depth: o.depth, time: o.time, reduce: o.reduce, faults, liveness: o.liveness };
     print_header(plan, o, reaper);
     let started = Instant::now();
-    let cast = Cast { workers: o.sessions, reaper, cancel, producer: o.producer };
+    let text_ids = text_ids(plan, &client).await?;
+    let cast = Cast { workers: o.sessions, reaper, cancel, producer: o.producer, text_ids };
     let mut search = Search::new(plan, sessions, snapshot, bounds, cast);
     search.ignore = ignore;
     search.all = o.all;
@@ -202,6 +203,17 @@ async fn first_job(plan: &Plan, client: &tokio_postgres::Client) -> Result<crate
         cause: "the preload left no job".into(),
     })?;
     Ok(ids.key(first))
+}
+
+/// Whether the queue keeps its job ids as text: the observer's `id` column's type.
+async fn text_ids(plan: &Plan, client: &tokio_postgres::Client) -> Result<bool> {
+    use tokio_postgres::types::Type;
+    let st = client.prepare(&plan.adapter.observe.state.sql).await.map_err(|e| Error::Machine {
+        action: "reading the type of the queue's job ids (observe.state)".into(),
+        cause: crate::db::error_text(&e),
+    })?;
+    let id = st.columns().iter().find(|c| c.name() == "id");
+    Ok(id.is_some_and(|c| matches!(*c.type_(), Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME)))
 }
 
 /// The sessions beside the workers, as the header names them.

@@ -170,6 +170,8 @@ pub(super) struct Model<'p> {
     pub produced: u64,
     /// What the producer's enqueue binds (`:payload`, `:n`).
     payload: serde_json::Value,
+    /// The job ids are text (`Cast::text_ids`).
+    text_ids: bool,
     /// Each claimed job's exclusion key (`[result] exclusion_key`), for `mutual_exclusion`.
     pub exclusion_keys: Vec<(i64, String)>,
     /// The claims the server refused, by SQLSTATE (a unique violation: two holders of one key).
@@ -183,6 +185,9 @@ pub(super) struct Cast {
     pub reaper: bool,
     pub cancel: Option<Key>,
     pub producer: bool,
+    /// The queue keeps its job ids as text (the observer's `id` column is text): a claim's id
+    /// stays text even when it reads as a number.
+    pub text_ids: bool,
 }
 
 const WORKERS: [&str; 3] = ["A", "B", "C"];
@@ -234,6 +239,7 @@ impl<'p> Model<'p> {
             payload: serde_json::json!({ "n": plan.jobs.preload + 1 }),
             exclusion_keys: Vec::new(),
             claim_errors: Vec::new(),
+            text_ids: cast.text_ids,
         }
     }
 

@@ -262,7 +262,8 @@ impl<'a> Search<'a> {
     async fn key(&mut self, m: &Model<'a>) -> Result<u64> {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         m.key().hash(&mut h);
-        self.snapshot.state(self.sessions.monitor()).await?.hash(&mut h);
+        let state = self.snapshot.state(self.sessions.monitor()).await?;
+        super::snapshot::label_backends(&state, self.sessions.backends()).hash(&mut h);
         Ok(h.finish())
     }
 

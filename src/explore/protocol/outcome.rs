@@ -300,7 +300,9 @@ impl<'p> Model<'p> {
         let mut out = Vec::new();
         for (k, id) in ids.into_iter().enumerate() {
             let Some(id) = id else { continue };
-            let key = text_key(&id);
+            // An id the queue keeps as text stays text, even when it reads as a number: the
+            // observer reads it so, and the completion binds it so.
+            let key = if self.text_ids { Key::Text(id.clone()) } else { text_key(&id) };
             let attempt = attempts.as_ref().and_then(|c| c[k].clone());
             let token = tokens.as_ref().and_then(|c| c[k].clone()).map(|t| text_key(&t));
             self.actors[a].claims += 1;
