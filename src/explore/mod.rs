@@ -9,6 +9,7 @@
 //! - `search`: iterative deepening with replay, and the reduction of equal states;
 //! - `verdict`: a schedule's journal judged by `verify`;
 //! - `script`: the counterexample as numbered steps and as a psql script, one window a session.
+//! - `answer`: the last words (what was searched, and no more), `--all`'s files, explore.json.
 
 mod answer;
 mod protocol;

@@ -11,7 +11,7 @@ use super::snapshot::Snapshot;
 use super::verdict::{Violation, judge, judge_settled};
 use crate::error::Result;
 use crate::scenario::Plan;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -141,7 +141,7 @@ impl<'a> Search<'a> {
         let mut frontier: Vec<(Vec<Op>, f64)> = vec![(Vec::new(), 1.0)];
         for depth in 1..=self.bounds.depth {
             let mut next: Vec<(Vec<Op>, f64)> = Vec::new();
-            let mut at: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+            let mut at: HashMap<u64, usize> = HashMap::new();
             for (path, paths) in &frontier {
                 let model = self.replay(path).await?;
                 let ops = model.enabled();
@@ -170,20 +170,8 @@ impl<'a> Search<'a> {
                             return Ok(());
                         }
                     }
-                    if self.bounds.reduce {
-                        let t = Instant::now();
-                        let key = self.key(&m).await?;
-                        self.stats.key_time += t.elapsed();
-                        if let Some(&i) = at.get(&key) {
-                            next[i].1 += paths;
-                            self.stats.pruned += 1;
-                            continue;
-                        }
-                        if !self.visited.insert(key) {
-                            self.stats.pruned += 1;
-                            continue;
-                        }
-                        at.insert(key, next.len());
+                    if self.bounds.reduce && self.met(&m, &mut at, &mut next, *paths).await? {
+                        continue;
                     }
                     if self.left_to_itself(m, depth).await? {
                         return Ok(());
@@ -202,6 +190,32 @@ impl<'a> Search<'a> {
             frontier = next;
         }
         Ok(())
+    }
+
+    /// Reduction: whether `m`'s state was met before (at this level: the schedules it stands
+    /// for are added to the first; at a smaller one: nothing to add). A new one is noted at
+    /// the index in `next` it is about to take.
+    async fn met(
+        &mut self,
+        m: &Model<'a>,
+        at: &mut HashMap<u64, usize>,
+        next: &mut [(Vec<Op>, f64)],
+        paths: f64,
+    ) -> Result<bool> {
+        let t = Instant::now();
+        let key = self.key(m).await?;
+        self.stats.key_time += t.elapsed();
+        if let Some(&i) = at.get(&key) {
+            next[i].1 += paths;
+            self.stats.pruned += 1;
+            return Ok(true);
+        }
+        if !self.visited.insert(key) {
+            self.stats.pruned += 1;
+            return Ok(true);
+        }
+        at.insert(key, next.len());
+        Ok(false)
     }
 
     /// The violations not set aside: `--ignore`d checks, and with `--all` the checks already found.

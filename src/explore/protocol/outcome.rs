@@ -383,42 +383,45 @@ impl<'p> Model<'p> {
                 self.actors[a].stamp = Some(u64::from(self.ticks));
                 "committed".into()
             }
-            StepKind::Heartbeat | StepKind::Complete | StepKind::Fail => {
-                self.changes += 1;
-                let ok = accepted.unwrap_or(false);
-                let job = self.actors[a].job.clone();
-                let what = match (kind, ok) {
-                    (StepKind::Heartbeat, true) => EventKind::HeartbeatOk,
-                    (StepKind::Heartbeat, false) => EventKind::HeartbeatRejected,
-                    (StepKind::Complete, true) => EventKind::Accepted,
-                    (StepKind::Complete, false) => EventKind::Rejected,
-                    (_, true) => EventKind::FailAccepted,
-                    (_, false) => EventKind::FailRejected,
-                };
-                if let Some(j) = &job {
-                    self.event(a, j, what);
-                }
-                let renewed = self.actors[a].renewed.take();
-                if kind == StepKind::Heartbeat && ok {
-                    let actor = &mut self.actors[a];
-                    if let (Some(job), Some(key)) = (actor.job.as_mut(), renewed) {
-                        job.tag = key.tag();
-                        job.token = Some(key);
-                    }
-                    actor.phase = Phase::Holding { in_tx: false };
-                } else {
-                    if kind == StepKind::Heartbeat
-                        && let Some(j) = &job
-                    {
-                        self.event(a, j, EventKind::Abandoned);
-                    }
-                    let actor = &mut self.actors[a];
-                    actor.job = None;
-                    actor.phase = Phase::Idle;
-                    actor.stamp = None;
-                }
-                format!("committed ({})", if ok { "the write landed" } else { "the write changed nothing" })
-            }
+            StepKind::Heartbeat | StepKind::Complete | StepKind::Fail => self.wrote(a, kind, accepted),
         }
+    }
+
+    /// A heartbeat, completion or failure committed: whether its write landed, in the journal.
+    fn wrote(&mut self, a: usize, kind: StepKind, accepted: Option<bool>) -> String {
+        self.changes += 1;
+        let ok = accepted.unwrap_or(false);
+        let job = self.actors[a].job.clone();
+        let what = match (kind, ok) {
+            (StepKind::Heartbeat, true) => EventKind::HeartbeatOk,
+            (StepKind::Heartbeat, false) => EventKind::HeartbeatRejected,
+            (StepKind::Complete, true) => EventKind::Accepted,
+            (StepKind::Complete, false) => EventKind::Rejected,
+            (_, true) => EventKind::FailAccepted,
+            (_, false) => EventKind::FailRejected,
+        };
+        if let Some(j) = &job {
+            self.event(a, j, what);
+        }
+        let renewed = self.actors[a].renewed.take();
+        if kind == StepKind::Heartbeat && ok {
+            let actor = &mut self.actors[a];
+            if let (Some(job), Some(key)) = (actor.job.as_mut(), renewed) {
+                job.tag = key.tag();
+                job.token = Some(key);
+            }
+            actor.phase = Phase::Holding { in_tx: false };
+        } else {
+            if kind == StepKind::Heartbeat
+                && let Some(j) = &job
+            {
+                self.event(a, j, EventKind::Abandoned);
+            }
+            let actor = &mut self.actors[a];
+            actor.job = None;
+            actor.phase = Phase::Idle;
+            actor.stamp = None;
+        }
+        format!("committed ({})", if ok { "the write landed" } else { "the write changed nothing" })
     }
 }
