@@ -462,7 +462,18 @@ pub struct ExploreArgs {
     /// whether every job still finishes (the liveness checks).
     #[arg(long)]
     pub safety_only: bool,
-    /// Write counterexample.txt and counterexample.sql into this folder.
+    /// Write counterexample.txt and counterexample.sql (with --all, one pair per check:
+    /// counterexample-CHECK.txt and .sql) and explore.json into this folder.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Go on after the first counterexample: the shortest one for each check broken.
+    #[arg(long)]
+    pub all: bool,
+    /// Set a known violation of this check aside, so the search looks past it (repeatable).
+    #[arg(long, value_name = "CHECK")]
+    pub ignore: Vec<String>,
+    /// A line on stderr this often while searching (depth, schedules, states, schedules/s);
+    /// `off` for none.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub progress: String,
 }

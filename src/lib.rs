@@ -72,27 +72,14 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
             until_interrupted(commands::repro::repro(&file, &overrides.set, fencing, &target, repeat), &interrupt).await
         }
         Command::Explore(args) => {
-            let target = match args.database_url {
-                Some(url) => options::Target::Url { url, allow_remote: false },
-                None => options::Target::Ephemeral,
+            let progress = match args.progress.as_str() {
+                "off" => Ok(None),
+                every => duration_flag("--progress", every.to_string()).map(Some),
             };
-            let o = explore::Options {
-                sessions: args.sessions,
-                jobs: args.jobs,
-                depth: args.depth as usize,
-                time: std::time::Duration::from_secs(args.time),
-                reduce: !args.no_reduce,
-                liveness: !args.safety_only,
-                reaper: !args.no_reaper,
-                ticks: args.ticks,
-                crashes: args.crashes,
-                heartbeats: args.heartbeats,
-                fail: args.fail,
-                cancel: args.cancel,
-                producer: args.producer,
-                out: args.out,
-            };
-            until_interrupted(explore::explore(&args.file, &args.overrides.set, &target, &o), &interrupt).await
+            match progress {
+                Ok(progress) => explore_with(args, progress, &interrupt).await,
+                Err(e) => Err(e),
+            }
         }
         Command::Compare { old, new, baseline, out, force } => {
             commands::compare::compare_runs(&old, &new, &baseline, out.as_deref(), force)
@@ -137,6 +124,37 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
 }
 
 /// A duration flag (`10m`, `60s`): refused with exit 2 when it is not one.
+async fn explore_with(
+    args: cli::ExploreArgs,
+    progress: Option<std::time::Duration>,
+    interrupt: &CancellationToken,
+) -> error::Result<ExitCode> {
+    let target = match args.database_url {
+        Some(url) => options::Target::Url { url, allow_remote: false },
+        None => options::Target::Ephemeral,
+    };
+    let o = explore::Options {
+        progress,
+        sessions: args.sessions,
+        jobs: args.jobs,
+        depth: args.depth as usize,
+        time: std::time::Duration::from_secs(args.time),
+        reduce: !args.no_reduce,
+        liveness: !args.safety_only,
+        reaper: !args.no_reaper,
+        ticks: args.ticks,
+        crashes: args.crashes,
+        heartbeats: args.heartbeats,
+        fail: args.fail,
+        cancel: args.cancel,
+        producer: args.producer,
+        out: args.out,
+        all: args.all,
+        ignore: args.ignore,
+    };
+    until_interrupted(explore::explore(&args.file, &args.overrides.set, &target, &o), interrupt).await
+}
+
 fn duration_flag(flag: &str, value: String) -> error::Result<std::time::Duration> {
     scenario::units::parse_duration(&value).map_err(|e| error::Error::FlagValue {
         flag: flag.into(),

@@ -184,7 +184,7 @@ fn a_late_completion_lands_without_a_fence_and_not_with_a_token() {
     let fenced = ["--set", "lease.fencing=token"];
     let (code, stdout, stderr) = explore(&[&base[..], &inline[..], &fenced[..]].concat());
     assert_eq!(code, 0, "the token fence turns the late completion away: {stdout}\n{stderr}");
-    assert!(stdout.contains("no counterexample up to depth 7") || stdout.contains("at any depth"), "{stdout}");
+    assert!(stdout.contains("no counterexample up to depth 7") || stdout.contains("in the whole space"), "{stdout}");
 }
 
 #[test]
@@ -197,7 +197,8 @@ fn skip_locked_and_two_adapters_hold_within_a_small_bound() {
         let (code, stdout, stderr) = explore(&args);
         assert_eq!(code, 0, "{f}: {stdout}\n{stderr}");
         assert!(
-            stdout.contains("no counterexample up to depth 5") || stdout.contains("no counterexample at any depth"),
+            stdout.contains("no counterexample up to depth 5")
+                || stdout.contains("no counterexample in the whole space"),
             "{f}: {stdout}"
         );
         assert!(stdout.contains("schedules run"), "{f}: the tally: {stdout}");
@@ -402,4 +403,171 @@ fn a_schema_with_foreign_keys_is_restored_as_a_role_that_is_no_superuser() {
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(stdout.contains("no counterexample up to depth 3"), "{stdout}\n{stderr}");
     assert!(!stderr.contains("restoring the schema's snapshot"), "{stderr}");
+}
+
+/// A check the scenario excuses (`"checks.dead_after_one_fault" = ">= 0"`: Solid Queue fails a
+/// pruned process's job for good, by design) is no counterexample, as in a run; without the
+/// expectation the same search finds it. The last words say what was searched, and no more.
+#[test]
+fn a_check_the_scenario_excuses_is_no_counterexample_and_the_answer_says_what_it_searched() {
+    let db = ScratchDb::new("explore_scope");
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = repo("corpus/solid_queue-589");
+    std::fs::copy(corpus.join("fixed.toml"), dir.path().join("fixed.toml")).unwrap();
+    let text = std::fs::read_to_string(corpus.join("scenario.toml")).unwrap().replace("buggy.toml", "fixed.toml");
+    let excused = dir.path().join("excused.toml");
+    std::fs::write(&excused, &text).unwrap();
+    let strict = dir.path().join("strict.toml");
+    std::fs::write(&strict, text.replace("\"checks.dead_after_one_fault\" = \">= 0\"", "")).unwrap();
+    let args = ["--database-url", &db.url, "--depth", "4", "--time", "120"];
+    let (code, stdout, stderr) = explore(&[&[excused.to_str().unwrap()][..], &args[..]].concat());
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("excused, as a run judges them") && stdout.contains("dead_after_one_fault >= 0"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("no counterexample up to depth 4"), "{stdout}");
+    assert!(!stdout.contains("at any depth"), "explore steps whole statements: {stdout}");
+    for said in ["searched: whole statements", "a race inside one statement is out of its reach", "2 worker sessions"] {
+        assert!(stdout.contains(said), "{said}: {stdout}");
+    }
+    assert!(stdout.contains("depth 4 reached") && stdout.contains("≤ 1 crash(es)"), "{stdout}");
+    let (code, stdout, stderr) = explore(&[&[strict.to_str().unwrap()][..], &args[..]].concat());
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(", 3 steps, then left to itself):") && stdout.contains("dead_after_one_fault:"),
+        "{stdout}"
+    );
+}
+
+/// A claim the server refuses (division by zero: SQLSTATE 22012) is the queue's error, with
+/// its statement and SQLSTATE, not a search that merely tested nothing.
+#[test]
+fn a_claim_that_errors_is_reported_as_the_queues_error() {
+    let db = ScratchDb::new("explore_claim_error");
+    let dir = tempfile::tempdir().unwrap();
+    let file = custom_queue(dir.path(), r#"complete = "UPDATE jobs SET status = 'done' WHERE id = :id {fence}""#);
+    let text =
+        std::fs::read_to_string(&file).unwrap().replace("ORDER BY id LIMIT", "AND 1 / attempts = 1 ORDER BY id LIMIT");
+    std::fs::write(&file, text).unwrap();
+    let (code, stdout, stderr) = explore(&[file.to_str().unwrap(), "--database-url", &db.url, "--depth", "3"]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(stdout.contains("QUEUE ERROR: the queue's claim failed"), "{stdout}");
+    assert!(stdout.contains("22012") && stdout.contains("division by zero"), "{stdout}");
+    assert!(stdout.contains("1 / attempts = 1"), "the statement: {stdout}");
+    assert!(!stdout.contains("VACUOUS"), "{stdout}");
+}
+
+/// With a heartbeat that renews the fence (a timestamptz token it hands back), the completion
+/// binds the newest token, as a run's does: no refused completion, no job left running.
+#[test]
+fn a_heartbeat_that_renews_the_token_hands_it_to_the_completion() {
+    let db = ScratchDb::new("explore_heartbeat");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(repo("tests/fixtures/contract/timestamp-fence.toml"), dir.path().join("timestamp-fence.toml"))
+        .unwrap();
+    let file = dir.path().join("s.toml");
+    let body = "name = \"renewing\"\nadapter = \"timestamp-fence.toml\"\n[jobs]\npreload = 1\n[lease]\nduration = \"5s\"\nheartbeat = \"1s\"\n";
+    std::fs::write(&file, body).unwrap();
+    let args =
+        [file.to_str().unwrap(), "--database-url", &db.url, "--heartbeats", "1", "--crashes", "0", "--depth", "7"];
+    let (code, stdout, stderr) = explore(&args);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stdout.contains("no counterexample") && stdout.contains("≤ 1 heartbeat(s)"), "{stdout}");
+}
+
+/// `--all` goes on past the first counterexample, for the shortest of each check broken, each
+/// written with explore.json; `--ignore` sets a check aside so the search looks past it.
+#[test]
+fn all_finds_each_check_and_ignore_looks_past_one() {
+    let db = ScratchDb::new("explore_all");
+    let dir = tempfile::tempdir().unwrap();
+    // A completion that never lands (4 steps), and a crash that leaves the job dead (3 steps).
+    let complete = r#"complete = "UPDATE jobs SET status = 'done' WHERE id = :id AND status = 'nowhere' {fence}""#;
+    let never = custom_queue(dir.path(), complete);
+    let out = dir.path().join("found");
+    let args = [never.to_str().unwrap(), "--database-url", &db.url, "--depth", "5"];
+    let (code, stdout, stderr) = explore(&[&args[..], &["--all", "--out", out.to_str().unwrap()]].concat());
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("2 counterexamples found: dead_after_one_fault, completions_refused_unexplained"),
+        "{stdout}"
+    );
+    for f in ["counterexample-dead_after_one_fault.sql", "counterexample-completions_refused_unexplained.txt"] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("explore.json")).unwrap()).unwrap();
+    assert_eq!((json["sessions"].as_u64(), json["jobs"].as_u64()), (Some(2), Some(1)), "{json}");
+    assert!(json["depth"].as_u64() >= Some(4) && json["schedules"].as_u64() > Some(0), "{json}");
+    assert!(json["distinct_states"].is_u64() && json["naive_schedules"].is_number() && json["seconds"].is_number());
+    let own: Vec<(&str, u64, &str)> = json["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["beside"] == false)
+        .map(|v| (v["check"].as_str().unwrap(), v["steps"].as_u64().unwrap(), v["script"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        own,
+        [
+            ("dead_after_one_fault", 3, "counterexample-dead_after_one_fault.sql"),
+            ("completions_refused_unexplained", 4, "counterexample-completions_refused_unexplained.sql")
+        ],
+        "{json}"
+    );
+    // The crash's dead job set aside: the refused completion is the answer.
+    let (code, stdout, stderr) = explore(&[&args[..], &["--ignore", "dead_after_one_fault"]].concat());
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(stdout.contains("set aside (--ignore): dead_after_one_fault"), "{stdout}");
+    assert!(stdout.contains("(mine, 4 steps):") && stdout.contains("completions_refused_unexplained:"), "{stdout}");
+    let (code, _, stderr) = explore(&[&args[..], &["--ignore", "no_such_check"]].concat());
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--ignore") && stderr.contains("no_such_check"), "{stderr}");
+}
+
+/// While it searches, a whole line on stderr every `--progress` (10 s by default): the depth,
+/// the schedules, the states, the pace. `off` is silent.
+#[test]
+fn the_search_says_how_far_it_got_on_stderr() {
+    let db = ScratchDb::new("explore_progress");
+    let file = repo("scenarios/skip-locked.toml");
+    let args = [file.to_str().unwrap(), "--database-url", &db.url, "--depth", "2", "--crashes", "0"];
+    let (code, stdout, stderr) = explore(&[&args[..], &["--progress", "1ms"]].concat());
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let line = stderr.lines().find(|l| l.starts_with("explore: ")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.contains(", depth 1,") && line.contains("schedules run") && line.ends_with("schedules/s"), "{line}");
+    let (code, stdout, stderr) = explore(&[&args[..], &["--progress", "off"]].concat());
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(!stderr.contains("schedules/s"), "{stderr}");
+    let (code, _, stderr) = explore(&[&args[..], &["--progress", "soon"]].concat());
+    assert_eq!(code, 2, "{stderr}");
+}
+
+/// An adapter that declares an exclusion key (procrastinate 0.2.1's lock, every job of one lock
+/// here) is judged by `mutual_exclusion` too: the buggy fetch's second claim of a held lock is
+/// refused by the lock table's primary key (23505) in 3 steps; the fixed fetch skips the job.
+#[test]
+fn a_queue_with_an_exclusion_key_is_judged_by_mutual_exclusion() {
+    let db = ScratchDb::new("explore_exclusion");
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["scenario.toml", "buggy.toml", "fixed.toml"] {
+        let text = std::fs::read_to_string(repo("corpus/procrastinate-103").join(f)).unwrap();
+        std::fs::write(dir.path().join(f), text.replace("locks = 4", "locks = 1")).unwrap();
+    }
+    let file = dir.path().join("scenario.toml");
+    let args = [file.to_str().unwrap(), "--database-url", &db.url, "--jobs", "2", "--crashes", "0", "--ticks", "0"];
+    let (code, stdout, stderr) = explore(&[&args[..], &["--depth", "4"]].concat());
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(stdout.contains("judged by:") && stdout.contains(", mutual_exclusion"), "{stdout}");
+    assert!(
+        stdout.contains(", 3 steps):") && stdout.contains("mutual_exclusion: ") && stdout.contains("23505"),
+        "{stdout}"
+    );
+    let (code, stdout, stderr) = explore(&[&args[..], &["--depth", "6", "--set", "adapter=fixed.toml"]].concat());
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    // Where no key is declared, the header does not name the check.
+    let skip = repo("scenarios/skip-locked.toml");
+    let (_, stdout, _) =
+        explore(&[skip.to_str().unwrap(), "--database-url", &db.url, "--depth", "1", "--crashes", "0"]);
+    assert!(stdout.contains("judged by:") && !stdout.contains("mutual_exclusion"), "{stdout}");
 }

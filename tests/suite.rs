@@ -26,6 +26,7 @@ mod echo_refusals;
 mod enqueue;
 mod errors;
 mod explore;
+mod explore_identity;
 mod failover;
 mod faults;
 mod flags;

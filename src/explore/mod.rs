@@ -9,7 +9,9 @@
 //! - `search`: iterative deepening with replay, and the reduction of equal states;
 //! - `verdict`: a schedule's journal judged by `verify`;
 //! - `script`: the counterexample as numbered steps and as a psql script, one window a session.
+//! - `answer`: the last words (what was searched, and no more), `--all`'s files, explore.json.
 
+mod answer;
 mod protocol;
 mod script;
 mod search;
@@ -19,6 +21,7 @@ mod verdict;
 
 use crate::db::schema;
 use crate::error::{Error, ExitCode, Result};
+use crate::model::check::Check;
 use crate::options::{DatabaseOptions, Target};
 use crate::pipeline;
 use crate::scenario::{self, Plan};
@@ -27,12 +30,19 @@ use search::{Bounds, Search};
 use session::Sessions;
 use snapshot::Snapshot;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-/// 2100-01-01 00:00:00 UTC, where the virtual clock starts: past any real instant, so the
-/// preload's jobs are due however long the search runs, and a printed script replays by hand
-/// on another day.
-const VIRTUAL_START: u64 = 4_102_444_800;
+/// Where the virtual clock starts: midnight UTC the day after tomorrow, so a day to two
+/// ahead of the real clock. Past the preload's instants (its jobs are due however long the
+/// search runs, and a column default of `now()` the producer's enqueue meets stays behind
+/// the virtual clock), and near the present, so a queue that keeps times as integer epoch
+/// seconds does not overflow. A printed script has its instants written in: it replays by
+/// hand on any day.
+fn virtual_start(now: SystemTime) -> SystemTime {
+    const DAY: u64 = 86_400;
+    let secs = now.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    SystemTime::UNIX_EPOCH + Duration::from_secs((secs / DAY + 2) * DAY)
+}
 
 /// What `explore` searches, from its command line.
 #[derive(Debug, Clone)]
@@ -54,6 +64,12 @@ pub(crate) struct Options {
     /// A producer session enqueues one more job during the schedule.
     pub producer: bool,
     pub out: Option<PathBuf>,
+    /// Go on after the first counterexample: the shortest one of each check broken.
+    pub all: bool,
+    /// Checks set aside (`--ignore`): a violation of one is no counterexample.
+    pub ignore: Vec<String>,
+    /// How often a progress line goes to stderr (None: never).
+    pub progress: Option<Duration>,
 }
 
 pub(crate) async fn explore(file: &Path, sets: &[String], target: &Target, o: &Options) -> Result<ExitCode> {
@@ -63,6 +79,7 @@ pub(crate) async fn explore(file: &Path, sets: &[String], target: &Target, o: &O
     if !(1..=2).contains(&o.jobs) {
         return Err(Error::Flag { flag: "--jobs".into(), reason: "takes 1 or 2 jobs".into() });
     }
+    let ignore = ignored(&o.ignore)?;
     if let Some(out) = &o.out {
         pipeline::check_output_folder(out, false)?;
     }
@@ -78,14 +95,28 @@ pub(crate) async fn explore(file: &Path, sets: &[String], target: &Target, o: &O
     let schema_name = format!("queuebench_explore_{:08x}", rand::random::<u32>());
     let opts = DatabaseOptions::new(target.clone(), Some(schema_name), false, false)?;
     let db = pipeline::open_database(&plan, &opts, "").await?;
-    let result = search_on(&plan, &db, o).await;
+    let result = search_on(&plan, &db, o, ignore).await;
     let teardown = db.teardown().await;
     let code = result?;
     teardown?;
     Ok(code)
 }
 
-async fn search_on(plan: &Plan, db: &crate::db::Database, o: &Options) -> Result<ExitCode> {
+/// The `--ignore` names as checks; an unknown name is a usage error.
+fn ignored(names: &[String]) -> Result<Vec<Check>> {
+    names
+        .iter()
+        .map(|n| {
+            let judged = || verdict::CHECKS.iter().map(|c| c.name()).collect::<Vec<_>>().join(", ");
+            Check::parse(n).filter(|c| verdict::CHECKS.contains(c)).ok_or_else(|| Error::Flag {
+                flag: "--ignore".into(),
+                reason: format!("`{n}` is no check explore judges; these are: {}", judged()),
+            })
+        })
+        .collect()
+}
+
+async fn search_on(plan: &Plan, db: &crate::db::Database, o: &Options, ignore: Vec<Check>) -> Result<ExitCode> {
     let setup = pipeline::setup_of(plan);
     let client = schema::install(db, setup.as_setup(), &plan.adapter.table, &[]).await?;
     let ids = crate::adapter::keys::Interner::default();
@@ -104,72 +135,21 @@ async fn search_on(plan: &Plan, db: &crate::db::Database, o: &Options) -> Result
     let bounds = Bounds { depth: o.depth, time: o.time, reduce: o.reduce, faults, liveness: o.liveness };
     print_header(plan, o, reaper);
     let started = Instant::now();
-    let cast = Cast { workers: o.sessions, reaper, cancel, producer: o.producer };
+    let text_ids = text_ids(plan, &client).await?;
+    let cast = Cast { workers: o.sessions, reaper, cancel, producer: o.producer, text_ids };
     let mut search = Search::new(plan, sessions, snapshot, bounds, cast);
-    let found = search.run().await?;
+    search.ignore = ignore;
+    search.all = o.all;
+    search.progress_every = o.progress;
+    search.run().await?;
     let took = started.elapsed();
     let s = &search.stats;
-    let rate = s.schedules as f64 / took.as_secs_f64().max(1e-9);
-    let per_reset = s.reset_time.as_secs_f64() * 1e3 / s.resets.max(1) as f64;
-    let factor = s.covered / (s.schedules.max(1) as f64);
-    let tally = format!(
-        "{} schedules run, standing for at least {:.0} without reduction (×{factor:.1}); {} distinct states; {} steps sent, {:.1} s: \
-         {rate:.0} schedules/s, reset {per_reset:.2} ms",
-        s.schedules,
-        s.covered,
-        s.states,
-        s.steps,
-        took.as_secs_f64()
-    );
     tracing::info!(
         reset = ?s.reset_time, steps = ?s.exec_time, judge = ?s.judge_time, key = ?s.key_time,
         "explore: where the time went"
     );
-    match found {
-        Some(f) => {
-            let mut text = script::steps(&f, plan);
-            let lane = script::swimlane(&f, plan);
-            // The story's words for the job; "ran exactly once" is no cause of a cancelled job run.
-            for cause in lane.iter().flat_map(|l| &l.causes).filter(|c| c.as_str() != "ran exactly once") {
-                text.push_str(&format!("  cause: {cause}\n"));
-            }
-            let sql = script::psql(&f, plan);
-            println!("{text}\n{sql}");
-            println!("{tally}");
-            if let Some(out) = &o.out {
-                crate::files::write_new(out, "counterexample.txt", text.as_bytes())?;
-                crate::files::write_new(out, "counterexample.sql", sql.as_bytes())?;
-                if let Some(l) = &lane {
-                    crate::files::write_new(out, "counterexample.svg", l.svg.as_bytes())?;
-                }
-                println!("written: {}/counterexample.txt, .sql and .svg (the job's swimlane)", out.display());
-            }
-            Ok(ExitCode::ExpectationFailed)
-        }
-        None if !s.claimed => {
-            println!(
-                "VACUOUS: no session claimed a job in any of {} schedules, so nothing was tested (are the \
-                 preloaded jobs of a class or queue these sessions claim? explore preloads the default class): {tally}",
-                s.schedules
-            );
-            Ok(ExitCode::ExpectationFailed)
-        }
-        None => {
-            let reached = if s.exhausted {
-                format!(
-                    "at any depth within these bounds (every reachable state expanded by depth {}; more sessions, \
-                     jobs, ticks or crashes reach more)",
-                    s.depth_done
-                )
-            } else if s.timed_out {
-                format!("up to depth {} (the time limit stopped depth {})", s.depth_done, s.depth_done + 1)
-            } else {
-                format!("up to depth {}", s.depth_done)
-            };
-            println!("no counterexample {reached}: {tally}");
-            Ok(ExitCode::Passed)
-        }
-    }
+    let searched = answer::Searched { plan, o, reaper, stats: s, took };
+    answer::answer(&searched, &search.found)
 }
 
 fn print_header(plan: &Plan, o: &Options, reaper: bool) {
@@ -186,8 +166,15 @@ fn print_header(plan: &Plan, o: &Options, reaper: bool) {
         plan.lease.duration,
         o.crashes
     );
-    let checks: Vec<&str> = verdict::CHECKS.iter().map(|c| c.name()).collect();
+    let checks: Vec<&str> = verdict::judged(plan).iter().map(|c| c.name()).collect();
     println!("judged by: {}", checks.join(", "));
+    let excused = verdict::tolerated(plan);
+    if !excused.is_empty() {
+        println!("excused, as a run judges them (the scenario's [expect]): {}", excused.join(", "));
+    }
+    if !o.ignore.is_empty() {
+        println!("set aside (--ignore): {}", o.ignore.join(", "));
+    }
     let clocked = crate::run::literal::clocked_statements(a);
     if !clocked.is_empty() {
         println!(
@@ -217,6 +204,17 @@ async fn first_job(plan: &Plan, client: &tokio_postgres::Client) -> Result<crate
         cause: "the preload left no job".into(),
     })?;
     Ok(ids.key(first))
+}
+
+/// Whether the queue keeps its job ids as text: the observer's `id` column's type.
+async fn text_ids(plan: &Plan, client: &tokio_postgres::Client) -> Result<bool> {
+    use tokio_postgres::types::Type;
+    let st = client.prepare(&plan.adapter.observe.state.sql).await.map_err(|e| Error::Machine {
+        action: "reading the type of the queue's job ids (observe.state)".into(),
+        cause: crate::db::error_text(&e),
+    })?;
+    let id = st.columns().iter().find(|c| c.name() == "id");
+    Ok(id.is_some_and(|c| matches!(*c.type_(), Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME)))
 }
 
 /// The sessions beside the workers, as the header names them.

@@ -117,6 +117,8 @@ pub(super) struct Actor {
     draws: u32,
     claims: u32,
     beats: u32,
+    /// The token the heartbeat in flight handed back, taken as its commit lands.
+    renewed: Option<Key>,
     /// The model's change count when this actor's last claim (or reclaim) found nothing: it
     /// tries again only after something changed.
     stamp: Option<u64>,
@@ -168,6 +170,12 @@ pub(super) struct Model<'p> {
     pub produced: u64,
     /// What the producer's enqueue binds (`:payload`, `:n`).
     payload: serde_json::Value,
+    /// The job ids are text (`Cast::text_ids`).
+    text_ids: bool,
+    /// Each claimed job's exclusion key (`[result] exclusion_key`), for `mutual_exclusion`.
+    pub exclusion_keys: Vec<(i64, String)>,
+    /// The claims the server refused, by SQLSTATE (a unique violation: two holders of one key).
+    pub claim_errors: Vec<crate::model::errors::ErrorCount>,
 }
 
 /// Who takes part: the worker sessions, a reaper, a canceller (the job's key).
@@ -177,6 +185,9 @@ pub(super) struct Cast {
     pub reaper: bool,
     pub cancel: Option<Key>,
     pub producer: bool,
+    /// The queue keeps its job ids as text (the observer's `id` column is text): a claim's id
+    /// stays text even when it reads as a number.
+    pub text_ids: bool,
 }
 
 const WORKERS: [&str; 3] = ["A", "B", "C"];
@@ -194,6 +205,7 @@ impl<'p> Model<'p> {
             draws: 0,
             claims: 0,
             beats: 0,
+            renewed: None,
             stamp: if role == Role::Reaper { Some(0) } else { None },
             waiting: None,
         };
@@ -225,12 +237,20 @@ impl<'p> Model<'p> {
             target,
             produced: 0,
             payload: serde_json::json!({ "n": plan.jobs.preload + 1 }),
+            exclusion_keys: Vec::new(),
+            claim_errors: Vec::new(),
+            text_ids: cast.text_ids,
         }
     }
 
     /// Whether a reaper session is worth having: the adapter reclaims in a step of its own.
     pub(super) fn has_reaper(plan: &Plan) -> bool {
         plan.adapter.reclaim.is_some() && plan.lease.reclaim != Reclaim::Inline
+    }
+
+    /// Actor `a` is in its claim (or its select step).
+    pub(super) fn claiming(&self, a: usize) -> bool {
+        matches!(self.actors[a].phase, Phase::Running { kind: StepKind::Claim | StepKind::Select, .. })
     }
 
     fn hold_tx(&self) -> bool {

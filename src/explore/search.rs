@@ -11,7 +11,7 @@ use super::snapshot::Snapshot;
 use super::verdict::{Violation, judge, judge_settled};
 use crate::error::Result;
 use crate::scenario::Plan;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -55,6 +55,8 @@ pub(super) struct Stats {
     pub settled: u64,
     pub settle_steps: u64,
     pub settle_time: Duration,
+    /// The first error the server gave a claim (or its select step): the statement and the error.
+    pub claim_error: Option<(String, String)>,
 }
 
 /// A counterexample: the steps as they ran, what they broke, and the evidence the checkers read.
@@ -80,6 +82,16 @@ pub(super) struct Search<'a> {
     /// Every state reached so far, by name (reduction).
     visited: HashSet<u64>,
     deadline: Instant,
+    started: Instant,
+    last_progress: Instant,
+    /// Checks set aside: `--ignore`, and with `all` every check found so far.
+    pub ignore: Vec<crate::model::check::Check>,
+    /// Go on after a counterexample, for the shortest one of each check.
+    pub all: bool,
+    /// The counterexamples, in the order found (so by length).
+    pub found: Vec<Found>,
+    /// How often a progress line goes to stderr (None: never).
+    pub progress_every: Option<Duration>,
 }
 
 impl<'a> Search<'a> {
@@ -90,27 +102,46 @@ impl<'a> Search<'a> {
         bounds: Bounds,
         cast: Cast,
     ) -> Search<'a> {
-        let deadline = Instant::now() + bounds.time;
-        let base = SystemTime::UNIX_EPOCH + Duration::from_secs(super::VIRTUAL_START);
+        let started = Instant::now();
+        let deadline = started + bounds.time;
+        let base = super::virtual_start(SystemTime::now());
         let (stats, visited) = (Stats::default(), HashSet::new());
-        Search { plan, sessions, snapshot, bounds, cast, base, stats, visited, deadline }
+        let (ignore, all, found, last_progress) = (Vec::new(), false, Vec::new(), started);
+        Search {
+            plan,
+            sessions,
+            snapshot,
+            bounds,
+            cast,
+            base,
+            stats,
+            visited,
+            deadline,
+            started,
+            last_progress,
+            ignore,
+            all,
+            found,
+            progress_every: Some(Duration::from_secs(10)),
+        }
     }
 
     /// Breadth first, a level per depth: every state at depth k is reached by a shortest
     /// schedule, each new state is judged as it is reached, so the first counterexample is a
     /// shortest one. With reduction, a state reached before (at this depth or a smaller one)
-    /// is not expanded again; the schedules it stands for are counted.
-    pub(super) async fn run(&mut self) -> Result<Option<Found>> {
+    /// is not expanded again; the schedules it stands for are counted. The counterexamples go
+    /// to `found`: the first one, or with `all` the first (so a shortest) one of each check.
+    pub(super) async fn run(&mut self) -> Result<()> {
         let start = self.fresh().await?;
         let first = self.key(&start).await?;
         self.visited.insert(first);
-        if let Some(found) = self.left_to_itself(start, 0).await? {
-            return Ok(Some(found));
+        if self.left_to_itself(start, 0).await? {
+            return Ok(());
         }
         let mut frontier: Vec<(Vec<Op>, f64)> = vec![(Vec::new(), 1.0)];
         for depth in 1..=self.bounds.depth {
             let mut next: Vec<(Vec<Op>, f64)> = Vec::new();
-            let mut at: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+            let mut at: HashMap<u64, usize> = HashMap::new();
             for (path, paths) in &frontier {
                 let model = self.replay(path).await?;
                 let ops = model.enabled();
@@ -118,8 +149,9 @@ impl<'a> Search<'a> {
                 for op in ops {
                     if Instant::now() > self.deadline {
                         self.stats.timed_out = true;
-                        return Ok(None);
+                        return Ok(());
                     }
+                    self.progress(depth);
                     let mut m = match first.take() {
                         Some(m) => m,
                         None => self.replay(path).await?,
@@ -130,28 +162,19 @@ impl<'a> Search<'a> {
                     self.stats.claimed |= m.journal.iter().any(|e| e.kind == crate::collect::EventKind::Claimed);
                     let t = Instant::now();
                     let rows = self.rows(&m).await?;
-                    let violations = judge(&m, &rows);
+                    let violations = self.unexcused(judge(&m, &rows));
                     self.stats.judge_time += t.elapsed();
                     if !violations.is_empty() {
-                        return Ok(Some(found(m, violations, depth, rows, None)));
-                    }
-                    if self.bounds.reduce {
-                        let t = Instant::now();
-                        let key = self.key(&m).await?;
-                        self.stats.key_time += t.elapsed();
-                        if let Some(&i) = at.get(&key) {
-                            next[i].1 += paths;
-                            self.stats.pruned += 1;
-                            continue;
+                        let f = found(&m, violations, depth, rows, None);
+                        if self.record(f) {
+                            return Ok(());
                         }
-                        if !self.visited.insert(key) {
-                            self.stats.pruned += 1;
-                            continue;
-                        }
-                        at.insert(key, next.len());
                     }
-                    if let Some(found) = self.left_to_itself(m, depth).await? {
-                        return Ok(Some(found));
+                    if self.bounds.reduce && self.met(&m, &mut at, &mut next, *paths).await? {
+                        continue;
+                    }
+                    if self.left_to_itself(m, depth).await? {
+                        return Ok(());
                     }
                     let mut longer = path.clone();
                     longer.push(op);
@@ -166,13 +189,74 @@ impl<'a> Search<'a> {
             }
             frontier = next;
         }
-        Ok(None)
+        Ok(())
+    }
+
+    /// Reduction: whether `m`'s state was met before (at this level: the schedules it stands
+    /// for are added to the first; at a smaller one: nothing to add). A new one is noted at
+    /// the index in `next` it is about to take.
+    async fn met(
+        &mut self,
+        m: &Model<'a>,
+        at: &mut HashMap<u64, usize>,
+        next: &mut [(Vec<Op>, f64)],
+        paths: f64,
+    ) -> Result<bool> {
+        let t = Instant::now();
+        let key = self.key(m).await?;
+        self.stats.key_time += t.elapsed();
+        if let Some(&i) = at.get(&key) {
+            next[i].1 += paths;
+            self.stats.pruned += 1;
+            return Ok(true);
+        }
+        if !self.visited.insert(key) {
+            self.stats.pruned += 1;
+            return Ok(true);
+        }
+        at.insert(key, next.len());
+        Ok(false)
+    }
+
+    /// The violations not set aside: `--ignore`d checks, and with `--all` the checks already found.
+    /// What stays beside them goes only with a check of its own.
+    fn unexcused(&self, mut v: Vec<Violation>) -> Vec<Violation> {
+        v.retain(|v| !self.ignore.contains(&v.check));
+        if v.iter().all(|v| v.beside) {
+            v.clear();
+        }
+        v
+    }
+
+    /// Keeps a counterexample; true when the search stops here (without `all`). With `all`,
+    /// its checks are set aside from now on, so the next one found breaks another.
+    fn record(&mut self, f: Found) -> bool {
+        self.ignore.extend(f.violations.iter().filter(|v| !v.beside).map(|v| v.check));
+        self.found.push(f);
+        !self.all
+    }
+
+    /// A line on stderr every `progress_every` (ten seconds by default): how far the search
+    /// got. One whole line each time, no cursor games, so a terminal and a CI log read the same.
+    fn progress(&mut self, depth: usize) {
+        if self.progress_every.is_none_or(|every| self.last_progress.elapsed() < every) {
+            return;
+        }
+        self.last_progress = Instant::now();
+        let secs = self.started.elapsed().as_secs_f64();
+        let s = &self.stats;
+        eprintln!(
+            "explore: {secs:.1} s, depth {depth}, {} schedules run, {} distinct states, {:.0} schedules/s",
+            s.schedules,
+            s.states,
+            s.schedules as f64 / secs.max(1e-9)
+        );
     }
 
     /// A new state left to itself, and judged with the liveness checks (`settle`).
-    async fn left_to_itself(&mut self, mut m: Model<'a>, depth: usize) -> Result<Option<Found>> {
+    async fn left_to_itself(&mut self, mut m: Model<'a>, depth: usize) -> Result<bool> {
         if !self.bounds.liveness {
-            return Ok(None);
+            return Ok(false);
         }
         let t = Instant::now();
         let settled = self.settle(&mut m).await?;
@@ -180,19 +264,20 @@ impl<'a> Search<'a> {
         self.stats.settle_steps += settled.steps as u64;
         self.stats.settle_time += t.elapsed();
         self.stats.claimed |= m.journal.iter().any(|e| e.kind == crate::collect::EventKind::Claimed);
-        let violations = judge_settled(&m, &settled);
+        let violations = self.unexcused(judge_settled(&m, &settled));
         if violations.is_empty() {
-            return Ok(None);
+            return Ok(false);
         }
         let from = Some(settled.from);
-        Ok(Some(found(m, violations, depth, settled.rows, from)))
+        Ok(self.record(found(&m, violations, depth, settled.rows, from)))
     }
 
     /// A state's name: the model's own part and every table's rows.
     async fn key(&mut self, m: &Model<'a>) -> Result<u64> {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         m.key().hash(&mut h);
-        self.snapshot.state(self.sessions.monitor()).await?.hash(&mut h);
+        let state = self.snapshot.state(self.sessions.monitor()).await?;
+        super::snapshot::label_backends(&state, self.sessions.backends()).hash(&mut h);
         Ok(h.finish())
     }
 
@@ -233,8 +318,12 @@ impl<'a> Search<'a> {
             Op::Start(a, _) | Op::Next(a) | Op::Commit(a) => {
                 let sql = model.sql(op).expect("a statement step has text");
                 let index = model.sent(op, sql.clone());
-                match self.sessions.send(a, sql).await? {
+                let claiming = model.claiming(a);
+                match self.sessions.send(a, sql.clone()).await? {
                     Sent::Done(out) => {
+                        if let (Err(e), true, None) = (&out, claiming, &self.stats.claim_error) {
+                            self.stats.claim_error = Some((sql, e.to_string()));
+                        }
                         model.outcome(op, &out, index);
                         if out.is_err() {
                             self.rollback(a).await?;
@@ -281,18 +370,18 @@ impl<'a> Search<'a> {
 }
 
 fn found(
-    m: Model<'_>,
+    m: &Model<'_>,
     violations: Vec<Violation>,
     depth: usize,
     rows: Vec<crate::model::records::JobRow>,
     settled_from: Option<usize>,
 ) -> Found {
     Found {
-        records: m.records,
+        records: m.records.clone(),
         violations,
         depth,
-        journal: m.journal,
-        faults: m.faults,
+        journal: m.journal.clone(),
+        faults: m.faults.clone(),
         final_jobs: rows,
         settled_from,
     }

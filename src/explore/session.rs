@@ -66,6 +66,8 @@ pub(super) struct Sessions {
     monitor: Client,
     /// How long a statement may run before it is asked whether it is blocked.
     poll: Duration,
+    /// Every backend pid a session has had (it reconnects after a crash), and the session.
+    backends: Vec<(i32, usize)>,
 }
 
 fn converted(r: std::result::Result<Vec<SimpleQueryMessage>, tokio_postgres::Error>) -> Outcome {
@@ -116,6 +118,7 @@ impl Sessions {
         for _ in 0..n {
             list.push(open_one(&endpoint, on_connect).await?);
         }
+        let backends = list.iter().enumerate().map(|(i, s)| (s.pid, i)).collect();
         let monitor = db.connect().await?;
         Ok(Sessions {
             endpoint,
@@ -123,7 +126,13 @@ impl Sessions {
             list,
             monitor,
             poll: Duration::from_millis(2),
+            backends,
         })
+    }
+
+    /// Every backend pid a session has had, with the session's index.
+    pub(super) fn backends(&self) -> &[(i32, usize)] {
+        &self.backends
     }
 
     /// The connection the harness reads and resets the schema on.
@@ -234,6 +243,7 @@ impl Sessions {
                 self.rollback(i).await?;
             } else {
                 self.list[i] = open_one(&self.endpoint, self.on_connect.as_deref()).await?;
+                self.backends.push((self.list[i].pid, i));
             }
         }
         Ok(())

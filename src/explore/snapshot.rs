@@ -118,6 +118,33 @@ impl Snapshot {
     }
 }
 
+/// A state's text with every value that only names a session's backend (a column holding
+/// `pg_backend_pid()`) replaced by the session's label, `<backend of session N>`: the pid
+/// changes when a session reconnects after a crash, and two schedules that leave the same
+/// rows but for that pid are the same state. Only whole numbers are replaced (not the digits
+/// inside a longer one).
+pub(super) fn label_backends(state: &str, backends: &[(i32, usize)]) -> String {
+    let mut out = String::with_capacity(state.len());
+    let mut rest = state;
+    while let Some(start) = rest.find(|c: char| c.is_ascii_digit()) {
+        let (before, from) = rest.split_at(start);
+        let len = from.find(|c: char| !c.is_ascii_digit()).unwrap_or(from.len());
+        let (digits, after) = from.split_at(len);
+        out.push_str(before);
+        // A number glued to a letter, a dot or a dash is part of a longer value (an id, a time).
+        let glued = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || matches!(c, '.' | '-' | '_' | ':'));
+        let inside = glued(before.chars().next_back()) || glued(after.chars().next());
+        let session = digits.parse::<i32>().ok().and_then(|p| backends.iter().find(|(pid, _)| *pid == p));
+        match session {
+            Some((_, i)) if !inside => out.push_str(&format!("<backend of session {i}>")),
+            _ => out.push_str(digits),
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Each sequence of the schema set back to where the preload left it.
 async fn restore_sequences(monitor: &Client, restore: &mut String) -> Result<()> {
     let err = |e: tokio_postgres::Error| monitor_err("taking the schema's snapshot", &e);
@@ -171,7 +198,18 @@ fn order_has(order: &[usize], tables: &[String], name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::parents_first;
+    use super::{label_backends, parents_first};
+
+    #[test]
+    fn a_backend_pid_is_named_by_its_session_and_other_numbers_stay() {
+        let backends = [(4242, 0), (777, 1), (4300, 0)];
+        let state =
+            "jobs\n(1,running,4242,\"2026-12-06 00:00:00.004242+00\")\n(2,queued,,x4242)\n(3,running,4300,14242)\n";
+        let want = "jobs\n(1,running,<backend of session 0>,\"2026-12-06 00:00:00.004242+00\")\n(2,queued,,x4242)\n\
+                    (3,running,<backend of session 0>,14242)\n";
+        assert_eq!(label_backends(state, &backends), want);
+        assert_eq!(label_backends("(777)", &backends), "(<backend of session 1>)");
+    }
 
     fn names(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()

@@ -112,6 +112,7 @@ impl<'p> Model<'p> {
             Op::Start(_, kind) => {
                 actor.phase = Phase::Running { kind, sent: 1, accepted: None };
                 actor.carried.clear();
+                actor.renewed = None;
                 if kind == StepKind::Heartbeat {
                     actor.beats += 1;
                 }
@@ -156,6 +157,9 @@ impl<'p> Model<'p> {
                 }
             }
             Err(e) => {
+                if matches!(self.actors[a].phase, Phase::Running { kind: StepKind::Claim, .. }) {
+                    self.claim_error(&e.0);
+                }
                 self.failed(a);
                 format!("ERROR: {e} (rolled back)")
             }
@@ -170,6 +174,20 @@ impl<'p> Model<'p> {
         }
     }
 
+    /// A claim the server refused, counted by its SQLSTATE (the text ends `(SQLSTATE 23505)`).
+    fn claim_error(&mut self, text: &str) {
+        let Some(code) = text.rsplit_once("(SQLSTATE ").and_then(|(_, c)| c.strip_suffix(')')) else { return };
+        match self.claim_errors.iter_mut().find(|c| c.code == code) {
+            Some(c) => c.count += 1,
+            None => self.claim_errors.push(crate::model::errors::ErrorCount {
+                statement: crate::model::errors::Statement::Claim,
+                code: code.to_string(),
+                count: 1,
+                first: text.to_string(),
+            }),
+        }
+    }
+
     /// A step's statement failed: its transaction is gone (the session rolls back).
     fn failed(&mut self, a: usize) {
         let phase = self.actors[a].phase.clone();
@@ -180,6 +198,7 @@ impl<'p> Model<'p> {
         let actor = &mut self.actors[a];
         actor.got.clear();
         actor.carried.clear();
+        actor.renewed = None;
         match kind {
             StepKind::Select | StepKind::Claim | StepKind::Reclaim | StepKind::Cancel | StepKind::Enqueue => {
                 actor.phase = Phase::Idle;
@@ -218,6 +237,9 @@ impl<'p> Model<'p> {
             let ok = judge(rows, step.accepted);
             if let Phase::Running { accepted, .. } = &mut self.actors[a].phase {
                 *accepted = Some(ok);
+            }
+            if ok && kind == StepKind::Heartbeat {
+                self.renew(a, rows);
             }
             Some(ok)
         } else {
@@ -260,19 +282,34 @@ impl<'p> Model<'p> {
         }
     }
 
+    /// A heartbeat that landed and handed back a new token (the `[result] token` column, as a
+    /// run reads it): later heartbeats and the completion bind the newest one, as in a run.
+    fn renew(&mut self, a: usize, rows: &Rows) {
+        let Some(column) = self.plan.adapter.columns.token.as_ref() else { return };
+        let Some(token) = rows.column(column).and_then(|c| c.into_iter().next().flatten()) else { return };
+        self.actors[a].renewed = Some(text_key(&token));
+    }
+
     /// The claim's rows as jobs.
     fn claimed(&mut self, a: usize, rows: &Rows) -> Vec<Claimed> {
         let cols = &self.plan.adapter.columns;
         let Some(ids) = rows.column(&cols.id) else { return Vec::new() };
         let attempts = cols.attempt.as_ref().and_then(|c| rows.column(c));
         let tokens = cols.token.as_ref().and_then(|c| rows.column(c));
+        let keys = cols.exclusion_key.as_ref().and_then(|c| rows.column(c));
         let mut out = Vec::new();
         for (k, id) in ids.into_iter().enumerate() {
             let Some(id) = id else { continue };
-            let key = text_key(&id);
+            // An id the queue keeps as text stays text, even when it reads as a number: the
+            // observer reads it so, and the completion binds it so.
+            let key = if self.text_ids { Key::Text(id.clone()) } else { text_key(&id) };
             let attempt = attempts.as_ref().and_then(|c| c[k].clone());
             let token = tokens.as_ref().and_then(|c| c[k].clone()).map(|t| text_key(&t));
             self.actors[a].claims += 1;
+            let surrogate = self.ids.surrogate(&key);
+            if let Some(k) = keys.as_ref().and_then(|c| c[k].clone()) {
+                self.exclusion_keys.push((surrogate, k));
+            }
             out.push(Claimed {
                 id: self.ids.surrogate(&key),
                 key,
@@ -346,36 +383,45 @@ impl<'p> Model<'p> {
                 self.actors[a].stamp = Some(u64::from(self.ticks));
                 "committed".into()
             }
-            StepKind::Heartbeat | StepKind::Complete | StepKind::Fail => {
-                self.changes += 1;
-                let ok = accepted.unwrap_or(false);
-                let job = self.actors[a].job.clone();
-                let what = match (kind, ok) {
-                    (StepKind::Heartbeat, true) => EventKind::HeartbeatOk,
-                    (StepKind::Heartbeat, false) => EventKind::HeartbeatRejected,
-                    (StepKind::Complete, true) => EventKind::Accepted,
-                    (StepKind::Complete, false) => EventKind::Rejected,
-                    (_, true) => EventKind::FailAccepted,
-                    (_, false) => EventKind::FailRejected,
-                };
-                if let Some(j) = &job {
-                    self.event(a, j, what);
-                }
-                if kind == StepKind::Heartbeat && ok {
-                    self.actors[a].phase = Phase::Holding { in_tx: false };
-                } else {
-                    if kind == StepKind::Heartbeat
-                        && let Some(j) = &job
-                    {
-                        self.event(a, j, EventKind::Abandoned);
-                    }
-                    let actor = &mut self.actors[a];
-                    actor.job = None;
-                    actor.phase = Phase::Idle;
-                    actor.stamp = None;
-                }
-                format!("committed ({})", if ok { "the write landed" } else { "the write changed nothing" })
-            }
+            StepKind::Heartbeat | StepKind::Complete | StepKind::Fail => self.wrote(a, kind, accepted),
         }
+    }
+
+    /// A heartbeat, completion or failure committed: whether its write landed, in the journal.
+    fn wrote(&mut self, a: usize, kind: StepKind, accepted: Option<bool>) -> String {
+        self.changes += 1;
+        let ok = accepted.unwrap_or(false);
+        let job = self.actors[a].job.clone();
+        let what = match (kind, ok) {
+            (StepKind::Heartbeat, true) => EventKind::HeartbeatOk,
+            (StepKind::Heartbeat, false) => EventKind::HeartbeatRejected,
+            (StepKind::Complete, true) => EventKind::Accepted,
+            (StepKind::Complete, false) => EventKind::Rejected,
+            (_, true) => EventKind::FailAccepted,
+            (_, false) => EventKind::FailRejected,
+        };
+        if let Some(j) = &job {
+            self.event(a, j, what);
+        }
+        let renewed = self.actors[a].renewed.take();
+        if kind == StepKind::Heartbeat && ok {
+            let actor = &mut self.actors[a];
+            if let (Some(job), Some(key)) = (actor.job.as_mut(), renewed) {
+                job.tag = key.tag();
+                job.token = Some(key);
+            }
+            actor.phase = Phase::Holding { in_tx: false };
+        } else {
+            if kind == StepKind::Heartbeat
+                && let Some(j) = &job
+            {
+                self.event(a, j, EventKind::Abandoned);
+            }
+            let actor = &mut self.actors[a];
+            actor.job = None;
+            actor.phase = Phase::Idle;
+            actor.stamp = None;
+        }
+        format!("committed ({})", if ok { "the write landed" } else { "the write changed nothing" })
     }
 }
