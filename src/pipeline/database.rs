@@ -40,7 +40,9 @@ pub(crate) async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> R
                 crate::db::pgbouncer::find_program()?;
             }
             let standby = plan.postgres.standby;
-            let mut db = Database::open_ephemeral(&ephemeral_settings(plan)?, schema, opts.keep, tls, standby).await?;
+            let version = plan.postgres.version;
+            let mut db =
+                Database::open_ephemeral(&ephemeral_settings(plan)?, schema, opts.keep, tls, standby, version).await?;
             if plan.postgres.superuser_sql {
                 eprintln!(
                     "note: [postgres] superuser_sql = true: the scenario's SQL runs as the cluster's superuser \
@@ -65,6 +67,14 @@ pub(crate) async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> R
 /// promotes it) is one queuebench starts beside that cluster; nor does it start PgBouncer in
 /// front of any other server.
 pub(crate) fn check_target(plan: &Plan, target: &Target) -> Result<()> {
+    if let Some(major) = plan.postgres.version
+        && *target != Target::Ephemeral
+    {
+        return Err(Error::Unfit {
+            target: target.given_by().to_string(),
+            problem: Unfit::VersionNeedsEphemeral { major },
+        });
+    }
     if plan.postgres.standby.is_some() && *target != Target::Ephemeral {
         return Err(Error::Unfit {
             target: target.given_by().to_string(),
