@@ -43,6 +43,7 @@ fn a_fetched_major_runs_a_scenario_and_the_summary_says_which() {
     let r = queuebench_env(&["run", s.to_str().unwrap(), "--pg-version", "14", "--quiet"], &env);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let summary = r.summary();
+    assert_eq!(summary["database"]["server_major"], 14, "{}", summary["database"]);
     assert!(summary["database"]["server_version"].as_str().unwrap().starts_with("14."));
     assert_eq!(r.num("jobs.completed"), 300.0);
     r.assert_clean();

@@ -137,12 +137,14 @@ pub(crate) struct ServerFacts {
 pub(crate) async fn prepare(plan: &Plan, db: &Database) -> Result<Prepared> {
     let setup = db.connect_admin().await?;
     check_connections(plan, db, &setup).await?;
+    let server_version = schema::server_version(&setup).await;
     let database = DatabaseInfo {
         kind: db.kind.name().into(),
+        server_major: crate::model::pg_version::major_of(&server_version),
         target: db.target.clone(),
         url: db.url.clone(),
         schema: db.schema.clone(),
-        server_version: schema::server_version(&setup).await,
+        server_version,
         settings_applied: match db.kind {
             Kind::Ephemeral | Kind::Docker => plan.postgres.settings.iter().cloned().collect(),
             Kind::Url => Default::default(),
