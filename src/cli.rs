@@ -258,8 +258,9 @@ pub struct RunArgs {
     pub tls: bool,
     /// The ephemeral cluster runs this PostgreSQL major (14–18; same as --set postgres.version=N):
     /// binaries from `queuebench postgres fetch N`, /usr/lib/postgresql/N/bin, PATH or
-    /// QUEUEBENCH_PG_BINDIR (docs/postgres-versions.md). Refused with --database-url.
-    #[arg(long, value_name = "N")]
+    /// QUEUEBENCH_PG_BINDIR (docs/postgres-versions.md). Refused with --database-url. A list
+    /// (14,16) runs each scenario once per major and prints a table comparing them.
+    #[arg(long, value_name = "N[,N…]")]
     pub pg_version: Option<String>,
     /// A pooler of your own in front of the --database-url server, with its pool mode in the
     /// query (?pool_mode=transaction, session or statement): the workers and producers go
@@ -356,9 +357,16 @@ impl RunArgs {
     pub fn options(&self) -> Result<RunCommand> {
         let target = Target::resolve(self.postgres, self.database_url.clone(), &self.postgres_image, self.yes)?;
         let mut sets = scale::with_flag(&self.overrides.set, self.time_scale)?;
-        if let Some(v) = &self.pg_version {
-            let pin = crate::db::versions::major_flag("--pg-version", v)?;
-            sets.push(format!("postgres.version={}", pin.major));
+        let mut pg_versions = Vec::new();
+        for v in self.pg_version.iter().flat_map(|v| v.split(',')) {
+            let major = crate::db::versions::major_flag("--pg-version", v)?.major;
+            if !pg_versions.contains(&major) {
+                pg_versions.push(major);
+            }
+        }
+        if let [major] = pg_versions[..] {
+            sets.push(format!("postgres.version={major}"));
+            pg_versions.clear();
         }
         Ok(RunCommand {
             files: self.files.clone(),
@@ -376,6 +384,7 @@ impl RunArgs {
                 tolerances: self.baseline_args.tolerance.clone(),
             },
             github: self.github,
+            pg_versions,
             run: RunOptions {
                 database: DatabaseOptions::new(target.clone(), self.schema.clone(), self.reuse, self.keep)?
                     .with_tls(self.tls)?
