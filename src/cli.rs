@@ -368,6 +368,14 @@ impl RunArgs {
             sets.push(format!("postgres.version={major}"));
             pg_versions.clear();
         }
+        if !pg_versions.is_empty() && (self.save_baseline.is_some() || self.baseline.is_some()) {
+            return Err(Error::Flag {
+                flag: "--pg-version".into(),
+                reason: "with several majors cannot go with --baseline or --save-baseline (a baseline holds one \
+                         run per scenario): give one major per baseline command"
+                    .into(),
+            });
+        }
         Ok(RunCommand {
             files: self.files.clone(),
             sets,

@@ -77,6 +77,7 @@ fn unknown_majors_are_refused_with_the_accepted_ones() {
         vec!["postgres", "remove", "19"],
         vec!["run", s.to_str().unwrap(), "--pg-version", "9.6"],
         vec!["run", s.to_str().unwrap(), "--set", "postgres.version=12"],
+        vec!["run", s.to_str().unwrap(), "--pg-version", "14,13"],
     ] {
         let r = queuebench_env(&args, &[]);
         assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
@@ -99,10 +100,18 @@ fn a_major_not_on_the_machine_names_the_fetch_command_and_a_url_refuses_any() {
     assert!(r.stderr.contains(&format!("queuebench postgres fetch {major}")), "{}", r.stderr);
     r.assert_clean();
 
+    let r = queuebench_env(&["run", s.to_str().unwrap(), "--pg-version", "14,15", "--save-baseline", "b"], &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("one major per baseline"), "{}", r.stderr);
+
     let url = "postgres://postgres@127.0.0.1:1/postgres";
     let r = queuebench_env(&["run", s.to_str().unwrap(), "--pg-version", "15", "--database-url", url], &[]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("--pg-version 15") && r.stderr.contains("Nothing was started"), "{}", r.stderr);
+    // The commands that open a plan's database refuse it as well.
+    let r =
+        queuebench_env(&["validate", s.to_str().unwrap(), "--set", "postgres.version=15", "--database-url", url], &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
 }
 
 #[test]

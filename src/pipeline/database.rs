@@ -24,6 +24,9 @@ pub(crate) async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> R
         None => format!("queuebench_{}", run_id.replace(['-', 'T'], "_").to_lowercase()),
     };
     let settings = &plan.postgres.settings;
+    // Also for the commands that open a plan's database without `check_target` (validate,
+    // repro, explore, prepare).
+    version_fits(plan, &opts.target)?;
     let db = match &opts.target {
         Target::Url { url, allow_remote } => {
             let mut db = Database::open(Some(url), settings, schema, opts.keep, *allow_remote).await?;
@@ -62,19 +65,23 @@ pub(crate) async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> R
     Ok(db.reusing(opts.reuse).bounding_statements(plan.run.timeout))
 }
 
+/// A PostgreSQL major (`--pg-version`, `[postgres] version`) is chosen for queuebench's own
+/// ephemeral cluster only: any other server runs the version it runs (exit 2).
+fn version_fits(plan: &Plan, target: &Target) -> Result<()> {
+    match plan.postgres.version {
+        Some(major) if *target != Target::Ephemeral => {
+            Err(Error::Unfit { target: target.given_by().to_string(), problem: Unfit::VersionNeedsEphemeral { major } })
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Faults the chosen database cannot take: a `postgres_restart` stops and starts the server,
 /// which queuebench does only to its own ephemeral cluster; a standby (and the `failover` that
 /// promotes it) is one queuebench starts beside that cluster; nor does it start PgBouncer in
 /// front of any other server.
 pub(crate) fn check_target(plan: &Plan, target: &Target) -> Result<()> {
-    if let Some(major) = plan.postgres.version
-        && *target != Target::Ephemeral
-    {
-        return Err(Error::Unfit {
-            target: target.given_by().to_string(),
-            problem: Unfit::VersionNeedsEphemeral { major },
-        });
-    }
+    version_fits(plan, target)?;
     if plan.postgres.standby.is_some() && *target != Target::Ephemeral {
         return Err(Error::Unfit {
             target: target.given_by().to_string(),
