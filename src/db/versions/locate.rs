@@ -146,3 +146,21 @@ pub(crate) fn closed_to(uid: u32, gid: u32, path: &Path) -> Option<PathBuf> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_folder_without_search_permission_for_others_is_named() {
+        let top = tempfile::Builder::new().prefix("qb-closed").tempdir_in("/tmp").unwrap();
+        let bin = top.path().join("14.23/bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let others = (65_534, 65_534);
+        std::fs::set_permissions(top.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let top_real = std::fs::canonicalize(top.path()).unwrap();
+        assert_eq!(super::closed_to(others.0, others.1, &bin), Some(top_real));
+        std::fs::set_permissions(top.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(super::closed_to(others.0, others.1, &bin), None, "a folder above the temp dir is closed");
+    }
+}
