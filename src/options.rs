@@ -227,6 +227,10 @@ pub struct RunCommand {
     /// Write the GitHub step summary and annotations.
     pub github: bool,
     pub run: RunOptions,
+    /// `--pg-version 14,16`: each file runs once per major (in `<out>/<scenario>-pg<N>/`), and a
+    /// table compares them (docs/postgres-versions.md). Empty for one version or none (a single
+    /// `--pg-version N` is `--set postgres.version=N`).
+    pub pg_versions: Vec<u32>,
 }
 
 /// `queuebench sweep`, resolved.

@@ -44,6 +44,7 @@ mod netns;
 mod outputs;
 mod patroni;
 mod perf;
+mod pg_versions;
 mod pgbouncer;
 mod pool;
 mod preload;

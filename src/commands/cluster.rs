@@ -22,17 +22,18 @@ const GRACE: Duration = Duration::from_secs(5);
 pub(crate) async fn cluster(
     scenario_file: Option<&Path>,
     tls: bool,
+    version: Option<u32>,
     command: &[String],
     interrupt: &CancellationToken,
 ) -> Result<ExitCode> {
-    let (settings, tls) = match scenario_file {
+    let (settings, tls, version) = match scenario_file {
         Some(f) => {
             let plan = scenario::plan_from_file(f, &[], Some(0))?;
-            (pipeline::ephemeral_settings(&plan)?, tls || plan.postgres.tls)
+            (pipeline::ephemeral_settings(&plan)?, tls || plan.postgres.tls, version.or(plan.postgres.version))
         }
-        None => (Vec::new(), tls),
+        None => (Vec::new(), tls, version),
     };
-    let db = Database::open_ephemeral(&settings, "public".into(), false, tls, None).await?;
+    let db = Database::open_ephemeral(&settings, "public".into(), false, tls, None, version).await?;
     let url = db.url_for_tools().expect("an ephemeral cluster has a socket");
     let mut cmd = tokio::process::Command::new(&command[0]);
     cmd.args(&command[1..]).env("DATABASE_URL", &url);

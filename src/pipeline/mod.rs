@@ -8,6 +8,7 @@ mod database;
 mod evidence;
 mod folder;
 mod limits;
+mod versions;
 
 pub(crate) use batch::{comparison_files, run_files};
 pub(crate) use database::{

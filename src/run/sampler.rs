@@ -122,11 +122,14 @@ pub(crate) async fn run(
 }
 
 /// The sampler's statements, prepared once per connection (`generation` counts reconnects):
-/// the adapter's depth query (if it has one) and the table statistics.
+/// the adapter's depth query (if it has one) and the table statistics; `flush` makes the
+/// statistics current (`pg_stat_force_next_flush()` exists from PostgreSQL 15 on: before it, only
+/// the snapshot is cleared).
 struct Prepared {
     generation: u64,
     depth: Option<Statement>,
     stats: Statement,
+    flush: &'static str,
 }
 
 impl Prepared {
@@ -135,7 +138,14 @@ impl Prepared {
             Some(d) => Some(client.prepare(&d.sql).await?),
             None => None,
         };
-        Ok(Prepared { generation, depth, stats: client.prepare(STATS).await? })
+        let has_flush: bool =
+            client.query_one("SELECT to_regprocedure('pg_stat_force_next_flush()') IS NOT NULL", &[]).await?.get(0);
+        let flush = if has_flush {
+            "SELECT pg_stat_force_next_flush(); SELECT pg_stat_clear_snapshot()"
+        } else {
+            "SELECT pg_stat_clear_snapshot()"
+        };
+        Ok(Prepared { generation, depth, stats: client.prepare(STATS).await?, flush })
     }
 }
 
@@ -156,11 +166,8 @@ async fn sample(
         }
     };
     let table: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&plan.adapter.table];
-    let (flushed, depth, stats) = tokio::join!(
-        client.batch_execute("SELECT pg_stat_force_next_flush(); SELECT pg_stat_clear_snapshot()"),
-        depth,
-        client.query_one(&st.stats, &table),
-    );
+    let (flushed, depth, stats) =
+        tokio::join!(client.batch_execute(st.flush), depth, client.query_one(&st.stats, &table),);
     flushed?;
     let mut s = PgSample { t_ms, per_class: vec![(0, 0.0); classes.len()], ..Default::default() };
     for r in depth? {

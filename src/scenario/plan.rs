@@ -138,6 +138,8 @@ pub struct PostgresSettings {
     /// `[postgres] superuser_sql`: in an ephemeral cluster the scenario's SQL runs as the
     /// superuser instead of the run role (docs/safety.md, "Who runs what").
     pub superuser_sql: bool,
+    /// `[postgres] version` (or `--pg-version`): the ephemeral cluster's PostgreSQL major.
+    pub version: Option<u32>,
 }
 
 /// Backoff before a failed or reclaimed job runs again: min(cap, base × 2^(attempt-1)),

@@ -52,7 +52,15 @@ pub(super) fn postgres(raw: &RawScenario, at: &At) -> Result<PostgresSettings> {
         ));
     }
     let superuser_sql = raw.postgres.superuser_sql;
-    Ok(PostgresSettings { settings, table_settings, tls: raw.postgres.tls, standby, pgbouncer, superuser_sql })
+    let version = match &raw.postgres.version {
+        None => None,
+        Some(v) => {
+            let text = setting_value(v).map_err(|e| at.invalid("postgres.version", e))?;
+            let pin = crate::model::pg_version::parse_major(&text).map_err(|e| at.invalid("postgres.version", e))?;
+            Some(pin.major)
+        }
+    };
+    Ok(PostgresSettings { settings, table_settings, tls: raw.postgres.tls, standby, pgbouncer, superuser_sql, version })
 }
 
 /// `[postgres] standby`: "async" or "sync"; queuebench then owns the replication settings, and

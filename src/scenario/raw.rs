@@ -542,6 +542,9 @@ pub(crate) struct RawPostgres {
     /// (docs/safety.md, "Who runs what"): the named way out of least privilege.
     #[serde(default)]
     pub superuser_sql: bool,
+    /// The PostgreSQL major of the ephemeral cluster (`16` or `"16"`; as `--pg-version`).
+    #[serde(default)]
+    pub version: Option<toml::Value>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

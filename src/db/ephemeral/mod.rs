@@ -137,16 +137,26 @@ impl Cluster {
     /// cluster also listens on localhost (a free port) with ssl=on and a certificate of a CA made
     /// for it (see [`TlsFiles`]).
     /// `standby`: the cluster has a streaming standby, made from it and started by
-    /// `db::standby::start` once the primary is up.
+    /// `db::standby::start` once the primary is up. `version`: the binaries of this major
+    /// (`--pg-version`, `db::versions::find`) instead of the machine's default.
     pub(crate) fn start(
         settings: &[(String, String)],
         keep: bool,
         tls: bool,
         standby: Option<Replication>,
+        version: Option<u32>,
     ) -> Result<Cluster> {
         note_leftover_clusters();
-        let bindir = find_bindir()?;
+        let bindir = match version.and_then(|m| crate::model::pg_version::PINS.iter().find(|p| p.major == m)) {
+            Some(pin) => crate::db::versions::find(pin)?.bindir,
+            None => find_bindir()?,
+        };
         let owner = cluster_owner()?;
+        if let Some((uid, gid)) = owner
+            && let Some(blocked) = crate::db::versions::closed_to(uid, gid, &bindir)
+        {
+            return Err(Error::Missing(Missing::Unreachable { bindir, blocked }));
+        }
         let dir = make_dir(owner)?;
         let mut settings = settings.to_vec();
         let (port, files) = if tls {
@@ -481,6 +491,13 @@ pub(super) fn as_owner(cmd: &mut Command, owner: Option<(u32, u32)>) {
     if let Some((uid, gid)) = owner {
         cmd.uid(uid).gid(gid);
     }
+}
+
+/// The folder above `bindir` that the user the cluster runs as (as root: `postgres`) cannot
+/// enter, if any: a cluster from these binaries would be refused.
+pub(crate) fn closed_to_cluster(bindir: &Path) -> Option<PathBuf> {
+    let (uid, gid) = cluster_owner().ok()??;
+    crate::db::versions::closed_to(uid, gid, bindir)
 }
 
 /// As root, the `postgres` system user runs the cluster; otherwise we do.

@@ -15,6 +15,10 @@ pub struct DatabaseInfo {
     pub url: String,
     pub schema: String,
     pub server_version: String,
+    /// The major of `server_version` (`16`); absent when the version was not read, and in
+    /// summaries from before it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_major: Option<u32>,
     /// Scenario settings passed to the ephemeral cluster.
     pub settings_applied: BTreeMap<String, String>,
     /// In URL mode: each scenario setting and the server's actual value (not changed).
