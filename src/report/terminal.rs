@@ -87,6 +87,16 @@ pub(crate) fn failures(s: &RunSummary) -> Vec<String> {
     partial.into_iter().chain(aborted).chain(stopped).chain(unsent).chain(expects).chain(checks).collect()
 }
 
+/// What `--quiet` prints for a run (`name`: the scenario's, `#k` added among repeats):
+/// `NAME: passed`, or `NAME: FAILED` and why, a line each.
+pub(crate) fn quiet(s: &RunSummary, name: &str) -> String {
+    let mut o = format!("{name}: {}\n", if s.passed { "passed" } else { "FAILED" });
+    for line in failures(s) {
+        let _ = writeln!(o, "  {line}");
+    }
+    o
+}
+
 /// `check exactly_once failed: <detail> (name "checks.exactly_once" in [expect] if the scenario
 /// expects it)`.
 pub(crate) fn check_failure(s: &RunSummary, name: Check) -> String {
