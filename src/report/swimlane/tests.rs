@@ -253,4 +253,3 @@ fn the_legend_names_only_what_was_drawn() {
         assert!(!svg.contains(&format!(">{}</text>", m.label())), "{m:?} was not drawn: {svg}");
     }
 }
-
