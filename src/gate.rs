@@ -56,6 +56,49 @@ pub(crate) fn gating(check: Check, expectations: &[ExpectationResult]) -> impl I
     expectations.iter().filter(move |e| e.name.strip_prefix("checks.") == Some(check.name()))
 }
 
+/// The checks the scenario excused: violated, and judged instead by expectations that all held
+/// (naive-duplicates' `"checks.exactly_once" = "> 0"`). A run that passes with such checks
+/// passes because its scenario says so, and every verdict of it says which (`expected_note`).
+pub(crate) fn expected_failures(s: &RunSummary) -> Vec<Check> {
+    s.checks
+        .iter()
+        .filter(|c| !c.passed)
+        .filter(|c| {
+            let mut named = gating(c.name, &s.expectations).peekable();
+            named.peek().is_some() && named.all(|e| e.passed)
+        })
+        .map(|c| c.name)
+        .collect()
+}
+
+/// `3 checks failed as the scenario expects: exactly_once, ownership_overlap, …` (every name);
+/// None for no check. What the verdict of a passing run adds, in every output.
+pub(crate) fn expected_note(checks: &[Check]) -> Option<String> {
+    expected_note_as(checks, |c| c.name().to_string())
+}
+
+/// `expected_note` with each check's name written by `name` (Markdown's code spans).
+pub(crate) fn expected_note_as(checks: &[Check], name: impl Fn(Check) -> String) -> Option<String> {
+    if checks.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = checks.iter().map(|&c| name(c)).collect();
+    Some(format!(
+        "{} failed as the scenario expects: {}",
+        crate::model::words::count(checks.len() as u64, "check"),
+        names.join(", ")
+    ))
+}
+
+/// The verdict of a passing run with its expected failures: `PASSED (1 check failed as the
+/// scenario expects: exactly_once)`, or `word` alone when there are none.
+pub(crate) fn passed_words(word: &str, s: &RunSummary) -> String {
+    match expected_note(&expected_failures(s)) {
+        Some(note) if s.passed => format!("{word} ({note})"),
+        _ => word.to_string(),
+    }
+}
+
 /// The exit code a finished run earns.
 pub(crate) fn verdict(summary: &RunSummary) -> ExitCode {
     if summary.interrupted {
@@ -167,6 +210,37 @@ mod tests {
         ] {
             assert_eq!(judge(&s), Judgement { passed: false, failed_checks: vec![] });
         }
+    }
+
+    #[test]
+    fn a_pass_by_expected_failures_says_which_checks_failed() {
+        let mut s = RunSummary {
+            checks: vec![check(Check::ExactlyOnce, 12), check(Check::NoLostJobs, 0), check(Check::OwnershipOverlap, 3)],
+            expectations: vec![
+                result("checks.exactly_once", "> 0", true),
+                result("checks.no_lost_jobs", "== 0", true),
+                result("checks.ownership_overlap", ">= 0", true),
+            ],
+            ..Default::default()
+        };
+        s.passed = judge(&s).passed;
+        assert_eq!(expected_failures(&s), [Check::ExactlyOnce, Check::OwnershipOverlap], "violated ones only");
+        assert_eq!(
+            passed_words("PASSED", &s),
+            "PASSED (2 checks failed as the scenario expects: exactly_once, ownership_overlap)"
+        );
+        // An expectation on the check that failed: the check is no excused failure, and the run fails.
+        s.expectations[2].passed = false;
+        s.passed = judge(&s).passed;
+        assert_eq!(expected_failures(&s), [Check::ExactlyOnce]);
+        assert_eq!(passed_words("PASSED", &s), "PASSED", "a failed run's verdict is not a pass");
+        // A check nobody named fails the run; nothing is excused.
+        let s = RunSummary { checks: vec![check(Check::ExactlyOnce, 1)], ..Default::default() };
+        assert!(expected_failures(&s).is_empty() && expected_note(&[]).is_none());
+        assert_eq!(
+            expected_note(&[Check::ExactlyOnce]).as_deref(),
+            Some("1 check failed as the scenario expects: exactly_once")
+        );
     }
 
     #[test]

@@ -13,7 +13,8 @@ fn engine() -> Option<String> {
 #[test]
 fn docker_mode_without_an_engine_fails_at_once_naming_the_other_modes() {
     if let Some(engine) = engine() {
-        eprintln!("skipped: a Docker engine answers at {engine}, so the no-engine error cannot be provoked here");
+        let why = format!("a Docker engine answers at {engine}, so the no-engine error cannot be provoked here");
+        common::missing("no-docker-engine", &why);
         return;
     }
     let s = repo("scenarios/skip-locked.toml");
@@ -38,7 +39,10 @@ fn a_bad_image_name_is_a_usage_error() {
 #[test]
 fn a_run_in_a_container_passes() {
     let Some(engine) = engine() else {
-        eprintln!("skipped: no Docker engine (DOCKER_HOST unset, no /var/run/docker.sock); start one to run this test");
+        common::missing(
+            "docker",
+            "no Docker engine (DOCKER_HOST unset, no /var/run/docker.sock); start one to run this test",
+        );
         return;
     };
     eprintln!("using the Docker engine at {engine}");

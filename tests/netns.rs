@@ -13,10 +13,19 @@ use std::sync::Mutex;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// Root and iproute2, which namespaces need; without them, `common::missing` says which is not
+/// there (and fails the test under `QUEUEBENCH_STRICT=1`).
 fn root_with_ip() -> bool {
     // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    root && std::process::Command::new("ip").arg("-V").output().is_ok()
+    if unsafe { libc::geteuid() } != 0 {
+        common::missing("root", "network namespaces need root: checked the refusal of --netns only");
+        return false;
+    }
+    if std::process::Command::new("ip").arg("-V").output().is_err() {
+        common::missing("iproute2", "no `ip` program: checked the refusal of --netns only");
+        return false;
+    }
+    true
 }
 
 /// queuebench's namespaces on this machine (`qb<pid>n<k>`).
@@ -40,7 +49,6 @@ fn can_run(file: &str) -> bool {
     let run = queuebench(&["run", file, "--spawn-agents", "2", "--netns", "--quiet"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("--netns") && run.stderr.contains("root"), "{}", run.stderr);
-    eprintln!("not root (or no iproute2): checked the refusal of --netns only");
     false
 }
 
@@ -206,7 +214,7 @@ fn latency_holds_every_byte_of_one_agent_and_loss_needs_netem() {
     match run.code {
         3 => {
             assert!(run.stderr.contains("netem"), "{}", run.stderr);
-            eprintln!("this kernel has no netem: checked the refusal of kind = \"loss\"");
+            common::missing("netem", "this kernel has no netem qdisc: checked the refusal of kind = \"loss\" only");
         }
         0 => assert_eq!(by_kind(&run.summary(), "loss"), 2, "both agents"),
         other => panic!("exit {other}: {}", run.stderr),

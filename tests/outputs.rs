@@ -108,7 +108,8 @@ impl Tmpfs {
             .output()
             .ok()?;
         if !o.status.success() {
-            println!("skipped: cannot mount a tmpfs here ({})", String::from_utf8_lossy(&o.stderr).trim());
+            let why = format!("cannot mount a tmpfs here ({})", String::from_utf8_lossy(&o.stderr).trim());
+            common::missing("tmpfs", &why);
             return None;
         }
         Some(Tmpfs { dir })

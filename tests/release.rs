@@ -5,6 +5,7 @@
 //! `scripts/release.sh` moves all of them at once (docs/development.md, "Releases"); it is run
 //! here in a scratch clone. No database.
 
+use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -132,7 +133,9 @@ fn release(dir: &Path, version: &str) -> (i32, String) {
 fn the_release_script_refuses_a_dirty_tree_and_an_old_version_then_moves_every_pin() {
     let inside = Command::new("git").args(["rev-parse", "--git-dir"]).current_dir(repo()).output();
     if !inside.is_ok_and(|o| o.status.success()) {
-        println!("skipped: {} is not a git checkout (the script works on one)", repo().display());
+        let why =
+            format!("{} is not a git checkout, or git is not installed (the script works on one)", repo().display());
+        common::missing("git", &why);
         return;
     }
     let scratch = tempfile::tempdir().unwrap();

@@ -25,6 +25,7 @@ mod docs;
 mod echo_refusals;
 mod enqueue;
 mod errors;
+mod expected_failures;
 mod explore;
 mod explore_identity;
 mod failover;

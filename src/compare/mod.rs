@@ -8,6 +8,7 @@
 pub(crate) mod stats;
 pub(crate) mod store;
 
+use crate::model::check;
 use crate::model::fingerprint::Check;
 pub(crate) use crate::model::fingerprint::Labels;
 use crate::model::summary::RunSummary;
@@ -71,6 +72,10 @@ pub(crate) struct Comparison {
     pub regressed: bool,
     /// Whether the two sides are comparable runs, by their fingerprints (their first runs').
     pub fingerprint: Check,
+    /// The checks that failed in the new runs as their scenario expects (`gate::expected_failures`):
+    /// a row's "ok" says no worse than the baseline, not correct, and the table says so above it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub expected_failures: Vec<check::Check>,
 }
 
 impl Comparison {
@@ -109,7 +114,14 @@ pub(crate) fn compare(old: &[RunSummary], new: &[RunSummary], tol: &Tolerances, 
     let regressed = rows.iter().any(|r| r.verdict.fails());
     let first = |runs: &[RunSummary]| runs.first().and_then(|r| r.fingerprint.clone());
     let fingerprint = Check::of(first(old).as_ref(), first(new).as_ref(), labels);
+    let mut expected_failures = Vec::new();
+    for c in new.iter().filter(|r| r.passed).flat_map(crate::gate::expected_failures) {
+        if !expected_failures.contains(&c) {
+            expected_failures.push(c);
+        }
+    }
     Comparison {
+        expected_failures,
         old_label: labels.old.to_string(),
         new_label: labels.new.to_string(),
         old_runs: old.len(),
@@ -188,6 +200,9 @@ pub(crate) fn markdown(c: &Comparison) -> String {
     if !c.fingerprint.lines().is_empty() {
         out.push('\n');
     }
+    if let Some(line) = expected_line(c, |k| format!("`{k}`")) {
+        out.push_str(&format!("{line}\n\n"));
+    }
     out.push_str("| metric | old | new | change | allowed | verdict |\n|---|---:|---:|---:|---:|---|\n");
     for r in &c.rows {
         let [metric, old, new, change, allowed, verdict] = cells(r);
@@ -196,6 +211,16 @@ pub(crate) fn markdown(c: &Comparison) -> String {
     }
     out.push_str(&format!("\n{}\n", if c.regressed { "**Regression**: exit 1." } else { "No regression." }));
     out
+}
+
+/// `The new run passed; 2 checks failed as the scenario expects: …. "ok" below compares with
+/// the baseline: it does not say those checks held.` None without such checks.
+fn expected_line(c: &Comparison, name: impl Fn(check::Check) -> String) -> Option<String> {
+    let note = crate::gate::expected_note_as(&c.expected_failures, name)?;
+    Some(format!(
+        "{} passed; {note}. \"ok\" below compares with the baseline: it does not say those checks held.",
+        if c.new_runs == 1 { "The new run" } else { "The new runs" }
+    ))
 }
 
 fn cells(r: &Row) -> [String; 6] {
@@ -242,6 +267,9 @@ pub(crate) fn table(c: &Comparison) -> String {
         out.push_str(&format!("  {line}\n"));
     }
     out.push_str(&format!("  baseline {} → {}\n", c.old_label, c.new_label));
+    if let Some(line) = expected_line(c, |k| k.to_string()) {
+        out.push_str(&format!("  {line}\n"));
+    }
     for r in &rows {
         let line: Vec<String> = r
             .iter()
@@ -369,6 +397,33 @@ mod tests {
         // One run a side: the tolerance alone judges, as before.
         let c = compare(&old[..1], &slow[..1], &t, Labels { old: "old", new: "new" });
         assert!(c.rows.iter().all(|r| r.p.is_none()) && c.regressed);
+    }
+
+    #[test]
+    fn checks_that_failed_as_the_scenario_expects_are_named_above_the_table() {
+        use crate::model::summary::{CheckResult, ExpectationResult};
+        let mut naive = run(1000.0, 10.0, 491);
+        naive.checks = vec![CheckResult { name: check::Check::ExactlyOnce, violations: 235, ..Default::default() }];
+        naive.expectations = vec![ExpectationResult {
+            name: "checks.exactly_once".into(),
+            expression: "> 0".into(),
+            actual: Some(235.0),
+            passed: true,
+        }];
+        naive.passed = true;
+        let t = Tolerances::default();
+        let c =
+            compare(std::slice::from_ref(&naive), std::slice::from_ref(&naive), &t, Labels { old: "old", new: "new" });
+        assert_eq!(c.expected_failures, [check::Check::ExactlyOnce]);
+        let line = "The new run passed; 1 check failed as the scenario expects: `exactly_once`. \"ok\" below compares \
+                    with the baseline: it does not say those checks held.";
+        assert!(markdown(&c).contains(line), "{}", markdown(&c));
+        assert!(table(&c).contains("  The new run passed; 1 check failed as the scenario expects: exactly_once."));
+        // A clean run: no such line.
+        let clean = run(1000.0, 10.0, 0);
+        let c =
+            compare(std::slice::from_ref(&clean), std::slice::from_ref(&clean), &t, Labels { old: "old", new: "new" });
+        assert!(c.expected_failures.is_empty() && !markdown(&c).contains("scenario expects"));
     }
 
     #[test]

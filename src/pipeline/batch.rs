@@ -164,10 +164,7 @@ async fn run_repeats(
 
 fn print_verdict(summary: &RunSummary, name: &str, dir: &Path, quiet: bool) {
     if quiet {
-        println!("{name}: {}", if summary.passed { "passed" } else { "FAILED" });
-        for line in report::terminal::failures(summary) {
-            println!("  {line}");
-        }
+        print!("{}", report::terminal::quiet(summary, name));
     } else {
         print!("{}", report::terminal::render(summary));
         println!("  results        {}", dir.join("report.html").display());

@@ -5,6 +5,7 @@
 use crate::compare::stats::num;
 use crate::compare::{Comparison, markdown as compare_markdown};
 use crate::error::{Access, Error, Result};
+use crate::gate;
 use crate::model::summary::RunSummary;
 use std::io::Write;
 
@@ -21,10 +22,14 @@ fn detect(flag: bool, actions: Option<&str>, has_summary: bool) -> bool {
 pub(crate) fn markdown(runs: &[&RunSummary], comparison: Option<&Comparison>) -> String {
     let Some(first) = runs.first() else { return String::new() };
     let passed = runs.iter().all(|r| r.passed) && !comparison.is_some_and(|c| c.regressed);
+    let verdict = match expected(runs) {
+        Some(note) if passed => format!("✅ passed ({note})"),
+        _ if passed => "✅ passed".to_string(),
+        _ => "❌ FAILED".to_string(),
+    };
     let mut out = format!(
-        "### queuebench: `{}` {}\n\n{} · strategy `{}` · {}\n\n",
+        "### queuebench: `{}` {verdict}\n\n{} · strategy `{}` · {}\n\n",
         first.scenario,
-        if passed { "✅ passed" } else { "❌ FAILED" },
         crate::model::words::count(runs.len() as u64, "run"),
         first.strategy,
         crate::model::words::count(first.workers, "worker")
@@ -65,6 +70,18 @@ pub(crate) fn markdown(runs: &[&RunSummary], comparison: Option<&Comparison>) ->
     }
     out.push('\n');
     out
+}
+
+/// The checks that failed as the scenario expects in any of `runs`, in the first order seen, as
+/// the verdict's note (names in code spans).
+fn expected(runs: &[&RunSummary]) -> Option<String> {
+    let mut all = Vec::new();
+    for c in runs.iter().flat_map(|r| gate::expected_failures(r)) {
+        if !all.contains(&c) {
+            all.push(c);
+        }
+    }
+    gate::expected_note_as(&all, |c| format!("`{c}`"))
 }
 
 /// Appends to `$GITHUB_STEP_SUMMARY`, or prints to stdout when it is not set.

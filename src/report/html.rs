@@ -4,6 +4,7 @@
 use super::ComparedRun;
 use super::charts::Chart;
 use super::swimlane::Swimlane;
+use crate::gate;
 use crate::model::summary::{Percentiles, RunSummary};
 use std::fmt::Write;
 
@@ -88,9 +89,10 @@ fn header(o: &mut String, s: &RunSummary) {
     };
     let _ = write!(
         o,
-        "<h1>{} — {}</h1><p class=muted>{}</p>",
+        "<h1>{} — {}{}</h1><p class=muted>{}</p>",
         escape(&s.scenario),
         verdict_word(status),
+        expected(s),
         escape(&s.description)
     );
     if s.partial {
@@ -147,12 +149,18 @@ fn checks(o: &mut String, s: &RunSummary) {
     o.push_str(
         "<h2>Checks</h2><table><tr><th></th><th>check</th><th>violations</th><th>detail</th><th>example jobs</th></tr>",
     );
+    let excused = gate::expected_failures(s);
     for c in &s.checks {
         let ex: Vec<String> = c.examples.iter().map(i64::to_string).collect();
+        let mark = if excused.contains(&c.name) {
+            format!("{} <span class=muted>as expected</span>", verdict(false))
+        } else {
+            verdict(c.passed).to_string()
+        };
         let _ = write!(
             o,
             "<tr><td>{}</td><td>{}</td><td class=n>{}</td><td>{}</td><td>{}</td></tr>",
-            verdict(c.passed),
+            mark,
             escape(c.name.name()),
             c.violations,
             escape(&c.detail),
@@ -217,6 +225,14 @@ fn environment(o: &mut String, s: &RunSummary) {
     rows(o, &pairs);
 }
 
+/// After a pass: ` (3 checks failed as the scenario expects: exactly_once, …)`, muted; else nothing.
+fn expected(s: &RunSummary) -> String {
+    match gate::expected_note(&gate::expected_failures(s)) {
+        Some(note) if s.passed => format!(" <small class=muted>({})</small>", escape(&note)),
+        _ => String::new(),
+    }
+}
+
 fn verdict_word(status: &str) -> String {
     let class = if status == "PASSED" { "ok" } else { "fail" };
     format!("<span class={class}>{status}</span>")
@@ -247,7 +263,7 @@ pub(crate) fn runs_table(runs: &[ComparedRun]) -> String {
             s.executions.duplicate,
             s.executions.distinct_jobs,
             s.jobs.lost,
-            verdict(s.passed),
+            verdict(s.passed).to_string() + &expected(s),
             escape(link)
         );
     }

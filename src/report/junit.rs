@@ -56,8 +56,12 @@ fn run_suite(label: &str, s: &RunSummary) -> TestSuite {
     }
     for c in &s.checks {
         let examples = if c.examples.is_empty() { String::new() } else { format!("; example jobs {:?}", c.examples) };
-        let text = format!("{}: {} violation(s): {}{examples}", c.name, c.violations, c.detail);
+        let mut text = format!("{}: {} violation(s): {}{examples}", c.name, c.violations, c.detail);
         let named: Vec<_> = gate::gating(c.name, &s.expectations).collect();
+        if !c.passed && !named.is_empty() && named.iter().all(|e| e.passed) {
+            let exprs: Vec<String> = named.iter().map(|e| format!("{} {}", e.name, e.expression)).collect();
+            text.push_str(&format!("; failed as the scenario expects ({})", exprs.join(", ")));
+        }
         let status = if named.is_empty() {
             if c.passed {
                 TestCaseStatus::success()

@@ -13,6 +13,8 @@ pub(crate) mod clients;
 mod escape;
 pub(crate) mod export;
 pub(crate) mod github;
+#[cfg(test)]
+mod golden;
 pub(crate) mod html;
 pub(crate) mod junit;
 mod run_charts;

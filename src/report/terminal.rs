@@ -18,7 +18,8 @@ pub(crate) fn render(s: &RunSummary) -> String {
     } else {
         "FAILED"
     };
-    let _ = writeln!(o, "\n{} — {status}", s.scenario);
+    // A pass the scenario's [expect] excused checks for says which.
+    let _ = writeln!(o, "\n{} — {}", s.scenario, crate::gate::passed_words(status, s));
     let queue = if s.adapter.is_empty() {
         format!("strategy {} · mode {} · fencing {}", s.strategy, s.mode, s.fencing)
     } else {
@@ -85,6 +86,17 @@ pub(crate) fn failures(s: &RunSummary) -> Vec<String> {
     let unsent = (s.producer.unsent > 0)
         .then(|| format!("the producers left {} of {} planned arrivals unsent", s.producer.unsent, s.producer.planned));
     partial.into_iter().chain(aborted).chain(stopped).chain(unsent).chain(expects).chain(checks).collect()
+}
+
+/// What `--quiet` prints for a run (`name`: the scenario's, `#k` added among repeats):
+/// `NAME: passed`, or `NAME: FAILED` and why, a line each.
+pub(crate) fn quiet(s: &RunSummary, name: &str) -> String {
+    let verdict = if s.passed { crate::gate::passed_words("passed", s) } else { "FAILED".into() };
+    let mut o = format!("{name}: {verdict}\n");
+    for line in failures(s) {
+        let _ = writeln!(o, "  {line}");
+    }
+    o
 }
 
 /// `check exactly_once failed: <detail> (name "checks.exactly_once" in [expect] if the scenario

@@ -92,6 +92,47 @@ pub fn small_run() -> Run {
     r
 }
 
+/// A test that cannot run here for want of `what` (`root`, `iproute2`, `tmpfs`, `git`,
+/// `docker`, `netem`, …) says so and goes on to pass with what it could check. Unless
+/// `QUEUEBENCH_STRICT=1`: then it fails, naming what is missing, since a machine that should
+/// have everything (CI, `.ci/run`) must not count a test as passed that did not run. What
+/// `QUEUEBENCH_ALLOW_MISSING` names (comma-separated, e.g. `docker,netem`) may still be missing.
+pub fn missing(what: &str, why: &str) {
+    let strict = std::env::var("QUEUEBENCH_STRICT").ok();
+    let allowed = std::env::var("QUEUEBENCH_ALLOW_MISSING").unwrap_or_default();
+    match skip_or_fail(what, why, strict.as_deref(), &allowed) {
+        Ok(line) => eprintln!("{line}"),
+        Err(failure) => panic!("{failure}"),
+    }
+}
+
+/// `missing`'s rule, given the two variables: the line a skip prints, or the failure.
+pub fn skip_or_fail(what: &str, why: &str, strict: Option<&str>, allowed: &str) -> Result<String, String> {
+    let strict = strict == Some("1");
+    let allowed = allowed.split(',').any(|a| a.trim() == what);
+    if strict && !allowed {
+        return Err(format!(
+            "QUEUEBENCH_STRICT=1 and this test needs {what}, which is missing here: {why} \
+             (QUEUEBENCH_ALLOW_MISSING={what} lets it pass without)"
+        ));
+    }
+    let note = if strict { " (QUEUEBENCH_ALLOW_MISSING names it)" } else { "" };
+    Ok(format!("skipped: needs {what}: {why}{note}"))
+}
+
+#[test]
+fn a_skip_fails_under_strict_unless_allowed() {
+    let why = "cannot mount a tmpfs here";
+    assert_eq!(skip_or_fail("tmpfs", why, None, ""), Ok(format!("skipped: needs tmpfs: {why}")));
+    assert_eq!(skip_or_fail("tmpfs", why, Some("0"), ""), Ok(format!("skipped: needs tmpfs: {why}")));
+    let failure = skip_or_fail("tmpfs", why, Some("1"), "docker, netem").unwrap_err();
+    assert!(failure.contains("needs tmpfs, which is missing here: cannot mount a tmpfs here"), "{failure}");
+    let allowed = skip_or_fail("netem", why, Some("1"), "docker, netem").unwrap();
+    assert!(allowed.starts_with("skipped: needs netem: ") && allowed.ends_with("names it)"), "{allowed}");
+    // A name is matched whole: `docker` does not allow `no-docker-engine`.
+    assert!(skip_or_fail("no-docker-engine", why, Some("1"), "docker").is_err());
+}
+
 /// [`queuebench`] with extra environment variables.
 pub fn queuebench_env(args: &[&str], env: &[(&str, &str)]) -> Run {
     let tmp = tempfile::Builder::new().prefix("qbt").tempdir_in("/tmp").unwrap();
