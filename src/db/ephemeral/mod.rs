@@ -151,6 +151,10 @@ impl Cluster {
             Some(pin) => crate::db::versions::find(pin)?.bindir,
             None => find_bindir()?,
         };
+        if standby.is_some() && !bindir.join("pg_basebackup").is_file() {
+            let why = "the scenario has a standby (`[postgres] standby`), made from the primary with pg_basebackup";
+            return Err(Error::Missing(Missing::Tool { tool: "pg_basebackup", bindir, why }));
+        }
         let owner = cluster_owner()?;
         if let Some((uid, gid)) = owner
             && let Some(blocked) = crate::db::versions::closed_to(uid, gid, &bindir)
