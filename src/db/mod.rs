@@ -14,6 +14,7 @@
 pub(crate) mod connect;
 pub mod docker;
 pub(crate) mod ephemeral;
+mod failed;
 pub(crate) mod hosts;
 pub(crate) mod password;
 pub(crate) mod pgbouncer;
@@ -26,8 +27,9 @@ pub mod statements;
 pub(crate) mod tls;
 mod urls;
 pub(crate) mod versions;
+pub use failed::{Failed, error_text, sql};
 
-use crate::error::{Error, Result, Sql, Unfit};
+use crate::error::{Error, Result, Unfit};
 use ephemeral::Cluster;
 use std::path::Path;
 use std::sync::Mutex;
@@ -546,40 +548,6 @@ pub fn describe(config: &Config) -> String {
     let user = config.get_user().map(str::to_string).or_else(|| std::env::var("USER").ok()).unwrap_or_default();
     let db = config.get_dbname().unwrap_or(&user).to_string();
     format!("{} (user {user}, database {db})", hosts.join(","))
-}
-
-/// An error a message shows as text and SQLSTATE: the driver's, or a connect [`hosts::Failure`].
-pub trait Failed {
-    fn sql(&self) -> Sql;
-}
-
-/// What the server said (its message and SQLSTATE), or the driver's message with its causes
-/// when the failure never reached the server.
-impl Failed for tokio_postgres::Error {
-    fn sql(&self) -> Sql {
-        match self.as_db_error() {
-            Some(db) => Sql { message: db.message().to_string(), sqlstate: Some(db.code().code().to_string()) },
-            None => {
-                let mut message = self.to_string();
-                let mut source = std::error::Error::source(self);
-                while let Some(inner) = source {
-                    message.push_str(&format!(": {inner}"));
-                    source = inner.source();
-                }
-                Sql { message, sqlstate: None }
-            }
-        }
-    }
-}
-
-/// The error's message and SQLSTATE ([`Failed`]).
-pub fn sql(e: &impl Failed) -> Sql {
-    e.sql()
-}
-
-/// The driver's message with the server's detail, if any: `message (SQLSTATE xxxxx)`.
-pub fn error_text(e: &impl Failed) -> String {
-    e.sql().to_string()
 }
 
 #[cfg(test)]
