@@ -5,7 +5,8 @@
 #   2. sets [package] version in Cargo.toml and lets cargo update Cargo.lock;
 #   3. points every pinned reference at the new version: `uses: OWNER/queuebench@vX.Y.Z`, the
 #      GitLab include's URL and QUEUEBENCH_REF, `cargo install … --tag vX.Y.Z`, image tags
-#      `queuebench:X.Y.Z` (README.md, docs/, ci/, action.yml, deploy/);
+#      `queuebench:X.Y.Z`, the release archives' `/releases/download/vX.Y.Z/queuebench-X.Y.Z-…`
+#      (README.md, docs/, ci/, action.yml, deploy/);
 #   4. moves CHANGELOG.md's Unreleased entries under `## X.Y.Z — YYYY-MM-DD` (a new, empty
 #      Unreleased section stays on top);
 #   5. commits that as "Release X.Y.Z" and makes the annotated tag vX.Y.Z.
@@ -70,6 +71,8 @@ for f in "${files[@]}"; do
     -e "s#(QUEUEBENCH_REF: v)$v#\\1$new#g" \
     -e "s#(queuebench\\.git --tag v)$v#\\1$new#g" \
     -e "s#(queuebench:)$v#\\1$new#g" \
+    -e "s#(/releases/download/v)$v(/)#\\1$new\\2#g" \
+    -e "s#(queuebench-)$v(-)#\\1$new\\2#g" \
     "$f"
 done
 

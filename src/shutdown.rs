@@ -53,6 +53,28 @@ pub fn kill_groups() {
     }
 }
 
+/// `cmd`'s process gets `signal` when the thread that spawned it ends: queuebench's runtime
+/// threads live as long as queuebench, so the signal comes when queuebench dies, even by
+/// SIGKILL, and no server or pooler outlives it (`PR_SET_PDEATHSIG`, Linux only). Elsewhere
+/// the child has no such tie: queuebench stops it on every exit it sees (drop, the signal path
+/// above), and only a SIGKILLed queuebench leaves it behind.
+pub fn die_with_parent(cmd: &mut std::process::Command, signal: i32) {
+    #[cfg(target_os = "linux")]
+    use std::os::unix::process::CommandExt;
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, signal) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (cmd, signal);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

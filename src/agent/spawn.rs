@@ -28,6 +28,7 @@ pub(crate) struct Spawned {
 
 /// The child joins the network namespace in `file` before it execs (the fd is opened here and
 /// kept by the closure until the command is dropped).
+#[cfg(target_os = "linux")]
 fn enter_namespace(cmd: &mut Command, file: &std::path::Path) -> Result<()> {
     use std::os::fd::AsRawFd;
     let ns = std::fs::File::open(file).map_err(|e| Error::io(crate::error::Access::Read, file, e))?;
@@ -41,6 +42,13 @@ fn enter_namespace(cmd: &mut Command, file: &std::path::Path) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// Network namespaces are Linux's: elsewhere `--netns` stops here, before any agent starts.
+#[cfg(not(target_os = "linux"))]
+fn enter_namespace(_cmd: &mut Command, file: &std::path::Path) -> Result<()> {
+    let why = std::io::Error::new(std::io::ErrorKind::Unsupported, "network namespaces (--netns) exist on Linux only");
+    Err(Error::io(crate::error::Access::Start, file, why))
 }
 
 /// How long agents have to exit after the run is done before they are killed.

@@ -52,20 +52,18 @@ async fn run_in_group(mut cmd: tokio::process::Command, interrupt: &Cancellation
     let terminal = Terminal::ours();
     let foreground = terminal.is_some();
     cmd.process_group(0);
-    // SAFETY: between fork and exec only async-signal-safe calls (prctl, sigprocmask,
-    // tcsetpgrp, getpid). PR_SET_PDEATHSIG: COMMAND gets SIGTERM if queuebench is SIGKILLed.
-    // SIGTTOU is blocked around tcsetpgrp, as a shell does for a job it starts in the
+    // COMMAND gets SIGTERM if queuebench is SIGKILLed (on Linux).
+    shutdown::die_with_parent(cmd.as_std_mut(), libc::SIGTERM);
+    // SAFETY: between fork and exec only async-signal-safe calls (sigprocmask, tcsetpgrp,
+    // getpid). SIGTTOU is blocked around tcsetpgrp, as a shell does for a job it starts in the
     // foreground, and unblocked before exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if foreground {
+    if foreground {
+        unsafe {
+            cmd.pre_exec(|| {
                 Terminal::hand_to(libc::getpid());
-            }
-            Ok(())
-        });
+                Ok(())
+            });
+        }
     }
     let mut child = cmd.spawn()?;
     let pgid = child.id().map_or(0, |p| p as i32);

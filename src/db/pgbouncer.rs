@@ -71,15 +71,7 @@ impl Pooler {
         cmd.arg(dir.join("pgbouncer.ini")).current_dir(&dir).stdin(Stdio::null()).stdout(log).stderr(log_too);
         cmd.process_group(0);
         as_owner(&mut cmd, owner);
-        // SAFETY: prctl is async-signal-safe; nothing else runs in the child.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        crate::shutdown::die_with_parent(&mut cmd, libc::SIGTERM);
         let child = cmd.spawn().map_err(|e| Error::io(Access::Start, &program, e))?;
         LIVE.lock().unwrap_or_else(|e| e.into_inner()).push(child.id() as i32);
         Ok(Pooler { settings, dir, socket_dir: cluster.socket_dir().to_path_buf(), port, child: Some(child) })

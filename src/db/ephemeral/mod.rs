@@ -337,15 +337,7 @@ impl Postmaster {
         // which then stops the cluster in order.
         cmd.process_group(0);
         as_owner(&mut cmd, owner);
-        // SAFETY: prctl is async-signal-safe; nothing else runs in the child.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGQUIT) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        crate::shutdown::die_with_parent(&mut cmd, libc::SIGQUIT);
         let child = cmd.spawn().map_err(|e| Error::io(Access::Start, self.bindir.join("postgres"), e))?;
         LIVE.lock().unwrap().push((child.id() as i32, self.dir.clone()));
         *self.child.lock().unwrap() = Some(child);

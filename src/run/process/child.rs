@@ -55,16 +55,7 @@ fn read_events(out: Option<tokio::process::ChildStdout>, events: Arc<Mutex<Vec<C
 /// queuebench, even a SIGKILLed one (`PR_SET_PDEATHSIG` = SIGKILL).
 pub(crate) fn tie_to_us(cmd: &mut Command) {
     cmd.kill_on_drop(true).process_group(0);
-    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec. The
-    // runtime's threads live as long as queuebench, so the signal comes at its exit.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    crate::shutdown::die_with_parent(cmd.as_std_mut(), libc::SIGKILL);
 }
 
 /// Keeps the last 40 lines `err` writes in `tail` (a stack trace fits).
