@@ -129,7 +129,10 @@ fn clean_drops_leftover_schemas_only_and_never_a_live_runs() {
         .spawn()
         .unwrap();
     let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !db.sql("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'queuebench %'").contains('1') {
+    // Only this holder: other tests' runs on the same server have queuebench's names too.
+    let holder_connected =
+        format!("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'queuebench {live}'");
+    while db.sql(&holder_connected).trim() != "1" {
         assert!(std::time::Instant::now() < until, "the holder never connected");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
