@@ -20,6 +20,7 @@ mod connect_bounds;
 mod contract;
 mod corpus;
 mod diagnostics;
+mod doc_commands;
 mod docker;
 mod docs;
 mod echo_refusals;
