@@ -149,7 +149,7 @@ fn counterexample(w: &Searched<'_>, f: &Found, named: bool) -> Result<Vec<String
         if let Some(l) = &lane {
             crate::files::write_new(out, &format!("{stem}.svg"), l.svg.as_bytes())?;
         }
-        println!("written: {}/{stem}.txt, .sql and .svg (the job's swimlane)", out.display());
+        println!("written: {}, .sql and .svg (the job's swimlane)", out.join(format!("{stem}.txt")).display());
     }
     Ok(stems.into_iter().map(|s| format!("{s}.sql")).collect())
 }
