@@ -2,6 +2,7 @@
 //! mode decides which session state survives from one transaction to the next, and so which
 //! statements the workers may keep on a connection (docs/production-postgres.md).
 
+use super::transport::Capability;
 use serde::{Deserialize, Serialize};
 
 /// PgBouncer's `pool_mode`: when a server connection goes back to the pool.
@@ -65,8 +66,9 @@ pub(crate) fn refusal(
 ) -> Option<String> {
     if !mode.keeps_session() && kills_backends {
         return Some(format!(
-            "kill_backend terminates a worker's server process, and in {} pooling a worker has none of its own \
-             (each transaction may run on another): use {}, or drop the fault",
+            "kill_backend terminates a worker's server process (capability `{}`), and in {} pooling a worker has \
+             none of its own (each transaction may run on another): use {}, or drop the fault",
+            Capability::OwnBackend.name(),
             mode.name(),
             set(PoolMode::Session)
         ));
@@ -74,7 +76,8 @@ pub(crate) fn refusal(
     if mode == PoolMode::Statement && holds_transaction {
         return Some(format!(
             "statement pooling refuses every multi-statement transaction, and workers.mode = \"hold-transaction\" \
-             claims, works and completes in one: use {}, or workers.mode = \"lease\"",
+             claims, works and completes in one (capability `{}`): use {}, or workers.mode = \"lease\"",
+            Capability::HoldTransaction.name(),
             set(PoolMode::Transaction)
         ));
     }
