@@ -12,6 +12,7 @@
 //! `cargo test --test suite conformance::`.
 
 use crate::common::{bin, queuebench, repo};
+use queuebench::model::pooler::PoolMode;
 use queuebench::model::transport::{Capability, TransportKind};
 use serde_json::Value;
 
@@ -20,27 +21,28 @@ struct Column {
     name: &'static str,
     sets: &'static [&'static str],
     kind: TransportKind,
-    /// What the column takes away from its transport's declaration: PgBouncer in transaction
-    /// pooling gives no worker a server backend of its own.
-    withheld: &'static [Capability],
+    /// The pooler between the transport and PostgreSQL, which takes capabilities away from its
+    /// declaration (`PoolMode::withholds`): in transaction pooling no worker has a backend of
+    /// its own.
+    pooler: Option<PoolMode>,
     /// What the summary shows of it (the run really went over this transport).
     shows: fn(&Value) -> Result<(), String>,
 }
 
 const COLUMNS: [Column; 3] = [
-    Column { name: "direct", sets: &[], kind: TransportKind::Direct, withheld: &[], shows: direct },
+    Column { name: "direct", sets: &[], kind: TransportKind::Direct, pooler: None, shows: direct },
     Column {
         name: "direct through PgBouncer (transaction pooling)",
         sets: &["postgres.pgbouncer={ pool_mode = \"transaction\" }"],
         kind: TransportKind::Direct,
-        withheld: &[Capability::OwnBackend],
+        pooler: Some(PoolMode::Transaction),
         shows: through_pgbouncer,
     },
     Column {
         name: "sqlx pool",
         sets: &["workers.pool={ size = 2, acquire_timeout = \"10s\" }"],
         kind: TransportKind::Pool,
-        withheld: &[],
+        pooler: None,
         shows: pooled,
     },
 ];
@@ -103,7 +105,8 @@ fn cell(row: &Row, col: &Column) -> Cell {
         args.extend(["--set", set]);
     }
     let at = format!("{} over {}", row.scenario, col.name);
-    let lacking = row.needs.iter().find(|c| !col.kind.can(**c) || col.withheld.contains(c));
+    let withheld = col.pooler.map_or(&[][..], PoolMode::withholds);
+    let lacking = row.needs.iter().find(|c| !col.kind.can(**c) || withheld.contains(c));
     if let Some(&lacks) = lacking {
         // Refused up front, by `validate` and `run` alike, naming the capability.
         let mut validate = args.clone();

@@ -28,7 +28,7 @@ pub(crate) mod fault;
 pub(crate) mod fingerprint;
 pub(crate) mod metrics;
 pub(crate) mod pg_version;
-pub(crate) mod pooler;
+pub mod pooler;
 pub(crate) mod protocol;
 pub mod reap;
 pub mod records;

@@ -43,6 +43,18 @@ impl PoolMode {
     pub fn keeps_session(self) -> bool {
         self == PoolMode::Session
     }
+
+    /// What the mode takes away from the direct transport's declaration
+    /// (`model::transport`): a backend of the worker's own outside session pooling, a held
+    /// transaction in statement pooling. (LISTEN still runs through transaction pooling, its
+    /// wake-ups lost: scenarios/pgbouncer-listen-notify.toml.)
+    pub fn withholds(self) -> &'static [Capability] {
+        match self {
+            PoolMode::Session => &[],
+            PoolMode::Transaction => &[Capability::OwnBackend],
+            PoolMode::Statement => &[Capability::OwnBackend, Capability::HoldTransaction],
+        }
+    }
 }
 
 /// `[postgres.pgbouncer]`: queuebench starts PgBouncer in front of its ephemeral cluster.
@@ -64,7 +76,7 @@ pub(crate) fn refusal(
     holds_transaction: bool,
     set: fn(PoolMode) -> String,
 ) -> Option<String> {
-    if !mode.keeps_session() && kills_backends {
+    if mode.withholds().contains(&Capability::OwnBackend) && kills_backends {
         return Some(format!(
             "kill_backend terminates a worker's server process (capability `{}`), and in {} pooling a worker has \
              none of its own (each transaction may run on another): use {}, or drop the fault",
@@ -73,7 +85,7 @@ pub(crate) fn refusal(
             set(PoolMode::Session)
         ));
     }
-    if mode == PoolMode::Statement && holds_transaction {
+    if mode.withholds().contains(&Capability::HoldTransaction) && holds_transaction {
         return Some(format!(
             "statement pooling refuses every multi-statement transaction, and workers.mode = \"hold-transaction\" \
              claims, works and completes in one (capability `{}`): use {}, or workers.mode = \"lease\"",

@@ -293,3 +293,30 @@ impl Transport for Pooled {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value the pool cannot bind is the capability it needs, never a panic.
+    #[test]
+    fn a_value_the_pool_cannot_bind_names_its_capability() {
+        let mut a = PgArguments::default();
+        let json = serde_json::json!({"a": 1});
+        let ints = Constant::IntArray(vec![1]);
+        let raw = Key::Raw(tokio_postgres::types::Type::NUMERIC, Vec::new());
+        let cases = [
+            (Value::Json(Some(&json)), Capability::JsonValues),
+            (Value::Time(std::time::SystemTime::now()), Capability::TimeValues),
+            (Value::Prev, Capability::CompoundSteps),
+            (Value::Const(&ints), Capability::ArrayConstants),
+            (Value::Key(Some(&raw)), Capability::AdapterQueue),
+        ];
+        for (value, capability) in cases {
+            assert_eq!(encode(&mut a, value).err(), Some(capability));
+            assert!(!TransportKind::Pool.can(capability), "{} is refused up front", capability.name());
+        }
+        assert!(matches!(encode(&mut a, Value::Int(1)), Ok(Ok(()))));
+        assert!(matches!(encode(&mut a, Value::Key(None)), Ok(Ok(()))));
+    }
+}

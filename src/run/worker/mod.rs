@@ -121,6 +121,8 @@ pub enum WorkerFailure {
 
 impl<T: Transport> Worker<T> {
     pub(crate) fn new(slot: u32, t: T, sh: Arc<Shared>) -> Worker<T> {
+        // The transport validation judged the plan against is the one it runs over.
+        debug_assert_eq!(T::KIND, crate::scenario::needs::transport(&sh.plan), "the plan's transport");
         let plan_idle = sh.plan.workers.idle.clone();
         let seed = sh.plan.seed.wrapping_add(u64::from(slot)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let core = Core {
