@@ -556,3 +556,24 @@ fn every_script_is_listed_in_the_development_page() {
     missing.sort();
     assert!(missing.is_empty(), "scripts/ files not in docs/development.md's Scripts table: {missing:?}");
 }
+
+/// docs/pool.md's table of refusals names exactly the capabilities the pool transport does not
+/// declare (`model::transport`), so the page cannot drift from what validation refuses.
+#[test]
+fn the_pool_page_lists_the_capabilities_the_pool_lacks() {
+    use queuebench::model::transport::TransportKind;
+    let text = std::fs::read_to_string(repo().join("docs/pool.md")).unwrap();
+    let marker = "<!-- pool-refusals:";
+    let table = &text[text.find(marker).expect("docs/pool.md has the pool-refusals table")..];
+    let rows: Vec<&str> = table.lines().skip(3).take_while(|l| l.starts_with('|')).collect();
+    let listed: Vec<String> = rows
+        .iter()
+        .map(|r| r.trim_start_matches('|').split('|').next().unwrap().trim().trim_matches('`').to_string())
+        .collect();
+    let lacks: Vec<String> = TransportKind::Pool.lacks().map(|c| c.name().to_string()).collect();
+    assert_eq!(listed, lacks, "docs/pool.md's refusals table, against TransportKind::Pool's declaration");
+    // The faults each capability stands for are named (failover and kill_agent were once left out).
+    for fault in ["kill_backend", "ack_lost", "postgres_restart", "failover", "kill_agent"] {
+        assert!(rows.iter().any(|r| r.contains(&format!("`{fault}`"))), "docs/pool.md's refusals name {fault}");
+    }
+}

@@ -98,5 +98,6 @@ fn a_fault_aimed_at_a_workers_own_connection_is_refused_with_the_pool() {
     let r =
         queuebench(&["validate", s.to_str().unwrap(), "--set", "workers.pool={ size = 2, acquire_timeout = \"1s\" }"]);
     assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("kill_backend fault") && r.stderr.contains("crash, pause"), "{}", r.stderr);
+    assert!(r.stderr.contains("kill_backend fault") && r.stderr.contains("capability `own_backend`"), "{}", r.stderr);
+    assert!(r.stderr.contains("faults: the sqlx pool transport (workers.pool)"), "{}", r.stderr);
 }

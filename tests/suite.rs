@@ -16,6 +16,7 @@ mod bounded_waits;
 mod checkers;
 mod clean;
 mod clients;
+mod conformance;
 mod connect_bounds;
 mod contract;
 mod corpus;

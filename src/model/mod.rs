@@ -15,6 +15,8 @@
 //! - `reap`: what the reaper did to a job (`ReapEvent`: gave it back, failed it);
 //! - `fault`: the fault kinds (`FaultKind`: names, who carries each out);
 //! - `pooler`: a connection pooler's mode and size (`[postgres.pgbouncer]`);
+//! - `transport`: what a worker's transport can do (`Capability`, `TransportKind`: each one's
+//!   declaration), from which scenario validation derives its refusals;
 //! - `words`: counted nouns (`1 job`, `2 jobs`).
 //! - `fingerprint`: what makes two runs comparable (scenario, run shape, machine, server).
 
@@ -26,13 +28,14 @@ pub(crate) mod fault;
 pub(crate) mod fingerprint;
 pub(crate) mod metrics;
 pub(crate) mod pg_version;
-pub(crate) mod pooler;
+pub mod pooler;
 pub(crate) mod protocol;
 pub mod reap;
 pub mod records;
 pub mod rerun;
 pub mod summary;
 pub(crate) mod tolerance;
+pub mod transport;
 pub(crate) mod words;
 
 /// The version and the commit it was built from (`build.rs`): "0.1.0 (1e74cef)", with

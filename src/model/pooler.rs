@@ -2,6 +2,7 @@
 //! mode decides which session state survives from one transaction to the next, and so which
 //! statements the workers may keep on a connection (docs/production-postgres.md).
 
+use super::transport::Capability;
 use serde::{Deserialize, Serialize};
 
 /// PgBouncer's `pool_mode`: when a server connection goes back to the pool.
@@ -42,6 +43,18 @@ impl PoolMode {
     pub fn keeps_session(self) -> bool {
         self == PoolMode::Session
     }
+
+    /// What the mode takes away from the direct transport's declaration
+    /// (`model::transport`): a backend of the worker's own outside session pooling, a held
+    /// transaction in statement pooling. (LISTEN still runs through transaction pooling, its
+    /// wake-ups lost: scenarios/pgbouncer-listen-notify.toml.)
+    pub fn withholds(self) -> &'static [Capability] {
+        match self {
+            PoolMode::Session => &[],
+            PoolMode::Transaction => &[Capability::OwnBackend],
+            PoolMode::Statement => &[Capability::OwnBackend, Capability::HoldTransaction],
+        }
+    }
 }
 
 /// `[postgres.pgbouncer]`: queuebench starts PgBouncer in front of its ephemeral cluster.
@@ -63,18 +76,20 @@ pub(crate) fn refusal(
     holds_transaction: bool,
     set: fn(PoolMode) -> String,
 ) -> Option<String> {
-    if !mode.keeps_session() && kills_backends {
+    if mode.withholds().contains(&Capability::OwnBackend) && kills_backends {
         return Some(format!(
-            "kill_backend terminates a worker's server process, and in {} pooling a worker has none of its own \
-             (each transaction may run on another): use {}, or drop the fault",
+            "kill_backend terminates a worker's server process (capability `{}`), and in {} pooling a worker has \
+             none of its own (each transaction may run on another): use {}, or drop the fault",
+            Capability::OwnBackend.name(),
             mode.name(),
             set(PoolMode::Session)
         ));
     }
-    if mode == PoolMode::Statement && holds_transaction {
+    if mode.withholds().contains(&Capability::HoldTransaction) && holds_transaction {
         return Some(format!(
             "statement pooling refuses every multi-statement transaction, and workers.mode = \"hold-transaction\" \
-             claims, works and completes in one: use {}, or workers.mode = \"lease\"",
+             claims, works and completes in one (capability `{}`): use {}, or workers.mode = \"lease\"",
+            Capability::HoldTransaction.name(),
             set(PoolMode::Transaction)
         ));
     }

@@ -14,10 +14,9 @@ use crate::db::Endpoint;
 use crate::db::statements::{ADAPTER_EFFECTS_INSERT, EFFECTS_INSERT};
 use crate::db::{connect, sql};
 use crate::error::{Invalid, SessionFailure};
-use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 use tokio_postgres::types::Type;
-use tokio_postgres::{Client, Notification, Statement};
+use tokio_postgres::{Client, Statement};
 
 /// A step's statements, prepared, with the step itself (parameters, acceptance rule).
 pub(crate) struct Prepared {
@@ -53,7 +52,7 @@ pub(crate) struct Conn {
     pub client: Client,
     task: JoinHandle<()>,
     /// Notifications on the channels this connection LISTENs on; closed when the connection ends.
-    pub notifications: UnboundedReceiver<Notification>,
+    pub notifications: crate::run::idle::Wakeups,
     pub pid: i32,
     pub select: Option<Prepared>,
     pub claim: Prepared,
@@ -124,7 +123,7 @@ impl Conn {
         Ok(Conn {
             client,
             task,
-            notifications,
+            notifications: crate::run::idle::Wakeups::new(notifications),
             pid,
             select: s.select,
             claim: s.claim,

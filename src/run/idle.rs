@@ -71,7 +71,7 @@ pub(crate) async fn wait(
     idle: &Idle,
     backoff: &mut Backoff,
     rng: &mut impl Rng,
-    notifications: Option<&mut UnboundedReceiver<Notification>>,
+    notifications: Option<&mut Wakeups>,
     stop: &CancellationToken,
 ) -> Woken {
     let (Wakeup::Listen, Some(rx)) = (idle.wakeup, notifications) else {
@@ -81,13 +81,13 @@ pub(crate) async fn wait(
             _ = stop.cancelled() => Woken::Stopped,
         };
     };
-    let queued = drain(rx);
+    let queued = rx.drain();
     if queued > 0 {
         return Woken::Notified(queued);
     }
     tokio::select! {
-        n = rx.recv() => match n {
-            Some(_) => Woken::Notified(1 + drain(rx)),
+        n = rx.0.recv() => match n {
+            Some(_) => Woken::Notified(1 + rx.drain()),
             // The connection is gone; the next claim fails and reconnects.
             None => Woken::Timer,
         },
@@ -96,13 +96,23 @@ pub(crate) async fn wait(
     }
 }
 
-/// Consumes every queued notification; how many there were.
-pub(crate) fn drain(rx: &mut UnboundedReceiver<Notification>) -> u64 {
-    let mut n = 0;
-    while rx.try_recv().is_ok() {
-        n += 1;
+/// The wake-ups a LISTENing connection receives (its NOTIFYs), in the round's own terms: a
+/// transport hands these to the idle wait, whatever its client library.
+pub(crate) struct Wakeups(UnboundedReceiver<Notification>);
+
+impl Wakeups {
+    pub(crate) fn new(rx: UnboundedReceiver<Notification>) -> Wakeups {
+        Wakeups(rx)
     }
-    n
+
+    /// Consumes every queued wake-up; how many there were.
+    pub(crate) fn drain(&mut self) -> u64 {
+        let mut n = 0;
+        while self.0.try_recv().is_ok() {
+            n += 1;
+        }
+        n
+    }
 }
 
 /// What the rollback probe saw.

@@ -12,6 +12,7 @@ pub(crate) mod horizon;
 pub(crate) mod load;
 pub(crate) mod load_model;
 pub(crate) mod name;
+pub(crate) mod needs;
 pub(crate) mod plan;
 pub(crate) mod pool;
 mod postgres;

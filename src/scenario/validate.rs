@@ -95,7 +95,7 @@ pub(crate) fn validate(mut raw: RawScenario, source: Source, seed: Option<u64>) 
     };
     adapter_fits(&plan, &At(&plan.source))?;
     failover_fits(&plan, &At(&plan.source))?;
-    super::pool::fits(&plan).map_err(|e| At(&plan.source).invalid("workers.pool", e))?;
+    super::pool::fits(&plan).map_err(|(key, e)| At(&plan.source).invalid(key, e))?;
     if let Err(e) = super::scale::apply(&mut plan) {
         return Err(plan.source.error("run.time_scale", e));
     }

@@ -3,14 +3,15 @@
 //! exhaustive match ([`encode`]).
 
 use super::{ACQUIRE_TIMEOUT, OPEN_TIMEOUT, acquire_within};
-use crate::adapter::Statement;
 use crate::adapter::keys::Key;
 use crate::adapter::params::Constant;
+use crate::adapter::{Accepted, Statement};
 use crate::collect::Latency;
 use crate::db::statements::{self, EFFECTS_INSERT};
 
 /// The effects insert written again in place of itself (`statements::effects_again`).
 static EFFECTS_AGAIN: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| statements::effects_again(true));
+use crate::model::transport::{Capability, TransportKind};
 use crate::run::values::{Claimed, Value, Values};
 use crate::run::worker::WorkerFailure;
 use crate::run::worker::transport::{Claim, Ctx, Effects, Halt, Sent, Transport, Write};
@@ -18,8 +19,6 @@ use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::{Arguments, AssertSqlSafe, PgPool, Row};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc::UnboundedReceiver;
-use tokio_postgres::Notification;
 
 /// Why a pooled step did not land (already counted).
 #[derive(Debug)]
@@ -77,9 +76,10 @@ impl Pooled {
         st: &Statement,
         v: &Values<'_>,
     ) -> Result<(Vec<PgRow>, u64, u64), Halt<Cut>> {
+        let args = args(cx, st, v)?;
         let mut conn = self.acquire(cx).await?;
         let t = Instant::now();
-        let rows = sqlx::query_with(AssertSqlSafe(st.sql.as_str()), args(st, v))
+        let rows = sqlx::query_with(AssertSqlSafe(st.sql.as_str()), args)
             .persistent(self.persistent)
             .fetch_all(&mut *conn)
             .await;
@@ -118,19 +118,25 @@ impl Pooled {
     }
 }
 
-/// The parameters of `st`, encoded from the round's values.
-fn args(st: &Statement, v: &Values<'_>) -> PgArguments {
+/// The parameters of `st`, encoded from the round's values. A value that needs a capability
+/// the pool does not declare halts the round (validation refuses such a scenario:
+/// `scenario::needs`); one sqlx fails to encode counts as the statement's error.
+fn args(cx: &mut Ctx<'_>, st: &Statement, v: &Values<'_>) -> Result<PgArguments, Halt<Cut>> {
     let mut a = PgArguments::default();
     for p in &st.params {
-        encode(&mut a, v.resolve(*p)).expect("a number, text, array or key always encodes");
+        match encode(&mut a, v.resolve(*p)) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(Pooled::note(cx, &sqlx::Error::Encode(e))),
+            Err(lacks) => return Err(Halt::Lacks(lacks)),
+        }
     }
-    a
+    Ok(a)
 }
 
-/// One value for sqlx. `:now` and the producer's payload are refused for the pool up front
-/// (`scenario::pool::fits`: sqlx is built without its time and JSON types here).
-fn encode(a: &mut PgArguments, value: Value<'_>) -> Result<(), sqlx::error::BoxDynError> {
-    match value {
+/// One value for sqlx (sqlx's own verdict inside), or the capability it needs that the pool
+/// does not have.
+fn encode(a: &mut PgArguments, value: Value<'_>) -> Result<Result<(), sqlx::error::BoxDynError>, Capability> {
+    let added = match value {
         Value::Int(i) => a.add(i),
         Value::Int4(i) => a.add(i),
         Value::Float(f) => a.add(f),
@@ -139,11 +145,9 @@ fn encode(a: &mut PgArguments, value: Value<'_>) -> Result<(), sqlx::error::BoxD
         Value::Key(Some(Key::Int(i))) => a.add(*i),
         Value::Key(Some(Key::Uuid(u))) => a.add(*u),
         Value::Key(Some(Key::Text(t))) => a.add(t.clone()),
-        Value::Key(Some(Key::Raw(..))) | Value::Prev => {
-            unreachable!(
-                "the pool runs queuebench's own table (scenario::pool::fits): uuid tokens, one statement a step"
-            )
-        }
+        // Another type's key is an adapter queue's; `:prev.COLUMN` a step of several statements.
+        Value::Key(Some(Key::Raw(..))) => return Err(Capability::AdapterQueue),
+        Value::Prev => return Err(Capability::CompoundSteps),
         // A missing key binds as a NULL uuid, as the token column is.
         Value::Key(None) => a.add(Option::<uuid::Uuid>::None),
         Value::Const(Constant::Text(t)) => a.add(t.clone()),
@@ -156,25 +160,26 @@ fn encode(a: &mut PgArguments, value: Value<'_>) -> Result<(), sqlx::error::BoxD
             | Constant::FloatArray(_)
             | Constant::BoolArray(_)
             | Constant::Duration(_),
-        ) => unreachable!("constants are an adapter file's, and the pool runs queuebench's own table"),
-        Value::Json(_) | Value::Time(_) => unreachable!("refused for workers.pool by scenario::pool::fits"),
-    }
+        ) => return Err(Capability::ArrayConstants),
+        Value::Json(_) => return Err(Capability::JsonValues),
+        Value::Time(_) => return Err(Capability::TimeValues),
+    };
+    Ok(added)
 }
 
 impl Transport for Pooled {
     type Error = Cut;
-
-    async fn begin(&mut self, _cx: &mut Ctx<'_>) -> Result<(), Halt<Cut>> {
-        unreachable!("refused for workers.pool by scenario::pool::fits: hold-transaction")
-    }
-
-    async fn commit(&mut self, _cx: &mut Ctx<'_>) -> Result<(), Halt<Cut>> {
-        unreachable!("refused for workers.pool by scenario::pool::fits: hold-transaction")
-    }
+    /// No transaction is held, nothing LISTENs, no backend is a worker's own
+    /// (`TransportKind::Pool`'s declaration): `begin`, `commit` and `wakeups` are the trait's.
+    const KIND: TransportKind = TransportKind::Pool;
 
     async fn claim(&mut self, cx: &mut Ctx<'_>, v: Values<'_>, _in_tx: bool) -> Result<Claim, Halt<Cut>> {
         let plan = cx.sh.plan.clone();
         let mut v = v; // a binding of its own, so its lifetime can shrink to the ids' below
+        // One statement a step (else validation refused the scenario).
+        if !plan.adapter.claim.is_single() || plan.adapter.select.as_ref().is_some_and(|s| !s.is_single()) {
+            return Err(Halt::Lacks(Capability::CompoundSteps));
+        }
         let mut ids: Vec<i64> = Vec::new();
         let mut select_us = 0;
         if let Some(select) = &plan.adapter.select {
@@ -201,10 +206,15 @@ impl Transport for Pooled {
             Write::Fail => plan.adapter.fail.as_ref().expect("validated: a failing job type needs the adapter's fail"),
             Write::Heartbeat => plan.adapter.heartbeat.as_ref().expect("validated: lease.heartbeat needs a heartbeat"),
         };
+        // Judged by its row count, one statement (else validation refused the scenario).
+        if !step.is_single() || step.accepted != Accepted::Rows {
+            return Err(Halt::Lacks(Capability::CompoundSteps));
+        }
         let st = step.first();
+        let args = args(cx, st, v)?;
         let mut conn = self.acquire(cx).await?;
         let t = Instant::now();
-        let done = sqlx::query_with(AssertSqlSafe(st.sql.as_str()), args(st, v))
+        let done = sqlx::query_with(AssertSqlSafe(st.sql.as_str()), args)
             .persistent(self.persistent)
             .execute(&mut *conn)
             .await;
@@ -279,11 +289,34 @@ impl Transport for Pooled {
         Ok(())
     }
 
-    fn notifications(&mut self) -> Option<&mut UnboundedReceiver<Notification>> {
-        None
-    }
-
     fn is_open(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value the pool cannot bind is the capability it needs, never a panic.
+    #[test]
+    fn a_value_the_pool_cannot_bind_names_its_capability() {
+        let mut a = PgArguments::default();
+        let json = serde_json::json!({"a": 1});
+        let ints = Constant::IntArray(vec![1]);
+        let raw = Key::Raw(tokio_postgres::types::Type::NUMERIC, Vec::new());
+        let cases = [
+            (Value::Json(Some(&json)), Capability::JsonValues),
+            (Value::Time(std::time::SystemTime::now()), Capability::TimeValues),
+            (Value::Prev, Capability::CompoundSteps),
+            (Value::Const(&ints), Capability::ArrayConstants),
+            (Value::Key(Some(&raw)), Capability::AdapterQueue),
+        ];
+        for (value, capability) in cases {
+            assert_eq!(encode(&mut a, value).err(), Some(capability));
+            assert!(!TransportKind::Pool.can(capability), "{} is refused up front", capability.name());
+        }
+        assert!(matches!(encode(&mut a, Value::Int(1)), Ok(Ok(()))));
+        assert!(matches!(encode(&mut a, Value::Key(None)), Ok(Ok(()))));
     }
 }

@@ -7,13 +7,13 @@ use super::WorkerFailure;
 use super::transport::{Claim, Ctx, Effects, Halt, Sent, Transport, Write};
 use crate::adapter::keys::Key;
 use crate::db::statements;
+use crate::model::transport::TransportKind;
 use crate::run::conn::Conn;
+use crate::run::idle::Wakeups;
 use crate::run::steps;
 use crate::run::values::{Claimed, Values};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc::UnboundedReceiver;
-use tokio_postgres::Notification;
 
 pub(crate) struct Direct {
     conn: Option<Conn>,
@@ -115,6 +115,7 @@ impl Direct {
 
 impl Transport for Direct {
     type Error = tokio_postgres::Error;
+    const KIND: TransportKind = TransportKind::Direct;
 
     async fn begin(&mut self, _cx: &mut Ctx<'_>) -> Result<(), Halt<Self::Error>> {
         Ok(steps::batch(&self.conn().client, "BEGIN").await?)
@@ -246,7 +247,7 @@ impl Transport for Direct {
         self.reconnect(cx).await
     }
 
-    fn notifications(&mut self) -> Option<&mut UnboundedReceiver<Notification>> {
+    fn wakeups(&mut self) -> Option<&mut Wakeups> {
         self.conn.as_mut().map(|c| &mut c.notifications)
     }
 

@@ -114,10 +114,15 @@ pub enum WorkerFailure {
     /// its record (journal, counters) is lost.
     #[error("worker {worker} did not stop within 6 s of the run's stop, its backend terminated: its record is lost")]
     GivenUp { worker: String },
+    /// A step needed a capability its transport does not declare (`model::transport`).
+    #[error("worker {worker}: the {transport} transport cannot {} (capability `{}`)", capability.what(), capability.name())]
+    Lacks { worker: String, transport: &'static str, capability: crate::model::transport::Capability },
 }
 
 impl<T: Transport> Worker<T> {
     pub(crate) fn new(slot: u32, t: T, sh: Arc<Shared>) -> Worker<T> {
+        // The transport validation judged the plan against is the one it runs over.
+        debug_assert_eq!(T::KIND, crate::scenario::needs::transport(&sh.plan), "the plan's transport");
         let plan_idle = sh.plan.workers.idle.clone();
         let seed = sh.plan.seed.wrapping_add(u64::from(slot)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let core = Core {
@@ -232,6 +237,12 @@ impl<T: Transport> Worker<T> {
                 Err(Halt::Stopped) => return Ok(()),
                 Err(Halt::Crash { respawn_after, new_identity }) => self.respawn(respawn_after, new_identity).await?,
                 Err(Halt::Db(e)) => self.recover(&e).await?,
+                Err(Halt::Lacks(capability)) => {
+                    let why =
+                        WorkerFailure::Lacks { worker: self.core.name.clone(), transport: T::KIND.name(), capability };
+                    tracing::error!("{why}");
+                    return Err(why);
+                }
             }
         }
     }
@@ -271,7 +282,7 @@ impl<T: Transport> Worker<T> {
     /// After an empty claim: the backoff step, or a notification / the fallback poll (see `idle`).
     async fn idle(&mut self) {
         let c = &mut self.core;
-        let rx = self.t.notifications();
+        let rx = self.t.wakeups();
         if let Woken::Notified(n) =
             idle::wait(&c.sh.plan.workers.idle, &mut c.backoff, &mut c.rng, rx, &c.sh.stop).await
         {

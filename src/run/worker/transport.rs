@@ -8,21 +8,34 @@
 //! every statement prepared (the fast path, pgbench's shape), and `run::pool::Pooled`, a step
 //! at a time on a connection taken from a shared `sqlx::PgPool`, as a Rust service holds its
 //! queue.
+//!
+//! Each declares what it can do ([`Transport::KIND`], whose capabilities are listed in
+//! `model::transport`): scenario validation refuses a scenario that asks for more, naming the
+//! capability, and a step asked of a transport without its capability ends the worker with
+//! [`WorkerFailure::Lacks`] rather than a panic. The trait speaks the round's own types
+//! (values, jobs, wake-ups); a transport's client library stays inside it. A new transport:
+//! implement this trait, declare its capabilities, add a column to tests/conformance.rs.
 
 use super::Shared;
 use super::WorkerFailure;
 use crate::collect::WorkerStats;
+use crate::model::transport::{Capability, TransportKind};
+use crate::run::idle::Wakeups;
 use crate::run::values::{Claimed, Values};
 use std::time::Duration;
-use tokio::sync::mpsc::UnboundedReceiver;
-use tokio_postgres::Notification;
 
 /// Why a round stopped short. `E` is the transport's own error, already counted when it is
 /// handed back; the run loop passes it to [`Transport::recover`].
 pub(crate) enum Halt<E> {
     Db(E),
-    Crash { respawn_after: Duration, new_identity: bool },
+    Crash {
+        respawn_after: Duration,
+        new_identity: bool,
+    },
     Stopped,
+    /// The step needs a capability the transport does not declare (validation refuses such
+    /// a scenario, so this is a transport that does less than it declares).
+    Lacks(Capability),
 }
 
 impl<E> From<E> for Halt<E> {
@@ -137,11 +150,18 @@ impl Effects {
 /// counted (under its SQLSTATE, `io` or `acquire_timeout`); the round decides what follows.
 pub(crate) trait Transport {
     type Error;
+    /// Which transport this is, and so what it declares it can do
+    /// (`TransportKind::capabilities`).
+    const KIND: TransportKind;
 
-    /// `BEGIN` of a hold-transaction round (only the direct transport holds one).
-    async fn begin(&mut self, cx: &mut Ctx<'_>) -> Result<(), Halt<Self::Error>>;
+    /// `BEGIN` of a hold-transaction round ([`Capability::HoldTransaction`]).
+    async fn begin(&mut self, _cx: &mut Ctx<'_>) -> Result<(), Halt<Self::Error>> {
+        Err(Halt::Lacks(Capability::HoldTransaction))
+    }
     /// `COMMIT` of a hold-transaction round.
-    async fn commit(&mut self, cx: &mut Ctx<'_>) -> Result<(), Halt<Self::Error>>;
+    async fn commit(&mut self, _cx: &mut Ctx<'_>) -> Result<(), Halt<Self::Error>> {
+        Err(Halt::Lacks(Capability::HoldTransaction))
+    }
     /// The select (if the adapter has one) and the claim, its rows as jobs.
     async fn claim(&mut self, cx: &mut Ctx<'_>, v: Values<'_>, in_tx: bool) -> Result<Claim, Halt<Self::Error>>;
     /// A heartbeat, completion or failure, judged by the step's rule.
@@ -173,8 +193,10 @@ pub(crate) trait Transport {
     fn crash(&mut self, cx: &mut Ctx<'_>);
     /// After a crash's pause: the worker's connection back.
     async fn reopen(&mut self, cx: &mut Ctx<'_>) -> Result<(), WorkerFailure>;
-    /// Notifications for an idle worker that LISTENs (None: it does not).
-    fn notifications(&mut self) -> Option<&mut UnboundedReceiver<Notification>>;
+    /// Wake-ups for an idle worker that LISTENs ([`Capability::Listen`]; None: it does not).
+    fn wakeups(&mut self) -> Option<&mut Wakeups> {
+        None
+    }
     /// Whether the worker's connection is open (the last effects flush needs one).
     fn is_open(&self) -> bool;
 }
