@@ -17,7 +17,7 @@ pub(crate) const THROUGHPUT_DROP: f64 = 0.30;
 pub(crate) const P99_RISE: f64 = 0.50;
 
 /// Latency rises smaller than this never count as a regression (sub-millisecond jitter).
-pub(crate) const LATENCY_SLACK_MS: f64 = 1.0;
+pub const LATENCY_SLACK_MS: f64 = 1.0;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub enum Rule {
