@@ -10,7 +10,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// The default drop allowed in throughput, and rise in p99 latency. From the run-to-run noise
-/// measured with `scripts/noise.sh` on the 2-core development machine while other builds ran
+/// measured with `cargo xtask noise` on the 2-core development machine while other builds ran
 /// (docs/gating.md, "Run-to-run noise"): between medians of three unchanged runs throughput
 /// dropped up to 27.9 % and claim p99 rose up to 40.4 %, so 10 % and 20 % failed unchanged code.
 pub(crate) const THROUGHPUT_DROP: f64 = 0.30;

@@ -3,7 +3,10 @@
 //! (`queuebench::stats`), every summary.json is read into `RunSummary`. docs/development.md
 //! ("Scripts") lists them beside the few shell scripts left in scripts/.
 
+mod cluster;
 mod error;
+mod hog;
+mod measure;
 mod qb;
 mod stats;
 mod summary;
@@ -103,11 +106,112 @@ enum Task {
         #[arg(long, default_value = "pg-boss,graphile-worker,procrastinate,pgqueuer")]
         only: String,
     },
+    /// The integration suite with each test's time: the slowest, and per module (CI's time).
+    TestTimes {
+        #[arg(long, default_value_t = 25)]
+        top: usize,
+        /// The raw output (default: a temporary file, named at the end).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// A test name filter, as cargo test takes it.
+        #[arg(last = true)]
+        filter: Vec<String>,
+    },
+    /// The benchmark suite: is the harness ever the bottleneck? (docs/performance.md; scripts/bench.sh)
+    Bench {
+        /// Every section small (~2 minutes): a check of the task, the figures mean nothing.
+        #[arg(long)]
+        quick: bool,
+        /// Default: results/bench-<time>/.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// A comma-separated subset of pgbench,preload,verify,workers,sampler,history.
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+    },
+    /// The harness against pgbench, alternating (docs/performance.md; scripts/vs-pgbench.sh):
+    /// `vs-pgbench SCENARIO [ROUNDS] [--set k=v …]`, or `vs-pgbench --grid [--jobs N] …`.
+    VsPgbench {
+        /// The overhead grid of bench/burn-down.toml: a row per mode × effects ledger × connections.
+        #[arg(long, conflicts_with = "scenario")]
+        grid: bool,
+        #[arg(required_unless_present = "grid")]
+        scenario: Option<PathBuf>,
+        /// Rounds (default: 3, or 1 with --grid).
+        rounds: Option<u32>,
+        #[arg(long = "rounds", conflicts_with = "rounds")]
+        rounds_flag: Option<u32>,
+        #[arg(long = "set")]
+        set: Vec<String>,
+        #[arg(long, default_value_t = 100_000)]
+        jobs: u64,
+        /// Connection counts, separated by commas or spaces ("2 8 32").
+        #[arg(long, default_value = "2,8,32")]
+        conns: String,
+        #[arg(long, default_value = "lease,hold-transaction")]
+        modes: String,
+        #[arg(long, default_value = "off,on")]
+        effects: String,
+    },
+    /// Every client scenario N rounds beside a CPU hog: which pass every time (docs/clients.md).
+    ClientsLoop {
+        #[arg(long, default_value_t = 20)]
+        rounds: u32,
+        /// CPU workers of the hog (default: one per core).
+        #[arg(long)]
+        hog: Option<u32>,
+        /// Only the scenario files whose name contains this.
+        #[arg(long, default_value = "")]
+        only: String,
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// One long open-model run with the harness's memory sampled (docs/long-runs.md).
+    Soak {
+        #[arg(default_value = "30m")]
+        duration: String,
+        #[arg(default_value = "scenarios/open-model-overload.toml")]
+        scenario: PathBuf,
+        /// Times the classes' rates (0.5: 50 jobs/s, below what 2 workers drain).
+        #[arg(long, default_value_t = 0.5)]
+        rate: f64,
+        /// Seconds between samples.
+        #[arg(long, default_value_t = 10)]
+        interval: u64,
+        /// Default: results/soak-<time>/.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// How fast a schedule starts again: a template database against explore's reset (docs/explore.md).
+    ExploreReset {
+        /// A superuser's server.
+        #[arg(default_value = "postgres://root@127.0.0.1:5432")]
+        url: String,
+        #[arg(default_value_t = 10)]
+        rounds: u32,
+    },
+    /// Instructions per job, counted by callgrind (docs/performance.md); needs valgrind.
+    Callgrind {
+        #[arg(default_value_t = 5000)]
+        jobs: u64,
+        /// Only the worker threads (run::lanes::lane_main).
+        #[arg(long)]
+        hot: bool,
+        /// Functions listed.
+        #[arg(long, default_value_t = 25)]
+        top: usize,
+        /// Keep the callgrind files here.
+        #[arg(long)]
+        keep: Option<PathBuf>,
+        /// --set key=value … added to both runs.
+        #[arg(last = true)]
+        extra: Vec<String>,
+    },
 }
 
 fn main() {
     let cli = Cli::parse();
-    use tasks::{repeats, smoke, tables};
+    use tasks::{bench, loops, probes, repeats, smoke, suite, tables, vs_pgbench};
     let result = match cli.task {
         Task::Smoke { out } => smoke::smoke(&out),
         Task::Noise { runs, raw, scenarios } => repeats::noise(runs, raw.as_deref(), &scenarios),
@@ -122,6 +226,28 @@ fn main() {
             repeats::agents_bench(rounds, jobs, (!no_big).then_some(big), !no_netns)
         }
         Task::ClientsTable { jobs, only } => tables::clients_table(jobs, &only),
+        Task::Bench { quick, out, only } => {
+            let command = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
+            bench::bench(quick, out.as_deref(), &only, &format!("cargo xtask {command}"))
+        }
+        Task::VsPgbench { grid, scenario, rounds, rounds_flag, set, jobs, conns, modes, effects } => {
+            let rounds = rounds.or(rounds_flag);
+            match scenario {
+                Some(s) if !grid => vs_pgbench::single(&s, rounds.unwrap_or(3), &set),
+                _ => vs_pgbench::Grid::parse(jobs, rounds.unwrap_or(1), &conns, &modes, &effects)
+                    .and_then(|g| vs_pgbench::grid(&g))
+                    .map(drop),
+            }
+        }
+        Task::TestTimes { top, out, filter } => suite::test_times(top, out.as_deref(), &filter),
+        Task::ClientsLoop { rounds, hog, only, out } => {
+            loops::clients_loop(rounds, hog.unwrap_or_else(hog::cores), &only, out.as_deref())
+        }
+        Task::Soak { duration, scenario, rate, interval, out } => {
+            loops::soak(&duration, &scenario, rate, interval, out.as_deref())
+        }
+        Task::ExploreReset { url, rounds } => probes::explore_reset(&url, rounds),
+        Task::Callgrind { jobs, hot, top, keep, extra } => probes::callgrind(jobs, &extra, hot, top, keep.as_deref()),
     };
     if let Err(e) = result {
         eprintln!("xtask: {e}");

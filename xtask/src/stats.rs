@@ -13,6 +13,29 @@ pub fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 { a / b } else { 0.0 }
 }
 
+/// CPU seconds per 10,000 jobs; None without jobs.
+pub fn per_10k(cpu_s: f64, jobs: f64) -> Option<f64> {
+    (jobs > 0.0).then(|| cpu_s * 10_000.0 / jobs)
+}
+
+/// Is a figure within its goal? `Goal::AtLeast(0.95)`, `Goal::AtMost(1.5)`.
+#[derive(Debug, Clone, Copy)]
+pub enum Goal {
+    AtLeast(f64),
+    AtMost(f64),
+}
+
+impl Goal {
+    /// PASS or MISS, as the benchmark tables print it.
+    pub fn verdict(self, value: f64) -> &'static str {
+        let ok = match self {
+            Goal::AtLeast(g) => value >= g,
+            Goal::AtMost(g) => value <= g,
+        };
+        if ok { "PASS" } else { "MISS" }
+    }
+}
+
 /// Which way a metric gets worse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Worse {
@@ -72,9 +95,15 @@ mod tests {
     }
 
     #[test]
-    fn ratios() {
+    fn ratios_and_goals() {
         assert_eq!(ratio(3.0, 4.0), 0.75);
         assert_eq!(ratio(3.0, 0.0), 0.0);
+        assert_eq!(per_10k(2.0, 40_000.0), Some(0.5));
+        assert_eq!(per_10k(2.0, 0.0), None);
+        assert_eq!(Goal::AtLeast(0.95).verdict(0.95), "PASS");
+        assert_eq!(Goal::AtLeast(0.95).verdict(0.94), "MISS");
+        assert_eq!(Goal::AtMost(1.5).verdict(1.6), "MISS");
+        assert_eq!(Goal::AtMost(1.5).verdict(1.5), "PASS");
     }
 
     #[test]
