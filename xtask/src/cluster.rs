@@ -41,3 +41,24 @@ pub fn psql(url: &str, args: &[&str]) -> Result<String> {
     }
     Ok(String::from_utf8_lossy(&o.stdout).into_owned())
 }
+
+/// `psql -X -q -v ON_ERROR_STOP=1 URL` reading `sql` from its standard input: each statement in
+/// its own transaction (CREATE DATABASE may not run inside one, as `-c` would put them).
+pub fn psql_script(url: &str, sql: &str) -> Result<()> {
+    use std::io::Write;
+    let mut child = std::process::Command::new("psql")
+        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", url])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|source| Error::Spawn { program: "psql".into(), source })?;
+    let mut stdin = child.stdin.take().expect("piped");
+    stdin.write_all(sql.as_bytes()).map_err(Error::io("psql's input"))?;
+    drop(stdin);
+    let o = child.wait_with_output().map_err(Error::io("psql"))?;
+    if !o.status.success() {
+        return Err(Error::Run(format!("psql: {}", String::from_utf8_lossy(&o.stderr).trim())));
+    }
+    Ok(())
+}

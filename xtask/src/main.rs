@@ -16,7 +16,11 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "cargo xtask", about = "queuebench's own tasks: the smoke gate and the tables the docs quote")]
+#[command(
+    name = "cargo xtask",
+    bin_name = "cargo xtask",
+    about = "queuebench's own tasks: the smoke gate and the tables the docs quote"
+)]
 struct Cli {
     #[command(subcommand)]
     task: Task,
@@ -153,6 +157,20 @@ enum Task {
         #[arg(long, default_value = "off,on")]
         effects: String,
     },
+    /// The measured table of docs/adapters.md: every shipped adapter beside skip-locked, same load.
+    AdaptersTable {
+        /// 2,000 jobs, 1 round, 2 s leases: a check of the task (~4 minutes), the figures mean nothing.
+        #[arg(long)]
+        quick: bool,
+        #[arg(long, default_value_t = 2)]
+        rounds: u32,
+        /// Default: results/adapters-table-<time>/.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// A comma-separated subset of contention,crash,pause.
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+    },
     /// Every client scenario N rounds beside a CPU hog: which pass every time (docs/clients.md).
     ClientsLoop {
         #[arg(long, default_value_t = 20)]
@@ -211,7 +229,7 @@ enum Task {
 
 fn main() {
     let cli = Cli::parse();
-    use tasks::{bench, loops, probes, repeats, smoke, suite, tables, vs_pgbench};
+    use tasks::{adapters, bench, loops, probes, repeats, smoke, suite, tables, vs_pgbench};
     let result = match cli.task {
         Task::Smoke { out } => smoke::smoke(&out),
         Task::Noise { runs, raw, scenarios } => repeats::noise(runs, raw.as_deref(), &scenarios),
@@ -238,6 +256,10 @@ fn main() {
                     .and_then(|g| vs_pgbench::grid(&g))
                     .map(drop),
             }
+        }
+        Task::AdaptersTable { quick, rounds, out, only } => {
+            let command = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
+            adapters::adapters_table(quick, rounds, out.as_deref(), &only, &format!("cargo xtask {command}"))
         }
         Task::TestTimes { top, out, filter } => suite::test_times(top, out.as_deref(), &filter),
         Task::ClientsLoop { rounds, hog, only, out } => {

@@ -11,9 +11,14 @@ pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask/ has a parent").to_path_buf()
 }
 
+/// The cargo that runs this task (`cargo xtask` names itself in CARGO), else the one on the PATH.
+pub fn cargo() -> std::ffi::OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
 /// Where cargo puts its builds (CARGO_TARGET_DIR, build.target-dir, or target/).
 pub fn target_dir() -> Result<PathBuf> {
-    let out = Command::new(env!("CARGO"))
+    let out = Command::new(cargo())
         .args(["metadata", "--format-version", "1", "--no-deps"])
         .current_dir(root())
         .stderr(Stdio::inherit())
@@ -73,7 +78,7 @@ impl Qb {
         let target = target_dir()?;
         let bin = match build {
             Build::Release => {
-                let status = Command::new(env!("CARGO"))
+                let status = Command::new(cargo())
                     .args(["build", "--release", "--quiet", "--bins", "-p", "queuebench"])
                     .current_dir(root())
                     .status()

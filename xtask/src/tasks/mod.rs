@@ -1,5 +1,6 @@
 //! One module per kind of task.
 
+pub mod adapters;
 pub mod bench;
 pub mod loops;
 pub mod probes;

@@ -1,7 +1,7 @@
 //! Measurements of one mechanism: explore's reset against a template database, and the
 //! instructions the harness executes per job (callgrind).
 
-use crate::cluster::{psql, url_or_reenter};
+use crate::cluster::{psql, psql_script, url_or_reenter};
 use crate::error::{Error, Result};
 use crate::qb::{Build, Qb, root, work_dir};
 use std::collections::BTreeMap;
@@ -43,7 +43,7 @@ pub fn explore_reset(url: &str, rounds: u32) -> Result<()> {
                 })
                 .collect();
             let start = Instant::now();
-            psql(&admin, &["-c", &sql])?;
+            psql_script(&admin, &sql)?;
             let per = start.elapsed().as_millis() / u128::from(rounds.max(1));
             println!(
                 "template database ({strategy}): {per} ms per schedule (create and drop; the sessions would also reconnect)"
@@ -57,8 +57,9 @@ pub fn explore_reset(url: &str, rounds: u32) -> Result<()> {
             .output()
             .map_err(|source| Error::Spawn { program: "queuebench explore".into(), source })?;
         let text = String::from_utf8_lossy(&o.stdout);
-        let last = text.lines().last().unwrap_or("");
-        let reset = last.rsplit_once("reset ").map_or(last, |(_, r)| r);
+        // The tally's "reset … ms", wherever explore prints it.
+        let line = text.lines().rev().find(|l| l.contains("reset ")).or(text.lines().last()).unwrap_or("");
+        let reset = line.rsplit_once("reset ").map_or(line, |(_, r)| r);
         println!("explore's reset: {reset}");
         Ok(())
     })();

@@ -1,9 +1,10 @@
 //! Where `cargo test` spends its time (docs/development.md, "CI's time"): the integration suite
 //! with libtest's own per-test timing (`--report-time`, unstable: RUSTC_BOOTSTRAP=1 for the test
-//! binary only, nothing is built differently), the slowest tests and the total per module.
+//! binary only; the build is `cargo test`'s own, so nothing is built again), the slowest tests
+//! and the total per module.
 
 use crate::error::{Error, Result};
-use crate::qb::root;
+use crate::qb::{cargo, root};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -20,15 +21,16 @@ pub fn test_times(top: usize, out: Option<&Path>, filter: &[String]) -> Result<(
     };
     let file = std::fs::File::create(&raw).map_err(Error::io(&raw))?;
     let started = Instant::now();
-    let status = Command::new(env!("CARGO"))
-        .args(["test", "--locked", "--test", "suite", "--", "-Z", "unstable-options", "--report-time"])
+    let suite = build_suite()?;
+    let status = Command::new(&suite)
+        .args(["-Z", "unstable-options", "--report-time"])
         .args(filter)
         .env("RUSTC_BOOTSTRAP", "1")
         .current_dir(root())
         .stdout(file.try_clone().map_err(Error::io(&raw))?)
         .stderr(file)
         .status()
-        .map_err(|source| Error::Spawn { program: "cargo test".into(), source })?;
+        .map_err(|source| Error::Spawn { program: suite.display().to_string(), source })?;
     let code = status.code().unwrap_or(-1);
     println!("suite: exit {code} in {} s (build included); raw output: {}", started.elapsed().as_secs(), raw.display());
     let text = std::fs::read_to_string(&raw).map_err(Error::io(&raw))?;
@@ -41,6 +43,22 @@ pub fn test_times(top: usize, out: Option<&Path>, filter: &[String]) -> Result<(
         return Err(Error::Failed(format!("the suite exited {code}")));
     }
     Ok(())
+}
+
+/// `cargo test --test suite --no-run`, as built for `cargo test`: the test binary's path.
+fn build_suite() -> Result<std::path::PathBuf> {
+    let o = Command::new(cargo())
+        .args(["test", "--locked", "--test", "suite", "--no-run", "--message-format=json"])
+        .current_dir(root())
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|source| Error::Spawn { program: "cargo test --no-run".into(), source })?;
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["target"]["name"] == "suite")
+        .find_map(|v| v["executable"].as_str().map(std::path::PathBuf::from))
+        .ok_or_else(|| Error::Run("cargo test --no-run built no suite binary (see its output above)".into()))
 }
 
 /// (seconds, test, result) of every `test NAME ... RESULT <12.345s>` line, slowest first.
