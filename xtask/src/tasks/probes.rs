@@ -152,7 +152,7 @@ fn per_job(a: &BTreeMap<String, u64>, b: &BTreeMap<String, u64>, n: u64) -> Vec<
     let mut out: Vec<(f64, String)> = b
         .iter()
         .map(|(name, &cb)| ((cb as f64 - a.get(name).copied().unwrap_or(0) as f64) / n as f64, name.clone()))
-        .filter(|(d, _)| *d > 0.0)
+        .filter(|(d, name)| *d > 0.0 && name != "PROGRAM TOTALS")
         .collect();
     out.sort_by(|x, y| y.0.total_cmp(&x.0));
     out
@@ -165,7 +165,9 @@ mod tests {
     #[test]
     fn annotate_lines_become_costs_per_job() {
         let a = annotate_lines("  2,000 (10.0%)  src/x.rs:f\n  500 ( 2.5%)  ???:g\nIr  file:function\n");
-        let b = annotate_lines("  5,000 (12.0%)  src/x.rs:f\n  400 ( 1.0%)  ???:g\n  1,000 ( 2.0%)  h\n");
+        let b = annotate_lines(
+            "  9,000 (100.0%)  PROGRAM TOTALS\n  5,000 (12.0%)  src/x.rs:f\n  400 ( 1.0%)  ???:g\n  1,000 ( 2.0%)  h\n",
+        );
         assert_eq!(a.get("src/x.rs:f"), Some(&2000));
         assert_eq!(per_job(&a, &b, 100), vec![(30.0, "src/x.rs:f".to_string()), (10.0, "h".to_string())]);
     }
