@@ -52,7 +52,20 @@ else
   cargo test --locked --no-run "$@" >"$out/build.log" 2>&1
 fi || { echo "the build failed: $out/build.log" >&2; exit 1; }
 
-. scripts/bench/lib.sh
+# hog_start N SECONDS: stress-ng keeps N CPU workers busy, stopping by itself after SECONDS;
+# hog_stop ends it early (and runs on exit, so it always ends).
+hog_pid=
+hog_start() {
+  stress-ng --cpu "$1" --timeout "${2}s" --quiet &
+  hog_pid=$!
+}
+hog_stop() {
+  if [ -n "$hog_pid" ]; then
+    kill "$hog_pid" 2>/dev/null || true
+    wait "$hog_pid" 2>/dev/null || true
+    hog_pid=
+  fi
+}
 trap hog_stop EXIT
 trap 'exit 130' INT TERM
 

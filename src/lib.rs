@@ -35,6 +35,9 @@ mod fuzz_tests;
 
 use cli::{Cli, Command};
 
+/// The statistics of repeated runs (the median, the spread, the rank test) that `compare`,
+/// `--repeat` and `sweep` use, for `cargo xtask`'s tables (xtask/).
+pub use compare::stats;
 use error::ExitCode;
 /// The version and the commit it was built from (on the ground floor: `model::VERSION`).
 pub use model::VERSION;

@@ -2,14 +2,14 @@
 //! the claim-plan probe can be turned off and report their own cost; the
 //! harness times its preload and checks; an ephemeral cluster raises
 //! max_connections for more workers than its old fixed 200. Timings are
-//! printed by scripts/bench.sh, never asserted here.
+//! printed by the benchmark suite (scripts/bench.sh, `cargo xtask bench`), never asserted here.
 
 use crate::common;
 use common::{queuebench, repo};
 
 #[test]
 fn the_sampler_and_probe_report_their_cost_and_can_be_turned_off() {
-    let s = repo("scripts/bench/burn-down.toml");
+    let s = repo("bench/burn-down.toml");
     let base = ["--set", "jobs.preload=1000", "--set", "workers.count=4"];
     let on = queuebench(
         &[
@@ -46,7 +46,7 @@ fn the_sampler_and_probe_report_their_cost_and_can_be_turned_off() {
 #[test]
 fn an_ephemeral_cluster_takes_more_workers_than_the_old_fixed_limit() {
     // 210 workers + side connections did not fit the former max_connections = 200.
-    let s = repo("scripts/bench/burn-down.toml");
+    let s = repo("bench/burn-down.toml");
     let r = queuebench(&[
         "run",
         s.to_str().unwrap(),

@@ -33,7 +33,7 @@ fn queuebench_bin_honours_cargo_target_dir() {
 #[test]
 fn no_script_names_a_fixed_target_folder() {
     let mut offenders = Vec::new();
-    for dir in ["scripts", "scripts/bench"] {
+    for dir in ["scripts"] {
         for entry in std::fs::read_dir(root().join(dir)).unwrap().flatten() {
             let path = entry.path();
             if path.extension().is_none_or(|e| e != "sh") {

@@ -5,7 +5,7 @@
 //! duplicate in any repeat fails. The result is a table (terminal,
 //! compare.md, compare.json) and a verdict: exit 1 on any regression.
 
-pub(crate) mod stats;
+pub mod stats;
 pub(crate) mod store;
 
 use crate::model::check;

@@ -1,11 +1,13 @@
 //! Small statistics over repeated runs: the median and the spread.
-//! Used by `--repeat` and by the baseline comparison; reusable by sweeps.
+//! Used by `--repeat`, the baseline comparison and sweeps, and by `cargo xtask` (xtask/), whose
+//! tables of repeated runs take their medians from here: one rule for an even count everywhere.
 
+pub use crate::model::tolerance::LATENCY_SLACK_MS;
 use serde::Serialize;
 
 /// The median of `values` (the mean of the two middle ones for an even count); None when empty.
 /// NaNs sort last and are treated like any other value.
-pub(crate) fn median(values: &[f64]) -> Option<f64> {
+pub fn median(values: &[f64]) -> Option<f64> {
     if values.is_empty() {
         return None;
     }
@@ -17,7 +19,7 @@ pub(crate) fn median(values: &[f64]) -> Option<f64> {
 
 /// Median, min and max of one metric over repeated runs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub(crate) struct Spread {
+pub struct Spread {
     pub median: f64,
     pub min: f64,
     pub max: f64,
@@ -25,7 +27,7 @@ pub(crate) struct Spread {
 }
 
 impl Spread {
-    pub(crate) fn of(values: &[f64]) -> Option<Spread> {
+    pub fn of(values: &[f64]) -> Option<Spread> {
         Some(Spread {
             median: median(values)?,
             min: values.iter().copied().fold(f64::INFINITY, f64::min),
@@ -35,7 +37,7 @@ impl Spread {
     }
 
     /// `12.5` for one run, `12.5 (11–14.2)` for several.
-    pub(crate) fn show(&self) -> String {
+    pub fn show(&self) -> String {
         if self.runs > 1 && self.min != self.max {
             format!("{} ({}–{})", num(self.median), num(self.min), num(self.max))
         } else {
@@ -45,7 +47,7 @@ impl Spread {
 }
 
 /// A number as people read it: integers without decimals, others with 3 significant-ish digits.
-pub(crate) fn num(v: f64) -> String {
+pub fn num(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{v:.0}")
     } else if v.abs() >= 100.0 {
@@ -58,11 +60,11 @@ pub(crate) fn num(v: f64) -> String {
 /// The runs each side needs before a change is judged by the rank test ([`p_worse`]) as well
 /// as by the tolerance. With fewer, only the tolerance judges (there is no spread to tell
 /// noise by).
-pub(crate) const RANK_TEST_RUNS: usize = 3;
+pub const RANK_TEST_RUNS: usize = 3;
 
 /// The significance level of the rank test: with 3 runs a side, only new runs that are all
 /// worse than all old ones reach it (exact p = 1/20 = 0.05).
-pub(crate) const SIGNIFICANT: f64 = 0.05;
+pub const SIGNIFICANT: f64 = 0.05;
 
 /// The Mann–Whitney rank test, one-sided: the probability, were the old and new runs drawn
 /// from one distribution, of the new runs looking at least this much worse than the old ones.
@@ -71,7 +73,7 @@ pub(crate) const SIGNIFICANT: f64 = 0.05;
 /// exact (every way of splitting the m + n runs into sides, counted by the usual recurrence)
 /// up to 40 runs a side, and the normal approximation beyond. Ties are rare in measured times;
 /// where they occur the p-value is taken at the lower whole U, so it errs on "noise".
-pub(crate) fn p_worse(old: &[f64], new: &[f64], worse: impl Fn(f64, f64) -> bool) -> f64 {
+pub fn p_worse(old: &[f64], new: &[f64], worse: impl Fn(f64, f64) -> bool) -> f64 {
     let (m, n) = (old.len(), new.len());
     if m == 0 || n == 0 {
         return 1.0;

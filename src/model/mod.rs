@@ -19,6 +19,8 @@
 //!   declaration), from which scenario validation derives its refusals;
 //! - `words`: counted nouns (`1 job`, `2 jobs`).
 //! - `fingerprint`: what makes two runs comparable (scenario, run shape, machine, server).
+//! - `smoke`: the smoke gate's ledger (`QUEUEBENCH_SMOKE_LEDGER`): the shipped scenarios the
+//!   test suite already ran as the gate would, written by the tests, read by `cargo xtask smoke`.
 
 pub mod check;
 pub mod errors;
@@ -33,6 +35,7 @@ pub(crate) mod protocol;
 pub mod reap;
 pub mod records;
 pub mod rerun;
+pub mod smoke;
 pub mod summary;
 pub(crate) mod tolerance;
 pub mod transport;

@@ -114,7 +114,7 @@ impl Lanes {
 }
 
 /// A lane's thread: runs its runtime's tasks until the lanes are dropped. Never inlined, so
-/// profilers can count the worker threads alone (`HOT=1 scripts/bench/callgrind.sh`).
+/// profilers can count the worker threads alone (`cargo xtask callgrind --hot`).
 #[inline(never)]
 fn lane_main(rt: &tokio::runtime::Runtime, stop: oneshot::Receiver<()>) {
     rt.block_on(async {

@@ -158,14 +158,15 @@ pub fn queuebench_env(args: &[&str], env: &[(&str, &str)]) -> Run {
     run
 }
 
-/// The smoke ledger (`QUEUEBENCH_SMOKE_LEDGER`, set by `.ci/run`): a run of a shipped scenario
-/// exactly as CI's smoke gate runs it (the file with no other flag than `--quiet`, or
-/// `--spawn-agents 3` for the agents' scenarios) is written down with its exit code and whether
-/// `queuebench check` agrees with it, one tab-separated line: path under the repository, flags,
-/// exit code, agreement. The smoke gate then does not run that file a second time: the same run
-/// was judged here. Nothing is written without the variable.
+/// The smoke ledger (`QUEUEBENCH_SMOKE_LEDGER`, set by `.ci/run`; `queuebench::model::smoke`): a
+/// run of a shipped scenario exactly as CI's smoke gate runs it (the file with no other flag than
+/// `--quiet`, or `--spawn-agents 3` for the agents' scenarios) is written down with its exit code
+/// and whether `queuebench check` agrees with it. The smoke gate (`cargo xtask smoke`) then does
+/// not run that file a second time: the same run was judged here. Nothing is written without the
+/// variable.
 fn note_smoke_run(args: &[&str], run: &Run) {
-    let Some(ledger) = std::env::var_os("QUEUEBENCH_SMOKE_LEDGER") else { return };
+    use queuebench::model::smoke;
+    let Some(ledger) = std::env::var_os(smoke::LEDGER_ENV) else { return };
     let [cmd, file, rest @ ..] = args else { return };
     let shipped = Path::new(file).strip_prefix(repo("")).ok().map(|p| p.to_string_lossy().into_owned());
     let Some(rel) = shipped else { return };
@@ -184,10 +185,13 @@ fn note_smoke_run(args: &[&str], run: &Run) {
         .ok()
         .and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok())
         .is_some_and(|v| v["agrees_with_run"] == true);
-    let line = format!("{rel}\t{}\t{}\t{agrees}\n", flags.join(" "), run.code);
-    use std::io::Write;
-    let file = std::fs::OpenOptions::new().create(true).append(true).open(ledger);
-    file.and_then(|mut f| f.write_all(line.as_bytes())).expect("the smoke ledger is writable");
+    let entry = smoke::SmokeEntry {
+        scenario: rel,
+        flags: flags.iter().map(|f| f.to_string()).collect(),
+        exit: run.code,
+        agrees,
+    };
+    smoke::append(Path::new(&ledger), &entry).expect("the smoke ledger is writable");
 }
 
 /// Processes whose command line holds every one of `words`.
