@@ -504,6 +504,10 @@ pub struct ExploreArgs {
     /// No reaper session, even where the adapter reclaims in a step of its own.
     #[arg(long)]
     pub no_reaper: bool,
+    /// Whole statements only: no pause inside a statement that calls a lock that never waits
+    /// (`pg_try_advisory_lock`), between its snapshot and that lock.
+    #[arg(long)]
+    pub whole_statements: bool,
     /// Explore every schedule, also those that reach a state already explored (to measure
     /// the reduction).
     #[arg(long)]

@@ -152,6 +152,7 @@ async fn explore_with(
         crashes: args.crashes,
         heartbeats: args.heartbeats,
         fail: args.fail,
+        inside: !args.whole_statements,
         cancel: args.cancel,
         producer: args.producer,
         out: args.out,

@@ -19,6 +19,7 @@ use crate::run::values::{Claimed, Values};
 use crate::scenario::Plan;
 use std::time::{Duration, SystemTime};
 
+mod inside;
 mod outcome;
 mod text;
 
@@ -49,12 +50,17 @@ pub(super) enum Op {
     Tick,
     /// The session's connection closes mid-transaction.
     Crash(usize),
+    /// The session's next statement (a step's first, `Some(kind)`, or its next, `None`), sent
+    /// with a pause inside: it stops after its snapshot, before its first lock (`pause`).
+    Paused(usize, Option<StepKind>),
+    /// The paused statement runs on.
+    Resume(usize),
 }
 
 impl Op {
     pub(super) fn actor(self) -> Option<usize> {
         match self {
-            Op::Start(a, _) | Op::Next(a) | Op::Commit(a) | Op::Crash(a) => Some(a),
+            Op::Start(a, _) | Op::Next(a) | Op::Commit(a) | Op::Crash(a) | Op::Paused(a, _) | Op::Resume(a) => Some(a),
             Op::Tick => None,
         }
     }
@@ -133,6 +139,8 @@ pub(super) struct Faults {
     pub crashes: u32,
     pub heartbeats: u32,
     pub fail: bool,
+    /// Statements may also pause inside, after their snapshot and before their first lock.
+    pub inside: bool,
 }
 
 /// A step as it happened, for the printed counterexample.
@@ -363,7 +371,7 @@ impl<'p> Model<'p> {
                 }
             }
         }
-        ops
+        self.with_pauses(ops)
     }
 
     /// The steps a session takes when the schedule is left to itself: its protocol, with no
@@ -372,8 +380,8 @@ impl<'p> Model<'p> {
     pub(super) fn settling(&self) -> Vec<Op> {
         let own = |op: &Op| match op {
             Op::Start(_, kind) => !matches!(kind, StepKind::Heartbeat | StepKind::Fail),
-            Op::Next(_) | Op::Commit(_) => true,
-            Op::Tick | Op::Crash(_) => false,
+            Op::Next(_) | Op::Commit(_) | Op::Resume(_) => true,
+            Op::Tick | Op::Crash(_) | Op::Paused(..) => false,
         };
         self.enabled().into_iter().filter(own).collect()
     }
@@ -387,7 +395,8 @@ impl<'p> Model<'p> {
                 _ => return None,
             },
             Op::Commit(_) => return Some("COMMIT".into()),
-            Op::Tick | Op::Crash(_) => return None,
+            Op::Paused(..) => return self.paused_sql(op),
+            Op::Tick | Op::Crash(_) | Op::Resume(_) => return None,
         };
         let actor = &self.actors[i];
         let s = &self.step(kind)?.statements[index];
