@@ -491,6 +491,10 @@ pub struct ExploreArgs {
     /// Heartbeats a session may send for one job.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=3))]
     pub heartbeats: u32,
+    /// Completions whose COMMIT lands but whose answer is lost, in one schedule (`ack_lost`:
+    /// the session connects again and sends the completion once more).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=2))]
+    pub acks_lost: u32,
     /// Let sessions fail their job (the adapter's fail step) as well as complete it.
     #[arg(long)]
     pub fail: bool,

@@ -153,6 +153,7 @@ async fn explore_with(
         heartbeats: args.heartbeats,
         fail: args.fail,
         inside: !args.whole_statements,
+        acks_lost: args.acks_lost,
         cancel: args.cancel,
         producer: args.producer,
         out: args.out,

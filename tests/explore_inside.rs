@@ -4,6 +4,9 @@
 //! a pause between the snapshot and the first try-lock does. The buggy side is found
 //! (`run_after_completion`), its printed script replays on real connections (a gate window G
 //! holding the pause), and the fixed side (a second statement, a fresh snapshot) holds.
+//! And `--acks-lost`: a completion whose COMMIT lands and whose answer is lost is sent again;
+//! one that is not idempotent puts the finished job back (found), one fenced by its token
+//! changes nothing the second time (nothing found).
 
 use crate::common::pg::ScratchDb;
 use crate::common::{bin, repo};
@@ -57,4 +60,42 @@ fn a_snapshot_older_than_its_lock_is_found_inside_the_statement_and_replays() {
     let (code, stdout, stderr) = explore(&[&[file, "--set", "adapter=fixed.toml"][..], &bound[..]].concat());
     assert_eq!(code, 0, "the fixed lock walk holds: {stdout}\n{stderr}");
     assert!(stdout.contains("no counterexample up to depth 10"), "{stdout}");
+}
+
+/// A one-job scenario in `dir` of the built-in SKIP LOCKED with a token fence, or of `adapter`.
+fn ack_queue(dir: &std::path::Path, adapter: Option<&str>) -> std::path::PathBuf {
+    let queue = match adapter {
+        Some(a) => format!("adapter = \"{}\"\n", repo(&format!("tests/fixtures/ack-lost/{a}")).display()),
+        None => String::new(),
+    };
+    let strategy = if adapter.is_none() { "strategy = \"skip-locked\"\n" } else { "" };
+    let fence = if adapter.is_none() { "fencing = \"token\"\n" } else { "" };
+    let text = format!(
+        "name = \"ack-lost\"\n{queue}[jobs]\npreload = 1\n[workers]\ncount = 2\n{strategy}[lease]\nduration = \"30s\"\n{fence}"
+    );
+    let file = dir.join(format!("{}.toml", adapter.unwrap_or("skip-locked.toml").trim_end_matches(".toml")));
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+#[test]
+fn a_lost_answer_runs_a_toggling_completion_twice_and_leaves_a_fenced_one_alone() {
+    let db = ScratchDb::new("explore_ack");
+    let dir = tempfile::tempdir().unwrap();
+    let bound = ["--database-url", &db.url, "--crashes", "0", "--ticks", "0", "--depth", "8", "--time", "300"];
+    let toggle = ack_queue(dir.path(), Some("toggle-complete.toml"));
+    let (code, stdout, stderr) = explore(&[&[toggle.to_str().unwrap(), "--acks-lost", "1"][..], &bound[..]].concat());
+    assert_eq!(code, 1, "the toggle puts the finished job back: {stdout}\n{stderr}");
+    assert!(stdout.contains("completion_idempotent:"), "{stdout}");
+    assert!(stdout.contains("and its answer is lost"), "the lost answer is a step: {stdout}");
+    assert!(stdout.contains("after an acknowledgement whose outcome was unknown"), "explain's cause: {stdout}");
+    assert!(stdout.contains("≤ 1 completion answer(s) lost"), "the last words name the fault: {stdout}");
+
+    let fenced = ack_queue(dir.path(), None);
+    let (code, stdout, stderr) = explore(&[&[fenced.to_str().unwrap(), "--acks-lost", "1"][..], &bound[..]].concat());
+    assert_eq!(code, 0, "a completion sent again finds the job done: {stdout}\n{stderr}");
+    assert!(stdout.contains("no counterexample up to depth 8"), "{stdout}");
+    // Without the fault the toggle holds at the same bound: the answer lost is what breaks it.
+    let (code, stdout, stderr) = explore(&[&[toggle.to_str().unwrap()][..], &bound[..]].concat());
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
 }

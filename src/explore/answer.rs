@@ -62,6 +62,9 @@ impl Searched<'_> {
         if o.fail {
             faults.push_str(", failures");
         }
+        if o.acks_lost > 0 {
+            faults.push_str(&format!(", ≤ {} completion answer(s) lost", o.acks_lost));
+        }
         format!(
             "searched: {}, {} worker sessions{}, {} job(s), depth {} reached (bound {}), faults {faults}, {:.1} s",
             self.granularity().1,
@@ -201,7 +204,7 @@ fn summary(w: &Searched<'_>, found: &[Found], written: &[Vec<String>]) -> serde_
         "depth": w.depth(found),
         "exhausted": s.exhausted,
         "timed_out": s.timed_out,
-        "faults": { "ticks": o.ticks, "crashes": o.crashes, "heartbeats": o.heartbeats, "fail": o.fail },
+        "faults": { "ticks": o.ticks, "crashes": o.crashes, "heartbeats": o.heartbeats, "fail": o.fail, "acks_lost": o.acks_lost },
         "schedules": s.schedules,
         "distinct_states": s.states,
         "naive_schedules": s.covered.round(),

@@ -63,6 +63,8 @@ pub(crate) struct Options {
     /// Statements that call a lock that never waits may also pause inside, after their
     /// snapshot and before that lock (`pause`); off: whole statements only.
     pub inside: bool,
+    /// Completions whose answer may be lost in one schedule (`ack_lost`).
+    pub acks_lost: u32,
     /// A canceller session cancels the first job (the adapter's cancel step).
     pub cancel: bool,
     /// A producer session enqueues one more job during the schedule.
@@ -139,7 +141,14 @@ async fn search_on(plan: &Plan, db: &crate::db::Database, o: &Options, ignore: V
     }
     let snapshot = Snapshot::take(sessions.monitor()).await?;
     let inside = o.inside && pause::any_point(&plan.adapter);
-    let faults = Faults { ticks: o.ticks, crashes: o.crashes, heartbeats: o.heartbeats, fail: o.fail, inside };
+    let faults = Faults {
+        ticks: o.ticks,
+        crashes: o.crashes,
+        heartbeats: o.heartbeats,
+        fail: o.fail,
+        inside,
+        acks_lost: o.acks_lost,
+    };
     let bounds = Bounds { depth: o.depth, time: o.time, reduce: o.reduce, faults, liveness: o.liveness };
     print_header(plan, o, reaper);
     let started = Instant::now();
@@ -182,6 +191,12 @@ fn print_header(plan: &Plan, o: &Options, reaper: bool) {
     }
     if !o.ignore.is_empty() {
         println!("set aside (--ignore): {}", o.ignore.join(", "));
+    }
+    if o.acks_lost > 0 {
+        println!(
+            "acknowledgements lost: up to {} completion(s) commit and lose their answer; the session connects again and sends it once more",
+            o.acks_lost
+        );
     }
     let clocked = crate::run::literal::clocked_statements(a);
     if !clocked.is_empty() {

@@ -25,6 +25,7 @@ pub(super) struct Bounds {
     pub liveness: bool,
 }
 
+mod ack;
 mod inside;
 pub(super) mod settle;
 
@@ -317,6 +318,7 @@ impl<'a> Search<'a> {
                 model.apply_fault(op);
             }
             Op::Resume(a) => self.resume(model, a).await?,
+            Op::AckLost(a) => self.lose_ack(model, a).await?,
             Op::Start(a, _) | Op::Next(a) | Op::Commit(a) | Op::Paused(a, _) => {
                 let paused = self.close_gate(model, op).await?;
                 let sql = model.sql(op).expect("a statement step has text");

@@ -243,6 +243,14 @@ impl Sessions {
         })
     }
 
+    /// The session's connection closes and it connects again (an answer lost: `ack_lost`).
+    pub(super) async fn reconnect(&mut self, i: usize) -> Result<()> {
+        self.crash(i).await?;
+        self.list[i] = open_one(&self.endpoint, self.on_connect.as_deref()).await?;
+        self.backends.push((self.list[i].pid, i));
+        Ok(())
+    }
+
     /// Every session back to idle outside a transaction, with no session-level advisory lock,
     /// a crashed one reconnected.
     pub(super) async fn quiesce(&mut self) -> Result<()> {

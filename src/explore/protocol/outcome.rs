@@ -21,12 +21,12 @@ impl<'p> Model<'p> {
         self.step(kind).map_or(0, |s| s.statements[index].text.to_ascii_lowercase().matches(RANDOM_UUID).count() as u32)
     }
 
-    fn next_seq(&mut self) -> u64 {
+    pub(super) fn next_seq(&mut self) -> u64 {
         self.seq += 1;
         self.epoch_us() + self.seq
     }
 
-    fn event(&mut self, a: usize, job: &Claimed, kind: EventKind) {
+    pub(super) fn event(&mut self, a: usize, job: &Claimed, kind: EventKind) {
         let t_us = self.next_seq();
         self.journal.push(Event {
             t_us,
