@@ -491,6 +491,10 @@ pub struct ExploreArgs {
     /// Heartbeats a session may send for one job.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=3))]
     pub heartbeats: u32,
+    /// Completions whose COMMIT lands but whose answer is lost, in one schedule (`ack_lost`:
+    /// the session connects again and sends the completion once more).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=2))]
+    pub acks_lost: u32,
     /// Let sessions fail their job (the adapter's fail step) as well as complete it.
     #[arg(long)]
     pub fail: bool,
@@ -504,6 +508,10 @@ pub struct ExploreArgs {
     /// No reaper session, even where the adapter reclaims in a step of its own.
     #[arg(long)]
     pub no_reaper: bool,
+    /// Whole statements only: no pause inside a statement that calls a lock that never waits
+    /// (`pg_try_advisory_lock`), between its snapshot and that lock.
+    #[arg(long)]
+    pub whole_statements: bool,
     /// Explore every schedule, also those that reach a state already explored (to measure
     /// the reduction).
     #[arg(long)]

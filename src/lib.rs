@@ -155,6 +155,8 @@ async fn explore_with(
         crashes: args.crashes,
         heartbeats: args.heartbeats,
         fail: args.fail,
+        inside: !args.whole_statements,
+        acks_lost: args.acks_lost,
         cancel: args.cancel,
         producer: args.producer,
         out: args.out,

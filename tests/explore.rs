@@ -298,7 +298,7 @@ RETURNING id, attempts, claim_token"""
 
 /// Makes a schema with `file`'s table and one waiting job (`prepare`, `sets` on top), then
 /// replays the script there.
-fn replay_prepared(
+pub(crate) fn replay_prepared(
     db: &ScratchDb,
     file: &std::path::Path,
     sets: &[&str],

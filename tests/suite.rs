@@ -30,6 +30,7 @@ mod errors;
 mod expected_failures;
 mod explore;
 mod explore_identity;
+mod explore_inside;
 mod failover;
 mod faults;
 mod flags;

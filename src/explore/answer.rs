@@ -39,6 +39,21 @@ impl Searched<'_> {
         found.iter().map(|f| f.depth).max().unwrap_or(0).max(self.stats.depth_done)
     }
 
+    /// The unit of a step, for explore.json and in words: whole statements, or with pauses
+    /// inside the statements that call a lock that never waits (`pause`).
+    fn granularity(&self) -> (&'static str, &'static str) {
+        if self.o.inside && super::pause::any_point(&self.plan.adapter) {
+            (
+                "statement_with_pauses",
+                "whole statements as steps, and the statements that call a lock that never waits also paused \
+                 between their snapshot and their first such lock (any other race inside one statement, \
+                 between rows or row locks, is out of its reach)",
+            )
+        } else {
+            ("statement", "whole statements as steps (a race inside one statement is out of its reach)")
+        }
+    }
+
     /// What was searched, and no more: explore's steps are whole statements.
     fn scope(&self, found: &[Found]) -> String {
         let o = self.o;
@@ -47,9 +62,12 @@ impl Searched<'_> {
         if o.fail {
             faults.push_str(", failures");
         }
+        if o.acks_lost > 0 {
+            faults.push_str(&format!(", ≤ {} completion answer(s) lost", o.acks_lost));
+        }
         format!(
-            "searched: whole statements as steps (a race inside one statement is out of its reach), {} worker \
-             sessions{}, {} job(s), depth {} reached (bound {}), faults {faults}, {:.1} s",
+            "searched: {}, {} worker sessions{}, {} job(s), depth {} reached (bound {}), faults {faults}, {:.1} s",
+            self.granularity().1,
             o.sessions,
             super::helpers(self.reaper, o),
             o.jobs,
@@ -178,7 +196,7 @@ fn summary(w: &Searched<'_>, found: &[Found], written: &[Vec<String>]) -> serde_
     serde_json::json!({
         "scenario": w.plan.name,
         "queue": w.plan.adapter.name,
-        "granularity": "statement",
+        "granularity": w.granularity().0,
         "sessions": o.sessions,
         "reaper": w.reaper,
         "jobs": o.jobs,
@@ -186,7 +204,7 @@ fn summary(w: &Searched<'_>, found: &[Found], written: &[Vec<String>]) -> serde_
         "depth": w.depth(found),
         "exhausted": s.exhausted,
         "timed_out": s.timed_out,
-        "faults": { "ticks": o.ticks, "crashes": o.crashes, "heartbeats": o.heartbeats, "fail": o.fail },
+        "faults": { "ticks": o.ticks, "crashes": o.crashes, "heartbeats": o.heartbeats, "fail": o.fail, "acks_lost": o.acks_lost },
         "schedules": s.schedules,
         "distinct_states": s.states,
         "naive_schedules": s.covered.round(),

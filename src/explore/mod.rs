@@ -12,6 +12,7 @@
 //! - `answer`: the last words (what was searched, and no more), `--all`'s files, explore.json.
 
 mod answer;
+mod pause;
 mod protocol;
 mod script;
 mod search;
@@ -59,6 +60,11 @@ pub(crate) struct Options {
     pub crashes: u32,
     pub heartbeats: u32,
     pub fail: bool,
+    /// Statements that call a lock that never waits may also pause inside, after their
+    /// snapshot and before that lock (`pause`); off: whole statements only.
+    pub inside: bool,
+    /// Completions whose answer may be lost in one schedule (`ack_lost`).
+    pub acks_lost: u32,
     /// A canceller session cancels the first job (the adapter's cancel step).
     pub cancel: bool,
     /// A producer session enqueues one more job during the schedule.
@@ -129,9 +135,20 @@ async fn search_on(plan: &Plan, db: &crate::db::Database, o: &Options, ignore: V
     let reaper = o.reaper && Model::has_reaper(plan);
     let cancel = if o.cancel { Some(first_job(plan, &client).await?) } else { None };
     let actors = o.sessions + usize::from(reaper) + usize::from(cancel.is_some()) + usize::from(o.producer);
-    let sessions = Sessions::open(db, plan.adapter.on_connect.as_deref(), actors).await?;
+    let mut sessions = Sessions::open(db, plan.adapter.on_connect.as_deref(), actors).await?;
+    if o.inside && pause::any_point(&plan.adapter) {
+        sessions.open_gates(&client).await?;
+    }
     let snapshot = Snapshot::take(sessions.monitor()).await?;
-    let faults = Faults { ticks: o.ticks, crashes: o.crashes, heartbeats: o.heartbeats, fail: o.fail };
+    let inside = o.inside && pause::any_point(&plan.adapter);
+    let faults = Faults {
+        ticks: o.ticks,
+        crashes: o.crashes,
+        heartbeats: o.heartbeats,
+        fail: o.fail,
+        inside,
+        acks_lost: o.acks_lost,
+    };
     let bounds = Bounds { depth: o.depth, time: o.time, reduce: o.reduce, faults, liveness: o.liveness };
     print_header(plan, o, reaper);
     let started = Instant::now();
@@ -174,6 +191,12 @@ fn print_header(plan: &Plan, o: &Options, reaper: bool) {
     }
     if !o.ignore.is_empty() {
         println!("set aside (--ignore): {}", o.ignore.join(", "));
+    }
+    if o.acks_lost > 0 {
+        println!(
+            "acknowledgements lost: up to {} completion(s) commit and lose their answer; the session connects again and sends it once more",
+            o.acks_lost
+        );
     }
     let clocked = crate::run::literal::clocked_statements(a);
     if !clocked.is_empty() {

@@ -19,6 +19,8 @@ use crate::run::values::{Claimed, Values};
 use crate::scenario::Plan;
 use std::time::{Duration, SystemTime};
 
+mod ack;
+mod inside;
 mod outcome;
 mod text;
 
@@ -49,12 +51,26 @@ pub(super) enum Op {
     Tick,
     /// The session's connection closes mid-transaction.
     Crash(usize),
+    /// The session's next statement (a step's first, `Some(kind)`, or its next, `None`), sent
+    /// with a pause inside: it stops after its snapshot, before its first lock (`pause`).
+    Paused(usize, Option<StepKind>),
+    /// The paused statement runs on.
+    Resume(usize),
+    /// The completion's COMMIT lands and its answer is lost (`ack_lost`): the session's
+    /// connection closes, it connects again and holds the job as before, its outcome unknown.
+    AckLost(usize),
 }
 
 impl Op {
     pub(super) fn actor(self) -> Option<usize> {
         match self {
-            Op::Start(a, _) | Op::Next(a) | Op::Commit(a) | Op::Crash(a) => Some(a),
+            Op::Start(a, _)
+            | Op::Next(a)
+            | Op::Commit(a)
+            | Op::Crash(a)
+            | Op::Paused(a, _)
+            | Op::Resume(a)
+            | Op::AckLost(a) => Some(a),
             Op::Tick => None,
         }
     }
@@ -133,6 +149,10 @@ pub(super) struct Faults {
     pub crashes: u32,
     pub heartbeats: u32,
     pub fail: bool,
+    /// Statements may also pause inside, after their snapshot and before their first lock.
+    pub inside: bool,
+    /// Completions whose answer may be lost in one schedule (`ack_lost`).
+    pub acks_lost: u32,
 }
 
 /// A step as it happened, for the printed counterexample.
@@ -154,6 +174,8 @@ pub(super) struct Model<'p> {
     pub actors: Vec<Actor>,
     pub ticks: u32,
     crashes: u32,
+    /// Completions whose answer was lost so far (`ack_lost`).
+    acks: u32,
     changes: u64,
     /// Virtual time passed beyond the ticks while the schedule was left to itself (`pass_time`).
     skipped_us: u64,
@@ -225,6 +247,7 @@ impl<'p> Model<'p> {
             actors,
             ticks: 0,
             crashes: 0,
+            acks: 0,
             changes: 1,
             skipped_us: 0,
             journal: Vec::new(),
@@ -363,7 +386,7 @@ impl<'p> Model<'p> {
                 }
             }
         }
-        ops
+        self.with_acks_lost(self.with_pauses(ops))
     }
 
     /// The steps a session takes when the schedule is left to itself: its protocol, with no
@@ -372,8 +395,8 @@ impl<'p> Model<'p> {
     pub(super) fn settling(&self) -> Vec<Op> {
         let own = |op: &Op| match op {
             Op::Start(_, kind) => !matches!(kind, StepKind::Heartbeat | StepKind::Fail),
-            Op::Next(_) | Op::Commit(_) => true,
-            Op::Tick | Op::Crash(_) => false,
+            Op::Next(_) | Op::Commit(_) | Op::Resume(_) => true,
+            Op::Tick | Op::Crash(_) | Op::Paused(..) | Op::AckLost(_) => false,
         };
         self.enabled().into_iter().filter(own).collect()
     }
@@ -386,8 +409,9 @@ impl<'p> Model<'p> {
                 Phase::Running { kind, sent, .. } => (i, *kind, *sent),
                 _ => return None,
             },
-            Op::Commit(_) => return Some("COMMIT".into()),
-            Op::Tick | Op::Crash(_) => return None,
+            Op::Commit(_) | Op::AckLost(_) => return Some("COMMIT".into()),
+            Op::Paused(..) => return self.paused_sql(op),
+            Op::Tick | Op::Crash(_) | Op::Resume(_) => return None,
         };
         let actor = &self.actors[i];
         let s = &self.step(kind)?.statements[index];
@@ -415,7 +439,7 @@ impl<'p> Model<'p> {
     /// actor's place, job and carried values, the clock, the faults used, and the journal
     /// without its times inside a tick.
     pub(super) fn key(&self) -> String {
-        let mut out = format!("t{} c{}\n", self.ticks, self.crashes);
+        let mut out = format!("t{} c{} a{}\n", self.ticks, self.crashes, self.acks);
         for a in &self.actors {
             let fresh = a.stamp.is_none_or(|s| self.changes > s);
             let job = a.job.as_ref().map(|j| (j.id, j.attempt, j.tag));

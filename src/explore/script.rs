@@ -70,6 +70,13 @@ pub(super) fn psql(f: &Found, plan: &Plan) -> String {
                 let wait = r.waited_until.map_or(String::new(), |k| format!(" (waits; returns after step {})", k + 1));
                 let _ = writeln!(out, "-- step {}, window {}{wait}", n + 1, r.actor);
                 let _ = writeln!(out, "{};", sql.trim().trim_end_matches(';'));
+                if let Op::AckLost(_) = r.op {
+                    let _ = writeln!(
+                        out,
+                        "-- (its answer is lost: close window {} and open it again, `SET search_path = qb_explore;`)",
+                        r.actor
+                    );
+                }
             }
             (None, Op::Crash(_)) => {
                 let _ = writeln!(

@@ -25,6 +25,8 @@ pub(super) struct Bounds {
     pub liveness: bool,
 }
 
+mod ack;
+mod inside;
 pub(super) mod settle;
 
 #[derive(Debug, Default, Clone)]
@@ -315,7 +317,10 @@ impl<'a> Search<'a> {
                 self.sessions.crash(a).await?;
                 model.apply_fault(op);
             }
-            Op::Start(a, _) | Op::Next(a) | Op::Commit(a) => {
+            Op::Resume(a) => self.resume(model, a).await?,
+            Op::AckLost(a) => self.lose_ack(model, a).await?,
+            Op::Start(a, _) | Op::Next(a) | Op::Commit(a) | Op::Paused(a, _) => {
+                let paused = self.close_gate(model, op).await?;
                 let sql = model.sql(op).expect("a statement step has text");
                 let index = model.sent(op, sql.clone());
                 let claiming = model.claiming(a);
@@ -327,6 +332,9 @@ impl<'a> Search<'a> {
                         model.outcome(op, &out, index);
                         if out.is_err() {
                             self.rollback(a).await?;
+                        }
+                        if paused {
+                            self.open_gate(model, a, false).await?;
                         }
                     }
                     Sent::Blocked => model.blocked(op, index),

@@ -68,6 +68,8 @@ pub(super) struct Sessions {
     poll: Duration,
     /// Every backend pid a session has had (it reconnects after a crash), and the session.
     backends: Vec<(i32, usize)>,
+    /// The gate session, where statements may pause inside (`pause`).
+    gates: Option<super::pause::Gates>,
 }
 
 fn converted(r: std::result::Result<Vec<SimpleQueryMessage>, tokio_postgres::Error>) -> Outcome {
@@ -127,7 +129,27 @@ impl Sessions {
             monitor,
             poll: Duration::from_millis(2),
             backends,
+            gates: None,
         })
+    }
+
+    /// Makes the pause function (through `schema_client`, on the schema's search_path) and
+    /// opens the gate session: statements can pause inside from now on.
+    pub(super) async fn open_gates(&mut self, schema_client: &Client) -> Result<()> {
+        self.gates = Some(super::pause::Gates::open(&self.endpoint, schema_client).await?);
+        Ok(())
+    }
+
+    /// Closes session `i`'s gate (before its paused statement is sent).
+    pub(super) async fn hold_gate(&mut self, i: usize) -> Result<()> {
+        let gates = self.gates.as_mut().expect("a paused statement has a gate session");
+        gates.hold(i as i32 + 1).await
+    }
+
+    /// Opens session `i`'s gate: its paused statement runs on.
+    pub(super) async fn release_gate(&mut self, i: usize) -> Result<()> {
+        let gates = self.gates.as_mut().expect("a paused statement has a gate session");
+        gates.release(i as i32 + 1).await
     }
 
     /// Every backend pid a session has had, with the session's index.
@@ -221,9 +243,21 @@ impl Sessions {
         })
     }
 
+    /// The session's connection closes and it connects again (an answer lost: `ack_lost`).
+    pub(super) async fn reconnect(&mut self, i: usize) -> Result<()> {
+        self.crash(i).await?;
+        self.list[i] = open_one(&self.endpoint, self.on_connect.as_deref()).await?;
+        self.backends.push((self.list[i].pid, i));
+        Ok(())
+    }
+
     /// Every session back to idle outside a transaction, with no session-level advisory lock,
     /// a crashed one reconnected.
     pub(super) async fn quiesce(&mut self) -> Result<()> {
+        // A statement paused at its gate runs on, rather than waiting out the cancel below.
+        if let Some(g) = self.gates.as_mut() {
+            g.release_all().await?;
+        }
         for i in 0..self.list.len() {
             if self.list[i].open && self.list[i].pending.is_none() {
                 self.rollback(i).await?;

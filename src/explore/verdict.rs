@@ -30,7 +30,7 @@ pub(super) struct Violation {
 
 /// The checks a schedule is judged by (`mutual_exclusion` only where the adapter declares an
 /// exclusion key: `judged`).
-pub(super) const CHECKS: [Check; 13] = [
+pub(super) const CHECKS: [Check; 14] = [
     Check::ExactlyOnce,
     Check::RunAfterCompletion,
     Check::NoLostJobs,
@@ -44,6 +44,7 @@ pub(super) const CHECKS: [Check; 13] = [
     Check::FaultsRecovered,
     Check::DeadAfterOneFault,
     Check::MutualExclusion,
+    Check::CompletionIdempotent,
 ];
 
 /// The checks the header names: `mutual_exclusion` only where the adapter declares an exclusion key.
@@ -53,7 +54,7 @@ pub(super) fn judged(plan: &crate::scenario::Plan) -> Vec<Check> {
 }
 
 /// The checks a schedule's own history settles, at any length.
-const HISTORY: [Check; 7] = [
+const HISTORY: [Check; 8] = [
     Check::RunAfterCompletion,
     Check::NoLostJobs,
     Check::StaleCompletionsAccepted,
@@ -61,6 +62,7 @@ const HISTORY: [Check; 7] = [
     Check::CancelledJobsNotRun,
     Check::CompletionsRefusedUnexplained,
     Check::MutualExclusion,
+    Check::CompletionIdempotent,
 ];
 
 /// The checks only a schedule left to itself settles: what its end state comes to.

@@ -12,6 +12,7 @@ use crate::run::values::Claimed;
 impl<'p> Model<'p> {
     /// The random uuids the statement `op` sends draws.
     fn step_draws(&self, op: Op) -> u32 {
+        let op = op.plain();
         let (kind, index) = match (op, &op.actor().map(|a| &self.actors[a].phase)) {
             (Op::Start(_, kind), _) => (kind, 0),
             (Op::Next(_), Some(Phase::Running { kind, sent, .. })) => (*kind, *sent),
@@ -20,12 +21,12 @@ impl<'p> Model<'p> {
         self.step(kind).map_or(0, |s| s.statements[index].text.to_ascii_lowercase().matches(RANDOM_UUID).count() as u32)
     }
 
-    fn next_seq(&mut self) -> u64 {
+    pub(super) fn next_seq(&mut self) -> u64 {
         self.seq += 1;
         self.epoch_us() + self.seq
     }
 
-    fn event(&mut self, a: usize, job: &Claimed, kind: EventKind) {
+    pub(super) fn event(&mut self, a: usize, job: &Claimed, kind: EventKind) {
         let t_us = self.next_seq();
         self.journal.push(Event {
             t_us,
@@ -108,7 +109,7 @@ impl<'p> Model<'p> {
         self.actors[a].draws += self.step_draws(op);
         let index = self.record(op, Some(sql), String::new());
         let actor = &mut self.actors[a];
-        match op {
+        match op.plain() {
             Op::Start(_, kind) => {
                 actor.phase = Phase::Running { kind, sent: 1, accepted: None };
                 actor.carried.clear();
@@ -132,13 +133,13 @@ impl<'p> Model<'p> {
 
     /// A statement step's outcome, as it returned at once (`index`: its record).
     pub(crate) fn outcome(&mut self, op: Op, out: &Outcome, index: usize) {
-        self.finish(op, out, index, false);
+        self.finish(op.plain(), out, index, false);
     }
 
     /// The outcome of actor `a`'s step that waited on a lock.
     pub(crate) fn settled(&mut self, a: usize, out: &Outcome) {
         if let Some((op, index)) = self.actors[a].waiting.take() {
-            self.finish(op, out, index, true);
+            self.finish(op.plain(), out, index, true);
         }
     }
 
