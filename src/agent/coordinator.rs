@@ -8,9 +8,11 @@ use super::kill;
 use super::merge::{self, Roll};
 use super::netfault::{self, Net};
 use super::spawn::Spawned;
+use super::state::AgentState;
 use crate::adapter::keys::Interner;
 use crate::db::Database;
 use crate::error::{Error, Result};
+use crate::model::summary::AgentOutcome;
 use crate::options::AgentsOptions;
 use crate::run::{Part, RunOutput, Side, Waiting};
 use crate::scenario::Plan;
@@ -112,7 +114,7 @@ pub(crate) async fn run(
     };
     merge::merge(plan, &client, &roll, &mut output).await?;
     if let Some(why) = watch.stuck.lock().unwrap().take() {
-        for a in output.agents.iter_mut().filter(|a| a.state == "missing") {
+        for a in output.agents.iter_mut().filter(|a| a.state == AgentOutcome::Missing) {
             a.note = format!("{}; {why}", a.note);
         }
     }
@@ -306,9 +308,8 @@ impl Watch {
                 stop_sent = Some(Instant::now());
             }
             let Ok(seen) = control::agents(client).await else { continue };
-            let over = |s: &Seen| matches!(s.state.as_str(), "uploaded" | "failed");
-            let silent = |s: &Seen| !over(s) && s.silent_s > self.dead_after.as_secs_f64();
-            let settled = seen.iter().all(|s| over(s) || silent(s));
+            let silent = |s: &Seen| !s.state.over() && s.silent_s > self.dead_after.as_secs_f64();
+            let settled = seen.iter().all(|s| s.state.over() || silent(s));
             if stop_sent.is_none() && told_done && last_look.elapsed() >= STUCK_EVERY {
                 last_look = Instant::now();
                 if self.stuck_now(client, &seen.iter().filter(|s| silent(s)).collect::<Vec<_>>()).await
@@ -354,7 +355,7 @@ async fn barrier(config: crate::db::Endpoint, own: clock::Clock, watch: Watch, w
     let deadline = Instant::now() + wait;
     loop {
         let seen = control::agents(&client).await.map_err(|e| failed("reading the agents", &e))?;
-        let ready = seen.iter().filter(|s| s.state != "joined").count();
+        let ready = seen.iter().filter(|s| s.state != AgentState::Joined).count();
         if ready >= watch.joined || Instant::now() >= deadline {
             break;
         }
