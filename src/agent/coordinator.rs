@@ -14,7 +14,7 @@ use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::model::summary::AgentOutcome;
 use crate::options::AgentsOptions;
-use crate::run::{Part, RunOutput, Side, Waiting};
+use crate::run::{Part, RunContext, RunOutput, Side, Waiting};
 use crate::scenario::Plan;
 use crate::scenario::faults::Fault;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -100,7 +100,14 @@ pub(crate) async fn run(
         })
     };
     let part = Part { remote: Some(Box::new(remote)), ..part };
-    let output = crate::run::run_part(&super::plan_for_coordinator(plan), db, interrupt, (false, ids), part).await;
+    let output = crate::run::run_part(
+        &super::plan_for_coordinator(plan),
+        db,
+        interrupt,
+        RunContext { progress: false, ids },
+        part,
+    )
+    .await;
     let _ = control::done(&client).await;
     let Fired { events, mut spans, killed } = std::mem::take(&mut *fired.lock().unwrap());
     if let Some(s) = spawned.as_mut() {

@@ -10,7 +10,7 @@ use super::state::AgentState;
 use crate::adapter::keys::Interner;
 use crate::db::Database;
 use crate::error::{Error, Result};
-use crate::run::{Part, RunOutput};
+use crate::run::{Part, RunContext, RunOutput};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -96,8 +96,14 @@ async fn member(db: &Database, client: &Client, k: u32, run_id: &str, interrupt:
         remote: None,
     };
     let ids = Arc::new(Interner::default());
-    let output =
-        crate::run::run_part(&super::plan_for_agent(&plan, &mine), db, &reporter.stop, (false, ids), part).await;
+    let output = crate::run::run_part(
+        &super::plan_for_agent(&plan, &mine),
+        db,
+        &reporter.stop,
+        RunContext { progress: false, ids },
+        part,
+    )
+    .await;
     reporter.finish(AgentState::Finished).await;
     let mut output = output?;
     let clock_end = clock::measure(client, 10).await.ok();
