@@ -338,8 +338,10 @@ impl Tasks {
             (finished, duration, horizon, side.await)
         };
         let give_up = || abort.iter().for_each(tokio::task::AbortHandle::abort);
-        let bound = (&backends, &shared.faults.pids[..], "the run");
-        let (finished, duration, horizon, side) = cancel::bounded(ending, side_stop.cancelled(), bound, give_up).await;
+        let stopped = side_stop.cancelled();
+        let pids = &shared.faults.pids[..];
+        let (finished, duration, horizon, side) =
+            cancel::bounded(ending, stopped, &backends, pids, "the run", give_up).await;
         Ended { _lanes: lanes, finished, first_slot, duration, watcher, horizon, side, identity }
     }
 }
@@ -404,7 +406,7 @@ fn spawn_side_tasks(
         }
         let reap = async {
             match sh.plan.lease.reclaim {
-                Reclaim::Reaper => reaper::run(&sh.plan, config, (start, &sh.ids), &side_stop).await,
+                Reclaim::Reaper => reaper::run(&sh.plan, config, start, &sh.ids, &side_stop).await,
                 _ => ReaperStats::default(),
             }
         };
