@@ -68,10 +68,8 @@ pub enum Command {
         /// late completion, against each fencing mode.
         #[arg(long)]
         fencing: bool,
-        /// Prove against this server (in a schema created and dropped for it) instead of an
-        /// ephemeral cluster.
-        #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-        database_url: Option<String>,
+        #[command(flatten)]
+        target: TargetArgs,
         /// Play the interleaving N times (the first one is told step by step).
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
         repeat: u32,
@@ -103,12 +101,8 @@ pub enum Command {
         files: Vec<PathBuf>,
         #[command(flatten)]
         overrides: Overrides,
-        /// Prove the SQL against this server (in a schema created and dropped for it).
-        #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-        database_url: Option<String>,
-        /// The --database-url host is not on this machine, and that is intended.
-        #[arg(long)]
-        yes: bool,
+        #[command(flatten)]
+        target: TargetArgs,
         /// How long proving one file's SQL may take (setup, prepare and the smoke cycle); then
         /// its statement is cancelled and the file fails (exit 2).
         #[arg(long, default_value = "60s", value_name = "DURATION")]
@@ -124,12 +118,13 @@ pub enum Command {
         pgbench: bool,
     },
     /// Create a scenario's schema and preload its jobs in a server, then stop (for pgbench comparisons).
+    #[command(mut_arg("database_url", |a| a.required(true)))]
     Prepare {
         file: PathBuf,
         #[command(flatten)]
         overrides: Overrides,
-        #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-        database_url: String,
+        #[command(flatten)]
+        server: ServerUrl,
         /// Schema to create (an existing one is refused unless --reuse).
         #[arg(long)]
         schema: String,
@@ -139,19 +134,17 @@ pub enum Command {
     },
     /// List and remove what earlier runs left: cluster folders whose harness is gone and, with
     /// --database-url, queuebench_<run id> schemas no live run uses (asks first on a terminal).
+    #[command(mut_arg("database_url", |a| a.help(CLEAN_URL)), mut_arg("yes", |a| a.help(CLEAN_YES)))]
     Clean {
-        /// Also list (and drop) the leftover queuebench schemas in this server.
-        #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-        database_url: Option<String>,
-        /// Remove without asking (and allow a --database-url host that is not on this machine).
-        #[arg(long)]
-        yes: bool,
+        #[command(flatten)]
+        target: TargetArgs,
     },
     /// Join a run across agents through its database, run a share of its workers and upload
     /// the evidence (docs/agents.md). Exit 0 once the evidence is uploaded.
+    #[command(mut_arg("database_url", |a| a.required(true).help(AGENT_URL)))]
     Agent {
-        #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-        database_url: String,
+        #[command(flatten)]
+        server: ServerUrl,
         /// The run to join (its run id or schema); default: the newest run waiting for agents.
         #[arg(long, value_name = "RUN_ID")]
         run: Option<String>,
@@ -205,6 +198,64 @@ pub enum PostgresAction {
     },
 }
 
+/// `--database-url`, declared here once: every command that takes a server flattens it, through
+/// [`TargetArgs`] or, where the server is required (prepare, agent), on its own.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ServerUrl {
+    /// An existing server (postgres://…) to work in, instead of an ephemeral cluster (a run or
+    /// a proof gets a schema of its own there).
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+}
+
+impl ServerUrl {
+    /// The URL of a command that requires it (clap refuses the command line without it).
+    pub fn required(self) -> Result<String> {
+        self.database_url.ok_or_else(|| Error::Flag {
+            flag: "--database-url".into(),
+            reason: "is required by this command (or DATABASE_URL)".into(),
+        })
+    }
+
+    /// The required server as a target on any host: `prepare` is given its URL on purpose.
+    pub fn anywhere(self) -> Result<Target> {
+        Ok(Target::Url { url: self.required()?, allow_remote: true })
+    }
+}
+
+/// Where a command's PostgreSQL comes from: an ephemeral cluster, or the --database-url server
+/// (allowed off this machine with --yes). Resolved in one place, [`TargetArgs::resolve`].
+#[derive(Debug, Clone, Default, Args)]
+pub struct TargetArgs {
+    #[command(flatten)]
+    pub server: ServerUrl,
+    /// The --database-url host is not on this machine (neither loopback nor a unix socket), and that is
+    /// intended.
+    #[arg(long)]
+    pub yes: bool,
+}
+
+/// `clean`'s words for the flags: it looks for leftovers in the server, and --yes also answers
+/// its question.
+const CLEAN_URL: &str = "Also list (and drop) the leftover queuebench schemas in this server";
+const CLEAN_YES: &str = "Remove without asking (and allow a --database-url host that is not on this machine)";
+/// `agent`'s words for --database-url (required there).
+const AGENT_URL: &str = "The server of the run to join (the coordinator's --database-url)";
+
+impl TargetArgs {
+    /// The target: `--postgres MODE` when given (run's flag; `None` elsewhere), else the
+    /// --database-url server, else an ephemeral cluster. `image`: --postgres docker's.
+    pub fn resolve(&self, mode: Option<PostgresMode>, image: &str) -> Result<Target> {
+        Target::resolve(mode, self.server.database_url.clone(), image, self.yes)
+    }
+
+    /// The target of a command without `--postgres`: the --database-url server, else an
+    /// ephemeral cluster.
+    pub fn target(&self) -> Result<Target> {
+        self.resolve(None, "")
+    }
+}
+
 #[derive(Debug, Clone, Default, Args)]
 pub struct Overrides {
     /// Override a scenario key, e.g. --set workers.count=16 (repeatable).
@@ -219,9 +270,8 @@ pub struct RunArgs {
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub overrides: Overrides,
-    /// An existing server instead of an ephemeral cluster (the run gets its own schema there).
-    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-    pub database_url: Option<String>,
+    #[command(flatten)]
+    pub target: TargetArgs,
     /// Where PostgreSQL comes from: ephemeral (a throwaway cluster from this machine's binaries;
     /// the default), docker (a throwaway container; needs the `docker` build feature and a Docker
     /// engine) or url (--database-url; implied by it).
@@ -249,9 +299,6 @@ pub struct RunArgs {
     /// Run in the existing --schema: replace only queuebench's own tables in it, keep the schema.
     #[arg(long, requires = "schema")]
     pub reuse: bool,
-    /// Run against a --database-url host that is not local (loopback or a unix socket).
-    #[arg(long)]
-    pub yes: bool,
     /// The ephemeral cluster serves TLS (a throw-away CA and a certificate for localhost) and
     /// every connection uses it with sslmode=verify-full.
     #[arg(long)]
@@ -330,9 +377,8 @@ pub struct SweepArgs {
     /// Multiply every duration of the scenario (same as --set run.time_scale=X).
     #[arg(long, value_name = "X")]
     pub time_scale: Option<f64>,
-    /// An existing server instead of an ephemeral cluster per cell (each cell gets its own schema).
-    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-    pub database_url: Option<String>,
+    #[command(flatten)]
+    pub target: TargetArgs,
     /// The sweep's folder (default results/<scenario>/sweep-<id>); one that already holds
     /// something is refused unless --force.
     #[arg(long)]
@@ -343,9 +389,6 @@ pub struct SweepArgs {
     /// Seed for every cell (repeat r uses seed + r).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Run against a --database-url host that is not local.
-    #[arg(long)]
-    pub yes: bool,
     /// Print only one line per cell and the results path.
     #[arg(long, short)]
     pub quiet: bool,
@@ -355,7 +398,7 @@ impl RunArgs {
     /// The run command, resolved and checked (flags only: what needs a scenario is checked
     /// with its plan).
     pub fn options(&self) -> Result<RunCommand> {
-        let target = Target::resolve(self.postgres, self.database_url.clone(), &self.postgres_image, self.yes)?;
+        let target = self.target.resolve(self.postgres, &self.postgres_image)?;
         let mut sets = scale::with_flag(&self.overrides.set, self.time_scale)?;
         let mut pg_versions = Vec::new();
         for v in self.pg_version.iter().flat_map(|v| v.split(',')) {
@@ -438,10 +481,7 @@ impl RunArgs {
 
 impl SweepArgs {
     pub fn options(&self) -> Result<SweepCommand> {
-        let target = match &self.database_url {
-            Some(url) => Target::Url { url: url.clone(), allow_remote: self.yes },
-            None => Target::Ephemeral,
-        };
+        let target = self.target.target()?;
         Ok(SweepCommand {
             file: self.file.clone(),
             grid: self.set.clone(),
@@ -466,10 +506,8 @@ pub struct ExploreArgs {
     pub file: PathBuf,
     #[command(flatten)]
     pub overrides: Overrides,
-    /// Search against this server (in a schema created and dropped for it) instead of an
-    /// ephemeral cluster.
-    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-    pub database_url: Option<String>,
+    #[command(flatten)]
+    pub target: TargetArgs,
     /// Worker sessions (2 or 3).
     #[arg(long, default_value_t = 2)]
     pub sessions: usize,

@@ -67,13 +67,13 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
         Command::Report { dir } => commands::report::rebuild_report(&dir),
         Command::Check { dir, json } => commands::check::check(&dir, json),
         Command::Explain { dir, job } => commands::explain::explain(&dir, job),
-        Command::Repro { file, overrides, fencing, database_url, repeat } => {
-            let target = match database_url {
-                Some(url) => options::Target::Url { url, allow_remote: false },
-                None => options::Target::Ephemeral,
-            };
-            until_interrupted(commands::repro::repro(&file, &overrides.set, fencing, &target, repeat), &interrupt).await
-        }
+        Command::Repro { file, overrides, fencing, target, repeat } => match target.target() {
+            Ok(target) => {
+                let repro = commands::repro::repro(&file, &overrides.set, fencing, &target, repeat);
+                until_interrupted(repro, &interrupt).await
+            }
+            Err(e) => Err(e),
+        },
         Command::Explore(args) => {
             let progress = match args.progress.as_str() {
                 "off" => Ok(None),
@@ -87,31 +87,35 @@ pub async fn main_with(cli: Cli, interrupt: CancellationToken) -> ExitCode {
         Command::Compare { old, new, baseline, out, force } => {
             commands::compare::compare_runs(&old, &new, &baseline, out.as_deref(), force)
         }
-        Command::Validate { files, overrides, database_url, yes, timeout } => {
-            let target = match database_url {
-                Some(url) => options::Target::Url { url, allow_remote: yes },
-                None => options::Target::Ephemeral,
-            };
-            match duration_flag("--timeout", timeout) {
-                Ok(limit) => commands::validate::validate(&files, &overrides.set, &target, limit, &interrupt).await,
+        Command::Validate { files, overrides, target, timeout } => {
+            match target.target().and_then(|target| Ok((target, duration_flag("--timeout", timeout)?))) {
+                Ok((target, limit)) => {
+                    commands::validate::validate(&files, &overrides.set, &target, limit, &interrupt).await
+                }
                 Err(e) => Err(e),
             }
         }
         Command::Sql { file, overrides, pgbench } => commands::sql::print_sql(&file, &overrides.set, pgbench),
-        Command::Prepare { file, overrides, database_url, schema, reuse } => {
-            let prepared = commands::prepare::prepare(&file, &overrides.set, &database_url, schema, reuse);
-            until_interrupted(prepared, &interrupt).await
-        }
-        Command::Clean { database_url, yes } => {
-            until_interrupted(commands::clean::clean(database_url.as_deref(), yes), &interrupt).await
-        }
-        Command::Agent { database_url, run, name, index, wait } => match duration_flag("--wait", wait) {
-            Ok(wait) => {
-                let opts = agent::member::AgentOptions { url: database_url, run, name, index, wait };
-                agent::member::agent(&opts, &interrupt).await.map(|()| ExitCode::Passed)
+        Command::Prepare { file, overrides, server, schema, reuse } => match server.anywhere() {
+            Ok(target) => {
+                let prepared = commands::prepare::prepare(&file, &overrides.set, target, schema, reuse);
+                until_interrupted(prepared, &interrupt).await
             }
             Err(e) => Err(e),
         },
+        Command::Clean { target } => match target.target() {
+            Ok(server) => until_interrupted(commands::clean::clean(&server, target.yes), &interrupt).await,
+            Err(e) => Err(e),
+        },
+        Command::Agent { server, run, name, index, wait } => {
+            match server.required().and_then(|url| Ok((url, duration_flag("--wait", wait)?))) {
+                Ok((url, wait)) => {
+                    let opts = agent::member::AgentOptions { url, run, name, index, wait };
+                    agent::member::agent(&opts, &interrupt).await.map(|()| ExitCode::Passed)
+                }
+                Err(e) => Err(e),
+            }
+        }
         Command::Cluster { scenario, tls, pg_version, command } => {
             match pg_version.map(|v| db::versions::major_flag("--pg-version", &v).map(|p| p.major)).transpose() {
                 Ok(version) => {
@@ -138,10 +142,7 @@ async fn explore_with(
     progress: Option<std::time::Duration>,
     interrupt: &CancellationToken,
 ) -> error::Result<ExitCode> {
-    let target = match args.database_url {
-        Some(url) => options::Target::Url { url, allow_remote: false },
-        None => options::Target::Ephemeral,
-    };
+    let target = args.target.target()?;
     let o = explore::Options {
         progress,
         sessions: args.sessions,

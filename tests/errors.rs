@@ -104,3 +104,21 @@ fn a_host_that_is_not_local_needs_yes_and_is_not_contacted_without_it() {
     assert!(!r.stderr.contains("lookup"), "no connection was attempted: {}", r.stderr);
     assert!(!r.stderr.contains("hunter2"));
 }
+
+/// repro and explore refuse a host off this machine with "add --yes", as run does, and take
+/// that --yes (one set of target flags for every command): with it the host is contacted.
+#[test]
+fn repro_and_explore_take_the_yes_their_refusal_asks_for() {
+    let s = repo("scenarios/skip-locked.toml");
+    for command in ["repro", "explore"] {
+        let args = [command, s.to_str().unwrap(), "--database-url", "postgres://bob:hunter2@db.invalid/prod"];
+        let r = queuebench(&args);
+        assert_eq!(r.code, 2, "{command}: {}", r.stderr);
+        assert!(r.stderr.contains("db.invalid") && r.stderr.contains("add --yes"), "{command}: {}", r.stderr);
+        assert!(!r.stderr.contains("cannot connect"), "{command}: no connection was attempted: {}", r.stderr);
+        let r = queuebench(&[&args[..], &["--yes"]].concat());
+        assert_eq!(r.code, 3, "{command} --yes: {}", r.stderr);
+        assert!(r.stderr.contains("cannot connect to PostgreSQL at db.invalid"), "{command} --yes: {}", r.stderr);
+        assert!(!r.stderr.contains("hunter2"), "{command}: {}", r.stderr);
+    }
+}

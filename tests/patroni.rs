@@ -90,17 +90,31 @@ fn http_status(port: u16, path: &str) -> Option<u16> {
     String::from_utf8_lossy(&head[..n]).split_whitespace().nth(1)?.parse().ok()
 }
 
+impl Ha {
+    /// What the processes themselves saw, for a wait that ran out: `patronictl list`, then the
+    /// end of each Patroni agent's log (its PostgreSQL's output included) and of etcd's.
+    fn what_they_saw(&self) -> String {
+        let list = self.patronictl(&["list"]);
+        let mut seen = format!(
+            "patronictl list:\n{}{}",
+            String::from_utf8_lossy(&list.stdout),
+            String::from_utf8_lossy(&list.stderr)
+        );
+        for name in ["patroni1.log", "patroni2.log", "etcd.log"] {
+            let tail = common::log_tail(&self.dir.path().join(name), 30);
+            seen.push_str(&format!("\n--- {name} (last 30 lines):\n{tail}\n"));
+        }
+        seen
+    }
+}
+
+/// Polls `ok` until it holds; past `limit` (generous: a loaded machine is slow, which is no
+/// failure) the test fails with what the processes saw.
 fn wait_for(what: &str, limit: Duration, mut ok: impl FnMut() -> bool, ha: &Ha) {
     let start = Instant::now();
     while !ok() {
         if start.elapsed() > limit {
-            let list = ha.patronictl(&["list"]);
-            panic!(
-                "{what}: not within {} s\npatronictl list:\n{}{}",
-                limit.as_secs(),
-                String::from_utf8_lossy(&list.stdout),
-                String::from_utf8_lossy(&list.stderr)
-            );
+            panic!("{what}: not within {} s\n{}", limit.as_secs(), ha.what_they_saw());
         }
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -136,6 +150,7 @@ fn start() -> Ha {
     Command::new("chown").args(["postgres:postgres"]).arg(dir.path()).status().unwrap();
     let password = format!("qb{:016x}", rand::random::<u64>());
     let (etcd_port, peer) = (free_port(), free_port());
+    let etcd_log = std::fs::File::create(dir.path().join("etcd.log")).unwrap();
     let etcd = Command::new("etcd")
         .args(["--name", "qb", "--data-dir"])
         .arg(dir.path().join("etcd"))
@@ -144,12 +159,14 @@ fn start() -> Ha {
         .arg(format!("--listen-peer-urls=http://127.0.0.1:{peer}"))
         .arg(format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer}"))
         .arg(format!("--initial-cluster=qb=http://127.0.0.1:{peer}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .current_dir(dir.path())
+        .stdout(etcd_log.try_clone().unwrap())
+        .stderr(etcd_log)
         .spawn()
         .unwrap();
     let ports = vec![(free_port(), free_port()), (free_port(), free_port())];
     let mut ha = Ha { dir, etcd, nodes: Vec::new(), ports, password };
+    wait_for("etcd answers /health", Duration::from_secs(120), || http_status(etcd_port, "/health") == Some(200), &ha);
     for k in 1..=2 {
         std::fs::create_dir_all(ha.dir.path().join(format!("sock{k}"))).unwrap();
         std::fs::write(ha.config(k), node_yaml(ha.dir.path(), k, &ha.ports, etcd_port, &ha.password)).unwrap();
@@ -157,9 +174,12 @@ fn start() -> Ha {
     Command::new("chown").args(["-R", "postgres:postgres"]).arg(ha.dir.path()).status().unwrap();
     for k in 1..=2 {
         let log = std::fs::File::create(ha.dir.path().join(format!("patroni{k}.log"))).unwrap();
-        let node = Command::new("runuser")
-            .args(["-u", "postgres", "--", "patroni"])
+        // As postgres, in the test's own folder (postgres owns it): never in the checkout,
+        // which may sit in a folder only root may enter (bootstrap then stopped at "could
+        // not change directory").
+        let node = common::as_postgres("patroni")
             .arg(ha.config(k))
+            .current_dir(ha.dir.path())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
@@ -167,13 +187,13 @@ fn start() -> Ha {
         ha.nodes.push(node);
         if k == 1 {
             // The first node bootstraps the cluster; the second then clones it.
-            wait_for("node1 leads", Duration::from_secs(90), || ha.leader() == Some(1), &ha);
+            wait_for("node1 leads", Duration::from_secs(180), || ha.leader() == Some(1), &ha);
         }
     }
     let replica = ha.ports[1].1;
     wait_for(
         "node2 streams from node1",
-        Duration::from_secs(90),
+        Duration::from_secs(180),
         || http_status(replica, "/replica") == Some(200),
         &ha,
     );
@@ -219,7 +239,7 @@ fn a_run_through_a_patroni_switchover_runs_every_job_once() {
             .output();
         o.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim().parse::<i64>().unwrap_or(0) >= 300)
     };
-    wait_for("the run executes jobs on node1", Duration::from_secs(60), executed, &ha);
+    wait_for("the run executes jobs on node1", Duration::from_secs(120), executed, &ha);
     let switch = ha.patronictl(&["switchover", "--leader", "node1", "--candidate", "node2", "--force"]);
     assert!(
         switch.status.success(),
@@ -231,7 +251,7 @@ fn a_run_through_a_patroni_switchover_runs_every_job_once() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(!stderr.contains(&ha.password), "the password never appears: {stderr}");
     assert_eq!(o.status.code(), Some(0), "{}\n{stderr}", String::from_utf8_lossy(&o.stdout));
-    wait_for("node2 leads", Duration::from_secs(30), || ha.leader() == Some(2), &ha);
+    wait_for("node2 leads", Duration::from_secs(120), || ha.leader() == Some(2), &ha);
     let s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(s["jobs"]["completed"], 3000, "{}", s["jobs"]);

@@ -3,6 +3,7 @@
 
 use super::bundle::Bundle;
 use super::problem::{NoJoin, NoRun};
+use super::state::AgentState;
 use crate::error::{Error, Result};
 use tokio_postgres::Client;
 
@@ -48,7 +49,7 @@ pub(crate) async fn create(client: &Client, run_id: &str, agents: u32, bundle: &
 pub(crate) struct Seen {
     pub agent: u32,
     pub name: String,
-    pub state: String,
+    pub state: AgentState,
     /// Seconds since it last showed a sign of life (server clock), and when that was (µs since
     /// the epoch, server clock).
     pub silent_s: f64,
@@ -65,7 +66,7 @@ pub(crate) async fn agents(client: &Client) -> std::result::Result<Vec<Seen>, to
         .map(|r| Seen {
             agent: r.get::<_, i32>(0) as u32,
             name: r.get(1),
-            state: r.get(2),
+            state: AgentState::read(r.get(2)),
             silent_s: r.get(3),
             report: r.get(4),
             error: r.get(5),
@@ -159,10 +160,10 @@ pub(crate) async fn bundle(client: &Client) -> std::result::Result<serde_json::V
 pub(crate) async fn report(
     client: &Client,
     agent: u32,
-    state: &str,
+    state: AgentState,
     report: Option<&serde_json::Value>,
 ) -> std::result::Result<RunState, tokio_postgres::Error> {
-    let row = client.query_one(REPORT, &[&(agent as i32), &state, &report]).await?;
+    let row = client.query_one(REPORT, &[&(agent as i32), &state.name(), &report]).await?;
     Ok(RunState { state: row.get(0), start_at_us: row.get(1), producers_done: row.get(2) })
 }
 

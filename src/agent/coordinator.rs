@@ -8,11 +8,13 @@ use super::kill;
 use super::merge::{self, Roll};
 use super::netfault::{self, Net};
 use super::spawn::Spawned;
+use super::state::AgentState;
 use crate::adapter::keys::Interner;
 use crate::db::Database;
 use crate::error::{Error, Result};
+use crate::model::summary::AgentOutcome;
 use crate::options::AgentsOptions;
-use crate::run::{Part, RunOutput, Side, Waiting};
+use crate::run::{Part, RunContext, RunOutput, Side, Waiting};
 use crate::scenario::Plan;
 use crate::scenario::faults::Fault;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -27,24 +29,21 @@ const DEAD_AFTER: Duration = Duration::from_secs(10);
 /// How often the coordinator asks whether a missing agent left the run unable to progress.
 const STUCK_EVERY: Duration = Duration::from_secs(2);
 
-/// Runs `plan` with its workers in agents; the output holds their merged evidence.
-pub(crate) async fn run(
-    plan: &Plan,
-    db: &Database,
-    interrupt: &CancellationToken,
-    (ids, run_id): (Arc<Interner>, &str),
-    opts: &AgentsOptions,
-) -> Result<RunOutput> {
-    check_plan(plan, opts)?;
-    if ids.numbered_any() {
-        return Err(Error::Agents {
-            run: run_id.into(),
-            reason: format!(
-                "the queue of {} has ids that are not integers; agents number jobs by their integer ids",
-                plan.source.path.display()
-            ),
-        });
-    }
+/// The run across agents this coordinator leads: its plan, its database, and who takes part.
+pub(crate) struct Coordinated<'a> {
+    pub plan: &'a Plan,
+    pub db: &'a Database,
+    /// The run's id, which agents join by (`queuebench agent --run RUN_ID`).
+    pub run_id: &'a str,
+    /// The numbering of the queue's job ids.
+    pub ids: Arc<Interner>,
+    pub opts: &'a AgentsOptions,
+}
+
+/// Runs the plan with its workers in agents; the output holds their merged evidence.
+pub(crate) async fn run(c: Coordinated<'_>, interrupt: &CancellationToken) -> Result<RunOutput> {
+    let Coordinated { plan, db, run_id, opts, .. } = c;
+    refuse_unfit(plan, opts, &c.ids, run_id)?;
     let client = db.connect().await?;
     control::create(&client, run_id, opts.count, &super::bundle::of(plan, run_id, opts.count)?).await?;
     let net = match opts.netns {
@@ -59,22 +58,77 @@ pub(crate) async fn run(
     let joined = wait_joined(&client, opts, run_id, spawned.as_mut(), interrupt).await?;
     let own_clock = clock::measure(&client, 10).await.map_err(|e| failed("measuring the clock offset", &e))?;
     let watch = Watch::new(plan, opts.count, joined);
-    let part = Part {
-        // No worker slot of its own: the agents run them all.
-        #[allow(clippy::reversed_empty_ranges)]
-        slots: 1..=0,
-        side: true,
-        next_identity: 0,
-        barrier: Some(Box::pin(barrier(db.worker_config(), own_clock, watch.clone(), opts.wait))),
-        producers_done: Some(watch.producers_done.clone()),
-        remote: None,
+    let fired = Arc::new(Mutex::new(Fired::default()));
+    let lead = Lead {
+        watch: &watch,
+        own_clock,
+        wait: opts.wait,
+        net: net.clone(),
+        pids: spawned.as_ref().map(|s| s.pids()).unwrap_or_default(),
+        fired: fired.clone(),
+        run_id,
     };
+    let part = coordinator_part(plan, db, lead);
+    let context = RunContext { progress: false, ids: c.ids };
+    let output = crate::run::run_part(&super::plan_for_coordinator(plan), db, interrupt, context, part).await;
+    let _ = control::done(&client).await;
+    let fired = std::mem::take(&mut *fired.lock().unwrap());
+    if let Some(s) = spawned.as_mut() {
+        s.finish(&fired.killed.iter().map(|k| k.agent).collect::<Vec<_>>()).await;
+    }
+    let mut output = output?;
+    let roll = Roll {
+        wanted: opts.count,
+        seen: watch.seen.lock().unwrap().clone(),
+        start_at_us: watch.start_at_us.load(Ordering::Relaxed),
+    };
+    merge::merge(plan, &client, &roll, &mut output).await?;
+    let stuck = watch.stuck.lock().unwrap().take();
+    add_fired(plan, opts, fired, stuck, &mut output);
+    drop(net);
+    Ok(output)
+}
+
+/// What agents cannot run, and a queue whose ids agents cannot number: a clear error before
+/// anything starts.
+fn refuse_unfit(plan: &Plan, opts: &AgentsOptions, ids: &Interner, run_id: &str) -> Result<()> {
+    check_plan(plan, opts)?;
+    if ids.numbered_any() {
+        return Err(Error::Agents {
+            run: run_id.into(),
+            reason: format!(
+                "the queue of {} has ids that are not integers; agents number jobs by their integer ids",
+                plan.source.path.display()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// What the coordinator leads its part of the run with.
+struct Lead<'a> {
+    watch: &'a Watch,
+    /// The coordinator's clock against the server's.
+    own_clock: clock::Clock,
+    /// `--agent-wait`: how long the barrier waits for the joined agents.
+    wait: Duration,
+    /// The agents' network namespaces (`--netns`).
+    net: Option<Arc<Net>>,
+    /// The spawned agents' process ids (`kill_agent`).
+    pids: Vec<Option<u32>>,
+    /// Where the faults on agents put what they did.
+    fired: Arc<Mutex<Fired>>,
+    run_id: &'a str,
+}
+
+/// The coordinator's part of the run: no worker slot of its own, the side tasks, the barrier,
+/// and, beside the agents' workers, following them and the faults on agents (network, kills).
+fn coordinator_part(plan: &Plan, db: &Database, lead: Lead<'_>) -> Part {
+    let Lead { watch, own_clock, wait, net, pids, fired: fired_in, run_id } = lead;
     let (follow, config) = (watch.clone(), db.worker_config());
     let network: Vec<Fault> = netfault::of(plan).cloned().collect();
     let kills: Vec<Fault> = kill::of(plan).cloned().collect();
-    let pids = spawned.as_ref().map(|s| s.pids()).unwrap_or_default();
-    let fired = Arc::new(Mutex::new(Fired::default()));
-    let (shaper, fired_in, run) = (net.clone(), fired.clone(), run_id.to_string());
+    let run = run_id.to_string();
     let remote = move |stop: CancellationToken| -> Waiting<()> {
         Box::pin(async move {
             // The faults end with the run's stop, or once every agent is done.
@@ -84,7 +138,7 @@ pub(crate) async fn run(
                 faults_stop.cancel();
             };
             let shaped = async {
-                match &shaper {
+                match &net {
                     Some(net) => net.inject(&network, start, &faults_stop).await,
                     None => (Vec::new(), Vec::new()),
                 }
@@ -97,22 +151,25 @@ pub(crate) async fn run(
             fired.killed.extend(killed);
         })
     };
-    let part = Part { remote: Some(Box::new(remote)), ..part };
-    let output = crate::run::run_part(&super::plan_for_coordinator(plan), db, interrupt, (false, ids), part).await;
-    let _ = control::done(&client).await;
-    let Fired { events, mut spans, killed } = std::mem::take(&mut *fired.lock().unwrap());
-    if let Some(s) = spawned.as_mut() {
-        s.finish(&killed.iter().map(|k| k.agent).collect::<Vec<_>>()).await;
+    Part {
+        // No worker slot of its own: the agents run them all.
+        #[allow(clippy::reversed_empty_ranges)]
+        slots: 1..=0,
+        side: true,
+        next_identity: 0,
+        barrier: Some(Box::pin(barrier(db.worker_config(), own_clock, watch.clone(), wait))),
+        producers_done: Some(watch.producers_done.clone()),
+        remote: Some(Box::new(remote)),
     }
-    let mut output = output?;
-    let roll = Roll {
-        wanted: opts.count,
-        seen: watch.seen.lock().unwrap().clone(),
-        start_at_us: watch.start_at_us.load(Ordering::Relaxed),
-    };
-    merge::merge(plan, &client, &roll, &mut output).await?;
-    if let Some(why) = watch.stuck.lock().unwrap().take() {
-        for a in output.agents.iter_mut().filter(|a| a.state == "missing") {
+}
+
+/// What the coordinator's faults did, into the output: why a missing agent's run could not
+/// progress (`stuck`), which agents were killed, the fault events, and the network spans with
+/// the workers each hit (its agent's slots and the identities its respawned workers take).
+fn add_fired(plan: &Plan, opts: &AgentsOptions, fired: Fired, stuck: Option<String>, output: &mut RunOutput) {
+    let Fired { events, mut spans, killed } = fired;
+    if let Some(why) = stuck {
+        for a in output.agents.iter_mut().filter(|a| a.state == AgentOutcome::Missing) {
             a.note = format!("{}; {why}", a.note);
         }
     }
@@ -123,15 +180,12 @@ pub(crate) async fn run(
     }
     output.faults.extend(events);
     output.faults.sort_by_key(|f| f.t_us);
-    // The workers each span hit: its agent's slots and the identities its respawned workers take.
     for s in &mut spans {
         let slots = super::slots(plan.workers.count, opts.count, s.agent);
         let base = super::identity_base(plan.workers.count, s.agent);
         s.workers = vec![(*slots.start(), *slots.end()), (base, base + super::IDENTITY_SPAN - 1)];
     }
     output.network = spans;
-    drop(net);
-    Ok(output)
 }
 
 /// What the coordinator's faults did: their events, the network spans (for the swimlanes) and
@@ -306,9 +360,8 @@ impl Watch {
                 stop_sent = Some(Instant::now());
             }
             let Ok(seen) = control::agents(client).await else { continue };
-            let over = |s: &Seen| matches!(s.state.as_str(), "uploaded" | "failed");
-            let silent = |s: &Seen| !over(s) && s.silent_s > self.dead_after.as_secs_f64();
-            let settled = seen.iter().all(|s| over(s) || silent(s));
+            let silent = |s: &Seen| !s.state.over() && s.silent_s > self.dead_after.as_secs_f64();
+            let settled = seen.iter().all(|s| s.state.over() || silent(s));
             if stop_sent.is_none() && told_done && last_look.elapsed() >= STUCK_EVERY {
                 last_look = Instant::now();
                 if self.stuck_now(client, &seen.iter().filter(|s| silent(s)).collect::<Vec<_>>()).await
@@ -354,7 +407,7 @@ async fn barrier(config: crate::db::Endpoint, own: clock::Clock, watch: Watch, w
     let deadline = Instant::now() + wait;
     loop {
         let seen = control::agents(&client).await.map_err(|e| failed("reading the agents", &e))?;
-        let ready = seen.iter().filter(|s| s.state != "joined").count();
+        let ready = seen.iter().filter(|s| s.state != AgentState::Joined).count();
         if ready >= watch.joined || Instant::now() >= deadline {
             break;
         }

@@ -6,10 +6,11 @@ use super::bundle::Bundle;
 use super::clock::{self, Clock};
 use super::control::{self, RunState, failed};
 use super::evidence;
+use super::state::AgentState;
 use crate::adapter::keys::Interner;
 use crate::db::Database;
 use crate::error::{Error, Result};
-use crate::run::{Part, RunOutput};
+use crate::run::{Part, RunContext, RunOutput};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -95,9 +96,15 @@ async fn member(db: &Database, client: &Client, k: u32, run_id: &str, interrupt:
         remote: None,
     };
     let ids = Arc::new(Interner::default());
-    let output =
-        crate::run::run_part(&super::plan_for_agent(&plan, &mine), db, &reporter.stop, (false, ids), part).await;
-    reporter.finish("finished").await;
+    let output = crate::run::run_part(
+        &super::plan_for_agent(&plan, &mine),
+        db,
+        &reporter.stop,
+        RunContext { progress: false, ids },
+        part,
+    )
+    .await;
+    reporter.finish(AgentState::Finished).await;
     let mut output = output?;
     let clock_end = clock::measure(client, 10).await.ok();
     upload(client, k, &mut output, clock_start, clock_end, interrupt.is_cancelled()).await?;
@@ -131,7 +138,7 @@ async fn upload(
         evidence_bytes: bytes,
     };
     let json = serde_json::to_value(&report).expect("the report serialises");
-    control::report(client, k, "uploaded", Some(&json)).await.map_err(|e| failed("reporting", &e))?;
+    control::report(client, k, AgentState::Uploaded, Some(&json)).await.map_err(|e| failed("reporting", &e))?;
     Ok(())
 }
 
@@ -199,7 +206,7 @@ struct Reporter {
     state: watch::Receiver<Option<RunState>>,
     producers_done: Arc<AtomicBool>,
     stop: CancellationToken,
-    mine: watch::Sender<&'static str>,
+    mine: watch::Sender<AgentState>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -210,14 +217,14 @@ impl Reporter {
             .await
             .ok_or_else(|| Error::Agents { run: db.schema.clone(), reason: format!("{who} could not connect") })?;
         let (tx, rx) = watch::channel(None);
-        let (mine, my_state) = watch::channel("ready");
+        let (mine, my_state) = watch::channel(AgentState::Ready);
         let (producers_done, stop) = (Arc::new(AtomicBool::new(false)), interrupt.child_token());
         let (done, stop2) = (producers_done.clone(), stop.clone());
         let task = tokio::spawn(async move {
             loop {
                 let started = tx.borrow().as_ref().is_some_and(|s: &RunState| s.start_at_us.is_some());
                 let me = match *my_state.borrow() {
-                    "ready" if started => "running",
+                    AgentState::Ready if started => AgentState::Running,
                     other => other,
                 };
                 if let Some((client, _)) = side.client().await
@@ -236,7 +243,7 @@ impl Reporter {
     }
 
     /// The workers are done: one last report in `state`, then the task ends.
-    async fn finish(self, state: &'static str) {
+    async fn finish(self, state: AgentState) {
         self.mine.send_replace(state);
         tokio::time::sleep(REPORT_EVERY + Duration::from_millis(50)).await;
         self.task.abort();

@@ -8,8 +8,9 @@ use super::control::{self, Seen};
 use super::evidence::{self, AgentEvidence};
 use super::member::Report;
 use super::problem::BadEvidence;
+use super::state::AgentState;
 use crate::collect::{Event, EventKind};
-use crate::model::summary::AgentFigures;
+use crate::model::summary::{AgentFigures, AgentOutcome};
 use crate::run::RunOutput;
 use crate::scenario::Plan;
 use std::time::Instant;
@@ -35,7 +36,7 @@ pub(crate) async fn merge(plan: &Plan, client: &Client, roll: &Roll, out: &mut R
         let seen = roll.seen.iter().find(|s| s.agent == k);
         let mut f = share(plan, roll.wanted, k, seen);
         match seen {
-            Some(s) if s.state == "uploaded" => {
+            Some(s) if s.state == AgentState::Uploaded => {
                 let report: Report = s.report.clone().and_then(|r| serde_json::from_value(r).ok()).unwrap_or_default();
                 let got = download(client, k).await?;
                 match got {
@@ -43,7 +44,7 @@ pub(crate) async fn merge(plan: &Plan, client: &Client, roll: &Roll, out: &mut R
                         longest = Some(longest.unwrap_or(0).max(report.duration_us));
                         add(&mut f, &report, &ev);
                         absorb(out, ev, &report);
-                        f.state = "finished".into();
+                        f.state = AgentOutcome::Finished;
                     }
                     Err(why) => f.note = format!("its evidence is unreadable: {why}"),
                 }
@@ -55,7 +56,7 @@ pub(crate) async fn merge(plan: &Plan, client: &Client, roll: &Roll, out: &mut R
             }
             None => f.note = "it never joined".into(),
         }
-        if f.state == "missing" && seen.is_some() {
+        if f.state == AgentOutcome::Missing && seen.is_some() {
             f.recovered_executions = recover(plan, client, roll, &f, out).await;
         }
         figures.push(f);
@@ -81,7 +82,7 @@ fn share(plan: &Plan, wanted: u32, k: u32, seen: Option<&Seen>) -> AgentFigures 
     AgentFigures {
         agent: k,
         name: seen.map(|s| s.name.clone()).unwrap_or_default(),
-        state: if seen.is_some() { "missing".into() } else { "absent".into() },
+        state: if seen.is_some() { AgentOutcome::Missing } else { AgentOutcome::Absent },
         workers: slots.clone().count() as u32,
         first_worker: *slots.start(),
         last_worker: *slots.end(),

@@ -21,6 +21,7 @@ pub(crate) mod netfault;
 pub(crate) mod netns;
 pub(crate) mod problem;
 pub(crate) mod spawn;
+pub(crate) mod state;
 pub(crate) mod stuck;
 
 use crate::model::fault::Actor;

@@ -59,7 +59,7 @@ mod tests {
         let s = Seen {
             agent: 2,
             name: "doomed".into(),
-            state: "running".into(),
+            state: crate::agent::state::AgentState::Running,
             silent_s: 11.0,
             last_seen_us: 0,
             report: None,

@@ -13,6 +13,7 @@ use crate::db::ephemeral::{self, LeftoverCluster};
 use crate::db::schema::Mark;
 use crate::db::statements::LEFTOVER_SCHEMAS;
 use crate::error::{Error, ExitCode, Result};
+use crate::options::Target;
 use std::io::{BufRead, IsTerminal, Write};
 
 /// A schema named like an earlier run's, the bytes of its tables, and whose it is.
@@ -40,11 +41,15 @@ fn whose(comment: &str) -> Whose {
     }
 }
 
-pub(crate) async fn clean(database_url: Option<&str>, yes: bool) -> Result<ExitCode> {
+/// `target`: the --database-url server whose schemas are also cleaned (an ephemeral target:
+/// cluster folders only). `yes`: remove without asking.
+pub(crate) async fn clean(target: &Target, yes: bool) -> Result<ExitCode> {
     let clusters = ephemeral::leftover_clusters();
-    let db = match database_url {
-        Some(url) => Some(Database::open(Some(url), &[], String::new(), false, yes).await?),
-        None => None,
+    let db = match target {
+        Target::Url { url, allow_remote } => {
+            Some(Database::open(Some(url), &[], String::new(), false, *allow_remote).await?)
+        }
+        Target::Ephemeral | Target::Docker { .. } => None,
     };
     let (schemas, kept): (Vec<_>, Vec<_>) = match &db {
         Some(db) => leftover_schemas(db).await?.into_iter().partition(|s| s.whose == Whose::Gone),

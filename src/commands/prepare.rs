@@ -9,13 +9,12 @@ use std::path::Path;
 pub(crate) async fn prepare(
     file: &Path,
     sets: &[String],
-    url: &str,
+    target: Target,
     schema_name: String,
     reuse: bool,
 ) -> Result<ExitCode> {
     let plan = scenario::plan_from_file(file, sets, Some(0))?;
-    // The schema stays (keep): pgbench runs in it next. The URL was given on purpose: any host.
-    let target = Target::Url { url: url.to_string(), allow_remote: true };
+    // The schema stays (keep): pgbench runs in it next.
     let opts = DatabaseOptions::new(target, Some(schema_name), reuse, true)?;
     let db = pipeline::open_database(&plan, &opts, "").await?;
     let preload = match pipeline::prepare_database(&plan, &db).await {

@@ -123,7 +123,7 @@ async fn prove_within(
     };
     let backends = run::cancel::Backends::of(db);
     let who = "validate's proof";
-    let proved = run::cancel::bounded(work, stopped, (&backends, &[], who), || dropped.cancel()).await;
+    let proved = run::cancel::bounded(work, stopped, &backends, &[], who, || dropped.cancel()).await;
     match proved {
         Some(proved) if !expired.load(Ordering::Relaxed) => proved,
         _ => Err(Error::ScenarioFile {

@@ -3,7 +3,7 @@
 //! batch's own outputs written through the fan-out: junit.xml over the repeats and the
 //! baseline, compare.md/json, the GitHub step summary, and comparison.html across scenarios.
 
-use super::{RunResult, check_output_folder, check_target, run_id, run_one};
+use super::{RunPlace, RunResult, check_output_folder, check_target, run_id, run_one};
 use crate::compare::{self, Comparison, Labels, store};
 use crate::error::{ExitCode, Result};
 use crate::model::expect;
@@ -39,7 +39,7 @@ pub(crate) async fn run_files(cmd: &RunCommand, interrupt: &CancellationToken) -
         if interrupt.is_cancelled() {
             break;
         }
-        let (code, runs) = run_repeats(plan, cmd, (&out_dir, &id), interrupt).await;
+        let (code, runs) = run_repeats(plan, cmd, RunPlace { dir: &out_dir, run_id: id.clone() }, interrupt).await;
         worst = worst.worst(code);
         if runs.is_empty() {
             continue;
@@ -122,9 +122,10 @@ fn plans(cmd: &RunCommand) -> Result<Vec<Plan>> {
 async fn run_repeats(
     plan: &Plan,
     cmd: &RunCommand,
-    (out_dir, id): (&Path, &str),
+    place: RunPlace<'_>,
     interrupt: &CancellationToken,
 ) -> (ExitCode, Vec<(RunSummary, PathBuf)>) {
+    let (out_dir, id) = (place.dir, place.run_id.as_str());
     let mut worst = ExitCode::Passed;
     let mut runs = Vec::new();
     // A single run compared with a baseline gets its junit.xml from the batch (with the baseline suite).
@@ -138,7 +139,7 @@ async fn run_repeats(
         } else {
             (out_dir.to_path_buf(), id.to_string())
         };
-        let code = match run_one(plan, &cmd.run, (&dir, run_id), interrupt, own_junit).await {
+        let code = match run_one(plan, &cmd.run, RunPlace { dir: &dir, run_id }, interrupt, own_junit).await {
             Ok(RunResult { summary, written }) => {
                 let name = if cmd.repeat > 1 { format!("{} #{k}", plan.name) } else { plan.name.clone() };
                 print_verdict(&summary, &name, &dir, cmd.quiet);

@@ -37,17 +37,24 @@ pub(crate) struct RunResult {
     pub written: Result<Written>,
 }
 
+/// Where a run goes: its folder, and its run id (its schema, summary.json's run_id, and the
+/// default folder's name).
+pub(crate) struct RunPlace<'a> {
+    pub dir: &'a Path,
+    pub run_id: String,
+}
+
 /// One scenario, start to finish. The database is torn down whatever happens; the results
 /// folder is removed again if the run failed before anything was written into it.
 /// `junit`: the run folder gets its own junit.xml (false when the batch writes one there).
-/// `run_id` names the run (its schema, summary.json's run_id, and the default folder).
 pub(crate) async fn run_one(
     plan: &Plan,
     opts: &RunOptions,
-    (out_dir, run_id): (&Path, String),
+    place: RunPlace<'_>,
     interrupt: &CancellationToken,
     junit: bool,
 ) -> Result<RunResult> {
+    let RunPlace { dir: out_dir, run_id } = place;
     match &opts.agents {
         Some(agents) => agent::coordinator::check_plan(plan, agents)?,
         None => agent::coordinator::check_local(plan)?,
@@ -67,7 +74,7 @@ async fn run_on_database(
     interrupt: &CancellationToken,
 ) -> Result<Finished> {
     let db = database::open(plan, &opts.database, &run_id).await?;
-    let finished = stages(plan, &db, interrupt, (opts.progress, opts.agents.as_ref()), run_id).await;
+    let finished = stages(plan, &db, interrupt, opts, run_id).await;
     let teardown = db.teardown().await;
     let finished = finished?;
     teardown?;
@@ -79,16 +86,19 @@ async fn stages(
     plan: &Plan,
     db: &crate::db::Database,
     interrupt: &CancellationToken,
-    (progress, agents): (bool, Option<&crate::options::AgentsOptions>),
+    opts: &RunOptions,
     run_id: String,
 ) -> Result<Finished> {
     let started_at = chrono::Utc::now().to_rfc3339();
     let prepared = database::prepare(plan, db).await?;
     let ids = prepared.ids.clone();
-    let output = match (agents, &plan.client) {
-        (Some(a), _) => agent::coordinator::run(plan, db, interrupt, (ids, &run_id), a).await?,
+    let output = match (&opts.agents, &plan.client) {
+        (Some(opts), _) => {
+            let lead = agent::coordinator::Coordinated { plan, db, run_id: &run_id, ids, opts };
+            agent::coordinator::run(lead, interrupt).await?
+        }
         (None, Some(_)) => run::process::run(plan, db, interrupt, ids).await?,
-        (None, None) => run::run(plan, db, interrupt, progress, ids).await?,
+        (None, None) => run::run(plan, db, interrupt, opts.progress, ids).await?,
     };
     for f in &output.failures {
         eprintln!("warning: {f}");

@@ -2,7 +2,7 @@
 //! agent, side by side, with its share, what it did, and its clock against the server's.
 
 use super::escape::escape;
-use crate::model::summary::{AgentFigures, RunSummary};
+use crate::model::summary::{AgentFigures, AgentOutcome, RunSummary};
 use std::fmt::Write;
 
 /// "+12 µs ± 40 µs", and the same at the end when measured.
@@ -23,7 +23,7 @@ pub(crate) fn lines(s: &RunSummary) -> Vec<(&'static str, String)> {
     if s.agents.is_empty() {
         return Vec::new();
     }
-    let finished = s.agents.iter().filter(|a| a.state == "finished").count();
+    let finished = s.agents.iter().filter(|a| a.state == AgentOutcome::Finished).count();
     let merge = format!("evidence merged in {:.2} s", s.timings.merge_s);
     let mut out = vec![("agents", format!("{finished} of {} finished · {merge}", s.agents.len()))];
     for a in &s.agents {
@@ -73,7 +73,7 @@ pub(crate) fn table(o: &mut String, s: &RunSummary) {
              <td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td><td class=n>{}</td><td>{}</td></tr>",
             a.agent,
             escape(&a.name),
-            escape(&a.state),
+            escape(a.state.name()),
             a.first_worker,
             a.last_worker,
             a.jobs,
@@ -98,8 +98,19 @@ mod tests {
         let mut s = RunSummary::default();
         assert!(lines(&s).is_empty());
         s.agents = vec![
-            AgentFigures { agent: 1, name: "a<1>".into(), state: "finished".into(), jobs: 10, ..Default::default() },
-            AgentFigures { agent: 2, state: "absent".into(), note: "it never joined".into(), ..Default::default() },
+            AgentFigures {
+                agent: 1,
+                name: "a<1>".into(),
+                state: AgentOutcome::Finished,
+                jobs: 10,
+                ..Default::default()
+            },
+            AgentFigures {
+                agent: 2,
+                state: AgentOutcome::Absent,
+                note: "it never joined".into(),
+                ..Default::default()
+            },
         ];
         let l = lines(&s);
         assert_eq!(l.len(), 3);

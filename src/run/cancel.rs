@@ -97,7 +97,9 @@ pub(crate) fn live_pids(pids: &[AtomicI32]) -> Vec<i32> {
 pub(crate) async fn bounded<T>(
     work: impl Future<Output = T>,
     stopped: impl Future<Output = ()>,
-    (backends, pids, who): (&Backends, &[AtomicI32], &str),
+    backends: &Backends,
+    pids: &[AtomicI32],
+    who: &str,
     give_up: impl FnOnce(),
 ) -> T {
     let unstick = async {

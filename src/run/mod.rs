@@ -15,6 +15,7 @@ pub mod lanes;
 pub(crate) mod literal;
 pub(crate) mod live;
 pub(crate) mod observe;
+mod part;
 pub(crate) mod pool;
 pub(crate) mod preload;
 pub(crate) mod process;
@@ -26,24 +27,21 @@ pub(crate) mod values;
 pub(crate) mod work;
 pub(crate) mod worker;
 
+pub use part::{Part, RunContext, run_part};
+
 use crate::adapter::keys::Interner;
 use crate::collect::{Arrival, Event, FaultEvent, Samples, WorkerStats};
 use crate::db::Database;
 use crate::error::{Error, Result, SessionFailure, Sql};
-use crate::model::protocol::Reclaim;
-use crate::model::records::{PgSample, ProbeSample};
-use crate::scenario::plan::Wakeup;
-use crate::scenario::{Plan, Stop};
+use crate::model::records::PgSample;
+use crate::scenario::Plan;
 use conn::Conn;
-use faults::FaultState;
 use futures_util::future::join_all;
 use reaper::ReaperStats;
 use std::sync::Arc;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-use worker::{Progress, Shared, Worker};
+use worker::{Shared, Worker};
 
 /// The connection of a side task (reaper, sampler, injector, producer). It
 /// connects once at the start (on failure a warning naming `who`, and the run
@@ -170,40 +168,6 @@ pub struct RunOutput {
 /// A future the runner awaits: boxed, so a part of a run can carry one.
 pub type Waiting<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
 
-/// Which share of a run this process runs (docs/agents.md): all of it (a local run), an
-/// agent's workers, or a coordinator's side tasks while agents run the workers.
-pub struct Part {
-    /// The worker slots run here (empty for a coordinator).
-    pub slots: std::ops::RangeInclusive<u32>,
-    /// The reaper, sampler, producers, horizon actors, live expectations and the faults that
-    /// act on the server (lock holds, cancels, restarts) run here.
-    pub side: bool,
-    /// The first identity a respawned worker takes.
-    pub next_identity: u32,
-    /// Awaited once every connection is open: it returns the instant the clock starts (a
-    /// barrier shared with other processes). None: now.
-    pub barrier: Option<Waiting<Result<Instant>>>,
-    /// Set from outside when the producers (elsewhere) are done; None: from the plan.
-    pub producers_done: Option<Arc<AtomicBool>>,
-    /// Called with the run's stop token once the clock starts and awaited beside the workers:
-    /// the run lasts until it is done too (the agents' workers).
-    pub remote: Option<Box<dyn FnOnce(CancellationToken) -> Waiting<()> + Send>>,
-}
-
-impl Part {
-    /// Every worker and every side task, starting now: a local run.
-    pub fn whole(plan: &Plan) -> Part {
-        Part {
-            slots: 1..=plan.workers.count,
-            side: true,
-            next_identity: plan.workers.count + 1,
-            barrier: None,
-            producers_done: None,
-            remote: None,
-        }
-    }
-}
-
 /// Runs the plan's workers against `db`. `interrupt` is cancelled by Ctrl-C/SIGTERM.
 /// `ids` numbers the queue's own job ids (the preload has filled it when ids are not integers).
 pub async fn run(
@@ -213,173 +177,7 @@ pub async fn run(
     show_progress: bool,
     ids: Arc<Interner>,
 ) -> Result<RunOutput> {
-    run_part(plan, db, interrupt, (show_progress, ids), Part::whole(plan)).await
-}
-
-/// `run`, for one part of the run (`Part`).
-pub async fn run_part(
-    plan: &Plan,
-    db: &Database,
-    interrupt: &CancellationToken,
-    (show_progress, ids): (bool, Arc<Interner>),
-    part: Part,
-) -> Result<RunOutput> {
-    // The side tasks' (sampler, reaper, faults, probes): bounded statements.
-    let config = db.side_config();
-    let pooled = db.pooled_config();
-    let channel = (plan.workers.idle.wakeup == Wakeup::Listen).then(|| db.schema.clone());
-    let probe = match &channel {
-        Some(ch) => Some(
-            idle::probe_rollback(&pooled, &format!("{ch}_probe"), Duration::from_millis(200))
-                .await
-                .map_err(|failure| Error::Probe { target: db.target.clone(), failure: Box::new(failure) })?,
-        ),
-        None => None,
-    };
-    let shared_plan = Arc::new(plan.clone());
-    let clients = open_clients(&shared_plan, db, &pooled, channel.as_deref(), &part.slots).await?;
-    if part.side && plan.load.is_open() {
-        producer::preflight(plan, &pooled).await.map_err(|failure| Error::Strategy {
-            strategy: plan.adapter.name.clone(),
-            target: db.target.clone(),
-            failure: Box::new(failure),
-        })?;
-    }
-    let stop = interrupt.child_token();
-    let start = match part.barrier {
-        Some(barrier) => barrier.await?,
-        None => Instant::now(),
-    };
-    let timer = Timer::start(plan, &stop);
-    // When the stop token fires (it fires only when the workers are told to stop).
-    let stopped_at = Arc::new(AtomicU64::new(u64::MAX));
-    let stop_watch = {
-        let (stop, at) = (stop.clone(), stopped_at.clone());
-        tokio::spawn(async move {
-            stop.cancelled().await;
-            at.store(start.elapsed().as_micros() as u64, Ordering::Relaxed);
-        })
-    };
-    let shared = Arc::new(Shared {
-        plan: shared_plan,
-        config: config.clone(),
-        harness: db.harness_config(),
-        pooled,
-        faults: Arc::new(FaultState::new(plan, start, ids.clone())),
-        next_identity: Arc::new(AtomicU32::new(part.next_identity)),
-        stop: stop.clone(),
-        producers_done: part.producers_done.unwrap_or_else(|| Arc::new(AtomicBool::new(!plan.load.is_open()))),
-        progress: Arc::new(Progress::default()),
-        live: live::Live::for_plan(plan).filter(|_| part.side).map(Arc::new),
-        channel,
-        lost: Arc::new(OnceLock::new()),
-        ids,
-    });
-    let watcher = shared.live.clone().map(|l| {
-        let (sh, stop) = (shared.clone(), stop.clone());
-        tokio::spawn(async move { live::watch(&l, &sh.plan, &sh.progress.errors, start, &stop).await })
-    });
-    // Extensions (pgstattuple) are created only in a cluster of our own.
-    let actors = {
-        let extensions = db.kind.owned().then(|| db.harness_config());
-        let (sh, stop, config) = (shared.clone(), stop.clone(), config.clone());
-        let side = part.side;
-        tokio::spawn(async move {
-            if side {
-                horizon::actors(&sh.plan, &config, start, extensions.as_ref(), &stop).await
-            } else {
-                Default::default()
-            }
-        })
-    };
-    // The lanes (the direct workers' threads) live until the run is over.
-    let (_lanes, tasks) = spawn_workers(clients, &shared, part.slots.clone());
-    let first_slot = *part.slots.start();
-    // The reaper, the injector, the sampler and the probe stop when the workers are done.
-    let side_stop = stop.child_token();
-    let side = spawn_side_tasks(&shared, db.servers(), (start, show_progress, part.side), &side_stop);
-    // URL mode: a restart or failover queuebench did not cause is seen from the server's identity.
-    let watch = (db.kind == crate::db::Kind::Url && part.side)
-        .then(|| tokio::spawn(identity::watch(config.clone(), start, shared.faults.clone(), side_stop.clone())));
-    let remote = part.remote.map(|follow| follow(stop.clone()));
-    let remote = async {
-        if let Some(remote) = remote {
-            remote.await;
-        }
-    };
-    // Once the run stops (or its workers are done), what is still waiting on the server is
-    // cancelled, then terminated, then given up on (`cancel`): every wait below is bounded.
-    let mut abort: Vec<_> = tasks.iter().map(|t| t.abort_handle()).collect();
-    abort.extend([actors.abort_handle(), side.abort_handle()]);
-    let backends = cancel::Backends::of(db);
-    let ending = async {
-        let (finished, ()) = tokio::join!(join_all(tasks), remote);
-        let duration = start.elapsed();
-        // Blockers and vacuum steps finish their schedule even when the workers are done early.
-        let horizon = actors.await;
-        side_stop.cancel();
-        (finished, duration, horizon, side.await)
-    };
-    let give_up = || abort.iter().for_each(tokio::task::AbortHandle::abort);
-    let (finished, duration, horizon, side) =
-        cancel::bounded(ending, side_stop.cancelled(), (&backends, &shared.faults.pids, "the run"), give_up).await;
-    let mut workers = gather(finished, first_slot)?;
-    let stopped_us = stop.is_cancelled().then(|| {
-        let at = stopped_at.load(Ordering::Relaxed);
-        if at == u64::MAX { duration.as_micros() as u64 } else { at }
-    });
-    stop_watch.abort();
-    let aborted = match watcher {
-        Some(w) => {
-            w.abort();
-            w.await.ok().flatten()
-        }
-        None => None,
-    };
-    let mut horizon = given_up(horizon, "a horizon blocker or vacuum step panicked")?;
-    timer.task.abort();
-    let (reaper, injected, samples, produced, probes) =
-        given_up(side, "the reaper, injector, sampler or a producer panicked")?;
-    horizon.probes = probes;
-    if let Some(watch) = watch {
-        watch.await.map_err(|e| Error::machine("the server watch panicked", e))?;
-    }
-    workers.faults.extend(injected);
-    workers.faults.sort_by_key(|f| f.t_us);
-    // The producers' enqueue errors join the workers' tally, where `unexpected_errors` judges them.
-    for (code, (n, first)) in &produced.failures {
-        workers.stats.record_errors(crate::model::errors::Statement::Enqueue, code, first, *n);
-    }
-    Ok(RunOutput {
-        stats: workers.stats,
-        latency: workers.latency,
-        journal: workers.journal,
-        faults: workers.faults,
-        effects_unwritten: 0,
-        reaper,
-        arrivals: produced.arrivals,
-        unsent: produced.unsent,
-        producer_errors: produced.errors,
-        deduplicated: produced.deduplicated,
-        unique_keys: produced.unique_keys,
-        samples,
-        horizon,
-        duration,
-        stopped_us,
-        interrupted: interrupt.is_cancelled(),
-        timed_out: timer.fired.load(Ordering::Relaxed),
-        failures: workers.failures,
-        probe,
-        aborted,
-        database_lost: shared.lost.get().cloned(),
-        ids: shared.ids.clone(),
-        restarts: shared.faults.restarts.lock().unwrap().clone(),
-        failovers: shared.faults.failovers.lock().unwrap().clone(),
-        agents: Vec::new(),
-        merge_s: 0.0,
-        merge_peak_rss_mib: 0.0,
-        network: Vec::new(),
-    })
+    run_part(plan, db, interrupt, RunContext { progress: show_progress, ids }, Part::whole(plan)).await
 }
 
 /// How the workers reach the database: a connection each (the direct client, on the worker
@@ -469,109 +267,4 @@ async fn open_workers(
             failure: Box::new(failure),
         })?;
     Ok((lanes, conns))
-}
-
-/// Stops the run at `run.stop` when it is a duration, else at `run.timeout` (then `fired`
-/// says the run timed out).
-struct Timer {
-    task: tokio::task::JoinHandle<()>,
-    fired: Arc<AtomicBool>,
-}
-
-impl Timer {
-    fn start(plan: &Plan, stop: &CancellationToken) -> Timer {
-        let fired = Arc::new(AtomicBool::new(false));
-        let (after, is_timeout) = match plan.run.stop {
-            Stop::After(d) => (d.min(plan.run.timeout), d > plan.run.timeout),
-            _ => (plan.run.timeout, true),
-        };
-        let (stop, flag) = (stop.clone(), fired.clone());
-        let task = tokio::spawn(async move {
-            tokio::time::sleep(after).await;
-            flag.store(is_timeout, Ordering::Relaxed);
-            stop.cancel();
-        });
-        Timer { task, fired }
-    }
-}
-
-type SideOutput = (ReaperStats, Vec<FaultEvent>, Vec<PgSample>, producer::ProducerOutput, Vec<ProbeSample>);
-
-/// The tasks beside the workers: reaper, fault injector, sampler, producers, claim-plan probe.
-/// `side` false (an agent): only the injector runs, for the faults on this part's workers.
-fn spawn_side_tasks(
-    shared: &Arc<Shared>,
-    servers: Option<crate::db::ephemeral::Servers>,
-    (start, show_progress, side): (Instant, bool, bool),
-    side_stop: &CancellationToken,
-) -> tokio::task::JoinHandle<SideOutput> {
-    let (sh, side_stop) = (shared.clone(), side_stop.clone());
-    tokio::spawn(async move {
-        let config = &sh.config;
-        let inject = faults::inject(&sh.plan, &sh.faults, &sh.harness, servers.as_ref(), &side_stop);
-        if !side {
-            return (ReaperStats::default(), inject.await, Vec::new(), Default::default(), Vec::new());
-        }
-        let reap = async {
-            match sh.plan.lease.reclaim {
-                Reclaim::Reaper => reaper::run(&sh.plan, config, (start, &sh.ids), &side_stop).await,
-                _ => ReaperStats::default(),
-            }
-        };
-        let opts = sampler::SamplerOptions { progress: show_progress };
-        let sample = sampler::run(&sh.plan, config, start, &sh.progress, opts, &side_stop);
-        let produce = async {
-            let out = producer::run(&sh.plan, &sh.pooled, start, &sh.stop, &sh.ids).await;
-            sh.producers_done.store(true, Ordering::Relaxed);
-            out
-        };
-        let probe = horizon::probe(&sh.plan, config, start, &side_stop);
-        tokio::join!(reap, inject, sample, produce, probe)
-    })
-}
-
-/// What the workers recorded, merged.
-struct Gathered {
-    stats: WorkerStats,
-    latency: Samples,
-    journal: Vec<Event>,
-    faults: Vec<FaultEvent>,
-    failures: Vec<worker::WorkerFailure>,
-}
-
-/// A side task's output; its default when it was given up on (`cancel::bounded`).
-fn given_up<T: Default>(joined: std::result::Result<T, tokio::task::JoinError>, panicked: &str) -> Result<T> {
-    match joined {
-        Err(e) if e.is_cancelled() => Ok(T::default()),
-        joined => joined.map_err(|e| Error::machine(panicked, e)),
-    }
-}
-
-/// `first`: the slot of the first task (a task given up on is named by its slot).
-fn gather(finished: Vec<std::result::Result<Finished, tokio::task::JoinError>>, first: u32) -> Result<Gathered> {
-    let mut g = Gathered {
-        stats: WorkerStats::default(),
-        latency: Samples::default(),
-        journal: Vec::new(),
-        faults: Vec::new(),
-        failures: Vec::new(),
-    };
-    for (i, task) in finished.into_iter().enumerate() {
-        let (mut stats, journal, faults, failure) = match task {
-            Err(e) if e.is_cancelled() => {
-                let worker = format!("w{}", first + i as u32);
-                g.failures.push(worker::WorkerFailure::GivenUp { worker });
-                continue;
-            }
-            task => task.map_err(|e| Error::machine("a worker task panicked", e))?,
-        };
-        g.stats += &stats;
-        stats.take_samples(&mut g.latency);
-        g.journal.extend(journal.into_vec());
-        g.faults.extend(faults);
-        g.failures.extend(failure);
-    }
-    // In the checkers' order, so they need no second copy of a long run's journal.
-    g.journal.sort_unstable_by_key(Event::order);
-    Ok(g)
 }

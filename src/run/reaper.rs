@@ -40,7 +40,8 @@ pub struct ReaperStats {
 pub(crate) async fn run(
     plan: &Plan,
     config: &Endpoint,
-    (start, ids): (Instant, &Interner),
+    start: Instant,
+    ids: &Interner,
     stop: &CancellationToken,
 ) -> ReaperStats {
     let mut stats = ReaperStats::default();
@@ -79,7 +80,7 @@ pub(crate) async fn run(
             Ok(counted) => {
                 let t_us = start.elapsed().as_micros() as u64;
                 let dur_us = t_us.saturating_sub(sent_us).min(u64::from(u32::MAX)) as u32;
-                tally(&mut stats, counted, (t_us, dur_us), (plan, ids));
+                tally(&mut stats, counted, Returned { t_us, dur_us }, plan, ids);
             }
             Err(e) => eprintln!("warning: reaper: {}", error_text(&e)),
         }
@@ -87,14 +88,16 @@ pub(crate) async fn run(
     }
 }
 
+/// When a reclaim returned (µs after the run's start) and how long it took (µs).
+struct Returned {
+    t_us: u64,
+    dur_us: u32,
+}
+
 /// Counts what one reclaim took back and journals each job it named, at `t_us` (its return),
 /// `dur_us` after it was sent.
-fn tally(
-    stats: &mut ReaperStats,
-    counted: steps::Counted,
-    (t_us, dur_us): (u64, u32),
-    (plan, ids): (&Plan, &Interner),
-) {
+fn tally(stats: &mut ReaperStats, counted: steps::Counted, returned: Returned, plan: &Plan, ids: &Interner) {
+    let Returned { t_us, dur_us } = returned;
     let rows = match counted {
         steps::Counted::Changed(n) => {
             stats.reclaimed += n;

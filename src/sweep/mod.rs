@@ -15,7 +15,7 @@ pub(crate) mod results;
 
 use crate::error::{Access, Error, ExitCode, Result};
 use crate::options::{RunOptions, SweepCommand};
-use crate::pipeline::{RunResult, run_id, run_one};
+use crate::pipeline::{RunPlace, RunResult, run_id, run_one};
 use crate::report::{self, export};
 use crate::scenario::{self, Plan};
 use grid::{Cell, Grid};
@@ -130,7 +130,7 @@ async fn run_cell(
         p.seed = plan.seed.wrapping_add(u64::from(rep));
         let name = format!("cell-{:02}", cell.index + 1);
         let rel = if repeat == 1 { PathBuf::from(name) } else { PathBuf::from(name).join(format!("rep-{}", rep + 1)) };
-        match run_one(&p, run, (&dir.join(&rel), run_id()), interrupt, true).await {
+        match run_one(&p, run, RunPlace { dir: &dir.join(&rel), run_id: run_id() }, interrupt, true).await {
             Ok(RunResult { summary, .. }) if summary.interrupted => {}
             Ok(RunResult { summary, written }) => {
                 if let Err(e) = written {

@@ -214,12 +214,28 @@ pub fn postgres_processes_under(dir: &Path) -> Vec<u32> {
     processes_with(&["postgres", &dir.to_string_lossy()])
 }
 
+/// The last `lines` lines of a process's log file, for a failure message that says what the
+/// process itself saw ("(no log file)" when it has none yet).
+pub fn log_tail(path: &Path, lines: usize) -> String {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            let all: Vec<&str> = text.lines().collect();
+            let tail = all[all.len().saturating_sub(lines)..].join("\n");
+            if tail.is_empty() { "(empty)".into() } else { tail }
+        }
+        Err(e) => format!("(no log file: {e})"),
+    }
+}
+
 /// `program` as the postgres system user when the tests run as root (initdb, pg_ctl and
-/// PgBouncer refuse root), else as it is.
+/// PgBouncer refuse root), else as it is. As postgres it starts in `/`, a folder it may enter
+/// (the checkout may sit in one only root may enter, such as a `mktemp -d` folder or /root):
+/// a caller whose program reads relative paths sets its own folder with `current_dir`.
 pub fn as_postgres(program: &str) -> Command {
     if unsafe { libc::geteuid() } == 0 {
         let mut c = Command::new("runuser");
-        c.args(["-u", "postgres", "--", program]);
+        c.args(["-u", "postgres", "--", program]).current_dir("/");
         c
     } else {
         Command::new(program)

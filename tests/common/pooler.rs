@@ -45,12 +45,27 @@ impl OwnPooler {
         let ini = dir.path().join("pgbouncer.ini");
         // PgBouncer refuses root, as queuebench's own does: as root it runs as postgres.
         let program = if unsafe { libc::geteuid() } == 0 { "/usr/sbin/pgbouncer" } else { "pgbouncer" };
+        let log_path = dir.path().join("pgbouncer.log");
+        let log = std::fs::File::create(&log_path).unwrap();
         let mut cmd = super::as_postgres(program);
-        let child =
-            cmd.arg(&ini).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
-        let until = Instant::now() + Duration::from_secs(10);
+        let mut child =
+            cmd.arg(&ini).current_dir(dir.path()).stdout(log.try_clone().unwrap()).stderr(log).spawn().unwrap();
+        // A generous bound: a loaded machine starts it late, which is no failure.
+        let limit = Duration::from_secs(60);
+        let until = Instant::now() + limit;
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < until, "the test's own PgBouncer did not start");
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!(
+                    "the test's own PgBouncer exited ({status}) before it listened; its log:\n{}",
+                    super::log_tail(&log_path, 40)
+                );
+            }
+            assert!(
+                Instant::now() < until,
+                "the test's own PgBouncer did not listen on 127.0.0.1:{port} within {} s; its log:\n{}",
+                limit.as_secs(),
+                super::log_tail(&log_path, 40)
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         OwnPooler { child, port, _dir: dir }

@@ -133,6 +133,39 @@ impl ExpectationResult {
     }
 }
 
+/// What became of an agent of a run across agents (summary.json's `agents[].state`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentOutcome {
+    /// Its evidence was uploaded and merged.
+    Finished,
+    /// It joined, then died or stopped answering: its evidence is missing.
+    Missing,
+    /// It never joined.
+    #[default]
+    Absent,
+}
+
+impl AgentOutcome {
+    /// Every outcome, in the order the docs list them.
+    pub const ALL: [AgentOutcome; 3] = [AgentOutcome::Finished, AgentOutcome::Missing, AgentOutcome::Absent];
+
+    /// Its name in summary.json and the reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            AgentOutcome::Finished => "finished",
+            AgentOutcome::Missing => "missing",
+            AgentOutcome::Absent => "absent",
+        }
+    }
+}
+
+impl std::fmt::Display for AgentOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// One agent of a run across processes or hosts: its share and what it measured.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
@@ -141,9 +174,8 @@ pub struct AgentFigures {
     pub agent: u32,
     /// `--name`, else the host name and process id.
     pub name: String,
-    /// `joined`, `finished` (evidence merged), `missing` (it joined and died or stopped
-    /// answering: its evidence is missing) or `absent` (it never joined).
-    pub state: String,
+    /// What became of it: `finished`, `missing` or `absent`.
+    pub state: AgentOutcome,
     /// The worker slots it ran (`first..=last`); its respawned workers took identities from
     /// `identity_base` up.
     pub workers: u32,
@@ -169,4 +201,17 @@ pub struct AgentFigures {
     pub evidence_bytes: u64,
     /// Why it is missing or absent; empty when it finished.
     pub note: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AgentOutcome;
+
+    #[test]
+    fn an_agents_outcome_is_written_and_read_by_its_name() {
+        for o in AgentOutcome::ALL {
+            assert_eq!(serde_json::to_value(o).unwrap(), o.name());
+            assert_eq!(serde_json::from_value::<AgentOutcome>(o.name().into()).unwrap(), o);
+        }
+    }
 }
