@@ -86,10 +86,15 @@ postgres_docker() {
   else
     mkdir -p "$tmp/pgcontext"
     cp "$root/deploy/postgres-entrypoint.sh" "$tmp/pgcontext/"
+    local previous
+    previous=$(podman "${pflags[@]}" image inspect --format '{{.Id}}' "$pg_image" 2>/dev/null || true)
     podman "${pflags[@]}" build --runtime "$runtime" "${ulimits[@]}" --network host --build-arg "BASE=$base_image" \
       -f "$root/deploy/Containerfile.postgres" -t "$pg_image" "$tmp/pgcontext" >"$tmp/pgbuild.log" 2>&1 ||
       { cat "$tmp/pgbuild.log" >&2; fail "podman build of $pg_image failed"; }
-    podman "${pflags[@]}" image prune -f >/dev/null 2>&1 || true
+    # The tag moved to the new build: remove the one it left untagged (this script's own, by id).
+    if [ -n "$previous" ] && [ "$previous" != "$(podman "${pflags[@]}" image inspect --format '{{.Id}}' "$pg_image")" ]; then
+      podman "${pflags[@]}" rmi "$previous" >/dev/null 2>&1 || true
+    fi
   fi
   echo "   $(podman "${pflags[@]}" image inspect --format '{{.Size}}' "$pg_image" | awk '{printf "%.0f MB", $1/1e6}'): $(podman "${pflags[@]}" run --rm --network host "${ulimits[@]}" --entrypoint postgres "$pg_image" --version)"
   done_step
