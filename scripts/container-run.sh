@@ -12,6 +12,18 @@
 # Run as root (podman, debootstrap, the cluster's data folder owned by postgres).
 #
 #   scripts/container-run.sh [--binary PATH] [--mirror URL] [--jobs N] [--clean]
+#   scripts/container-run.sh --postgres-image [--mirror URL]
+#   scripts/container-run.sh --postgres-docker [--binary PATH] [--mirror URL] [-- CMD ARG…]
+#
+#   --postgres-image   instead: steps 1–2, then the image localhost/queuebench-postgres:15
+#                  (deploy/Containerfile.postgres: the base with Debian's postgresql-15) for
+#                  `--postgres docker` (docs/databases.md, "--postgres docker with podman")
+#   --postgres-docker  that image (made when missing), then podman's Docker-compatible service
+#                  on a socket of its own, and CMD with DOCKER_HOST naming it (default: the
+#                  binary's `run scenarios/skip-locked.toml --postgres docker --postgres-image
+#                  localhost/queuebench-postgres:15`); fails if CMD fails or leaves a
+#                  queuebench-pg-* container behind. E.g. the feature's test:
+#                  scripts/container-run.sh --postgres-docker -- cargo test --features docker --test suite -- docker::
 #
 #   --binary PATH  the queuebench binary to put in the image (default: $QUEUEBENCH, else the
 #                  debug build in cargo's target folder, else the release build; none is built)
@@ -32,18 +44,24 @@ binary=${QUEUEBENCH:-}
 mirror=
 jobs=3000
 clean=0
+mode=run
+pg_cmd=()
 while [ $# -gt 0 ]; do
   case $1 in
     --binary) binary=$2; shift 2 ;;
     --mirror) mirror=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --clean) clean=1; shift ;;
-    -h | --help) sed -n '2,28p' "$0"; exit 0 ;;
+    --postgres-image) mode=pg-image; shift ;;
+    --postgres-docker) mode=pg-docker; shift ;;
+    --) shift; pg_cmd=("$@"); break ;;
+    -h | --help) sed -n '2,42p' "$0"; exit 0 ;;
     *) echo "usage: $0 [--binary PATH] [--mirror URL] [--jobs N] [--clean]" >&2; exit 2 ;;
   esac
 done
 
 base_image=localhost/queuebench-base:bookworm
+pg_image=localhost/queuebench-postgres:15
 image=localhost/queuebench:local
 prefix=qb-ctr-$$
 agents=3
@@ -60,13 +78,71 @@ done_step() { echo "   done in $(($(date +%s) - step_start)) s"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 cannot() { echo "CANNOT RUN CONTAINERS HERE: $*" >&2; exit 3; }
 
+# --postgres-image and --postgres-docker: steps 1–2 are done (the base, a runtime that works).
+postgres_docker() {
+  step "image $pg_image (deploy/Containerfile.postgres)"
+  if [ "$mode" = pg-docker ] && podman "${pflags[@]}" image exists "$pg_image" 2>/dev/null; then
+    echo "   already there: kept (--postgres-image makes it again)"
+  else
+    mkdir -p "$tmp/pgcontext"
+    cp "$root/deploy/postgres-entrypoint.sh" "$tmp/pgcontext/"
+    local previous
+    previous=$(podman "${pflags[@]}" image inspect --format '{{.Id}}' "$pg_image" 2>/dev/null || true)
+    podman "${pflags[@]}" build --runtime "$runtime" "${ulimits[@]}" --network host --build-arg "BASE=$base_image" \
+      -f "$root/deploy/Containerfile.postgres" -t "$pg_image" "$tmp/pgcontext" >"$tmp/pgbuild.log" 2>&1 ||
+      { cat "$tmp/pgbuild.log" >&2; fail "podman build of $pg_image failed"; }
+    # The tag moved to the new build: remove the one it left untagged (this script's own, by id).
+    if [ -n "$previous" ] && [ "$previous" != "$(podman "${pflags[@]}" image inspect --format '{{.Id}}' "$pg_image")" ]; then
+      podman "${pflags[@]}" rmi "$previous" >/dev/null 2>&1 || true
+    fi
+  fi
+  echo "   $(podman "${pflags[@]}" image inspect --format '{{.Size}}' "$pg_image" | awk '{printf "%.0f MB", $1/1e6}'): $(podman "${pflags[@]}" run --rm --network host "${ulimits[@]}" --entrypoint postgres "$pg_image" --version)"
+  done_step
+  [ "$mode" = pg-docker ] || return 0
+
+  # The service takes no command-line flags per container: what steps 0–2 found goes into a
+  # containers.conf of its own (the runtime, cgroupfs, the events file, ulimits in bounds).
+  step "podman system service on $tmp/podman.sock"
+  cat >"$tmp/containers.conf" <<EOF
+[containers]
+default_ulimits = ["nofile=$nofile:$nofile", "nproc=4096:4096"]
+[engine]
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+runtime = "$runtime"
+EOF
+  CONTAINERS_CONF=$tmp/containers.conf podman "${pflags[@]}" system service --time=0 "unix://$tmp/podman.sock" \
+    >"$tmp/service.log" 2>&1 &
+  service_pid=$!
+  for _ in $(seq 1 100); do [ -S "$tmp/podman.sock" ] && break; sleep 0.1; done
+  [ -S "$tmp/podman.sock" ] || { cat "$tmp/service.log" >&2; fail "podman's service did not make its socket in 10 s"; }
+  export DOCKER_HOST=unix://$tmp/podman.sock
+  echo "   DOCKER_HOST=$DOCKER_HOST (podman's Docker-compatible API)"
+  done_step
+
+  [ ${#pg_cmd[@]} -gt 0 ] || pg_cmd=("$binary" run "$root/scenarios/skip-locked.toml" --postgres docker
+    --postgres-image "$pg_image" --out "$tmp/run")
+  step "${pg_cmd[*]}"
+  local rc=0
+  (cd "$root" && "${pg_cmd[@]}") || rc=$?
+  local left
+  left=$(podman "${pflags[@]}" ps -a --filter name=queuebench-pg- --format '{{.Names}}')
+  [ -z "$left" ] || fail "left behind by the command: $left"
+  echo "   no queuebench-pg-* container is left"
+  [ "$rc" = 0 ] || fail "the command exited $rc"
+  done_step
+  echo "PASS: --postgres docker through podman's Docker-compatible API"
+}
+
 tmp=
 pgdata=
 containers=()
+service_pid=
 cleanup() {
   local rc=$?
   set +e
   echo "== teardown"
+  [ -z "$service_pid" ] || { kill "$service_pid" 2>/dev/null; wait "$service_pid" 2>/dev/null; }
   for c in "${containers[@]}"; do
     podman "${pflags[@]}" rm -f -t 0 "$c" >/dev/null 2>&1
   done
@@ -93,19 +169,21 @@ for tool in podman debootstrap initdb pg_ctl runuser python3; do
     fail "$tool is not installed"
   }
 done
-if [ -z "$binary" ]; then
+if [ -z "$binary" ] && [ "$mode" != pg-image ]; then
   # cargo's target folder, wherever it is (CARGO_TARGET_DIR, .cargo/config.toml, target/)
   tdir=$("$root/scripts/queuebench-bin.sh" --dir 2>/dev/null || echo "$root/target")
   for b in "$tdir/debug/queuebench" "$tdir/release/queuebench"; do
     [ -x "$b" ] && { binary=$b; break; }
   done
 fi
-if [ -z "$binary" ] || [ ! -x "$binary" ]; then
-  fail "no queuebench binary: build one or pass --binary PATH"
+if [ "$mode" != pg-image ]; then
+  if [ -z "$binary" ] || [ ! -x "$binary" ]; then
+    fail "no queuebench binary: build one or pass --binary PATH"
+  fi
+  missing=$(ldd "$binary" | grep 'not found' || true)
+  [ -z "$missing" ] || fail "$binary needs libraries this machine lacks: $missing"
+  echo "   binary: $binary ($("$binary" --version))"
 fi
-missing=$(ldd "$binary" | grep 'not found' || true)
-[ -z "$missing" ] || fail "$binary needs libraries this machine lacks: $missing"
-echo "   binary: $binary ($("$binary" --version))"
 echo "   podman $(podman --version | awk '{print $3}'), kernel $(uname -r), cgroup $(stat -fc %T /sys/fs/cgroup)"
 tmp=$(mktemp -d /var/tmp/queuebench-ctr.XXXXXX)
 chmod 755 "$tmp"
@@ -166,6 +244,8 @@ fi
 pflags+=(--runtime "$runtime")
 echo "   runtime $runtime, storage driver $(podman "${pflags[@]}" info --format '{{.Store.GraphDriverName}}'), cgroup manager $(podman "${pflags[@]}" info --format '{{.Host.CgroupManager}}') (cgroups $(podman "${pflags[@]}" info --format '{{.Host.CgroupsVersion}}')), events $(podman "${pflags[@]}" info --format '{{.Host.EventLogger}}'), ${ulimits[*]}"
 done_step
+
+[ "$mode" = run ] || { postgres_docker; exit 0; }
 
 # --- 3. the queuebench image ---------------------------------------------------------------
 step "image $image (deploy/Containerfile.local)"

@@ -176,11 +176,13 @@ pub fn tearing_down() -> bool {
     TEARING_DOWN.load(std::sync::atomic::Ordering::SeqCst)
 }
 
-/// Second Ctrl-C: stop the ephemeral clusters at once and say which URL-mode schemas stay behind.
+/// Second Ctrl-C: stop the ephemeral clusters at once, remove the containers (`--postgres
+/// docker`), and say which URL-mode schemas stay behind.
 pub fn emergency_cleanup() {
     TEARING_DOWN.store(true, std::sync::atomic::Ordering::SeqCst);
     pgbouncer::emergency_cleanup();
     ephemeral::emergency_cleanup();
+    docker::emergency_cleanup();
     left_behind();
 }
 
@@ -377,6 +379,11 @@ impl Database {
                             None => Error::machine("the ephemeral cluster did not start", why),
                         });
                     }
+                    if Instant::now() > deadline
+                        && let Some(container) = &self.container
+                    {
+                        return Err(container.not_ready(30, e));
+                    }
                     if Instant::now() > deadline {
                         let tail = self.cluster.as_ref().map(Cluster::log_tail).unwrap_or_default();
                         return Err(Error::ClusterNotReady { seconds: 30, cause: e.to_string(), log_tail: tail });
@@ -505,7 +512,7 @@ impl Database {
 }
 
 /// The postmaster's complaint about a `-c name=value` from the scenario, if that is why it exited.
-fn refused_setting(log: &str) -> Option<String> {
+pub(super) fn refused_setting(log: &str) -> Option<String> {
     let bad = ["invalid value for parameter", "unrecognized configuration parameter", "is outside the valid range"];
     let first = log.lines().position(|l| bad.iter().any(|b| l.contains(b)))?;
     let text: Vec<&str> = log
