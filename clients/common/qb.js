@@ -82,11 +82,40 @@ function nowMs () {
   return performance.timeOrigin + performance.now()
 }
 
+// Event lines wait in one buffer and leave in one write() per turn of the event loop (or
+// earlier, where the contract needs them out: before an effect row is sent, before a handler
+// returns or throws). Writes to pipes and files are synchronous in Node on Linux: the lines
+// are out of the process when write() returns.
+const events = { buf: '', scheduled: false }
+
+function eventLine (env, ev, job, n) {
+  // The contract's line, built by hand (JSON.stringify of an object costs more per line).
+  return `{"ev":"${ev}","job":${JSON.stringify(String(job))},"n":${n === null || n === undefined ? 'null' : n},"worker":${JSON.stringify(env.worker)},"t":${nowMs()}}\n`
+}
+
+function flushEvents () {
+  events.scheduled = false
+  if (events.buf === '') return
+  const out = events.buf
+  events.buf = ''
+  process.stdout.write(out)
+}
+
+// Buffer a line; it is written at the end of this turn at the latest.
 function emit (env, ev, job, n) {
   if (!env.events) return
-  // Writes to pipes and files are synchronous in Node on Linux: the line is
-  // out of the process when write() returns.
-  process.stdout.write(JSON.stringify({ ev, job: String(job), n, worker: env.worker, t: nowMs() }) + '\n')
+  events.buf += eventLine(env, ev, job, n)
+  if (!events.scheduled) {
+    events.scheduled = true
+    setImmediate(flushEvents)
+  }
+}
+
+// Buffer a line and write the buffer now (a handler about to return or throw).
+function emitNow (env, ev, job, n) {
+  if (!env.events) return
+  events.buf += eventLine(env, ev, job, n)
+  flushEvents()
 }
 
 function sleep (ms, signal) {
@@ -111,7 +140,13 @@ function parsePayload (data) {
 class Effects {
   constructor (pg, env) {
     this.env = env
-    this.sql = `INSERT INTO ${quoteIdent(env.schema)}.queuebench_effects (job_id, n, worker, attempt) VALUES `
+    // One statement text for any number of rows, prepared once per connection (a named
+    // statement): the rows travel as four arrays.
+    this.statement = {
+      name: 'queuebench_effects',
+      text: `INSERT INTO ${quoteIdent(env.schema)}.queuebench_effects (job_id, n, worker, attempt) ` +
+        'SELECT j, n, $3::text, a FROM unnest($1::text[], $2::bigint[], $4::int[]) AS u(j, n, a)'
+    }
     this.pending = []
     this.scheduled = false
     this.pool = new pg.Pool({
@@ -119,16 +154,28 @@ class Effects {
       max: env.concurrency + 1
     })
     this.pool.on('error', (err) => process.stderr.write(`effects pool: ${err.message}\n`))
+    // Asynchronous commit (CONTRACT.md, "The job handler"): the row is committed and visible
+    // when the INSERT returns; its commit record precedes, in the server's write-ahead log,
+    // the library's own commit that marks the job done, so a server that kept that commit
+    // kept the row. The handler does not wait for a WAL flush of its own.
+    this.pool.on('connect', (client) => {
+      client.query('SET synchronous_commit TO off').catch((err) => process.stderr.write(`effects pool: ${err.message}\n`))
+    })
   }
 
   // The effect rows of the handlers that finish in the same turn of the event loop go in one
   // INSERT (a group commit): each handler still returns only after its own row is committed,
   // so the contract holds, and a fast library is not held to one round trip per job.
-  record (jobId, n, attempt) {
-    const values = [String(jobId), n, this.env.worker, attempt === undefined ? null : attempt]
+  // `closing`: the event line ('end' or 'error') the handler's return or throw stands for; it
+  // is written, with the others of the batch in one write, after the commit and before any of
+  // the batch's handlers goes on.
+  record (jobId, n, attempt, closing) {
+    const row = { job: String(jobId), n, attempt: attempt === undefined ? null : attempt, closing }
     return new Promise((resolve, reject) => {
-      this.pending.push({ values, resolve, reject })
-      if (this.env.bug === 'twice') this.pending.push({ values, resolve: () => {}, reject: () => {} })
+      row.resolve = resolve
+      row.reject = reject
+      this.pending.push(row)
+      if (this.env.bug === 'twice') this.pending.push({ ...row, closing: null, resolve: () => {}, reject: () => {} })
       if (!this.scheduled) {
         this.scheduled = true
         setImmediate(() => this.flush())
@@ -140,13 +187,22 @@ class Effects {
     this.scheduled = false
     while (this.pending.length) {
       const batch = this.pending.splice(0, 500)
-      const rows = batch.map((_, k) => `($${4 * k + 1}, $${4 * k + 2}, $${4 * k + 3}, $${4 * k + 4})`)
+      // Every start line is out before its effect row is sent.
+      flushEvents()
       try {
-        await this.pool.query(this.sql + rows.join(', '), batch.flatMap((b) => b.values))
-        for (const b of batch) b.resolve()
+        await this.pool.query({
+          ...this.statement,
+          values: [batch.map((b) => b.job), batch.map((b) => b.n), this.env.worker, batch.map((b) => b.attempt)]
+        })
       } catch (err) {
         for (const b of batch) b.reject(err)
+        continue
       }
+      if (this.env.events) {
+        for (const b of batch) if (b.closing) events.buf += eventLine(this.env, b.closing, b.job, b.n)
+        flushEvents()
+      }
+      for (const b of batch) b.resolve()
     }
   }
 
@@ -157,19 +213,28 @@ class Effects {
 
 // The contract's job handler. opts.skipEffect: ack-first mode's simulated crash.
 async function runHandler (env, effects, jobId, data, attempt, opts = {}) {
-  let n = null
+  let p = null
   try {
-    const p = parsePayload(data)
-    n = p.n
-    emit(env, 'start', jobId, n)
+    p = parsePayload(data)
+    emit(env, 'start', jobId, p.n)
     await sleep(p.workMs, opts.signal)
-    if (!opts.skipEffect && env.record) await effects.record(jobId, p.n, attempt)
-    if (p.fail) throw new Error(`job ${jobId} (n=${p.n}) failed on purpose (payload fail=true)`)
   } catch (err) {
-    emit(env, 'error', jobId, n)
+    emitNow(env, 'error', jobId, p && p.n)
     throw err
   }
-  emit(env, 'end', jobId, n)
+  const closing = p.fail ? 'error' : 'end'
+  if (!opts.skipEffect && env.record) {
+    try {
+      // Resolves after the commit, with this handler's closing line already written.
+      await effects.record(jobId, p.n, attempt, closing)
+    } catch (err) {
+      emitNow(env, 'error', jobId, p.n)
+      throw err
+    }
+  } else {
+    emitNow(env, closing, jobId, p.n)
+  }
+  if (p.fail) throw new Error(`job ${jobId} (n=${p.n}) failed on purpose (payload fail=true)`)
 }
 
 // Enqueue payloads 1..N.

@@ -133,14 +133,49 @@ def setup_logging() -> None:
     )
 
 
+# Event lines wait in one buffer and leave in one write per turn of the event loop (or earlier,
+# where the contract needs them out: before an effect row is sent, before a handler returns or
+# raises).
+_events: list[str] = []
+_events_scheduled = False
+
+
+def _event_line(env: Env, ev: str, job: Any, n: int | None) -> str:
+    # The contract's line, built by hand (json.dumps of a dict costs more per line).
+    return (
+        f'{{"ev":"{ev}","job":{json.dumps(str(job))},"n":{"null" if n is None else int(n)},'
+        f'"worker":{json.dumps(env.worker)},"t":{time.time() * 1000.0!r}}}\n'
+    )
+
+
+def flush_events() -> None:
+    global _events_scheduled
+    _events_scheduled = False
+    if not _events:
+        return
+    out = "".join(_events)
+    _events.clear()
+    sys.stdout.write(out)
+    sys.stdout.flush()
+
+
 def emit(env: Env, ev: str, job: Any, n: int | None) -> None:
+    """Buffer a line; it is written at the end of this turn of the event loop at the latest."""
+    global _events_scheduled
     if not env.events:
         return
-    line = json.dumps(
-        {"ev": ev, "job": str(job), "n": n, "worker": env.worker, "t": time.time() * 1000.0}
-    )
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
+    _events.append(_event_line(env, ev, job, n))
+    if not _events_scheduled:
+        _events_scheduled = True
+        asyncio.get_running_loop().call_soon(flush_events)
+
+
+def emit_now(env: Env, ev: str, job: Any, n: int | None) -> None:
+    """Buffer a line and write the buffer now (a handler about to return or raise)."""
+    if not env.events:
+        return
+    _events.append(_event_line(env, ev, job, n))
+    flush_events()
 
 
 @dataclass
@@ -169,34 +204,41 @@ def parse_payload(data: Any) -> Payload:
 
 
 class Effects:
-    """The external side effect: one INSERT per execution on its own pool."""
+    """The external side effect: one row per execution, INSERTed on its own pool."""
 
     def __init__(self, env: Env):
         self.env = env
-        self.sql = f'INSERT INTO "{env.schema}".queuebench_effects (job_id, n, worker, attempt) VALUES '
-        self.pending: list[tuple[tuple, asyncio.Future | None]] = []
+        # One statement text for any number of rows (the rows travel as three arrays), so the
+        # server prepares it once per connection.
+        self.sql = (
+            f'INSERT INTO "{env.schema}".queuebench_effects (job_id, n, worker, attempt) '
+            "SELECT j, n, %s::text, a FROM unnest(%s::text[], %s::bigint[], %s::int[]) AS u(j, n, a)"
+        )
+        self.pending: list[tuple[str, int, int | None, str | None, asyncio.Future | None]] = []
         self.scheduled = False
         self.tasks: set[asyncio.Task] = set()
         self.pool = psycopg_pool.AsyncConnectionPool(
             conninfo(env, env.effects_app_name),
             min_size=1,
             max_size=env.concurrency + 1,
-            kwargs={"autocommit": True},
+            kwargs={"autocommit": True, "prepare_threshold": 0},
+            configure=_asynchronous_commit,
             open=False,
         )
 
     async def open(self) -> None:
         await self.pool.open()
 
-    async def record(self, job_id: Any, n: int, attempt: int | None) -> None:
+    async def record(self, job_id: Any, n: int, attempt: int | None, closing: str | None) -> None:
         """One effect row, committed before this returns. The rows of the handlers that finish
         in the same turn of the event loop go in one INSERT (a group commit), so a fast library
-        is not held to one round trip per job."""
-        params = (str(job_id), n, self.env.worker, attempt)
+        is not held to one round trip per job. ``closing``: the event line ('end' or 'error')
+        the handler's return or raise stands for; it is written, with the others of the batch
+        in one write, after the commit and before any of the batch's handlers goes on."""
         done: asyncio.Future = asyncio.get_running_loop().create_future()
-        self.pending.append((params, done))
+        self.pending.append((str(job_id), n, attempt, closing, done))
         if self.env.bug == "twice":
-            self.pending.append((params, None))
+            self.pending.append((str(job_id), n, attempt, None, None))
         if not self.scheduled:
             self.scheduled = True
             asyncio.get_running_loop().call_soon(self._start_flush)
@@ -211,24 +253,39 @@ class Effects:
         self.scheduled = False
         while self.pending:
             batch, self.pending = self.pending[:500], self.pending[500:]
-            rows = ", ".join(["(%s, %s, %s, %s)"] * len(batch))
-            values = [v for params, _ in batch for v in params]
+            # Every start line is out before its effect row is sent.
+            flush_events()
+            values = (self.env.worker, [b[0] for b in batch], [b[1] for b in batch], [b[2] for b in batch])
             try:
                 async with self.pool.connection() as conn:
-                    await conn.execute(self.sql + rows, values)
+                    await conn.execute(self.sql, values)
             except BaseException as err:  # noqa: BLE001 - every waiting handler gets the error
-                for _, done in batch:
+                for *_, done in batch:
                     if done is not None and not done.done():
                         done.set_exception(err if isinstance(err, Exception) else RuntimeError(str(err)))
                 if not isinstance(err, Exception):
                     raise
             else:
-                for _, done in batch:
+                if self.env.events:
+                    for job, n, _, closing, done in batch:
+                        # (a handler cancelled while it waited writes its own error line)
+                        if closing is not None and done is not None and not done.done():
+                            _events.append(_event_line(self.env, closing, job, n))
+                    flush_events()
+                for *_, done in batch:
                     if done is not None and not done.done():
                         done.set_result(None)
 
     async def close(self) -> None:
         await self.pool.close(timeout=1.0)
+
+
+async def _asynchronous_commit(conn: psycopg.AsyncConnection) -> None:
+    """Asynchronous commit (CONTRACT.md, "The job handler"): the row is committed and visible
+    when the INSERT returns; its commit record precedes, in the server's write-ahead log, the
+    library's own commit that marks the job done, so a server that kept that commit kept the
+    row. The handler does not wait for a WAL flush of its own."""
+    await conn.execute("SET synchronous_commit TO off")
 
 
 async def run_handler(
@@ -247,16 +304,23 @@ async def run_handler(
         emit(env, "start", job_id, n)
         if p.work_ms > 0:
             await asyncio.sleep(p.work_ms / 1000.0)
-        if not skip_effect and env.record:
-            await effects.record(job_id, p.n, attempt)
-        if p.fail:
-            raise RuntimeError(f"job {job_id} (n={p.n}) failed on purpose (payload fail=true)")
     except BaseException:
         # BaseException: a library cancelling the handler (asyncio.CancelledError)
         # is also "the handler did not return".
-        emit(env, "error", job_id, n)
+        emit_now(env, "error", job_id, n)
         raise
-    emit(env, "end", job_id, n)
+    closing = "error" if p.fail else "end"
+    if not skip_effect and env.record:
+        try:
+            # Returns after the commit, with this handler's closing line already written.
+            await effects.record(job_id, p.n, attempt, closing)
+        except BaseException:
+            emit_now(env, "error", job_id, n)
+            raise
+    else:
+        emit_now(env, closing, job_id, n)
+    if p.fail:
+        raise RuntimeError(f"job {job_id} (n={p.n}) failed on purpose (payload fail=true)")
 
 
 def payloads(env: Env, count: int) -> list[dict[str, Any]]:

@@ -68,8 +68,10 @@ def one(url, client, n, record, tag):
         lines = [0]
 
         def read():
-            for _ in worker.stdout:
-                lines[0] += 1
+            # Whole chunks, counted: a reader slower than the worker would fill the pipe and
+            # hold the worker's writes up.
+            for chunk in iter(lambda: worker.stdout.read1(1 << 16), b""):
+                lines[0] += chunk.count(b"\n")
 
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
