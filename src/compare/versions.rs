@@ -122,9 +122,15 @@ fn group(scenario: &str, major: Option<u32>, runs: &[RunSummary], all: &[&RunSum
     }
     let mut expectations: Vec<(String, usize)> = Vec::new();
     for e in runs.iter().flat_map(|r| &r.expectations).filter(|e| !e.passed) {
-        match expectations.iter_mut().find(|(x, _)| *x == e.expression) {
+        // A scenario's `[expect]` keeps the metric in `name` and `== 2000` in `expression`.
+        let text = if e.expression.starts_with(&e.name) {
+            e.expression.clone()
+        } else {
+            format!("{} {}", e.name, e.expression)
+        };
+        match expectations.iter_mut().find(|(x, _)| *x == text) {
             Some((_, n)) => *n += 1,
-            None => expectations.push((e.expression.clone(), 1)),
+            None => expectations.push((text, 1)),
         }
     }
     VersionGroup {
@@ -174,6 +180,19 @@ mod tests {
         assert_eq!((word(jobs.verdict), jobs.p), ("worse", None));
         assert!((jobs.change.unwrap() + 0.6).abs() < 0.01, "{:?}", jobs.change);
         assert_eq!(rows[2].as_ref().map(|r| word(r.verdict)), Some("no clear change"));
+    }
+
+    #[test]
+    fn a_failed_expectation_is_named_with_its_metric() {
+        let mut s = run(14, 10.0, false);
+        s.passed = false;
+        s.expectations.push(crate::model::summary::ExpectationResult {
+            name: "jobs.completed".into(),
+            expression: "== 2000".into(),
+            actual: Some(1730.0),
+            passed: false,
+        });
+        assert_eq!(groups(&[s], |_| None)[0].verdict(), "FAILED (`jobs.completed == 2000`)");
     }
 
     #[test]
