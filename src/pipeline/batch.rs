@@ -35,21 +35,26 @@ pub(crate) async fn run_files(cmd: &RunCommand, interrupt: &CancellationToken) -
     let github = report::github::enabled(cmd.github);
     let mut worst = ExitCode::Passed;
     let mut finished = Vec::new();
-    for (plan, (out_dir, id)) in plans.iter().zip(folders) {
+    let mut done: Vec<Vec<(RunSummary, PathBuf)>> = plans.iter().map(|_| Vec::new()).collect();
+    for (i, k) in super::versions::schedule(plans.len(), cmd.pg_versions.len(), cmd.repeat) {
         if interrupt.is_cancelled() {
             break;
         }
-        let (code, runs) = run_repeats(plan, cmd, RunPlace { dir: &out_dir, run_id: id.clone() }, interrupt).await;
+        let (plan, (out_dir, id)) = (&plans[i], &folders[i]);
+        let place = RunPlace { dir: out_dir, run_id: id.clone() };
+        let (code, run) = run_repeat(plan, cmd, place, k, interrupt).await;
         worst = worst.worst(code);
-        if runs.is_empty() {
-            continue;
+        done[i].extend(run);
+        if k == cmd.repeat {
+            // The plan's last repeat: its batch outputs (junit.xml, the baseline) at once.
+            let runs = std::mem::take(&mut done[i]);
+            worst = worst.worst(finish_plan(plan, cmd, out_dir, &runs, github)?);
+            finished.extend(runs);
         }
-        let summaries: Vec<RunSummary> = runs.iter().map(|(s, _)| s.clone()).collect();
-        let comparison = gate_against_baseline(plan, cmd, &summaries)?;
-        if comparison.as_ref().is_some_and(|c| c.regressed) {
-            worst = worst.worst(ExitCode::ExpectationFailed);
-        }
-        export_batch(&out_dir, &summaries, comparison.as_ref(), github)?;
+    }
+    // An interrupt leaves plans with some of their repeats: their outputs all the same.
+    for (i, runs) in done.into_iter().enumerate() {
+        worst = worst.worst(finish_plan(&plans[i], cmd, &folders[i].0, &runs, github)?);
         finished.extend(runs);
     }
     if finished.len() > 1 {
@@ -62,13 +67,12 @@ pub(crate) async fn run_files(cmd: &RunCommand, interrupt: &CancellationToken) -
                 report: relative(&batch_dir, &dir.join("report.html")),
             })
             .collect();
-        report::export_comparison(&batch_dir, &runs)?;
+        let matrix = super::versions::matrix(&runs, &plans, cmd);
+        report::export_comparison(&batch_dir, &runs, &matrix)?;
         if !cmd.quiet {
             println!("\ncomparison of {} runs: {}", runs.len(), batch_dir.join("comparison.html").display());
         }
-        if !cmd.pg_versions.is_empty() {
-            super::versions::print_table(&batch_dir, &runs)?;
-        }
+        super::versions::print(&matrix);
     }
     Ok(worst)
 }
@@ -116,51 +120,60 @@ fn plans(cmd: &RunCommand) -> Result<Vec<Plan>> {
     Ok(plans)
 }
 
-/// Runs one plan `--repeat` times (each repeat in `repeat-K/` when more than one, run id
-/// `<id>-K`) and prints each verdict, even when its summary.json could not be written (then
+/// One plan's batch outputs once its repeats ran: the baseline comparison (exit 1 when it
+/// regressed), junit.xml over the repeats, compare.md/json. Nothing for a plan without runs.
+fn finish_plan(
+    plan: &Plan,
+    cmd: &RunCommand,
+    out_dir: &Path,
+    runs: &[(RunSummary, PathBuf)],
+    github: bool,
+) -> Result<ExitCode> {
+    if runs.is_empty() {
+        return Ok(ExitCode::Passed);
+    }
+    let summaries: Vec<RunSummary> = runs.iter().map(|(s, _)| s.clone()).collect();
+    let comparison = gate_against_baseline(plan, cmd, &summaries)?;
+    export_batch(out_dir, &summaries, comparison.as_ref(), github)?;
+    Ok(if comparison.as_ref().is_some_and(|c| c.regressed) { ExitCode::ExpectationFailed } else { ExitCode::Passed })
+}
+
+/// Runs repeat `k` of one plan placed at `place` (in `repeat-K/` of its folder when `--repeat`
+/// is more than 1, run id `<id>-K`) and prints its verdict, even when its summary.json could not be written (then
 /// exit 3).
-async fn run_repeats(
+async fn run_repeat(
     plan: &Plan,
     cmd: &RunCommand,
     place: RunPlace<'_>,
+    k: u32,
     interrupt: &CancellationToken,
-) -> (ExitCode, Vec<(RunSummary, PathBuf)>) {
-    let (out_dir, id) = (place.dir, place.run_id.as_str());
-    let mut worst = ExitCode::Passed;
-    let mut runs = Vec::new();
+) -> (ExitCode, Option<(RunSummary, PathBuf)>) {
+    let (out_dir, id) = (place.dir, place.run_id);
     // A single run compared with a baseline gets its junit.xml from the batch (with the baseline suite).
     let own_junit = cmd.repeat > 1 || cmd.baseline.compare.is_none();
-    for k in 1..=cmd.repeat {
-        if interrupt.is_cancelled() {
-            break;
+    let (dir, run_id) = if cmd.repeat > 1 {
+        (out_dir.join(format!("repeat-{k}")), format!("{id}-{k}"))
+    } else {
+        (out_dir.to_path_buf(), id.to_string())
+    };
+    match run_one(plan, &cmd.run, RunPlace { dir: &dir, run_id }, interrupt, own_junit).await {
+        Ok(RunResult { summary, written }) => {
+            let name = if cmd.repeat > 1 { format!("{} #{k}", plan.name) } else { plan.name.clone() };
+            print_verdict(&summary, &name, &dir, cmd.quiet);
+            let code = match written {
+                Ok(_) => gate::verdict(&summary),
+                Err(e) => {
+                    eprintln!("error: {name}: the verdict above could not be saved: {e}");
+                    ExitCode::Infrastructure
+                }
+            };
+            (code, Some((summary, dir)))
         }
-        let (dir, run_id) = if cmd.repeat > 1 {
-            (out_dir.join(format!("repeat-{k}")), format!("{id}-{k}"))
-        } else {
-            (out_dir.to_path_buf(), id.to_string())
-        };
-        let code = match run_one(plan, &cmd.run, RunPlace { dir: &dir, run_id }, interrupt, own_junit).await {
-            Ok(RunResult { summary, written }) => {
-                let name = if cmd.repeat > 1 { format!("{} #{k}", plan.name) } else { plan.name.clone() };
-                print_verdict(&summary, &name, &dir, cmd.quiet);
-                let code = match written {
-                    Ok(_) => gate::verdict(&summary),
-                    Err(e) => {
-                        eprintln!("error: {name}: the verdict above could not be saved: {e}");
-                        ExitCode::Infrastructure
-                    }
-                };
-                runs.push((summary, dir));
-                code
-            }
-            Err(e) => {
-                eprintln!("error: {}: {e}", plan.name);
-                e.exit_code()
-            }
-        };
-        worst = worst.worst(code);
+        Err(e) => {
+            eprintln!("error: {}: {e}", plan.name);
+            (e.exit_code(), None)
+        }
     }
-    (worst, runs)
 }
 
 fn print_verdict(summary: &RunSummary, name: &str, dir: &Path, quiet: bool) {

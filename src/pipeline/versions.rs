@@ -1,11 +1,12 @@
 //! `run --pg-version 14,16`: each scenario once per PostgreSQL major, every major found on the
 //! machine before any run, and one table comparing them (docs/postgres-versions.md).
 
+use crate::compare::versions::VersionGroup;
 use crate::error::Result;
 use crate::options::{RunCommand, Target};
 use crate::report::ComparedRun;
 use crate::scenario::Plan;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Each file with its `--set` overrides, once per `--pg-version` major when several are given.
 pub(super) fn per_version(cmd: &RunCommand) -> Vec<(PathBuf, Vec<String>)> {
@@ -47,54 +48,47 @@ pub(super) fn check_found(plans: &[Plan], cmd: &RunCommand) -> Result<()> {
     Ok(())
 }
 
-/// The table of one scenario per major: jobs/s, claim p99 and the verdict, printed and
-/// written as `versions.md` beside comparison.html.
-pub(super) fn print_table(dir: &Path, runs: &[ComparedRun]) -> Result<()> {
-    let text = table(runs);
-    println!("\n{text}");
-    crate::report::export::write_atomic(&dir.join("versions.md"), text.as_bytes())
+/// The order of the runs: `(plan, repeat)`. With several majors and `--repeat`, rounds: every
+/// plan's first repeat, then every plan's second, … (14, 16, 14, 16, …), so that a change in the
+/// machine's load over the batch falls on every major alike; otherwise each plan's repeats in a
+/// block, as a single scenario runs.
+pub(super) fn schedule(plans: usize, majors: usize, repeat: u32) -> Vec<(usize, u32)> {
+    let repeats = 1..=repeat.max(1);
+    if majors > 1 {
+        repeats.flat_map(|k| (0..plans).map(move |i| (i, k))).collect()
+    } else {
+        (0..plans).flat_map(|i| repeats.clone().map(move |k| (i, k))).collect()
+    }
 }
 
-fn table(runs: &[ComparedRun]) -> String {
-    // One row per run; the claim's p99 is in milliseconds, as in the terminal's summary.
-    let mut out = String::from("| scenario | PostgreSQL | jobs/s | claim p99 ms | verdict |\n|---|---|---|---|---|\n");
-    for run in runs {
-        let s = &run.summary;
-        let mut failed: Vec<String> = s.failed_checks.iter().map(|c| c.name().to_string()).collect();
-        failed.extend(s.expectations.iter().filter(|e| !e.passed).map(|e| format!("`{}`", e.expression)));
-        let verdict = if s.passed { "PASSED".to_string() } else { format!("FAILED ({})", failed.join(", ")) };
-        out.push_str(&format!(
-            "| {} | {} | {:.0} | {:.2} | {verdict} |\n",
-            s.scenario, s.database.server_version, s.throughput.jobs_per_sec, s.latency_ms.claim.p99
-        ));
+/// The version matrix of the batch's runs (`compare::versions`), each scenario compared with
+/// its own tolerances. Empty without `--pg-version`.
+pub(super) fn matrix(runs: &[ComparedRun], plans: &[Plan], cmd: &RunCommand) -> Vec<VersionGroup> {
+    if cmd.pg_versions.is_empty() {
+        return Vec::new();
     }
-    out
+    let summaries: Vec<_> = runs.iter().map(|r| r.summary.clone()).collect();
+    crate::compare::versions::groups(&summaries, |scenario| {
+        plans.iter().find(|p| p.name == scenario).map(|p| &p.tolerances)
+    })
+}
+
+/// Prints the matrix's Markdown (written as versions.md beside comparison.html).
+pub(super) fn print(groups: &[VersionGroup]) {
+    if !groups.is_empty() {
+        println!("\n{}", crate::report::versions::markdown(groups));
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::summary::{ExpectationResult, RunSummary};
 
     #[test]
-    fn the_table_has_a_row_per_major_with_its_verdict() {
-        let run = |version: &str, passed: bool| {
-            let mut s = RunSummary { scenario: "skip-locked".into(), passed, ..Default::default() };
-            s.database.server_version = version.into();
-            s.throughput.jobs_per_sec = 812.4;
-            s.latency_ms.claim.p99 = 12.345;
-            if !passed {
-                s.expectations.push(ExpectationResult {
-                    name: "jobs.completed".into(),
-                    expression: "jobs.completed == 10000".into(),
-                    actual: Some(300.0),
-                    passed: false,
-                });
-            }
-            ComparedRun { summary: s, report: String::new() }
-        };
-        let t = table(&[run("14.23", true), run("16.13", false)]);
-        assert!(t.contains("| skip-locked | 14.23 | 812 | 12.35 | PASSED |"), "{t}");
-        assert!(t.contains("| 16.13 | 812 | 12.35 | FAILED (`jobs.completed == 10000`) |"), "{t}");
+    fn several_majors_with_repeats_alternate_round_by_round() {
+        assert_eq!(schedule(2, 2, 3), vec![(0, 1), (1, 1), (0, 2), (1, 2), (0, 3), (1, 3)]);
+        // One major (or none): each plan's repeats in a block, as before.
+        assert_eq!(schedule(2, 0, 2), vec![(0, 1), (0, 2), (1, 1), (1, 2)]);
+        assert_eq!(schedule(1, 1, 2), vec![(0, 1), (0, 2)]);
     }
 }

@@ -151,6 +151,7 @@ pub(crate) fn apply_verification(s: &mut RunSummary, v: Verification) {
     s.fifo = v.fifo;
     s.faults = v.faults;
     s.horizon = v.horizon;
+    s.dead_tuples = v.dead_tuples;
     s.checks = v.checks;
     s.effects.journal = s.executions.total;
 }

@@ -239,8 +239,10 @@ fn verdict_word(status: &str) -> String {
 }
 
 /// Several runs side by side.
-pub(crate) fn comparison(runs: &[ComparedRun], charts: &[Chart]) -> String {
+/// `versions`: the version matrix's section (`versions::html`), or empty.
+pub(crate) fn comparison(runs: &[ComparedRun], versions: &str, charts: &[Chart]) -> String {
     let mut o = String::from("<h1>queuebench comparison</h1>");
+    o.push_str(versions);
     o.push_str(&runs_table(runs));
     figures(&mut o, charts);
     page("queuebench comparison", &o)

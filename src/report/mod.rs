@@ -22,7 +22,9 @@ pub(crate) mod scale;
 pub(crate) mod swimlane;
 pub(crate) mod terminal;
 pub(crate) mod timeseries;
+pub(crate) mod versions;
 
+use crate::compare::versions::VersionGroup;
 use crate::error::{Error, Result};
 use crate::model::summary::{Percentiles, RunSummary};
 use charts::{BarChart, Chart};
@@ -205,9 +207,11 @@ pub struct ComparedRun {
 
 /// `comparison.html`, `comparison.csv` and their bar charts for several runs, through the
 /// fan-out.
-pub fn export_comparison(dir: &Path, runs: &[ComparedRun]) -> Result<Written> {
+/// `versions`: the version matrix of `run --pg-version` (empty otherwise), written as
+/// `versions.md` and `versions.csv` and shown on top of comparison.html.
+pub(crate) fn export_comparison(dir: &Path, runs: &[ComparedRun], versions: &[VersionGroup]) -> Result<Written> {
     if clients::all_clients(runs) {
-        return export_client_comparison(dir, runs);
+        return export_client_comparison(dir, runs, versions);
     }
     let bars = |f: fn(&RunSummary) -> f64| {
         runs.iter().map(|r| (r.summary.scenario.clone(), f(&r.summary))).collect::<Vec<_>>()
@@ -241,13 +245,30 @@ pub fn export_comparison(dir: &Path, runs: &[ComparedRun]) -> Result<Written> {
     let summaries: Vec<RunSummary> = runs.iter().map(|r| r.summary.clone()).collect();
     let csv = export::one("comparison.csv", || summary_csv(&summaries));
     let chart_files = charts_output(&drawn);
-    let html = export::one("comparison.html", || html::comparison(runs, drawn.as_deref().unwrap_or_default()));
-    export::write(dir, &[], &[&csv, &chart_files, &html])
+    let html = export::one("comparison.html", || {
+        let matrix = if versions.is_empty() { String::new() } else { self::versions::html(versions) };
+        html::comparison(runs, &matrix, drawn.as_deref().unwrap_or_default())
+    });
+    let matrix = version_files(versions);
+    export::write(dir, &[], &[&csv, &chart_files, &html, &matrix])
+}
+
+/// versions.md and versions.csv, nothing without a version matrix.
+fn version_files(versions: &[VersionGroup]) -> Output<impl Fn() -> Result<Vec<File>> + '_> {
+    Output("versions.md and versions.csv", move || {
+        if versions.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(vec![
+            File::new("versions.md", self::versions::markdown(versions)),
+            File::new("versions.csv", self::versions::csv(versions)),
+        ])
+    })
 }
 
 /// The client comparison (`clients.rs`): `comparison.html` and `comparison.csv` one row per
 /// client, the per-run CSV as `comparison-runs.csv`.
-fn export_client_comparison(dir: &Path, runs: &[ComparedRun]) -> Result<Written> {
+fn export_client_comparison(dir: &Path, runs: &[ComparedRun], versions: &[VersionGroup]) -> Result<Written> {
     let rows = clients::rows(runs);
     let drawn = clients::charts(&rows);
     let summaries: Vec<RunSummary> = runs.iter().map(|r| r.summary.clone()).collect();
@@ -257,7 +278,8 @@ fn export_client_comparison(dir: &Path, runs: &[ComparedRun]) -> Result<Written>
     let html = export::one("comparison.html", || {
         clients::html(&rows, drawn.as_deref().unwrap_or_default(), &html::runs_table(runs))
     });
-    export::write(dir, &[], &[&csv, &runs_csv, &chart_files, &html])
+    let matrix = version_files(versions);
+    export::write(dir, &[], &[&csv, &runs_csv, &chart_files, &html, &matrix])
 }
 
 /// The exporter of drawn charts: `charts/<name>.svg` and `.png`, or the drawing's error.

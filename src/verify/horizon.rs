@@ -8,7 +8,31 @@
 use crate::model::check::Check;
 use crate::model::records::BlockerSpan;
 use crate::model::records::PgSample;
-use crate::model::summary::{CheckResult, Horizon};
+use crate::model::summary::{CheckResult, DeadTuples, Horizon};
+
+/// The dead tuples over the whole run: peak, last, least-squares growth per second and the
+/// autovacuum runs between the first sample and the last.
+pub(super) fn dead_tuples(samples: &[PgSample]) -> DeadTuples {
+    let (Some(first), Some(last)) = (samples.first(), samples.last()) else {
+        return DeadTuples::default();
+    };
+    let n = samples.len() as f64;
+    let mean_t = samples.iter().map(|s| s.t_ms as f64 / 1000.0).sum::<f64>() / n;
+    let mean_d = samples.iter().map(|s| s.n_dead_tup as f64).sum::<f64>() / n;
+    let (mut cov, mut var) = (0.0, 0.0);
+    for s in samples {
+        let dt = s.t_ms as f64 / 1000.0 - mean_t;
+        cov += dt * (s.n_dead_tup as f64 - mean_d);
+        var += dt * dt;
+    }
+    DeadTuples {
+        samples: samples.len() as u64,
+        peak: samples.iter().map(|s| s.n_dead_tup).max().unwrap_or(0),
+        end: last.n_dead_tup,
+        growth_per_s: if var > 0.0 { cov / var } else { 0.0 },
+        autovacuums: last.autovacuum_count - first.autovacuum_count,
+    }
+}
 
 pub(super) fn check(samples: &[PgSample], blockers: &[BlockerSpan]) -> (Horizon, Option<CheckResult>) {
     let (Some(first), Some(last_end)) =
@@ -70,5 +94,16 @@ mod tests {
         let b = [BlockerSpan { kind: "repeatable_read".into(), start_us: 900_000, end_us: 2_500_000 }];
         let (h, _) = check(&steady, &b);
         assert_eq!(h.catch_up_s, 0.5, "550 is within 1.5 × the 400 seen before");
+    }
+
+    #[test]
+    fn dead_tuples_over_the_whole_run() {
+        let at =
+            |t_ms, dead, autovacuum_count| PgSample { t_ms, n_dead_tup: dead, autovacuum_count, ..Default::default() };
+        let d = dead_tuples(&[at(0, 0, 2), at(1000, 100, 2), at(2000, 300, 3), at(3000, 200, 4)]);
+        assert_eq!((d.samples, d.peak, d.end, d.autovacuums), (4, 300, 200, 2));
+        assert!((d.growth_per_s - 80.0).abs() < 1e-9, "{}", d.growth_per_s);
+        let none = dead_tuples(&[]);
+        assert_eq!((none.samples, none.peak, none.growth_per_s), (0, 0, 0.0));
     }
 }

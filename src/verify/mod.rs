@@ -32,7 +32,8 @@ use crate::model::records::PgSample;
 use crate::model::records::{BlockerSpan, FailoverRecord};
 use crate::model::records::{JobRow, Status};
 use crate::model::summary::{
-    CheckResult, Completions, Durability, Executions, Faults, Fifo, Horizon, Jobs, Ownership, Stale, Starvation,
+    CheckResult, Completions, DeadTuples, Durability, Executions, Faults, Fifo, Horizon, Jobs, Ownership, Stale,
+    Starvation,
 };
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -102,6 +103,7 @@ pub struct Verification {
     pub ownership: Ownership,
     pub faults: Faults,
     pub horizon: Horizon,
+    pub dead_tuples: DeadTuples,
     pub starvation: Starvation,
     pub fifo: Fifo,
     pub durability: Durability,
@@ -258,6 +260,7 @@ pub fn verify(e: &Evidence) -> Verification {
     checks.extend(liveness::check(e, &per_job));
     checks.extend(recovery::cancel_check(e.faults, &per_job));
     let (horizon, vacuum) = horizon::check(e.samples, e.blockers);
+    let dead_tuples = horizon::dead_tuples(e.samples);
     checks.extend(vacuum);
     checks.extend(ledger::check(e, executions.total));
     checks.extend(errors::check(e));
@@ -282,6 +285,7 @@ pub fn verify(e: &Evidence) -> Verification {
         ownership,
         faults,
         horizon,
+        dead_tuples,
         starvation,
         fifo,
         durability,

@@ -67,6 +67,7 @@ pub struct RunSummary {
     pub latency_ms: Latencies,
     pub producer: Producer,
     pub horizon: Horizon,
+    pub dead_tuples: DeadTuples,
     /// Named VACUUM (VERBOSE) steps.
     pub vacuum: BTreeMap<String, VacuumNumbers>,
     pub probe: Probe,

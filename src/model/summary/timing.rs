@@ -99,6 +99,23 @@ pub struct Horizon {
     pub catch_up_s: f64,
 }
 
+/// The jobs table's dead tuples as the sampler saw them (`n_dead_tup` of
+/// `pg_stat_user_tables`), over the whole run, blockers or not.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DeadTuples {
+    /// The samples these figures come from (0: none, and the figures are 0).
+    pub samples: u64,
+    /// The most seen.
+    pub peak: i64,
+    /// At the last sample.
+    pub end: i64,
+    /// The least-squares slope over the run, dead tuples per second.
+    pub growth_per_s: f64,
+    /// Autovacuum runs on the table during the run (`autovacuum_count`, last sample − first).
+    pub autovacuums: i64,
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct VacuumNumbers {

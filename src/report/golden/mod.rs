@@ -178,5 +178,5 @@ fn comparison_html_outline() {
     let runs: Vec<ComparedRun> = [NAIVE, PAUSE, NEW]
         .map(|name| ComparedRun { summary: fixture(name), report: format!("{name}/report.html") })
         .into();
-    golden("comparison.outline", &outline::outline(&html::comparison(&runs, &[chart()])));
+    golden("comparison.outline", &outline::outline(&html::comparison(&runs, "", &[chart()])));
 }
