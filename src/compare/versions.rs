@@ -67,10 +67,14 @@ pub(crate) fn word(v: Verdict) -> &'static str {
 
 /// Groups `runs` (in the order given) by scenario and major, the majors in the order they first
 /// appear; `tolerances(scenario)` are the scenario's own, as its baseline comparison uses them.
+/// An interrupted run is left out, as a baseline leaves it out: it stopped part-way, and its
+/// figures are not the version's.
 pub(crate) fn groups<'a>(
     runs: &[RunSummary],
     tolerances: impl Fn(&str) -> Option<&'a Tolerances>,
 ) -> Vec<VersionGroup> {
+    let finished: Vec<RunSummary> = runs.iter().filter(|r| !r.interrupted).cloned().collect();
+    let runs = &finished[..];
     let mut keys: Vec<(String, Option<u32>)> = Vec::new();
     for r in runs {
         let key = (r.scenario.clone(), r.database.server_major);
@@ -162,6 +166,19 @@ mod tests {
         s.dead_tuples.peak = 100;
         s.checks.push(CheckResult { name: Check::ExactlyOnce, passed: !duplicate_fails, ..Default::default() });
         s
+    }
+
+    #[test]
+    fn an_interrupted_run_is_left_out_of_its_majors_figures() {
+        let mut cut = run(18, 5.0, true);
+        cut.interrupted = true;
+        let runs = [run(14, 1000.0, false), run(18, 400.0, false), cut];
+        let g = groups(&runs, |_| None);
+        assert_eq!((g[1].major, g[1].runs, g[1].passed), (Some(18), 1, 1), "{g:?}");
+        // Only interrupted runs of a major: that major has no group.
+        let mut only = run(16, 5.0, false);
+        only.interrupted = true;
+        assert_eq!(groups(&[run(14, 1000.0, false), only], |_| None).len(), 1);
     }
 
     #[test]
