@@ -2,6 +2,8 @@
 
 pub mod adapters;
 pub mod bench;
+pub mod clients;
+pub mod explore;
 pub mod loops;
 pub mod probes;
 pub mod repeats;
