@@ -285,7 +285,7 @@ enum Task {
 
 fn main() {
     let cli = Cli::parse();
-    use tasks::{adapters, bench, clients, explore, loops, probes, repeats, smoke, suite, tables, vs_pgbench};
+    use tasks::{adapters, bench, clients, explore, gw_perf, loops, probes, repeats, smoke, suite, tables, vs_pgbench};
     let result = match cli.task {
         Task::Smoke { out } => smoke::smoke(&out),
         Task::Noise { runs, raw, scenarios } => repeats::noise(runs, raw.as_deref(), &scenarios),
@@ -333,7 +333,7 @@ fn main() {
         }
         Task::ClientsOverhead { jobs, rounds, only } => clients::clients_overhead(jobs, rounds, &only),
         Task::GraphileWorkerPerf { jobs, checkout, perf_dir } => {
-            clients::graphile_worker_perf(jobs, &checkout, perf_dir.as_deref())
+            gw_perf::graphile_worker_perf(jobs, &checkout, perf_dir.as_deref())
         }
         Task::Callgrind { jobs, hot, top, keep, extra } => probes::callgrind(jobs, &extra, hot, top, keep.as_deref()),
     };

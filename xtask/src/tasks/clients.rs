@@ -1,6 +1,5 @@
-//! The reference clients measured at full speed (docs/clients.md, "At full speed"): the harness's
-//! cost per execution (`clients-overhead`), and graphile-worker's own perfTest beside queuebench
-//! at the same settings (`graphile-worker-perf`).
+//! The harness's cost per execution on the reference clients (docs/clients.md, "At full speed"):
+//! `clients-overhead`.
 
 use crate::error::{Error, Result};
 use crate::qb::{Build, Qb, root};
@@ -230,14 +229,11 @@ fn stop(worker: &mut Child) {
     let _ = worker.wait();
 }
 
-/// One drain of `n` jobs: enqueued through the client's own `run enqueue`, then `run work`
-/// timed by the queue's own count of what is left, polled every 5 ms, from its first drop to 0.
-async fn one(url: &str, c: &Client, n: u64, record: bool, tag: &str) -> Result<f64> {
-    let schema = format!("qb_overhead_{}_{tag}", c.name.replace('-', "_"));
-    let run = root().join("clients").join(c.name).join("run");
+/// The client's environment at its settings, into `schema`.
+fn client_env(url: &str, c: &Client, schema: &str, record: bool) -> Vec<(&'static str, String)> {
     let mut env = vec![
         ("QUEUEBENCH_DATABASE_URL", url.to_string()),
-        ("QUEUEBENCH_SCHEMA", schema.clone()),
+        ("QUEUEBENCH_SCHEMA", schema.to_string()),
         ("QUEUEBENCH_WORKER", "p1".into()),
         ("QUEUEBENCH_CONCURRENCY", c.concurrency.to_string()),
         ("QUEUEBENCH_WORK_MS", "0".into()),
@@ -250,6 +246,15 @@ async fn one(url: &str, c: &Client, n: u64, record: bool, tag: &str) -> Result<f
     if let Some(p) = c.poll_ms {
         env.push(("QUEUEBENCH_POLL_MS", p.to_string()));
     }
+    env
+}
+
+/// One drain of `n` jobs: enqueued through the client's own `run enqueue`, then `run work`
+/// timed by the queue's own count of what is left, polled every 5 ms, from its first drop to 0.
+async fn one(url: &str, c: &Client, n: u64, record: bool, tag: &str) -> Result<f64> {
+    let schema = format!("qb_overhead_{}_{tag}", c.name.replace('-', "_"));
+    let run = root().join("clients").join(c.name).join("run");
+    let env = client_env(url, c, &schema, record);
     let (db, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.map_err(db_err("connect"))?;
     tokio::spawn(async move {
         let _ = conn.await;
@@ -267,7 +272,42 @@ async fn one(url: &str, c: &Client, n: u64, record: bool, tag: &str) -> Result<f
     if left != n {
         return Err(Error::Run(format!("{}: {left} jobs waiting after enqueue {n}", c.name)));
     }
-    let mut worker = client_cmd(&run, &env)
+    let drained = drain(&db, c, n, &run, &env).await?;
+    let effects = count(&db, "SELECT count(*) FROM queuebench_effects").await?;
+    db.batch_execute(&format!("DROP SCHEMA {q} CASCADE")).await.map_err(db_err("drop the schema"))?;
+    let lines = drained.lines;
+    if record && (effects < n || lines < 2 * n) {
+        return Err(Error::Failed(format!(
+            "{}: recording on, but {effects} effect rows and {lines} event lines for {n} jobs",
+            c.name
+        )));
+    }
+    if !record && (effects > 0 || lines > 0) {
+        return Err(Error::Failed(format!(
+            "{}: recording off, but {effects} effect rows and {lines} event lines",
+            c.name
+        )));
+    }
+    let (t0, left0) = drained.first;
+    rate(left0, t0, drained.end).ok_or_else(|| {
+        Error::Run(format!(
+            "{}: {n} jobs drained between two polls of the count, nothing to time: give more --jobs",
+            c.name
+        ))
+    })
+}
+
+/// A drain watched: the first count below N and when, when it reached 0, the event lines read.
+struct Drained {
+    first: (Instant, u64),
+    end: Instant,
+    lines: u64,
+}
+
+/// `run work` started, its event lines counted, the count polled every 5 ms until 0 (at most
+/// 300 s), then the worker stopped.
+async fn drain(db: &tokio_postgres::Client, c: &Client, n: u64, run: &Path, env: &[(&str, String)]) -> Result<Drained> {
+    let mut worker = client_cmd(run, env)
         .arg("work")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -287,199 +327,31 @@ async fn one(url: &str, c: &Client, n: u64, record: bool, tag: &str) -> Result<f
             counter.fetch_add(buf[..k].iter().filter(|b| **b == b'\n').count() as u64, Ordering::Relaxed);
         }
     });
+    let watched = watch(db, c, n).await;
+    stop(&mut worker);
+    let _ = reader.join();
+    let (first, end) = watched?;
+    Ok(Drained { first, end, lines: lines.load(Ordering::Relaxed) })
+}
+
+/// The count polled every 5 ms: its first value below `n` and when, and when it reached 0.
+async fn watch(db: &tokio_postgres::Client, c: &Client, n: u64) -> Result<((Instant, u64), Instant)> {
     let deadline = Instant::now() + Duration::from_secs(300);
     let mut first: Option<(Instant, u64)> = None;
-    let drained = loop {
-        let left = match count(&db, c.remaining).await {
-            Ok(l) => l,
-            Err(e) => {
-                stop(&mut worker);
-                return Err(e);
-            }
-        };
+    loop {
+        let left = count(db, c.remaining).await?;
         let now = Instant::now();
         if first.is_none() && left < n {
             first = Some((now, left));
         }
         if left == 0 {
-            break Ok(now);
+            return Ok((first.expect("0 is below n"), now));
         }
         if now >= deadline {
-            break Err(left);
+            return Err(Error::Run(format!("{}: not drained in 300 s ({left} left)", c.name)));
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
-    };
-    stop(&mut worker);
-    let _ = reader.join();
-    let end = drained.map_err(|left| Error::Run(format!("{}: not drained in 300 s ({left} left)", c.name)))?;
-    let effects = count(&db, "SELECT count(*) FROM queuebench_effects").await?;
-    db.batch_execute(&format!("DROP SCHEMA {q} CASCADE")).await.map_err(db_err("drop the schema"))?;
-    let lines = lines.load(Ordering::Relaxed);
-    if record && (effects < n || lines < 2 * n) {
-        return Err(Error::Failed(format!(
-            "{}: recording on, but {effects} effect rows and {lines} event lines for {n} jobs",
-            c.name
-        )));
     }
-    if !record && (effects > 0 || lines > 0) {
-        return Err(Error::Failed(format!(
-            "{}: recording off, but {effects} effect rows and {lines} event lines",
-            c.name
-        )));
-    }
-    let (t0, left0) = first.expect("the count dropped before it reached 0");
-    rate(left0, t0, end).ok_or_else(|| {
-        Error::Run(format!(
-            "{}: {n} jobs drained between two polls of the count, nothing to time: give more --jobs",
-            c.name
-        ))
-    })
-}
-
-/// The installed graphile-worker package (clients/graphile-worker's node_modules).
-fn gw_modules() -> PathBuf {
-    root().join("clients/graphile-worker/node_modules")
-}
-
-/// graphile-worker's own perfTest (its run.js steps, the installed CLI) on a throw-away cluster,
-/// then queuebench through clients/graphile-worker at the same settings. `perf_dir` set: the
-/// first part only, already inside the cluster, on that copy of perfTest/.
-pub fn graphile_worker_perf(jobs: u64, checkout: &Path, perf_dir: Option<&Path>) -> Result<()> {
-    if jobs == 0 {
-        return Err(Error::Usage("--jobs takes a whole number above 0".into()));
-    }
-    let modules = gw_modules();
-    if let Some(dir) = perf_dir {
-        return perf_test(jobs, dir, &modules);
-    }
-    if !modules.join("graphile-worker").is_dir() {
-        return Err(Error::Usage("install the clients first: bash clients/install.sh".into()));
-    }
-    if !checkout.join("perfTest/run.js").is_file() {
-        return Err(Error::Usage(format!(
-            "{}: not found (give a checkout of graphile-worker's repository, the 0.17.x line: its perfTest folder is \
-             not in the npm package)",
-            checkout.join("perfTest/run.js").display()
-        )));
-    }
-    let qb = Qb::find(Build::Release)?;
-    let work = tempfile::Builder::new().prefix("qb-gw-perf.").tempdir().map_err(Error::io("a temporary folder"))?;
-    let perf = work.path().join("perfTest");
-    let status = Command::new("cp")
-        .arg("-r")
-        .arg(checkout.join("perfTest"))
-        .arg(&perf)
-        .status()
-        .map_err(|source| Error::Spawn { program: "cp".into(), source })?;
-    if !status.success() {
-        return Err(Error::Run(format!("cp -r {}/perfTest failed", checkout.display())));
-    }
-    println!("graphile-worker's perfTest (its run.js steps, the installed 0.17.3 CLI):");
-    let me = std::env::current_exe().map_err(Error::io("the xtask binary"))?;
-    let status = qb
-        .cmd()
-        .arg("cluster")
-        .arg("--")
-        .arg(me)
-        .args(["graphile-worker-perf", "--jobs", &jobs.to_string(), "--perf-dir"])
-        .arg(&perf)
-        .arg(checkout)
-        .status()
-        .map_err(|source| Error::Spawn { program: "queuebench cluster".into(), source })?;
-    if !status.success() {
-        return Err(Error::Run(format!("the perfTest inside queuebench cluster: {status}")));
-    }
-    let scenarios = work.path().join("scenarios/clients");
-    std::fs::create_dir_all(&scenarios).map_err(Error::io(&scenarios))?;
-    let toml = scenarios.join("graphile-worker-perf.toml");
-    let client = root().join("clients/graphile-worker");
-    let text = format!(
-        "name = \"graphile-worker-perf\"\nclient = {client:?}\n[jobs]\npreload = {jobs}\n[workers]\ncount = 4\n\
-         concurrency = 24\nbatch = 500\nwork = \"0ms\"\n[run]\nstop = \"drained\"\ntimeout = \"20m\"\nhistory = false\n",
-        client = client.display().to_string()
-    );
-    std::fs::write(&toml, text).map_err(Error::io(&toml))?;
-    println!("queuebench, clients/graphile-worker at the same settings (4 processes × 24, batch 500):");
-    let run = qb.run(&toml, &work.path().join("run"), &[])?;
-    if run.code != 0 {
-        let tail: Vec<_> = run.output.lines().rev().take(20).collect::<Vec<_>>().into_iter().rev().collect();
-        return Err(Error::Run(format!("queuebench run exited {}:\n{}", run.code, tail.join("\n"))));
-    }
-    let s = run.need_summary()?;
-    println!(
-        "queuebench: {} jobs completed, {} duplicates, {:.0} jobs/s over {:.1} s",
-        s.jobs.completed, s.executions.duplicate, s.throughput.jobs_per_sec, s.throughput.duration_s
-    );
-    Ok(())
-}
-
-/// run.js's jobs/s: N ÷ (drain − startup), in ms.
-pub fn perf_rate(jobs: u64, drain_ms: u128, startup_ms: u128) -> Option<f64> {
-    (drain_ms > startup_ms).then(|| 1000.0 * jobs as f64 / (drain_ms - startup_ms) as f64)
-}
-
-/// graphile-worker's CLI (or node) with perfTest's environment, stderr without the "Failed to
-/// load task" noise.
-fn gw(dir: &Path, modules: &Path, url: &str, args: &[&str]) -> Command {
-    let mut cmd = Command::new("node");
-    cmd.args(args)
-        .current_dir(dir)
-        .env("PERF_DATABASE_URL", url)
-        .env("NO_LOG_SUCCESS", "1")
-        .env("NODE_PATH", modules)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    cmd
-}
-
-fn finish(child: Child, what: &str) -> Result<()> {
-    let o = child.wait_with_output().map_err(Error::io(what))?;
-    for line in String::from_utf8_lossy(&o.stderr).lines().filter(|l| !l.contains("Failed to load task")) {
-        eprintln!("{line}");
-    }
-    if !o.status.success() {
-        return Err(Error::Run(format!("{what}: {}", o.status)));
-    }
-    Ok(())
-}
-
-fn spawn(mut cmd: Command, what: &str) -> Result<Child> {
-    cmd.spawn().map_err(|source| Error::Spawn { program: what.into(), source })
-}
-
-/// perfTest/run.js's steps, inside the cluster (DATABASE_URL set).
-fn perf_test(jobs: u64, dir: &Path, modules: &Path) -> Result<()> {
-    let url = std::env::var("DATABASE_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .ok_or_else(|| Error::Usage("--perf-dir runs inside queuebench cluster (DATABASE_URL is not set)".into()))?;
-    let cli = modules.join("graphile-worker/dist/cli.js");
-    let cli = cli.to_string_lossy();
-    let cli = cli.as_ref();
-    finish(spawn(gw(dir, modules, &url, &[cli, "--schema-only"]), "graphile-worker --schema-only")?, "--schema-only")?;
-    let t0 = Instant::now();
-    finish(spawn(gw(dir, modules, &url, &[cli, "--once"]), "graphile-worker --once")?, "--once")?;
-    let startup = t0.elapsed().as_millis();
-    finish(spawn(gw(dir, modules, &url, &["./init.js", &jobs.to_string()]), "node init.js")?, "init.js")?;
-    let t0 = Instant::now();
-    let workers: Vec<Child> = (0..4)
-        .map(|_| spawn(gw(dir, modules, &url, &[cli, "--once"]), "graphile-worker --once"))
-        .collect::<Result<_>>()?;
-    let waits: Vec<_> = workers.into_iter().map(|c| std::thread::spawn(move || finish(c, "--once"))).collect();
-    for w in waits {
-        w.join().map_err(|_| Error::Run("a worker's thread panicked".into()))??;
-    }
-    let drain = t0.elapsed().as_millis();
-    let left = crate::cluster::psql(&url, &["-Atc", "select count(*) from graphile_worker._private_jobs"])?;
-    let rate = perf_rate(jobs, drain, startup)
-        .map(|r| format!("{r:.0} jobs/s"))
-        .unwrap_or_else(|| "no rate (the drain took no longer than the startup)".into());
-    println!(
-        "graphile-worker perfTest: {jobs} jobs, drain {drain} ms, startup {startup} ms, {} left: {rate}",
-        left.trim()
-    );
-    Ok(())
 }
 
 #[cfg(test)]
@@ -510,8 +382,6 @@ mod tests {
         let t0 = Instant::now();
         assert!((rate(500, t0, t0 + Duration::from_millis(250)).unwrap() - 2000.0).abs() < 1e-6);
         assert_eq!(rate(0, t0, t0), None, "drained between two polls: no rate, not 0 jobs/s");
-        assert_eq!(perf_rate(20_000, 2_000, 1_000), Some(20_000.0));
-        assert_eq!(perf_rate(20_000, 1_000, 1_000), None);
     }
 
     #[test]

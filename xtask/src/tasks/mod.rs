@@ -4,6 +4,7 @@ pub mod adapters;
 pub mod bench;
 pub mod clients;
 pub mod explore;
+pub mod gw_perf;
 pub mod loops;
 pub mod probes;
 pub mod repeats;
