@@ -2,7 +2,7 @@
 # What queuebench finds in the current releases of the libraries it ships adapters and clients for
 # (docs/findings.md keeps the figures). Two parts:
 # 1. explore over every shipped adapter scenario, with one crash and two ticks of the clock
-#    (scripts/explore-adapters.sh --crashes 1): each counterexample's steps and psql script go to
+#    (cargo xtask explore-adapters --crashes 1): each counterexample's steps and psql script go to
 #    OUT/explore/NAME/;
 # 2. every client fault scenario (scenarios/clients/*-{kill-backend,pause,crash}.toml), ROUNDS runs
 #    each: the exit code, the failed checks and the extra executions by cause (needs the reference
@@ -31,7 +31,7 @@ done
 mkdir -p "$out"
 
 if [ "$only" != clients ]; then
-  QUEUEBENCH=$qb "$root/scripts/explore-adapters.sh" --crashes 1 --depth "$depth" --seconds "$seconds" --out "$out/explore"
+  (cd "$root" && QUEUEBENCH=$qb cargo xtask explore-adapters --crashes 1 --depth "$depth" --seconds "$seconds" --out "$out/explore")
   echo
 fi
 [ "$only" != explore ] || exit 0

@@ -542,11 +542,6 @@ wraps](w.md) and [a][b] (not-a-link.md)
     assert_eq!(found, expected.map(|(l, t)| (l, t.to_string())));
 }
 
-/// Scripts that still compute their own figures, waiting for their port to `cargo xtask`
-/// (docs/development.md, "Scripts"). The list only shrinks: each entry must still exist.
-const NOT_YET_PORTED: [&str; 5] =
-    ["explore-adapters.sh", "explore-bench.sh", "clients-overhead.sh", "clients", "graphile-worker-perf.sh"];
-
 #[test]
 fn every_script_is_listed_in_the_development_page_and_there_are_at_most_ten() {
     let page = std::fs::read_to_string(repo().join("docs/development.md")).unwrap();
@@ -562,11 +557,8 @@ fn every_script_is_listed_in_the_development_page_and_there_are_at_most_ten() {
     }
     missing.sort();
     assert!(missing.is_empty(), "scripts/ files not in docs/development.md's Scripts table: {missing:?}");
-    let gone: Vec<_> = NOT_YET_PORTED.iter().filter(|n| !names.iter().any(|x| x == *n)).collect();
-    assert!(gone.is_empty(), "ported, so take them off NOT_YET_PORTED: {gone:?}");
-    let mut kept: Vec<_> = names.iter().filter(|n| !NOT_YET_PORTED.contains(&n.as_str())).collect();
-    kept.sort();
-    assert!(kept.len() <= 10, "scripts/ keeps at most 10 files (what computes is `cargo xtask`): {kept:?}");
+    names.sort();
+    assert!(names.len() <= 10, "scripts/ keeps at most 10 files (what computes is `cargo xtask`): {names:?}");
 }
 
 /// docs/pool.md's table of refusals names exactly the capabilities the pool transport does not

@@ -52,7 +52,7 @@ function readEnv () {
     queue: process.env.QUEUEBENCH_QUEUE || 'queuebench',
     pollMs: pollRaw === undefined || pollRaw === '' ? null : intEnv('QUEUEBENCH_POLL_MS', null, 1),
     events: process.env.QUEUEBENCH_EVENTS === '1' && record,
-    // QUEUEBENCH_RECORD=0: no effect rows, no events (scripts/clients-overhead.sh only)
+    // QUEUEBENCH_RECORD=0: no effect rows, no events (cargo xtask clients-overhead only)
     record,
     // QUEUEBENCH_BATCH: jobs per fetch where the library fetches in batches (null: as configured)
     batch: intEnv('QUEUEBENCH_BATCH', null, 1),

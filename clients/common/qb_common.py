@@ -59,7 +59,7 @@ class Env:
     bug: str
     # QUEUEBENCH_BATCH: jobs per fetch where the library fetches in batches (None: as configured)
     batch: int | None = None
-    # QUEUEBENCH_RECORD=0: no effect rows, no events (scripts/clients-overhead.sh only)
+    # QUEUEBENCH_RECORD=0: no effect rows, no events (cargo xtask clients-overhead only)
     record: bool = True
 
 

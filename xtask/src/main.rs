@@ -208,6 +208,62 @@ enum Task {
         #[arg(default_value_t = 10)]
         rounds: u32,
     },
+    /// explore's pace: schedules per second and the reduction factor, 2 and 3 sessions, with
+    /// the liveness checks and with --safety-only (docs/explore.md).
+    ExploreBench {
+        /// Default: scenarios/gc-pause-fencing-token.toml (nothing to find).
+        #[arg(long)]
+        scenario: Option<PathBuf>,
+        /// Seconds of search a configuration.
+        #[arg(long, default_value_t = 60)]
+        seconds: u32,
+        /// Session counts, separated by spaces or commas.
+        #[arg(long, default_value = "2 3")]
+        sessions: String,
+        #[arg(long, default_value_t = 1)]
+        crashes: u32,
+    },
+    /// explore against the pause table: every shipped adapter scenario (and SKIP LOCKED with a
+    /// token), 2 sessions, 2 ticks; a Markdown table (docs/explore.md, docs/findings.md).
+    ExploreAdapters {
+        #[arg(long, default_value_t = 16)]
+        depth: u32,
+        /// Seconds of search a scenario at most.
+        #[arg(long, default_value_t = 300)]
+        seconds: u32,
+        /// Crashes of a session in a schedule.
+        #[arg(long, default_value_t = 0)]
+        crashes: u32,
+        /// Each counterexample's steps and psql script go to OUT/NAME/ (default: a new temporary folder, kept).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Only the scenarios whose name contains this.
+        #[arg(long, default_value = "")]
+        only: String,
+    },
+    /// The harness's cost per execution on each reference client, recording on and off
+    /// (docs/clients.md); needs bash clients/install.sh.
+    ClientsOverhead {
+        #[arg(long, default_value_t = 3000)]
+        jobs: u64,
+        #[arg(long, default_value_t = 3)]
+        rounds: u32,
+        /// Comma-separated client names (default: all four).
+        #[arg(long, default_value = "")]
+        only: String,
+    },
+    /// graphile-worker's own perfTest beside queuebench at the same settings (docs/clients.md):
+    /// give a checkout of graphile-worker's repository (0.17.x); needs bash clients/install.sh.
+    GraphileWorkerPerf {
+        /// run.js's JOB_COUNT.
+        #[arg(long, default_value_t = 200_000)]
+        jobs: u64,
+        /// A checkout of graphile-worker's repository (its perfTest/ is not in the npm package).
+        checkout: PathBuf,
+        /// (Internal) the perfTest part only, inside `queuebench cluster`, on this copy of perfTest/.
+        #[arg(long, hide = true)]
+        perf_dir: Option<PathBuf>,
+    },
     /// Instructions per job, counted by callgrind (docs/performance.md); needs valgrind.
     Callgrind {
         #[arg(default_value_t = 5000)]
@@ -229,7 +285,7 @@ enum Task {
 
 fn main() {
     let cli = Cli::parse();
-    use tasks::{adapters, bench, loops, probes, repeats, smoke, suite, tables, vs_pgbench};
+    use tasks::{adapters, bench, clients, explore, gw_perf, loops, probes, repeats, smoke, suite, tables, vs_pgbench};
     let result = match cli.task {
         Task::Smoke { out } => smoke::smoke(&out),
         Task::Noise { runs, raw, scenarios } => repeats::noise(runs, raw.as_deref(), &scenarios),
@@ -269,6 +325,16 @@ fn main() {
             loops::soak(&duration, &scenario, rate, interval, out.as_deref())
         }
         Task::ExploreReset { url, rounds } => probes::explore_reset(&url, rounds),
+        Task::ExploreBench { scenario, seconds, sessions, crashes } => {
+            explore::explore_bench(scenario.as_deref(), seconds, &sessions, crashes)
+        }
+        Task::ExploreAdapters { depth, seconds, crashes, out, only } => {
+            explore::explore_adapters(depth, seconds, crashes, out.as_deref(), &only)
+        }
+        Task::ClientsOverhead { jobs, rounds, only } => clients::clients_overhead(jobs, rounds, &only),
+        Task::GraphileWorkerPerf { jobs, checkout, perf_dir } => {
+            gw_perf::graphile_worker_perf(jobs, &checkout, perf_dir.as_deref())
+        }
         Task::Callgrind { jobs, hot, top, keep, extra } => probes::callgrind(jobs, &extra, hot, top, keep.as_deref()),
     };
     if let Err(e) = result {

@@ -2,6 +2,9 @@
 
 pub mod adapters;
 pub mod bench;
+pub mod clients;
+pub mod explore;
+pub mod gw_perf;
 pub mod loops;
 pub mod probes;
 pub mod repeats;
