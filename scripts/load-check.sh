@@ -77,7 +77,7 @@ esac || { echo "the build failed: $out/build.log" >&2; exit 1; }
 # The bursty neighbour's PostgreSQL comes from this checkout's queuebench.
 if [ "$neighbour" = bursty ]; then
   cargo build --locked --quiet --bin queuebench >>"$out/build.log" 2>&1 || { echo "the build failed: $out/build.log" >&2; exit 1; }
-  qb=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/debug/queuebench
+  qb=$(scripts/queuebench-bin.sh --dir)/debug/queuebench
 fi
 
 # neighbour_start SECONDS: the neighbour, for at most SECONDS; neighbour_stop ends it early (and
