@@ -28,6 +28,7 @@ mod errors;
 mod expected_failures;
 mod explore;
 mod explore_identity;
+mod explore_pace;
 mod failover;
 mod faults;
 mod flags;
