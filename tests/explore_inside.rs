@@ -39,6 +39,26 @@ fn a_snapshot_older_than_its_lock_is_found_inside_the_statement_and_replays() {
     assert!(json.contains("\"granularity\": \"statement_with_pauses\""), "{json}");
     assert_eq!(db.harness_schemas(""), "", "explore drops its schema");
 
+    // The printed schedule spells the pause (`+pause`) and its resume, one word a step, and
+    // `--replay` plays it back to the same verdict, steps and script.
+    let j: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let schedule = j["violations"][0]["schedule"].as_str().unwrap().to_string();
+    assert_eq!(schedule.split(' ').count(), 8, "{schedule}");
+    assert!(schedule.contains("+pause") && schedule.contains("B:resume"), "{schedule}");
+    assert!(stdout.contains(&format!("--replay '…'): {schedule}\n")), "{stdout}");
+    let again = out.path().join("again");
+    let replay = [file, "--replay", &schedule, "--out", again.to_str().unwrap()];
+    let (code, restdout, stderr) = explore(&[&replay[..], &bound[..]].concat());
+    assert_eq!(code, 1, "the replayed schedule breaks the same check: {restdout}\n{stderr}");
+    assert!(restdout.contains("run_after_completion:"), "{restdout}");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(again.join("explore.json")).unwrap()).unwrap();
+    assert_eq!(r["mode"], "replay");
+    assert_eq!(r["violations"][0]["schedule"], j["violations"][0]["schedule"]);
+    for f in ["counterexample.txt", "counterexample.sql"] {
+        let (a, b) = (std::fs::read_to_string(found.join(f)).unwrap(), std::fs::read_to_string(again.join(f)).unwrap());
+        assert_eq!(a, b, "{f} differs between the search and the replay");
+    }
+
     // The script, by hand: A claims, deletes and unlocks; B's walk takes its snapshot and stops
     // at the gate (window G); A commits; G opens, and B locks the finished job and claims it.
     let script = std::fs::read_to_string(found.join("counterexample.sql")).unwrap();
