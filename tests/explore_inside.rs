@@ -110,6 +110,20 @@ fn a_lost_answer_runs_a_toggling_completion_twice_and_leaves_a_fenced_one_alone(
     assert!(stdout.contains("and its answer is lost"), "the lost answer is a step: {stdout}");
     assert!(stdout.contains("after an acknowledgement whose outcome was unknown"), "explain's cause: {stdout}");
     assert!(stdout.contains("≤ 1 completion answer(s) lost"), "the last words name the fault: {stdout}");
+    // Its schedule names the lost answer (`ack-lost`) and replays to the same check; without
+    // `--acks-lost` that step cannot be taken, and the replay is refused.
+    let schedule = stdout.split("--replay '…'): ").nth(1).and_then(|s| s.lines().next()).unwrap().to_string();
+    assert!(schedule.contains(":ack-lost"), "{schedule}");
+    let file = toggle.to_str().unwrap();
+    let (code, again, stderr) = explore(&[&[file, "--acks-lost", "1", "--replay", &schedule][..], &bound[..]].concat());
+    assert_eq!(code, 1, "{again}\n{stderr}");
+    assert!(
+        again.contains("completion_idempotent:") && again.contains(&format!("--replay '…'): {schedule}\n")),
+        "{again}"
+    );
+    let (code, _, stderr) = explore(&[&[file, "--replay", &schedule][..], &bound[..]].concat());
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains(":ack-lost`, cannot be taken there"), "{stderr}");
 
     let fenced = ack_queue(dir.path(), None);
     let (code, stdout, stderr) = explore(&[&[fenced.to_str().unwrap(), "--acks-lost", "1"][..], &bound[..]].concat());
