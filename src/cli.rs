@@ -572,4 +572,16 @@ pub struct ExploreArgs {
     /// `off` for none.
     #[arg(long, default_value = "10s", value_name = "DURATION")]
     pub progress: String,
+    /// Play this schedule (the string a counterexample prints) and judge it, instead of searching.
+    #[arg(long, value_name = "SCHEDULE")]
+    pub replay: Option<String>,
+    /// Play N random schedules of at most --depth steps (PCT), instead of searching breadth first.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub random: Option<u64>,
+    /// The random schedules' seed (printed when drawn): the same seed plays the same schedules.
+    #[arg(long, requires = "random")]
+    pub seed: Option<u64>,
+    /// PCT's bug depth d: the orderings a bug needs (the bound is 1/(n·k^(d−1))).
+    #[arg(long, default_value_t = 3, requires = "random", value_parser = clap::value_parser!(u32).range(1..=6))]
+    pub pct_depth: u32,
 }

@@ -163,6 +163,10 @@ async fn explore_with(
         out: args.out,
         all: args.all,
         ignore: args.ignore,
+        replay: args.replay,
+        random: args.random,
+        seed: args.seed,
+        pct_depth: args.pct_depth,
     };
     until_interrupted(explore::explore(&args.file, &args.overrides.set, &target, &o), interrupt).await
 }

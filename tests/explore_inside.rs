@@ -39,6 +39,26 @@ fn a_snapshot_older_than_its_lock_is_found_inside_the_statement_and_replays() {
     assert!(json.contains("\"granularity\": \"statement_with_pauses\""), "{json}");
     assert_eq!(db.harness_schemas(""), "", "explore drops its schema");
 
+    // The printed schedule spells the pause (`+pause`) and its resume, one word a step, and
+    // `--replay` plays it back to the same verdict, steps and script.
+    let j: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let schedule = j["violations"][0]["schedule"].as_str().unwrap().to_string();
+    assert_eq!(schedule.split(' ').count(), 8, "{schedule}");
+    assert!(schedule.contains("+pause") && schedule.contains("B:resume"), "{schedule}");
+    assert!(stdout.contains(&format!("--replay '…'): {schedule}\n")), "{stdout}");
+    let again = out.path().join("again");
+    let replay = [file, "--replay", &schedule, "--out", again.to_str().unwrap()];
+    let (code, restdout, stderr) = explore(&[&replay[..], &bound[..]].concat());
+    assert_eq!(code, 1, "the replayed schedule breaks the same check: {restdout}\n{stderr}");
+    assert!(restdout.contains("run_after_completion:"), "{restdout}");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(again.join("explore.json")).unwrap()).unwrap();
+    assert_eq!(r["mode"], "replay");
+    assert_eq!(r["violations"][0]["schedule"], j["violations"][0]["schedule"]);
+    for f in ["counterexample.txt", "counterexample.sql"] {
+        let (a, b) = (std::fs::read_to_string(found.join(f)).unwrap(), std::fs::read_to_string(again.join(f)).unwrap());
+        assert_eq!(a, b, "{f} differs between the search and the replay");
+    }
+
     // The script, by hand: A claims, deletes and unlocks; B's walk takes its snapshot and stops
     // at the gate (window G); A commits; G opens, and B locks the finished job and claims it.
     let script = std::fs::read_to_string(found.join("counterexample.sql")).unwrap();
@@ -90,6 +110,20 @@ fn a_lost_answer_runs_a_toggling_completion_twice_and_leaves_a_fenced_one_alone(
     assert!(stdout.contains("and its answer is lost"), "the lost answer is a step: {stdout}");
     assert!(stdout.contains("after an acknowledgement whose outcome was unknown"), "explain's cause: {stdout}");
     assert!(stdout.contains("≤ 1 completion answer(s) lost"), "the last words name the fault: {stdout}");
+    // Its schedule names the lost answer (`ack-lost`) and replays to the same check; without
+    // `--acks-lost` that step cannot be taken, and the replay is refused.
+    let schedule = stdout.split("--replay '…'): ").nth(1).and_then(|s| s.lines().next()).unwrap().to_string();
+    assert!(schedule.contains(":ack-lost"), "{schedule}");
+    let file = toggle.to_str().unwrap();
+    let (code, again, stderr) = explore(&[&[file, "--acks-lost", "1", "--replay", &schedule][..], &bound[..]].concat());
+    assert_eq!(code, 1, "{again}\n{stderr}");
+    assert!(
+        again.contains("completion_idempotent:") && again.contains(&format!("--replay '…'): {schedule}\n")),
+        "{again}"
+    );
+    let (code, _, stderr) = explore(&[&[file, "--replay", &schedule][..], &bound[..]].concat());
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains(":ack-lost`, cannot be taken there"), "{stderr}");
 
     let fenced = ack_queue(dir.path(), None);
     let (code, stdout, stderr) = explore(&[&[fenced.to_str().unwrap(), "--acks-lost", "1"][..], &bound[..]].concat());

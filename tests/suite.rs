@@ -31,6 +31,7 @@ mod expected_failures;
 mod explore;
 mod explore_identity;
 mod explore_inside;
+mod explore_pace;
 mod failover;
 mod faults;
 mod flags;

@@ -2,6 +2,8 @@
 //! nothing in, said no wider than it searched; the tally; and `explore.json` in `--out`.
 
 use super::Options;
+use super::search::coverage::Coverage;
+use super::search::single::Random;
 use super::search::{Found, Stats};
 use super::{script, verdict};
 use crate::error::{ExitCode, Result};
@@ -15,12 +17,22 @@ pub(super) struct Searched<'a> {
     pub reaper: bool,
     pub stats: &'a Stats,
     pub took: Duration,
+    pub coverage: &'a Coverage,
+    pub random: Option<&'a Random>,
 }
 
 impl Searched<'_> {
     fn tally(&self) -> String {
         let s = self.stats;
         let rate = s.schedules as f64 / self.took.as_secs_f64().max(1e-9);
+        if self.o.replay.is_some() || self.random.is_some() {
+            return format!(
+                "{} played, {} steps sent, {:.1} s: {rate:.0} schedules/s",
+                crate::model::words::count(s.schedules, "schedule"),
+                s.steps,
+                self.took.as_secs_f64()
+            );
+        }
         let per_reset = s.reset_time.as_secs_f64() * 1e3 / s.resets.max(1) as f64;
         let factor = s.covered / (s.schedules.max(1) as f64);
         format!(
@@ -54,8 +66,32 @@ impl Searched<'_> {
         }
     }
 
-    /// What was searched, and no more: explore's steps are whole statements.
+    /// What was searched, and no more (`scope_only`), what it reached, and for `--random` the
+    /// seed and the bound PCT gives.
     fn scope(&self, found: &[Found]) -> String {
+        let mut out = format!("{}\n{}", self.scope_only(found), self.coverage.summary());
+        if let Some(r) = self.random {
+            let (one, all) = r.bounds();
+            out.push_str(&format!(
+                "\nrandom (PCT): seed {}, {} schedules of at most {} steps, bug depth {} ({} agents: the sessions, and the \
+                 clock and the connection faults, a crash or a lost answer, where they may move): a bug that needs {} orderings is hit by one schedule with probability ≥ \
+                 1/(n·k^(d−1)) = {one:.3e}, by the {} with ≥ {all:.3e}; `--seed {}` plays them again",
+                r.seed,
+                r.schedules.len(),
+                r.steps,
+                r.depth,
+                r.agents,
+                r.depth,
+                r.schedules.len(),
+                r.seed
+            ));
+        }
+        out
+    }
+
+    /// What was searched, and no more: the unit of a step (`granularity`), the sessions, jobs,
+    /// depth and faults.
+    fn scope_only(&self, found: &[Found]) -> String {
         let o = self.o;
         let mut faults =
             format!("≤ {} clock tick(s), ≤ {} crash(es), ≤ {} heartbeat(s)", o.ticks, o.crashes, o.heartbeats);
@@ -113,11 +149,19 @@ pub(super) fn answer(w: &Searched<'_>, found: &[Found]) -> Result<ExitCode> {
             ExitCode::ExpectationFailed
         }
         (true, true, _) => {
-            println!("no counterexample {}: {tally}\n{scope}", reached(s));
+            let how = match (&w.o.replay, w.random) {
+                (Some(_), _) => format!("in the schedule replayed ({} steps, then left to itself)", s.depth_done),
+                (None, Some(r)) => format!("in {} random schedules", r.schedules.len()),
+                (None, None) => reached(s),
+            };
+            println!("no counterexample {how}: {tally}\n{scope}");
             ExitCode::Passed
         }
     };
     if let Some(out) = &w.o.out {
+        if let Some(r) = w.random {
+            crate::files::write_new(out, "random-schedules.txt", format!("{}\n", r.schedules.join("\n")).as_bytes())?;
+        }
         let json = serde_json::to_string_pretty(&summary(w, found, &written)).unwrap_or_default();
         crate::files::write_new(out, "explore.json", format!("{json}\n").as_bytes())?;
     }
@@ -153,6 +197,7 @@ fn counterexample(w: &Searched<'_>, f: &Found, named: bool) -> Result<Vec<String
     for cause in lane.iter().flat_map(|l| &l.causes).filter(|c| c.as_str() != "ran exactly once") {
         text.push_str(&format!("  cause: {cause}\n"));
     }
+    text.push_str(&format!("  schedule (replay it with the same flags and --replay '…'): {}\n", f.schedule));
     let sql = script::psql(f, w.plan);
     println!("{text}\n{sql}");
     let Some(out) = &w.o.out else { return Ok(Vec::new()) };
@@ -189,6 +234,7 @@ fn summary(w: &Searched<'_>, found: &[Found], written: &[Vec<String>]) -> serde_
                     "left_to_itself": f.settled_from.is_some(),
                     "beside": v.beside,
                     "script": script,
+                    "schedule": f.schedule,
                 })
             })
         })
@@ -215,5 +261,14 @@ fn summary(w: &Searched<'_>, found: &[Found], written: &[Vec<String>]) -> serde_
         "excused": verdict::tolerated(w.plan),
         "ignored": o.ignore,
         "violations": violations,
+        "mode": match (&o.replay, w.random) { (Some(_), _) => "replay", (None, Some(_)) => "random", (None, None) => "search" },
+        "coverage": w.coverage.json(),
+        "random": w.random.map(|r| {
+            let (one, all) = r.bounds();
+            serde_json::json!({
+                "seed": r.seed, "schedules": r.schedules.len(), "max_steps": r.steps, "bug_depth": r.depth,
+                "agents": r.agents, "bound_per_schedule": one, "bound_all": all, "file": "random-schedules.txt",
+            })
+        }),
     })
 }

@@ -76,11 +76,25 @@ pub(crate) struct Options {
     pub ignore: Vec<String>,
     /// How often a progress line goes to stderr (None: never).
     pub progress: Option<Duration>,
+    /// Play this schedule (a counterexample's printed string) and judge it, instead of searching.
+    pub replay: Option<String>,
+    /// Play this many random schedules (PCT) instead of searching breadth first.
+    pub random: Option<u64>,
+    /// The random schedules' seed (None: drawn, and printed).
+    pub seed: Option<u64>,
+    /// PCT's bug depth: the orderings a bug needs (`--pct-depth`).
+    pub pct_depth: u32,
 }
 
 pub(crate) async fn explore(file: &Path, sets: &[String], target: &Target, o: &Options) -> Result<ExitCode> {
     if !(2..=3).contains(&o.sessions) {
         return Err(Error::Flag { flag: "--sessions".into(), reason: "takes 2 or 3 worker sessions".into() });
+    }
+    if o.replay.is_some() && o.random.is_some() {
+        return Err(Error::Flag {
+            flag: "--replay".into(),
+            reason: "plays one schedule; --random draws others".into(),
+        });
     }
     if !(1..=2).contains(&o.jobs) {
         return Err(Error::Flag { flag: "--jobs".into(), reason: "takes 1 or 2 jobs".into() });
@@ -158,14 +172,27 @@ async fn search_on(plan: &Plan, db: &crate::db::Database, o: &Options, ignore: V
     search.ignore = ignore;
     search.all = o.all;
     search.progress_every = o.progress;
-    search.run().await?;
+    match (&o.replay, o.random) {
+        (Some(text), _) => search.replay_schedule(text).await?,
+        (None, Some(n)) => search.random(n, o.seed.unwrap_or_else(rand::random), o.pct_depth).await?,
+        (None, None) => search.run().await?,
+    }
     let took = started.elapsed();
     let s = &search.stats;
     tracing::info!(
-        reset = ?s.reset_time, steps = ?s.exec_time, judge = ?s.judge_time, key = ?s.key_time,
+        reset = ?s.reset_time, steps = ?s.exec_time, replay = ?s.replay_time, judge = ?s.judge_time,
+        settle = ?s.settle_time,
         "explore: where the time went"
     );
-    let searched = answer::Searched { plan, o, reaper, stats: s, took };
+    let searched = answer::Searched {
+        plan,
+        o,
+        reaper,
+        stats: s,
+        took,
+        coverage: &search.coverage,
+        random: search.random.as_ref(),
+    };
     answer::answer(&searched, &search.found)
 }
 

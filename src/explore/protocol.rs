@@ -167,6 +167,9 @@ pub(super) struct Record {
     pub at_secs: f64,
     /// The step it returned after, when it waited on a lock.
     pub waited_until: Option<usize>,
+    /// A step of the schedule (`schedule`'s words): false for the gate's own lines that a
+    /// paused statement brings with it (its gate closing, and opening when it never paused).
+    pub step: bool,
 }
 
 pub(super) struct Model<'p> {

@@ -13,6 +13,7 @@ use crate::error::Result;
 use crate::scenario::Plan;
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 #[derive(Debug, Clone, Copy)]
@@ -26,8 +27,12 @@ pub(super) struct Bounds {
 }
 
 mod ack;
+pub(super) mod coverage;
 mod inside;
+mod pct;
+pub(super) mod schedule;
 pub(super) mod settle;
+pub(super) mod single;
 
 #[derive(Debug, Default, Clone)]
 pub(super) struct Stats {
@@ -39,8 +44,10 @@ pub(super) struct Stats {
     pub steps: u64,
     pub resets: u64,
     pub reset_time: Duration,
+    /// Reading the job table and the state's name, and judging.
     pub judge_time: Duration,
-    pub key_time: Duration,
+    /// Replaying a state's path (its steps, after the reset).
+    pub replay_time: Duration,
     pub exec_time: Duration,
     /// The deepest level finished.
     pub depth_done: usize,
@@ -71,6 +78,8 @@ pub(super) struct Found {
     pub final_jobs: Vec<crate::model::records::JobRow>,
     /// The record where the schedule was left to itself (a liveness counterexample).
     pub settled_from: Option<usize>,
+    /// The schedule as a string (`schedule`), for `--replay`.
+    pub schedule: String,
 }
 
 pub(super) struct Search<'a> {
@@ -94,6 +103,14 @@ pub(super) struct Search<'a> {
     pub found: Vec<Found>,
     /// How often a progress line goes to stderr (None: never).
     pub progress_every: Option<Duration>,
+    /// `observe.state` prepared on the monitor (`settle::observe`).
+    observe: Option<tokio_postgres::Statement>,
+    /// While a path is replayed: how each of its steps went the first time.
+    known: Option<Arc<Vec<Was>>>,
+    /// The pairs of conflicting steps and the abstract job states reached.
+    pub coverage: coverage::Coverage,
+    /// What `--random` played.
+    pub random: Option<single::Random>,
 }
 
 impl<'a> Search<'a> {
@@ -125,6 +142,10 @@ impl<'a> Search<'a> {
             all,
             found,
             progress_every: Some(Duration::from_secs(10)),
+            observe: None,
+            known: None,
+            coverage: coverage::Coverage::default(),
+            random: None,
         }
     }
 
@@ -140,12 +161,12 @@ impl<'a> Search<'a> {
         if self.left_to_itself(start, 0).await? {
             return Ok(());
         }
-        let mut frontier: Vec<(Vec<Op>, f64)> = vec![(Vec::new(), 1.0)];
+        let mut frontier: Vec<Node> = vec![Node { path: Vec::new(), paths: 1.0, was: Arc::new(Vec::new()) }];
         for depth in 1..=self.bounds.depth {
-            let mut next: Vec<(Vec<Op>, f64)> = Vec::new();
+            let mut next: Vec<Node> = Vec::new();
             let mut at: HashMap<u64, usize> = HashMap::new();
-            for (path, paths) in &frontier {
-                let model = self.replay(path).await?;
+            for Node { path, paths, was } in &frontier {
+                let model = self.replay_known(path, was).await?;
                 let ops = model.enabled();
                 let mut first = Some(model);
                 for op in ops {
@@ -156,14 +177,15 @@ impl<'a> Search<'a> {
                     self.progress(depth);
                     let mut m = match first.take() {
                         Some(m) => m,
-                        None => self.replay(path).await?,
+                        None => self.replay_known(path, was).await?,
                     };
                     self.exec(&mut m, op).await?;
                     self.stats.schedules += 1;
                     self.stats.covered += paths;
                     self.stats.claimed |= m.journal.iter().any(|e| e.kind == crate::collect::EventKind::Claimed);
                     let t = Instant::now();
-                    let rows = self.rows(&m).await?;
+                    let (rows, key) = self.read(&m).await?;
+                    self.coverage.note(&m, &rows);
                     let violations = self.unexcused(judge(&m, &rows));
                     self.stats.judge_time += t.elapsed();
                     if !violations.is_empty() {
@@ -172,15 +194,18 @@ impl<'a> Search<'a> {
                             return Ok(());
                         }
                     }
-                    if self.bounds.reduce && self.met(&m, &mut at, &mut next, *paths).await? {
+                    if let Some(key) = key
+                        && self.met(key, &mut at, &mut next, *paths)
+                    {
                         continue;
                     }
+                    let m_was = was_of(&m);
                     if self.left_to_itself(m, depth).await? {
                         return Ok(());
                     }
                     let mut longer = path.clone();
                     longer.push(op);
-                    next.push((longer, *paths));
+                    next.push(Node { path: longer, paths: *paths, was: Arc::new(m_was) });
                 }
             }
             self.stats.depth_done = depth;
@@ -197,27 +222,18 @@ impl<'a> Search<'a> {
     /// Reduction: whether `m`'s state was met before (at this level: the schedules it stands
     /// for are added to the first; at a smaller one: nothing to add). A new one is noted at
     /// the index in `next` it is about to take.
-    async fn met(
-        &mut self,
-        m: &Model<'a>,
-        at: &mut HashMap<u64, usize>,
-        next: &mut [(Vec<Op>, f64)],
-        paths: f64,
-    ) -> Result<bool> {
-        let t = Instant::now();
-        let key = self.key(m).await?;
-        self.stats.key_time += t.elapsed();
+    fn met(&mut self, key: u64, at: &mut HashMap<u64, usize>, next: &mut [Node], paths: f64) -> bool {
         if let Some(&i) = at.get(&key) {
-            next[i].1 += paths;
+            next[i].paths += paths;
             self.stats.pruned += 1;
-            return Ok(true);
+            return true;
         }
         if !self.visited.insert(key) {
             self.stats.pruned += 1;
-            return Ok(true);
+            return true;
         }
         at.insert(key, next.len());
-        Ok(false)
+        false
     }
 
     /// The violations not set aside: `--ignore`d checks, and with `--all` the checks already found.
@@ -276,11 +292,8 @@ impl<'a> Search<'a> {
 
     /// A state's name: the model's own part and every table's rows.
     async fn key(&mut self, m: &Model<'a>) -> Result<u64> {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        m.key().hash(&mut h);
         let state = self.snapshot.state(self.sessions.monitor()).await?;
-        super::snapshot::label_backends(&state, self.sessions.backends()).hash(&mut h);
-        Ok(h.finish())
+        Ok(state_key(m, &state, self.sessions.backends()))
     }
 
     /// The sessions rolled back, the snapshot restored, the model at its start.
@@ -293,12 +306,23 @@ impl<'a> Search<'a> {
         Ok(Model::new(self.plan, &self.cast, self.base, self.bounds.faults))
     }
 
-    async fn replay(&mut self, prefix: &[Op]) -> Result<Model<'a>> {
+    /// A state's path played again from the start, each statement known to return or wait
+    /// as it did the first time (`was`): no question about locks is asked for a step known to
+    /// return, nor for a waiter before the step it is known to return after.
+    async fn replay_known(&mut self, prefix: &[Op], was: &Arc<Vec<Was>>) -> Result<Model<'a>> {
         let mut model = self.fresh().await?;
+        let t = Instant::now();
+        self.known = Some(was.clone());
+        let mut r = Ok(());
         for op in prefix {
-            self.exec(&mut model, *op).await?;
+            r = self.exec(&mut model, *op).await;
+            if r.is_err() {
+                break;
+            }
         }
-        Ok(model)
+        self.known = None;
+        self.stats.replay_time += t.elapsed();
+        r.map(|()| model)
     }
 
     /// One step on the server, then every session that waited on a lock and is free now.
@@ -324,7 +348,11 @@ impl<'a> Search<'a> {
                 let sql = model.sql(op).expect("a statement step has text");
                 let index = model.sent(op, sql.clone());
                 let claiming = model.claiming(a);
-                match self.sessions.send(a, sql.clone()).await? {
+                let sent = match self.was(index) {
+                    Some(Was::Returned) => self.sessions.send_known(a, sql.clone()).await?,
+                    _ => self.sessions.send(a, sql.clone()).await?,
+                };
+                match sent {
                     Sent::Done(out) => {
                         if let (Err(e), true, None) = (&out, claiming, &self.stats.claim_error) {
                             self.stats.claim_error = Some((sql, e.to_string()));
@@ -344,6 +372,11 @@ impl<'a> Search<'a> {
         self.settle_waiting(model).await
     }
 
+    /// How the step of record `index` went the first time, while a path is replayed.
+    fn was(&self, index: usize) -> Option<Was> {
+        self.known.as_ref().and_then(|k| k.get(index)).copied()
+    }
+
     async fn rollback(&mut self, a: usize) -> Result<()> {
         match self.sessions.send(a, "ROLLBACK".into()).await? {
             Sent::Done(_) => Ok(()),
@@ -358,11 +391,18 @@ impl<'a> Search<'a> {
             let mut moved = false;
             let stuck = model.enabled().is_empty();
             for a in 0..model.actors.len() {
-                if model.actors[a].waiting.is_none() || !self.sessions.is_pending(a) {
-                    continue;
-                }
-                let patience = if stuck { Duration::from_millis(500) } else { Duration::ZERO };
-                if let Sent::Done(out) = self.sessions.settle(a, patience).await? {
+                let Some((_, w)) = model.actors[a].waiting.filter(|_| self.sessions.is_pending(a)) else { continue };
+                let now = model.records.len() - 1;
+                let sent = match self.was(w) {
+                    Some(Was::Waited(Some(k))) if k == now => self.sessions.settle_known(a).await?,
+                    Some(Was::Waited(Some(k))) if k > now => continue,
+                    Some(Was::Waited(None)) => continue,
+                    _ => {
+                        let patience = if stuck { Duration::from_millis(500) } else { Duration::ZERO };
+                        self.sessions.settle(a, patience).await?
+                    }
+                };
+                if let Sent::Done(out) = sent {
                     model.settled(a, &out);
                     if out.is_err() {
                         self.rollback(a).await?;
@@ -377,6 +417,43 @@ impl<'a> Search<'a> {
     }
 }
 
+/// A state to expand: the path that reached it first, the schedules it stands for, and how
+/// each of the path's steps went (`Was`), for its replays.
+struct Node {
+    path: Vec<Op>,
+    paths: f64,
+    was: Arc<Vec<Was>>,
+}
+
+/// How a step went when its schedule was first played: it returned at once, or it waited on a
+/// lock and returned after the step of that index (None: still waiting at the path's end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Was {
+    Returned,
+    Waited(Option<usize>),
+}
+
+/// How each step of `m`'s schedule went, by its record.
+fn was_of(m: &Model<'_>) -> Vec<Was> {
+    m.records
+        .iter()
+        .map(|r| match (r.waited_until, r.result.as_str()) {
+            (Some(k), _) => Was::Waited(Some(k)),
+            (None, "waits on a lock") => Was::Waited(None),
+            _ => Was::Returned,
+        })
+        .collect()
+}
+
+/// A state's name: the model's own part and every table's rows (`state`), a backend's pid
+/// read as its session.
+fn state_key(m: &Model<'_>, state: &str, backends: &[(i32, usize)]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    m.key().hash(&mut h);
+    super::snapshot::label_backends(state, backends).hash(&mut h);
+    h.finish()
+}
+
 fn found(
     m: &Model<'_>,
     violations: Vec<Violation>,
@@ -384,7 +461,12 @@ fn found(
     rows: Vec<crate::model::records::JobRow>,
     settled_from: Option<usize>,
 ) -> Found {
+    let names: Vec<String> = m.actors.iter().map(|a| a.name.clone()).collect();
+    // One record per step, beside the gate's own lines a paused statement brings (`Record::step`).
+    let ops: Vec<Op> =
+        m.records[..settled_from.unwrap_or(m.records.len())].iter().filter(|r| r.step).map(|r| r.op).collect();
     Found {
+        schedule: schedule::render(&ops, &names),
         records: m.records.clone(),
         violations,
         depth,

@@ -70,6 +70,8 @@ pub(super) struct Sessions {
     backends: Vec<(i32, usize)>,
     /// The gate session, where statements may pause inside (`pause`).
     gates: Option<super::pause::Gates>,
+    /// `pg_blocking_pids` asked of one backend, prepared once (it is asked on every wait).
+    blocked_query: tokio_postgres::Statement,
 }
 
 fn converted(r: std::result::Result<Vec<SimpleQueryMessage>, tokio_postgres::Error>) -> Outcome {
@@ -122,7 +124,12 @@ impl Sessions {
         }
         let backends = list.iter().enumerate().map(|(i, s)| (s.pid, i)).collect();
         let monitor = db.connect().await?;
+        let blocked_query = monitor
+            .prepare("SELECT cardinality(pg_blocking_pids($1)) > 0")
+            .await
+            .map_err(|e| monitor_err("preparing the lock-wait question", &e))?;
         Ok(Sessions {
+            blocked_query,
             endpoint,
             on_connect: on_connect.map(String::from),
             list,
@@ -174,6 +181,27 @@ impl Sessions {
         self.list[i].pending.is_some()
     }
 
+    /// Sends `sql` on session `i` when it is known to return (it did when its schedule was first
+    /// played, and a replay is the same): waits for it without asking about locks, and asks
+    /// only if it has not returned after a second.
+    pub(super) async fn send_known(&mut self, i: usize, sql: String) -> Result<Sent> {
+        let client = self.list[i].client.clone();
+        self.list[i].pending = Some(tokio::spawn(async move { client.simple_query(&sql).await }));
+        self.settle_known(i).await
+    }
+
+    /// Waits for session `i`'s pending statement, known to return now (its blocker is gone, as
+    /// when its schedule was first played); asks about locks only after a second.
+    pub(super) async fn settle_known(&mut self, i: usize) -> Result<Sent> {
+        let handle = self.list[i].pending.as_mut().expect("a pending statement");
+        if let Ok(r) = tokio::time::timeout(Duration::from_secs(1), handle).await {
+            self.list[i].pending = None;
+            let r = r.map_err(|e| Error::Machine { action: "a session's statement".into(), cause: e.to_string() })?;
+            return Ok(Sent::Done(converted(r)));
+        }
+        self.settle(i, Duration::ZERO).await
+    }
+
     /// Waits for session `i`'s pending statement until it returns or is seen blocked (after
     /// `at_least`, for a deadlock the server is about to break).
     pub(super) async fn settle(&mut self, i: usize, at_least: Duration) -> Result<Sent> {
@@ -204,7 +232,7 @@ impl Sessions {
     async fn blocked(&self, pid: i32) -> Result<bool> {
         let row = self
             .monitor
-            .query_one("SELECT cardinality(pg_blocking_pids($1)) > 0", &[&pid])
+            .query_one(&self.blocked_query, &[&pid])
             .await
             .map_err(|e| monitor_err("asking pg_blocking_pids", &e))?;
         Ok(row.get(0))
@@ -258,12 +286,13 @@ impl Sessions {
         if let Some(g) = self.gates.as_mut() {
             g.release_all().await?;
         }
-        for i in 0..self.list.len() {
-            if self.list[i].open && self.list[i].pending.is_none() {
-                self.rollback(i).await?;
-            }
-        }
-        for i in 0..self.list.len() {
+        // The idle sessions roll back side by side: one round trip for all of them.
+        let idle: Vec<Arc<Client>> =
+            self.list.iter().filter(|s| s.open && s.pending.is_none()).map(|s| s.client.clone()).collect();
+        futures_util::future::try_join_all(idle.iter().map(|c| rolled_back(c))).await?;
+        let busy: Vec<usize> =
+            (0..self.list.len()).filter(|&i| !self.list[i].open || self.list[i].pending.is_some()).collect();
+        for i in busy {
             if self.list[i].pending.is_some()
                 && let Sent::Blocked = self.settle(i, Duration::from_millis(200)).await?
             {
@@ -284,12 +313,16 @@ impl Sessions {
     }
 
     async fn rollback(&mut self, i: usize) -> Result<()> {
-        let c = &self.list[i].client;
-        c.batch_execute("ROLLBACK; SELECT pg_advisory_unlock_all()").await.map_err(|e| Error::Machine {
-            action: "rolling a session back between schedules".into(),
-            cause: crate::db::error_text(&e),
-        })
+        rolled_back(&self.list[i].client).await
     }
+}
+
+/// A session rolled back, with no session-level advisory lock left.
+async fn rolled_back(c: &Client) -> Result<()> {
+    c.batch_execute("ROLLBACK; SELECT pg_advisory_unlock_all()").await.map_err(|e| Error::Machine {
+        action: "rolling a session back between schedules".into(),
+        cause: crate::db::error_text(&e),
+    })
 }
 
 pub(super) fn monitor_err(what: &str, e: &tokio_postgres::Error) -> Error {

@@ -19,6 +19,8 @@ pub(super) struct Snapshot {
     restore: String,
     /// The tables a state is read from, in a fixed order (`state`).
     tables: Vec<String>,
+    /// Every table's rows as text in one statement, prepared once: a state is one round trip.
+    read: Option<tokio_postgres::Statement>,
 }
 
 const TABLES: &str = "SELECT n.nspname::text, c.relname::text, \
@@ -95,7 +97,16 @@ impl Snapshot {
         names.sort();
         restore_sequences(monitor, &mut restore).await?;
         restore.push_str("COMMIT;");
-        Ok(Snapshot { restore, tables: names })
+        let read = if names.is_empty() {
+            None
+        } else {
+            let columns: Vec<String> = names
+                .iter()
+                .map(|t| format!("(SELECT coalesce(string_agg(r::text, E'\\n' ORDER BY r::text), '') FROM {t} r)"))
+                .collect();
+            Some(monitor.prepare(&format!("SELECT {}", columns.join(", "))).await.map_err(err)?)
+        };
+        Ok(Snapshot { restore, tables: names, read })
     }
 
     pub(super) async fn restore(&self, monitor: &Client) -> Result<()> {
@@ -106,12 +117,12 @@ impl Snapshot {
     /// have reached the same state.
     pub(super) async fn state(&self, monitor: &Client) -> Result<String> {
         let mut out = String::new();
-        for t in &self.tables {
-            let sql = format!("SELECT coalesce(string_agg(r::text, E'\\n' ORDER BY r::text), '') FROM {t} r");
-            let row = monitor.query_one(&sql, &[]).await.map_err(|e| monitor_err("reading a state", &e))?;
+        let Some(read) = &self.read else { return Ok(out) };
+        let row = monitor.query_one(read, &[]).await.map_err(|e| monitor_err("reading a state", &e))?;
+        for (i, t) in self.tables.iter().enumerate() {
             out.push_str(t);
             out.push('\n');
-            out.push_str(&row.get::<_, String>(0));
+            out.push_str(&row.get::<_, String>(i));
             out.push('\n');
         }
         Ok(out)

@@ -17,12 +17,29 @@ fn failed(what: &str, e: &tokio_postgres::Error) -> Error {
 
 /// The final table state, by the adapter's `observe.state`.
 pub(crate) async fn final_state(client: &Client, plan: &Plan, ids: &Interner) -> Result<Vec<JobRow>> {
-    let what = "reading the final job table (observe.state)";
+    let prepared = prepare_state(client, plan).await?;
+    final_state_with(client, &prepared, plan, ids).await
+}
+
+const READING_STATE: &str = "reading the final job table (observe.state)";
+
+/// `observe.state` prepared, for a caller that reads the state often (explore, after every schedule).
+pub(crate) async fn prepare_state(client: &Client, plan: &Plan) -> Result<tokio_postgres::Statement> {
+    client.prepare(&plan.adapter.observe.state.sql).await.map_err(|e| failed(READING_STATE, &e))
+}
+
+/// The final table state, by `observe.state` prepared once (`prepare_state`).
+pub(crate) async fn final_state_with(
+    client: &Client,
+    prepared: &tokio_postgres::Statement,
+    plan: &Plan,
+    ids: &Interner,
+) -> Result<Vec<JobRow>> {
+    let what = READING_STATE;
     let st = &plan.adapter.observe.state;
-    let prepared = client.prepare(&st.sql).await.map_err(|e| failed(what, &e))?;
     let v = Values::new(plan);
     let rows: Vec<Row> = client
-        .query_raw(&prepared, v.bind(&st.params))
+        .query_raw(prepared, v.bind(&st.params))
         .await
         .map_err(|e| failed(what, &e))?
         .try_collect()

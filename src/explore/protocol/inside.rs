@@ -62,10 +62,11 @@ impl<'p> Model<'p> {
         pause::paused(&self.sql(op.plain())?, a as i32 + 1)
     }
 
-    fn gate_record(&mut self, op: Op, sql: String, result: String) {
+    /// A gate's line; `step`: it is the schedule's `Resume` step itself.
+    fn gate_record(&mut self, op: Op, sql: String, result: String, step: bool) {
         let at_secs = self.epoch_us() as f64 / 1e6;
         let actor = GATE_WINDOW.to_string();
-        self.records.push(Record { op, actor, sql: Some(sql), result, at_secs, waited_until: None });
+        self.records.push(Record { op, actor, sql: Some(sql), result, at_secs, waited_until: None, step });
     }
 
     /// Session `a`'s gate closed, before its paused statement is sent (the first time in a
@@ -75,7 +76,7 @@ impl<'p> Model<'p> {
         let hold = pause::hold_sql(a as i32 + 1);
         let first = !self.records.iter().any(|r| r.actor == GATE_WINDOW);
         let sql = if first { format!("{};\n{hold}", pause::FUNCTION) } else { hold };
-        self.gate_record(Op::Resume(a), sql, format!("closes {name}'s gate"));
+        self.gate_record(Op::Resume(a), sql, format!("closes {name}'s gate"), false);
     }
 
     /// Session `a`'s gate opened: its statement runs on (`stood`: it stood at the gate, and
@@ -90,6 +91,6 @@ impl<'p> Model<'p> {
         } else {
             format!("opens {name}'s gate ({name}'s statement never reached a lock: no pause)")
         };
-        self.gate_record(Op::Resume(a), pause::release_sql(a as i32 + 1), result);
+        self.gate_record(Op::Resume(a), pause::release_sql(a as i32 + 1), result, stood);
     }
 }

@@ -51,7 +51,7 @@ impl<'p> Model<'p> {
     fn record(&mut self, op: Op, sql: Option<String>, result: String) -> usize {
         let actor = op.actor().map_or("clock".to_string(), |a| self.actors[a].name.clone());
         let at_secs = self.epoch_us() as f64 / 1e6;
-        self.records.push(Record { op, actor, sql, result, at_secs, waited_until: None });
+        self.records.push(Record { op, actor, sql, result, at_secs, waited_until: None, step: true });
         self.records.len() - 1
     }
 

@@ -98,6 +98,28 @@ impl<'a> Search<'a> {
     }
 
     pub(super) async fn rows(&mut self, m: &Model<'a>) -> Result<Vec<JobRow>> {
-        crate::run::observe::final_state(self.sessions.monitor(), self.plan, &m.ids).await
+        let observe = self.observe().await?;
+        crate::run::observe::final_state_with(self.sessions.monitor(), &observe, self.plan, &m.ids).await
+    }
+
+    /// `observe.state`, prepared on the monitor once.
+    pub(super) async fn observe(&mut self) -> Result<tokio_postgres::Statement> {
+        if self.observe.is_none() {
+            self.observe = Some(crate::run::observe::prepare_state(self.sessions.monitor(), self.plan).await?);
+        }
+        Ok(self.observe.clone().expect("prepared above"))
+    }
+
+    /// The job table the checkers read and, with reduction, the state's name, in one round
+    /// trip (both queries sent at once on the monitor).
+    pub(super) async fn read(&mut self, m: &Model<'a>) -> Result<(Vec<JobRow>, Option<u64>)> {
+        let observe = self.observe().await?;
+        let monitor = self.sessions.monitor();
+        let rows = crate::run::observe::final_state_with(monitor, &observe, self.plan, &m.ids);
+        if !self.bounds.reduce {
+            return Ok((rows.await?, None));
+        }
+        let (rows, state) = tokio::try_join!(rows, self.snapshot.state(monitor))?;
+        Ok((rows, Some(super::state_key(m, &state, self.sessions.backends()))))
     }
 }
