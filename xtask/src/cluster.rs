@@ -9,23 +9,38 @@ use std::path::Path;
 /// DATABASE_URL, or (after running this very task inside a cluster) the process exits with the
 /// task's exit code.
 pub fn url_or_reenter(qb: &Qb, server: &Path) -> Result<String> {
+    url_or_reenter_with(qb, Some(server))
+}
+
+/// [`url_or_reenter`], the cluster with `server`'s settings or (None) its defaults.
+pub fn url_or_reenter_with(qb: &Qb, server: Option<&Path>) -> Result<String> {
     if let Some(url) = std::env::var("DATABASE_URL").ok().filter(|u| !u.is_empty()) {
         return Ok(url);
     }
+    let status = in_cluster(qb, server, std::env::args_os().skip(1))?;
+    std::process::exit(status.code().unwrap_or(3));
+}
+
+/// Runs this xtask binary with `args` inside `queuebench cluster [--scenario SERVER] -- …`
+/// (which gives it DATABASE_URL and removes the cluster after), and waits for it.
+pub fn in_cluster(
+    qb: &Qb,
+    server: Option<&Path>,
+    args: impl IntoIterator<Item = impl AsRef<std::ffi::OsStr>>,
+) -> Result<std::process::ExitStatus> {
     let me = std::env::current_exe().map_err(Error::io("the xtask binary"))?;
-    let status = qb
-        .cmd()
-        .arg("cluster")
-        .arg("--scenario")
-        .arg(server)
-        .arg("--")
+    let mut cmd = qb.cmd();
+    cmd.arg("cluster");
+    if let Some(server) = server {
+        cmd.arg("--scenario").arg(server);
+    }
+    cmd.arg("--")
         .arg(me)
-        .args(std::env::args_os().skip(1))
+        .args(args)
         // The binary found (and built) once: the task inside uses it as it is.
         .env("QUEUEBENCH", &qb.bin)
         .status()
-        .map_err(|source| Error::Spawn { program: "queuebench cluster".into(), source })?;
-    std::process::exit(status.code().unwrap_or(3));
+        .map_err(|source| Error::Spawn { program: "queuebench cluster".into(), source })
 }
 
 /// `psql -X -q -v ON_ERROR_STOP=1 URL ARGS…`'s standard output.

@@ -144,7 +144,8 @@ pub fn clients_overhead(jobs: u64, rounds: u32, only: &str) -> Result<()> {
     }
     let url = match std::env::var("DATABASE_URL").ok().filter(|u| !u.is_empty()) {
         Some(u) => u,
-        None => reenter_in_cluster(&Qb::find(Build::Release)?)?,
+        // The cluster's defaults, as the script had it.
+        None => crate::cluster::url_or_reenter_with(&Qb::find(Build::Release)?, None)?,
     };
     let rt =
         tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(Error::io("a tokio runtime"))?;
@@ -167,22 +168,6 @@ pub fn clients_overhead(jobs: u64, rounds: u32, only: &str) -> Result<()> {
         println!("{}", overhead_row(c, &off, &on).expect("at least one round"));
     }
     Ok(())
-}
-
-/// This very task again inside `queuebench cluster -- …` (no scenario: the cluster's defaults,
-/// as the script had it); the process exits with its exit code.
-fn reenter_in_cluster(qb: &Qb) -> Result<String> {
-    let me = std::env::current_exe().map_err(Error::io("the xtask binary"))?;
-    let status = qb
-        .cmd()
-        .arg("cluster")
-        .arg("--")
-        .arg(me)
-        .args(std::env::args_os().skip(1))
-        .env("QUEUEBENCH", &qb.bin)
-        .status()
-        .map_err(|source| Error::Spawn { program: "queuebench cluster".into(), source })?;
-    std::process::exit(status.code().unwrap_or(3));
 }
 
 fn db_err(what: &str) -> impl FnOnce(tokio_postgres::Error) -> Error + '_ {

@@ -46,17 +46,15 @@ pub fn graphile_worker_perf(jobs: u64, checkout: &Path, perf_dir: Option<&Path>)
         return Err(Error::Run(format!("cp -r {}/perfTest failed", checkout.display())));
     }
     println!("graphile-worker's perfTest (its run.js steps, the installed 0.17.3 CLI):");
-    let me = std::env::current_exe().map_err(Error::io("the xtask binary"))?;
-    let status = qb
-        .cmd()
-        .arg("cluster")
-        .arg("--")
-        .arg(me)
-        .args(["graphile-worker-perf", "--jobs", &jobs.to_string(), "--perf-dir"])
-        .arg(&perf)
-        .arg(checkout)
-        .status()
-        .map_err(|source| Error::Spawn { program: "queuebench cluster".into(), source })?;
+    let args: Vec<std::ffi::OsString> = vec![
+        "graphile-worker-perf".into(),
+        "--jobs".into(),
+        jobs.to_string().into(),
+        "--perf-dir".into(),
+        perf.clone().into(),
+        checkout.into(),
+    ];
+    let status = crate::cluster::in_cluster(&qb, None, args)?;
     if !status.success() {
         return Err(Error::Run(format!("the perfTest inside queuebench cluster: {status}")));
     }
