@@ -174,17 +174,7 @@ fn count_of(n: usize) -> String {
 
 /// How far a search that found nothing went.
 fn reached(s: &Stats) -> String {
-    if s.exhausted {
-        format!(
-            "in the whole space these bounds reach (no new state after depth {}; more sessions, jobs, ticks or \
-             crashes reach more)",
-            s.depth_done
-        )
-    } else if s.timed_out {
-        format!("up to depth {} (the time limit stopped depth {})", s.depth_done, s.depth_done + 1)
-    } else {
-        format!("up to depth {}", s.depth_done)
-    }
+    crate::model::words::explore_reached(s.depth_done, s.exhausted, s.timed_out)
 }
 
 /// One counterexample printed, and written to `--out`: `counterexample.txt` and `.sql`, or

@@ -39,7 +39,7 @@ pub mod smoke;
 pub mod summary;
 pub(crate) mod tolerance;
 pub mod transport;
-pub(crate) mod words;
+pub mod words;
 
 /// The version and the commit it was built from (`build.rs`): "0.1.0 (1e74cef)", with
 /// `-dirty` for uncommitted changes, "(unknown)" outside a git checkout. `--version` prints it,

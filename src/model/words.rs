@@ -13,6 +13,21 @@ pub(crate) fn count_as(n: impl Into<u128> + Copy, singular: &str, plural: &str) 
     format!("{v} {}", if v == 1 { singular } else { plural })
 }
 
+/// How far an explore search that found nothing went, in its own words (its answer, and the
+/// tables `cargo xtask explore-*` build from explore.json).
+pub fn explore_reached(depth: usize, exhausted: bool, timed_out: bool) -> String {
+    if exhausted {
+        format!(
+            "in the whole space these bounds reach (no new state after depth {depth}; more sessions, jobs, ticks or \
+             crashes reach more)"
+        )
+    } else if timed_out {
+        format!("up to depth {depth} (the time limit stopped depth {})", depth + 1)
+    } else {
+        format!("up to depth {depth}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

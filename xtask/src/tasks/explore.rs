@@ -52,17 +52,7 @@ impl Explored {
 
     /// How far the search went, in explore's own words.
     pub fn reached(&self) -> String {
-        if self.exhausted {
-            format!(
-                "in the whole space these bounds reach (no new state after depth {}; more sessions, jobs, ticks or \
-                 crashes reach more)",
-                self.depth
-            )
-        } else if self.timed_out {
-            format!("up to depth {} (the time limit stopped depth {})", self.depth, self.depth + 1)
-        } else {
-            format!("up to depth {}", self.depth)
-        }
+        queuebench::model::words::explore_reached(self.depth as usize, self.exhausted, self.timed_out)
     }
 
     /// explore's tally (the reset time is not in explore.json, so not here).
